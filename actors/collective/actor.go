@@ -1,0 +1,253 @@
+package collective
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/actors/link"
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// Props returns the Props of the actor that runs req.
+func Props(rt *actors.Runtime, req *Request) *actor.Props {
+	return rt.Props(func() actor.Actor { return &runner{rt: rt, req: req} })
+}
+
+type timedOut struct{}
+
+type runner struct {
+	rt  *actors.Runtime
+	req *Request
+
+	prog      *algorithms.Progress
+	ready     []int
+	held      [][]byte // payload of each receiving step that arrived before it was ready
+	scratch   [][]byte
+	elemSize  int
+	stopTimer func() bool
+	ended     bool
+}
+
+func (c *runner) Receive(ctx actor.Context) {
+	if c.ended {
+		if d, ok := ctx.Message().(*link.Delivered); ok {
+			transport.PutBuffer(d.Frame.Payload)
+		}
+		return
+	}
+	switch m := ctx.Message().(type) {
+	case *link.Delivered:
+		c.arrive(ctx, m)
+	case *Fail:
+		c.fail(ctx, m.Err, m.Ranks, m.Tell)
+	case *PeerFailed:
+		if slices.Contains(c.prog.Waiting(nil), m.Peer) {
+			c.fail(ctx, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err), []int{m.Peer}, false)
+		}
+	case timedOut:
+		waiting := c.prog.Waiting(nil)
+		c.fail(ctx, fmt.Errorf("%w after %v waiting for ranks %v", commerr.ErrTimeout, c.req.Timeout, waiting), waiting, false)
+	case *actor.Started:
+		c.start(ctx)
+	}
+}
+
+func (c *runner) start(ctx actor.Context) {
+	req := c.req
+	c.elemSize = req.DType.Size()
+	c.prog = algorithms.NewProgress(req.Schedule)
+	c.held = make([][]byte, len(req.Schedule.Steps))
+	c.scratch = make([][]byte, len(req.Schedule.Scratch))
+	for i, n := range req.Schedule.Scratch {
+		c.scratch[i] = transport.GetBuffer(n * c.elemSize)
+	}
+	c.routeFrames(ctx, true)
+	if req.Timeout > 0 {
+		c.stopTimer = c.rt.After(req.Timeout, ctx.Self(), timedOut{})
+	}
+	if req.Started != nil {
+		req.Started()
+	}
+	c.ready = c.prog.Start(c.ready[:0])
+	c.run(ctx)
+}
+
+// routeFrames routes (or unroutes) this operation's inbound frames to self
+// on every link it receives from.
+func (c *runner) routeFrames(ctx actor.Context, on bool) {
+	req := c.req
+	if req.P2P != nil {
+		for _, m := range req.P2P {
+			if m.Send {
+				continue
+			}
+			key := link.Key{Kind: transport.PointToPoint, Seq: m.Ordinal, Tag: m.Tag}
+			c.toLink(ctx, m.Peer, key, on)
+		}
+		return
+	}
+	key := link.Key{Kind: transport.Collective, Seq: req.CollSeq}
+	seen := make(map[int]bool)
+	for _, s := range req.Schedule.Steps {
+		if s.Prim == algorithms.Recv || s.Prim == algorithms.RecvReduce {
+			if !seen[s.Peer] {
+				seen[s.Peer] = true
+				c.toLink(ctx, s.Peer, key, on)
+			}
+		}
+	}
+}
+
+func (c *runner) toLink(ctx actor.Context, peer int, key link.Key, on bool) {
+	if on {
+		ctx.Send(c.req.Links[peer], &link.Route{Key: key, To: ctx.Self()})
+	} else {
+		ctx.Send(c.req.Links[peer], &link.Unroute{Key: key})
+	}
+}
+
+func (c *runner) arrive(ctx actor.Context, d *link.Delivered) {
+	req := c.req
+	h := d.Frame.Header
+	if h.Sig != req.Sig {
+		transport.PutBuffer(d.Frame.Payload)
+		c.fail(ctx, commerr.Invalid("arguments differ across ranks: %s", Mismatch(h.Sig, req.Sig, d.Peer)), []int{d.Peer}, true)
+		return
+	}
+	tag := int(h.Tag)
+	if req.P2P != nil {
+		tag = c.p2pTag(d.Peer, h)
+	}
+	var step int
+	var err error
+	c.ready, step, err = c.prog.Arrive(d.Peer, tag, c.ready)
+	if err != nil {
+		transport.PutBuffer(d.Frame.Payload)
+		c.fail(ctx, commerr.Invalid("unexpected message %d from rank %d: %v", h.Tag, d.Peer, err), []int{d.Peer}, true)
+		return
+	}
+	if want := req.Schedule.Steps[step].Dst.Len * c.elemSize; len(d.Frame.Payload) != want {
+		transport.PutBuffer(d.Frame.Payload)
+		c.fail(ctx, commerr.Invalid("rank %d sent %d bytes where this rank expects %d: sizes differ across ranks", d.Peer, len(d.Frame.Payload), want), []int{d.Peer}, true)
+		return
+	}
+	c.held[step] = d.Frame.Payload
+	c.run(ctx)
+}
+
+// p2pTag maps an inbound point-to-point frame to the schedule tag of the
+// receiving step it was routed for.
+func (c *runner) p2pTag(peer int, h transport.Header) int {
+	for i, m := range c.req.P2P {
+		if !m.Send && m.Peer == peer && m.Ordinal == h.Seq && m.Tag == h.Tag {
+			return c.req.Schedule.Steps[i].Tag
+		}
+	}
+	return -1
+}
+
+func (c *runner) run(ctx actor.Context) {
+	for len(c.ready) > 0 {
+		i := c.ready[len(c.ready)-1]
+		c.ready = c.ready[:len(c.ready)-1]
+		c.execute(ctx, i)
+		c.ready = c.prog.Complete(i, c.ready)
+	}
+	if c.prog.Done() {
+		c.finish(ctx)
+	}
+}
+
+func (c *runner) execute(ctx actor.Context, i int) {
+	s := &c.req.Schedule.Steps[i]
+	switch s.Prim {
+	case algorithms.Send:
+		src := c.region(s.Src)
+		payload := transport.GetBuffer(len(src))
+		copy(payload, src)
+		ctx.Send(c.req.Links[s.Peer], &link.Send{Frame: transport.Frame{Header: c.req.header(i), Payload: payload}})
+	case algorithms.Recv:
+		copy(c.region(s.Dst), c.held[i])
+		c.release(i)
+	case algorithms.RecvReduce:
+		dst := c.region(s.Dst)
+		reduce.Combine(c.req.Reduce, c.req.DType, dst, c.region(s.Src), c.held[i])
+		c.release(i)
+	case algorithms.Copy:
+		copy(c.region(s.Dst), c.region(s.Src))
+	}
+}
+
+func (c *runner) release(i int) {
+	transport.PutBuffer(c.held[i])
+	c.held[i] = nil
+}
+
+func (c *runner) region(r algorithms.Region) []byte {
+	var block []byte
+	switch r.Buf {
+	case algorithms.Input:
+		block = c.req.In[r.Block]
+	case algorithms.Output:
+		block = c.req.Out[r.Block]
+	default:
+		block = c.scratch[r.Block]
+	}
+	return block[r.Off*c.elemSize : (r.Off+r.Len)*c.elemSize]
+}
+
+func (c *runner) finish(ctx actor.Context) {
+	req := c.req
+	for _, b := range req.Results {
+		reduce.Finish(req.Reduce, req.DType, req.Out[b], req.Size)
+	}
+	c.end(ctx, nil)
+}
+
+// fail ends the operation with err. A failure this rank detected in what a
+// peer sent (tell) is reported to every rank, so that all of them fail
+// instead of waiting for a message that will not come.
+func (c *runner) fail(ctx actor.Context, err error, ranks []int, tell bool) {
+	req := c.req
+	if tell && req.P2P == nil {
+		payload := EncodeFailure(req.Rank, err.Error())
+		for _, l := range req.Links {
+			if l == nil {
+				continue
+			}
+			p := transport.GetBuffer(len(payload))
+			copy(p, payload)
+			ctx.Send(l, &link.Send{Frame: transport.Frame{
+				Header:  transport.Header{Comm: req.CommID, Kind: transport.Control, Seq: req.CollSeq, Tag: ControlFailed, Sig: req.Sig},
+				Payload: p,
+			}})
+		}
+	}
+	c.end(ctx, &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: ranks, Err: err})
+}
+
+func (c *runner) end(ctx actor.Context, err error) {
+	c.ended = true
+	if c.stopTimer != nil {
+		c.stopTimer()
+	}
+	c.routeFrames(ctx, false)
+	for i, p := range c.held {
+		if p != nil {
+			c.release(i)
+		}
+	}
+	for _, s := range c.scratch {
+		transport.PutBuffer(s)
+	}
+	c.scratch = nil
+	c.req.Done(err)
+	ctx.Send(ctx.Parent(), &Finished{Seq: c.req.Seq, Err: err})
+	ctx.Stop(ctx.Self())
+}

@@ -1,0 +1,25 @@
+// Package collective owns the actor that runs one operation: it executes an
+// algorithms.Schedule step by step over the communicator's link actors and
+// completes the operation's Work.
+//
+// The driving loop, around a pure algorithms.Progress:
+//
+//	Started     -> route this op's frames to self on each peer link; arm the
+//	               timeout; run the steps Progress says are ready
+//	*Delivered  -> check the frame against this op (signature, length), hand
+//	               it to Progress.Arrive, run what became ready
+//	run(step)   -> Send: copy the region into a pooled payload, give it to
+//	               the link; Recv: copy the payload into the region;
+//	               RecvReduce: dst = local ⊕ payload; Copy: local copy;
+//	               then Progress.Complete(step) and run what became ready
+//	Done        -> finish the result (Avg, PreMulSum), unroute, complete the
+//	               Work, tell the parent, stop
+//	*Fail, timeout, a mismatched frame -> fail the Work with an OpError;
+//	               a mismatch is also reported to every rank as a control frame
+//
+// Bulk data never passes through a mailbox by value: frames carry pooled
+// payloads whose ownership moves with the message, and regions are slices of
+// the caller's tensors, owned by this actor until it completes the Work.
+//
+// This package must not import net, and takes time only from the runtime.
+package collective

@@ -1,0 +1,87 @@
+package collective
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/tensor"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// Request is everything one operation needs, fixed before it starts.
+type Request struct {
+	Comm     string // communicator name, for errors
+	CommID   uint64
+	Rank     int
+	Op       string // operation name, for errors
+	Seq      uint64 // sequence number of the operation on this rank, for errors
+	Schedule *algorithms.Schedule
+	DType    tensor.DType
+	Reduce   reduce.Op
+	Size     int // ranks that contribute to a reduction, for Avg
+
+	// In and Out hold the blocks of the schedule's Input and Output buffers.
+	In, Out [][]byte
+	// Results are the Output blocks that hold a finished reduction on this
+	// rank, where reduce.Finish applies.
+	Results []int
+
+	// Frames of a collective carry Kind Collective and Seq CollSeq; a
+	// point-to-point operation sets P2P instead, one entry per step of its
+	// schedule (each step sends or receives one message).
+	CollSeq uint64
+	P2P     []P2PMessage
+	Sig     uint64 // signature every frame carries and every receiver checks
+
+	Timeout time.Duration
+	Links   []*actor.PID // link actor per rank; nil at this rank
+
+	// Started is called when the operation begins to run; Done exactly once
+	// when it ends, with nil or an *commerr.OpError.
+	Started func()
+	Done    func(error)
+}
+
+// P2PMessage is the wire identity of one point-to-point message of a batch:
+// the ordinal of the message between this pair of ranks with this user tag.
+type P2PMessage struct {
+	Peer    int
+	Send    bool
+	Ordinal uint64
+	Tag     uint32
+}
+
+// Finished tells the parent that the operation with this Seq has ended.
+type Finished struct {
+	Seq uint64
+	Err error
+}
+
+// Fail asks a running operation to fail with Err, naming Ranks. With Tell,
+// the failure is reported to every rank, whose copies of a collective then
+// fail too instead of waiting for this one.
+type Fail struct {
+	Err   error
+	Ranks []int
+	Tell  bool
+}
+
+// PeerFailed tells a running operation that the connection to Peer failed.
+// It fails only if it still waits for a message from Peer: frames the peer
+// sent before it went away have already been delivered.
+type PeerFailed struct {
+	Peer int
+	Err  error
+}
+
+// header returns the header of the frame that step i sends.
+func (r *Request) header(i int) transport.Header {
+	if r.P2P != nil {
+		m := r.P2P[i]
+		return transport.Header{Comm: r.CommID, Kind: transport.PointToPoint, Seq: m.Ordinal, Tag: m.Tag, Sig: r.Sig}
+	}
+	return transport.Header{Comm: r.CommID, Kind: transport.Collective, Seq: r.CollSeq, Tag: uint32(r.Schedule.Steps[i].Tag), Sig: r.Sig}
+}

@@ -1,0 +1,90 @@
+package collective
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/tensor"
+)
+
+// A signature packs what every rank must agree on into the 64 bits every
+// frame carries, so a receiver detects a mismatched call from the first
+// frame instead of corrupting memory or hanging:
+//
+//	bits 56..63  kind (algorithms.Kind; 0 for point-to-point)
+//	bits 48..55  dtype
+//	bits 40..47  reduce kind (0 when none)
+//	bits 20..39  root + 1 (0 when none), modulo 2^20
+//	bits  0..19  hash of the element counts every rank knows
+const (
+	sigCountBits = 20
+	sigRootBits  = 20
+)
+
+// Sig returns the signature of an operation. counts are the element counts
+// that every rank passes identically (nil when ranks legitimately differ).
+func Sig(kind algorithms.Kind, dt tensor.DType, op reduce.Kind, root int, counts []int) uint64 {
+	h := fnv.New32a()
+	var buf [8]byte
+	for _, c := range counts {
+		binary.LittleEndian.PutUint64(buf[:], uint64(c))
+		h.Write(buf[:])
+	}
+	r := uint64(0)
+	if root >= 0 {
+		r = uint64(root+1) & (1<<sigRootBits - 1)
+	}
+	return uint64(kind)<<56 | uint64(dt)<<48 | uint64(op)<<40 | r<<sigCountBits | uint64(h.Sum32())&(1<<sigCountBits-1)
+}
+
+// Mismatch describes how the signature a peer sent differs from ours.
+func Mismatch(theirs, ours uint64, peer int) string {
+	var diffs []string
+	field := func(s uint64, shift, bits uint) uint64 { return s >> shift & (1<<bits - 1) }
+	if a, b := field(theirs, 56, 8), field(ours, 56, 8); a != b {
+		diffs = append(diffs, fmt.Sprintf("rank %d called %s, this rank %s", peer, kindName(a), kindName(b)))
+	}
+	if a, b := field(theirs, 48, 8), field(ours, 48, 8); a != b {
+		diffs = append(diffs, fmt.Sprintf("rank %d used %s, this rank %s", peer, tensor.DType(a), tensor.DType(b)))
+	}
+	if a, b := field(theirs, 40, 8), field(ours, 40, 8); a != b {
+		diffs = append(diffs, fmt.Sprintf("rank %d reduced with %s, this rank %s", peer, reduce.Kind(a), reduce.Kind(b)))
+	}
+	if a, b := field(theirs, sigCountBits, sigRootBits), field(ours, sigCountBits, sigRootBits); a != b {
+		diffs = append(diffs, fmt.Sprintf("rank %d used root %d, this rank root %d", peer, int(a)-1, int(b)-1))
+	}
+	if a, b := field(theirs, 0, sigCountBits), field(ours, 0, sigCountBits); a != b {
+		diffs = append(diffs, fmt.Sprintf("rank %d passed different element counts", peer))
+	}
+	return strings.Join(diffs, "; ")
+}
+
+func kindName(k uint64) string {
+	if k == 0 {
+		return "send/recv"
+	}
+	return algorithms.Kind(k).String()
+}
+
+// ControlFailed is the tag of a control frame that reports a failed
+// operation: its payload is the reporting rank and the reason.
+const ControlFailed = 1
+
+// EncodeFailure returns the payload of a ControlFailed frame.
+func EncodeFailure(rank int, reason string) []byte {
+	b := make([]byte, 4, 4+len(reason))
+	binary.LittleEndian.PutUint32(b, uint32(rank))
+	return append(b, reason...)
+}
+
+// DecodeFailure parses a ControlFailed payload.
+func DecodeFailure(p []byte) (rank int, reason string, err error) {
+	if len(p) < 4 {
+		return 0, "", fmt.Errorf("collective: failure report of %d bytes is too short", len(p))
+	}
+	return int(binary.LittleEndian.Uint32(p)), string(p[4:]), nil
+}

@@ -1,0 +1,22 @@
+// Package link owns one actor per peer connection of a communicator. A link
+// actor holds the transport.Conn to that peer, sends the frames operations
+// hand it, and routes the frames that arrive: frames of an operation go to
+// the actor that registered a Route for them, frames that arrive before their
+// operation has started wait in the link's stash, and control frames go to
+// the parent (the rank actor).
+//
+// The driving loop:
+//
+//	Started        -> conn.Start(handler)   handler posts *Delivered / *connFailed to self
+//	*Send          -> conn.Send(frame)
+//	*Route         -> forward stashed frames of that key, then every later one
+//	*Unroute       -> forget the key
+//	*Delivered     -> routed actor | stash | parent (control)
+//	*connFailed    -> parent gets *Failed; later sends are dropped
+//	Stopping       -> conn.Close()
+//
+// Routing state lives outside the actor instance, in the producer's closure,
+// so that a supervisor restart after a panic keeps stashed frames and routes.
+//
+// A link knows nothing of schedules or reductions, and never blocks.
+package link

@@ -1,0 +1,306 @@
+package rank
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/actors/collective"
+	"github.com/gocomms/gocomms/actors/link"
+	"github.com/gocomms/gocomms/actors/supervisor"
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// Config describes the rank.
+type Config struct {
+	Comm   string // communicator name
+	CommID uint64
+	Rank   int
+	Size   int
+	Conns  []transport.Conn // connection to each rank; nil at Rank
+}
+
+// Submit queues an operation. Req is complete but for what the rank actor
+// numbers: CollSeq, the P2P ordinals and Links. A point-to-point operation
+// sets Req.P2P with Ordinal left zero. Seq is the caller's: it numbers every
+// submission to this rank, in submission order.
+type Submit struct{ Req *collective.Request }
+
+// Abort fails the running and queued operations with Err (which should wrap
+// commerr.ErrAborted) and closes every link. Later submissions fail.
+type Abort struct{ Err error }
+
+// Cancel fails the operation with sequence number Seq, if it has not ended,
+// with Err; a running collective reports the failure to every rank.
+type Cancel struct {
+	Seq uint64
+	Err error
+}
+
+// Finalize stops the rank once every submitted operation has ended, then
+// calls Done.
+type Finalize struct{ Done func() }
+
+// Props returns the Props of the rank actor.
+func Props(rt *actors.Runtime, cfg Config) *actor.Props {
+	strategy := supervisor.New(rt, supervisor.DefaultLinkPolicy)
+	strategy.Temporary = func(child *actor.PID) bool { return strings.Contains(child.Id, "/"+opPrefix) }
+	return rt.Props(func() actor.Actor { return newRank(rt, cfg) }, actor.WithSupervisor(strategy))
+}
+
+// Children's name prefixes: links are restarted when they fail, operations
+// are not (their schedule cannot be replayed) and fail their Work instead.
+const (
+	linkPrefix = "link"
+	opPrefix   = "op"
+)
+
+type p2pKey struct {
+	peer int
+	send bool
+	tag  uint32
+}
+
+type rankActor struct {
+	rt  *actors.Runtime
+	cfg Config
+
+	links   []*actor.PID // fixed once spawned: running operations share it
+	queue   []*collective.Request
+	running *collective.Request
+	runner  *actor.PID // the running operation's collective actor
+	// runningEnded reports whether the running operation completed its Work.
+	runningEnded func() bool
+	seq          uint64 // operations submitted
+	collSeq      uint64 // collectives started
+	ordinals     map[p2pKey]uint64
+
+	reported    map[uint64]error // collective sequence number -> a peer's failure report
+	failedPeers map[int]error
+	aborted     error
+	finalize    func()
+}
+
+func newRank(rt *actors.Runtime, cfg Config) *rankActor {
+	return &rankActor{
+		rt:          rt,
+		cfg:         cfg,
+		ordinals:    map[p2pKey]uint64{},
+		reported:    map[uint64]error{},
+		failedPeers: map[int]error{},
+	}
+}
+
+func (r *rankActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *Submit:
+		r.submit(ctx, m.Req)
+	case *collective.Finished:
+		if r.running != nil && r.running.Seq == m.Seq {
+			r.running, r.runner, r.runningEnded = nil, nil, nil
+			r.next(ctx)
+		}
+	case *link.Delivered:
+		r.control(ctx, m)
+	case *link.Failed:
+		r.peerFailed(ctx, m)
+	case *Abort:
+		r.abort(ctx, m.Err)
+	case *Cancel:
+		r.cancel(ctx, m)
+	case *Finalize:
+		r.finalize = m.Done
+		r.next(ctx)
+	case *actor.Started:
+		r.links = make([]*actor.PID, r.cfg.Size)
+		for peer, conn := range r.cfg.Conns {
+			if conn != nil {
+				r.links[peer] = ctx.SpawnPrefix(link.Props(r.rt, peer, conn), fmt.Sprintf("%s%d-", linkPrefix, peer))
+			}
+		}
+	case *actor.Terminated:
+		if r.runner != nil && r.runner.Equal(m.Who) {
+			r.runnerStopped(ctx)
+			return
+		}
+		// A link the supervisor gave up on: treat the peer as failed.
+		for peer, l := range r.links {
+			if l != nil && l.Equal(m.Who) {
+				r.peerFailed(ctx, &link.Failed{Peer: peer, Err: fmt.Errorf("link to rank %d stopped after repeated failures", peer)})
+			}
+		}
+	}
+}
+
+func (r *rankActor) submit(ctx actor.Context, req *collective.Request) {
+	if r.aborted != nil {
+		r.reject(req, r.aborted, nil)
+		return
+	}
+	if r.finalize != nil {
+		r.reject(req, commerr.ErrFinalized, nil)
+		return
+	}
+	r.queue = append(r.queue, req)
+	r.next(ctx)
+}
+
+// next starts the oldest queued operation if none is running, and completes
+// a pending Finalize once nothing is left.
+func (r *rankActor) next(ctx actor.Context) {
+	for r.running == nil && len(r.queue) > 0 {
+		req := r.queue[0]
+		r.queue[0] = nil
+		r.queue = r.queue[1:]
+		r.start(ctx, req)
+	}
+	if r.running == nil && len(r.queue) == 0 && r.finalize != nil {
+		r.stopLinks(ctx)
+		r.finalize()
+		r.finalize = nil
+		ctx.Stop(ctx.Self())
+	}
+}
+
+func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
+	req.Links = r.links
+	if req.P2P != nil {
+		for i := range req.P2P {
+			m := &req.P2P[i]
+			k := p2pKey{peer: m.Peer, send: m.Send, tag: m.Tag}
+			m.Ordinal = r.ordinals[k]
+			r.ordinals[k]++
+		}
+	} else {
+		req.CollSeq = r.collSeq
+		r.collSeq++
+		if err := r.reported[req.CollSeq]; err != nil {
+			delete(r.reported, req.CollSeq)
+			r.reject(req, err, nil)
+			return
+		}
+	}
+	for _, peer := range peers(req.Schedule) {
+		if err := r.failedPeers[peer]; err != nil {
+			r.reject(req, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err), []int{peer})
+			return
+		}
+	}
+	done := req.Done
+	var ended atomic.Bool
+	req.Done = func(err error) {
+		ended.Store(true)
+		done(err)
+	}
+	r.running = req
+	r.runningEnded = ended.Load
+	r.runner = ctx.SpawnPrefix(collective.Props(r.rt, req), opPrefix)
+}
+
+// runnerStopped handles the running operation's actor stopping. Its
+// Finished may still be on the way (protoactor delivers Terminated first);
+// if the operation never ended, the actor crashed and the operation fails.
+func (r *rankActor) runnerStopped(ctx actor.Context) {
+	req := r.running
+	if !r.runningEnded() {
+		req.Done(&commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank,
+			Err: errors.New("gocomms: internal error: the operation's actor failed (see the log)")})
+	}
+	r.running, r.runner, r.runningEnded = nil, nil, nil
+	r.next(ctx)
+}
+
+// reject ends an operation that never ran.
+func (r *rankActor) reject(req *collective.Request, err error, ranks []int) {
+	req.Done(&commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank, Ranks: ranks, Err: err})
+}
+
+func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
+	defer transport.PutBuffer(d.Frame.Payload)
+	h := d.Frame.Header
+	if h.Tag != collective.ControlFailed {
+		r.rt.Logger.Warn("unknown control frame", "comm", r.cfg.Comm, "peer", d.Peer, "tag", h.Tag)
+		return
+	}
+	reporter, reason, err := collective.DecodeFailure(d.Frame.Payload)
+	if err != nil {
+		r.rt.Logger.Warn("malformed failure report", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+		return
+	}
+	failure := commerr.Invalid("rank %d reported: %s", reporter, reason)
+	switch {
+	case h.Seq >= r.collSeq:
+		r.reported[h.Seq] = failure
+	case r.running != nil && r.running.P2P == nil && r.running.CollSeq == h.Seq:
+		ctx.Send(r.runner, &collective.Fail{Err: failure, Ranks: []int{reporter}})
+	}
+}
+
+func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
+	if _, ok := r.failedPeers[m.Peer]; ok {
+		return
+	}
+	r.failedPeers[m.Peer] = m.Err
+	if r.running != nil {
+		ctx.Send(r.runner, &collective.PeerFailed{Peer: m.Peer, Err: m.Err})
+	}
+}
+
+func (r *rankActor) abort(ctx actor.Context, err error) {
+	if r.aborted != nil {
+		return
+	}
+	r.aborted = err
+	if r.running != nil {
+		ctx.Send(r.runner, &collective.Fail{Err: err})
+	}
+	for _, req := range r.queue {
+		r.reject(req, err, nil)
+	}
+	r.queue = nil
+	r.stopLinks(ctx)
+}
+
+// stopLinks closes every connection. The links slice stays as it is: an
+// operation still running may send to a stopped link, which drops the frame.
+func (r *rankActor) cancel(ctx actor.Context, m *Cancel) {
+	if r.running != nil && r.running.Seq == m.Seq {
+		ctx.Send(r.runner, &collective.Fail{Err: m.Err, Tell: true})
+		return
+	}
+	for i, req := range r.queue {
+		if req.Seq == m.Seq {
+			r.queue = append(r.queue[:i], r.queue[i+1:]...)
+			r.reject(req, m.Err, nil)
+			return
+		}
+	}
+}
+
+func (r *rankActor) stopLinks(ctx actor.Context) {
+	for _, l := range r.links {
+		if l != nil {
+			ctx.Stop(l)
+		}
+	}
+}
+
+// peers lists every rank a schedule exchanges messages with.
+func peers(s *algorithms.Schedule) []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, st := range s.Steps {
+		if st.Prim == algorithms.Copy || seen[st.Peer] {
+			continue
+		}
+		seen[st.Peer] = true
+		out = append(out, st.Peer)
+	}
+	return out
+}

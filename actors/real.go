@@ -1,0 +1,52 @@
+package actors
+
+import (
+	"log/slog"
+	"math/rand/v2" // nondeterministic: the real runtime seeds from entropy
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// dispatchThroughput bounds how many messages one mailbox drain handles
+// before yielding; protoactor's default.
+const dispatchThroughput = 300
+
+// NewRuntime returns the real runtime: wall clock, one goroutine per mailbox
+// wake-up, an entropy-seeded random source, and logger (nil discards).
+func NewRuntime(logger *slog.Logger) *Runtime {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return logger.With("component", "actors")
+	}))
+	return &Runtime{
+		System:     sys,
+		Clock:      wallClock{},
+		Dispatcher: actor.NewDefaultDispatcher(dispatchThroughput),
+		Rand:       &lockedRand{r: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, // nondeterministic: entropy seed
+		Logger:     logger,
+	}
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() } // nondeterministic: the real clock
+
+func (wallClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop // nondeterministic: the real clock
+}
+
+// lockedRand serialises a source shared by actors on many goroutines.
+type lockedRand struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+func (l *lockedRand) Uint64() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Uint64()
+}

@@ -1,0 +1,370 @@
+package algorithms
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Builder turns one rank's sequential program into a Schedule. Generators call
+// Send, Recv, RecvReduce and Copy in the order a single-threaded rank would
+// perform them; the Builder assigns tags and derives the dependency DAG from
+// region overlap, so that everything the program order does not force (other
+// links, other chunks) may run concurrently.
+//
+// A Builder panics when given a region or peer that breaks an invariant: that
+// is a bug in the generator, not a property of the input.
+type Builder struct {
+	rank, size int
+	steps      []Step
+	sendTag    []int
+	recvTag    []int
+	scratch    []int
+	layout     [2][]int // declared Input and Output blocks
+	declared   [2]bool
+	token      int
+	tracks     [3][]*track // Input is never written, so never tracked
+	tmp        []int32
+	arena      []int32
+	built      bool
+}
+
+// NewBuilder returns a Builder for rank of size ranks.
+func NewBuilder(rank, size int) *Builder {
+	if size < 1 || rank < 0 || rank >= size {
+		panic(fmt.Sprintf("algorithms: NewBuilder(%d, %d): rank out of range", rank, size))
+	}
+	return &Builder{
+		rank:    rank,
+		size:    size,
+		sendTag: make([]int, size),
+		recvTag: make([]int, size),
+		token:   -1,
+	}
+}
+
+// Layout declares the block sizes of Input or Output so that every region on
+// that buffer is bounds-checked. A nil or empty blocks declares that the rank
+// has no such buffer. Undeclared buffers are checked only for sign.
+func (b *Builder) Layout(buf Buffer, blocks []int) {
+	if buf != Input && buf != Output {
+		panic(fmt.Sprintf("algorithms: Layout(%v): only Input and Output have a declared layout", buf))
+	}
+	b.layout[buf] = slices.Clone(blocks)
+	b.declared[buf] = true
+}
+
+// Scratch allocates a scratch block of n elements and returns its index.
+func (b *Builder) Scratch(n int) int {
+	if n < 0 {
+		panic(fmt.Sprintf("algorithms: Scratch(%d): negative size", n))
+	}
+	b.scratch = append(b.scratch, n)
+	return len(b.scratch) - 1
+}
+
+// Token returns the zero-length region that zero-byte messages (barrier
+// notifications) are sent from and received into. It lives on a zero-length
+// Scratch block allocated on first use. For dependency purposes every token
+// region overlaps every other, so token messages stay in program order.
+func (b *Builder) Token() Region {
+	if b.token < 0 {
+		b.token = b.Scratch(0)
+	}
+	return Region{Buf: Scratch, Block: b.token}
+}
+
+// Send appends a step sending src to peer and returns its index.
+func (b *Builder) Send(peer int, src Region) int {
+	b.checkPeer(peer)
+	b.checkRegion(src, true)
+	st := Step{Prim: Send, Peer: peer, Tag: b.sendTag[peer], Src: src}
+	b.sendTag[peer]++
+	return b.add(st)
+}
+
+// Recv appends a step receiving the message from peer into dst.
+func (b *Builder) Recv(peer int, dst Region) int {
+	b.checkPeer(peer)
+	b.checkWritable(dst)
+	b.checkRegion(dst, true)
+	st := Step{Prim: Recv, Peer: peer, Tag: b.recvTag[peer], Dst: dst}
+	b.recvTag[peer]++
+	return b.add(st)
+}
+
+// RecvReduce appends a step writing local ⊕ (the message from peer) into dst.
+// local and dst must have the same length and either coincide or be disjoint.
+func (b *Builder) RecvReduce(peer int, dst, local Region) int {
+	b.checkPeer(peer)
+	b.checkWritable(dst)
+	b.checkRegion(dst, false)
+	b.checkRegion(local, false)
+	if dst.Len != local.Len {
+		panic(fmt.Sprintf("algorithms: RecvReduce dst %v and local %v differ in length", dst, local))
+	}
+	if dst != local && dst.Overlaps(local) {
+		panic(fmt.Sprintf("algorithms: RecvReduce dst %v partially overlaps local %v", dst, local))
+	}
+	st := Step{Prim: RecvReduce, Peer: peer, Tag: b.recvTag[peer], Dst: dst, Src: local}
+	b.recvTag[peer]++
+	return b.add(st)
+}
+
+// Copy appends a step copying src into dst; they must not overlap.
+func (b *Builder) Copy(dst, src Region) int {
+	b.checkWritable(dst)
+	b.checkRegion(dst, false)
+	b.checkRegion(src, false)
+	if dst.Len != src.Len {
+		panic(fmt.Sprintf("algorithms: Copy dst %v and src %v differ in length", dst, src))
+	}
+	if dst.Overlaps(src) {
+		panic(fmt.Sprintf("algorithms: Copy dst %v overlaps src %v", dst, src))
+	}
+	return b.add(Step{Prim: Copy, Peer: -1, Dst: dst, Src: src})
+}
+
+// Build returns the schedule. The Builder must not be used afterwards.
+func (b *Builder) Build(algorithm string) *Schedule {
+	b.mustLive()
+	b.built = true
+	s := &Schedule{
+		Algorithm: algorithm,
+		Rank:      b.rank,
+		Size:      b.size,
+		Steps:     b.steps,
+		Scratch:   b.scratch,
+	}
+	if s.Scratch == nil {
+		s.Scratch = []int{}
+	}
+	s.ix = newIndex(s)
+	return s
+}
+
+func (b *Builder) mustLive() {
+	if b.built {
+		panic("algorithms: Builder used after Build")
+	}
+}
+
+func (b *Builder) checkPeer(peer int) {
+	if peer < 0 || peer >= b.size || peer == b.rank {
+		panic(fmt.Sprintf("algorithms: rank %d of %d: bad peer %d", b.rank, b.size, peer))
+	}
+}
+
+func (b *Builder) checkWritable(r Region) {
+	if r.Buf == Input {
+		panic(fmt.Sprintf("algorithms: rank %d writes the Input buffer (%v)", b.rank, r))
+	}
+}
+
+// checkRegion panics unless r lies inside its block. Zero-length regions are
+// legal only as tokens (offset 0 of a zero-length Scratch block) and only in
+// messages.
+func (b *Builder) checkRegion(r Region, message bool) {
+	b.mustLive()
+	if r.Block < 0 || r.Off < 0 || r.Len < 0 || r.Off > math.MaxInt-r.Len {
+		panic(fmt.Sprintf("algorithms: rank %d: malformed region %v", b.rank, r))
+	}
+	limit := -1 // unknown
+	switch r.Buf {
+	case Input, Output:
+		if b.declared[r.Buf] {
+			if r.Block >= len(b.layout[r.Buf]) {
+				panic(fmt.Sprintf("algorithms: rank %d: region %v names a missing block (%v has %d)", b.rank, r, r.Buf, len(b.layout[r.Buf])))
+			}
+			limit = b.layout[r.Buf][r.Block]
+		}
+	case Scratch:
+		if r.Block >= len(b.scratch) {
+			panic(fmt.Sprintf("algorithms: rank %d: region %v names an unallocated scratch block", b.rank, r))
+		}
+		limit = b.scratch[r.Block]
+		if limit == 0 {
+			if r.Off != 0 || r.Len != 0 || !message {
+				panic(fmt.Sprintf("algorithms: rank %d: token region %v used as data", b.rank, r))
+			}
+			return
+		}
+	default:
+		panic(fmt.Sprintf("algorithms: rank %d: region %v on unknown buffer", b.rank, r))
+	}
+	if r.Len == 0 {
+		panic(fmt.Sprintf("algorithms: rank %d: empty region %v (generators skip empty pieces)", b.rank, r))
+	}
+	if limit >= 0 && r.End() > limit {
+		panic(fmt.Sprintf("algorithms: rank %d: region %v beyond its block of %d elements", b.rank, r, limit))
+	}
+}
+
+// add derives the dependencies of st from the accesses before it and appends
+// it. Rules, per (Buf, Block) and overlapping range:
+//
+//	read  after write: depend on the last writer            (RAW)
+//	write after read:  depend on every reader since it       (WAR)
+//	write after write: depend on the last writer, unless a   (WAW)
+//	                   reader since it already does
+func (b *Builder) add(st Step) int {
+	idx := int32(len(b.steps))
+	b.tmp = b.tmp[:0]
+	rd, reads := st.Reads()
+	wr, writes := st.Writes()
+	if reads {
+		if t := b.track(rd, false); t != nil {
+			b.tmp = t.readDeps(lo(rd), hi(rd), b.tmp)
+		}
+	}
+	if writes {
+		b.tmp = b.track(wr, true).writeDeps(lo(wr), hi(wr), b.tmp)
+	}
+	if reads {
+		if t := b.track(rd, false); t != nil {
+			t.addReader(lo(rd), hi(rd), idx)
+		}
+	}
+	if writes {
+		b.track(wr, true).setWriter(lo(wr), hi(wr), idx)
+	}
+	st.Deps = b.finishDeps()
+	b.steps = append(b.steps, st)
+	return int(idx)
+}
+
+// lo and hi give the tracked range of a region; a token counts as one element.
+func lo(r Region) int { return r.Off }
+func hi(r Region) int { return r.Off + max(r.Len, 1) }
+
+// track returns the access history of r's block; nil for Input, which is
+// never written and so never constrains anything.
+func (b *Builder) track(r Region, create bool) *track {
+	if r.Buf == Input {
+		return nil
+	}
+	ts := b.tracks[r.Buf]
+	for len(ts) <= r.Block {
+		ts = append(ts, nil)
+	}
+	b.tracks[r.Buf] = ts
+	if ts[r.Block] == nil {
+		ts[r.Block] = newTrack()
+	}
+	return ts[r.Block]
+}
+
+// finishDeps sorts and dedups b.tmp, drops deps already implied by a direct
+// dep of another listed dep, and copies the result into the arena.
+func (b *Builder) finishDeps() []int32 {
+	if len(b.tmp) == 0 {
+		return nil
+	}
+	slices.Sort(b.tmp)
+	d := slices.Compact(b.tmp)
+	if len(d) > 1 && len(d) <= 64 {
+		keep := d[:0]
+		for i, x := range d {
+			implied := false
+			for _, y := range d[i+1:] {
+				if _, ok := slices.BinarySearch(b.steps[y].Deps, x); ok {
+					implied = true
+					break
+				}
+			}
+			if !implied {
+				keep = append(keep, x)
+			}
+		}
+		d = keep
+	}
+	if cap(b.arena)-len(b.arena) < len(d) {
+		b.arena = make([]int32, 0, max(1024, len(d)))
+	}
+	start := len(b.arena)
+	b.arena = append(b.arena, d...)
+	return b.arena[start:len(b.arena):len(b.arena)]
+}
+
+// track is the access history of one block: disjoint segments covering
+// [0, MaxInt), each with its last writer and the readers since that write.
+// Writes collapse the segments they cover, so the list stays as short as the
+// number of distinct live ranges (about the number of chunks).
+type track struct {
+	segs []seg
+}
+
+type seg struct {
+	lo, hi  int
+	writer  int32 // -1: never written
+	readers []int32
+}
+
+func newTrack() *track {
+	return &track{segs: []seg{{lo: 0, hi: math.MaxInt, writer: -1}}}
+}
+
+// split makes x a segment boundary and returns the index of the segment that
+// starts at x (len(segs) if x is the end of the covered range).
+func (t *track) split(x int) int {
+	i, j := 0, len(t.segs)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if t.segs[h].hi <= x {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	if i == len(t.segs) || t.segs[i].lo == x {
+		return i
+	}
+	s := &t.segs[i]
+	// Both halves share the readers' backing array with capacity clipped,
+	// so a later append to either copies.
+	rs := s.readers[:len(s.readers):len(s.readers)]
+	right := seg{lo: x, hi: s.hi, writer: s.writer, readers: rs}
+	s.hi, s.readers = x, rs
+	t.segs = slices.Insert(t.segs, i+1, right)
+	return i + 1
+}
+
+func (t *track) span(lo, hi int) (int, int) {
+	i := t.split(lo)
+	return i, t.split(hi)
+}
+
+func (t *track) readDeps(lo, hi int, deps []int32) []int32 {
+	i, j := t.span(lo, hi)
+	for _, s := range t.segs[i:j] {
+		if s.writer >= 0 {
+			deps = append(deps, s.writer)
+		}
+	}
+	return deps
+}
+
+func (t *track) writeDeps(lo, hi int, deps []int32) []int32 {
+	i, j := t.span(lo, hi)
+	for _, s := range t.segs[i:j] {
+		if len(s.readers) > 0 {
+			// Each reader already waits for s.writer.
+			deps = append(deps, s.readers...)
+		} else if s.writer >= 0 {
+			deps = append(deps, s.writer)
+		}
+	}
+	return deps
+}
+
+func (t *track) addReader(lo, hi int, step int32) {
+	i, j := t.span(lo, hi)
+	for k := i; k < j; k++ {
+		t.segs[k].readers = append(t.segs[k].readers, step)
+	}
+}
+
+func (t *track) setWriter(lo, hi int, step int32) {
+	i, j := t.span(lo, hi)
+	t.segs = slices.Replace(t.segs, i, j, seg{lo: lo, hi: hi, writer: step})
+}

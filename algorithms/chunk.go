@@ -1,0 +1,52 @@
+package algorithms
+
+// Chunking: a region of n elements travels as ceil(n/c) messages of at most c
+// elements. Both ends derive the pieces from the same counts, so they agree
+// on every message length without negotiating, and an empty region yields no
+// message at all.
+
+func nchunks(n, c int) int { return (n + c - 1) / c }
+
+// piece is the j-th chunk of r.
+func piece(r Region, j, c int) Region {
+	o := j * c
+	return Region{Buf: r.Buf, Block: r.Block, Off: r.Off + o, Len: min(c, r.Len-o)}
+}
+
+func whole(buf Buffer, block, n int) Region {
+	return Region{Buf: buf, Block: block, Len: n}
+}
+
+// sendAll sends r to peer chunk by chunk.
+func sendAll(b *Builder, c, peer int, r Region) {
+	for j := range nchunks(r.Len, c) {
+		b.Send(peer, piece(r, j, c))
+	}
+}
+
+// recvAll receives r from peer chunk by chunk.
+func recvAll(b *Builder, c, peer int, r Region) {
+	for j := range nchunks(r.Len, c) {
+		b.Recv(peer, piece(r, j, c))
+	}
+}
+
+// exchange sends out to `to` while receiving in from `from`, interleaving
+// chunk by chunk so that the ready order follows the pipeline. With reduce,
+// chunk j of in is written as local ⊕ incoming (local has in's length);
+// otherwise it is plainly received. An empty side is skipped.
+func exchange(b *Builder, c, to int, out Region, from int, in Region, local Region, reduce bool) {
+	ns, nr := nchunks(out.Len, c), nchunks(in.Len, c)
+	for j := range max(ns, nr) {
+		if j < ns {
+			b.Send(to, piece(out, j, c))
+		}
+		if j < nr {
+			if reduce {
+				b.RecvReduce(from, piece(in, j, c), piece(local, j, c))
+			} else {
+				b.Recv(from, piece(in, j, c))
+			}
+		}
+	}
+}

@@ -1,0 +1,296 @@
+package algorithms
+
+import "fmt"
+
+// Kind names a collective operation.
+type Kind uint8
+
+// The collectives a Schedule can implement.
+const (
+	AllReduce Kind = iota + 1
+	Reduce
+	Broadcast
+	AllGather
+	ReduceScatter
+	AllToAll
+	Gather
+	Scatter
+	Barrier
+)
+
+var kindNames = [...]string{
+	AllReduce:     "all_reduce",
+	Reduce:        "reduce",
+	Broadcast:     "broadcast",
+	AllGather:     "all_gather",
+	ReduceScatter: "reduce_scatter",
+	AllToAll:      "all_to_all",
+	Gather:        "gather",
+	Scatter:       "scatter",
+	Barrier:       "barrier",
+}
+
+func (k Kind) valid() bool { return k >= AllReduce && k <= Barrier }
+
+func (k Kind) String() string {
+	if k.valid() {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Buffer names one of the three memories a step can touch.
+type Buffer uint8
+
+// Input is the caller's send buffer and is never written (InPlace aliasing is
+// expressed by generating against Output instead). Output is the caller's
+// receive buffer. Scratch is memory the executor allocates per run, sized by
+// Schedule.Scratch.
+const (
+	Input Buffer = iota
+	Output
+	Scratch
+)
+
+func (b Buffer) String() string {
+	switch b {
+	case Input:
+		return "in"
+	case Output:
+		return "out"
+	case Scratch:
+		return "scratch"
+	}
+	return fmt.Sprintf("buffer(%d)", uint8(b))
+}
+
+// Region is a range of elements inside one block of one buffer. Buffers are
+// lists of blocks (see Spec.Blocks); offsets and lengths count elements, never
+// bytes.
+//
+// Len is positive everywhere except in token regions (see Builder.Token),
+// which name a zero-length Scratch block and carry zero-byte messages.
+type Region struct {
+	Buf             Buffer
+	Block, Off, Len int
+}
+
+// End is the element just past r.
+func (r Region) End() int { return r.Off + r.Len }
+
+// Overlaps reports whether r and o share an element. Token regions of the same
+// block overlap each other, so ordering between zero-byte messages is kept.
+func (r Region) Overlaps(o Region) bool {
+	if r.Buf != o.Buf || r.Block != o.Block {
+		return false
+	}
+	return r.Off < o.Off+max(o.Len, 1) && o.Off < r.Off+max(r.Len, 1)
+}
+
+func (r Region) String() string {
+	return fmt.Sprintf("%v[%d][%d:%d]", r.Buf, r.Block, r.Off, r.End())
+}
+
+// Prim is the primitive operation of a Step.
+type Prim uint8
+
+// Send reads Src and sends it to Peer. Recv writes the message from Peer into
+// Dst. RecvReduce writes Src ⊕ message into Dst. Copy writes Src into Dst.
+const (
+	Send Prim = iota + 1
+	Recv
+	RecvReduce
+	Copy
+)
+
+func (p Prim) String() string {
+	switch p {
+	case Send:
+		return "send"
+	case Recv:
+		return "recv"
+	case RecvReduce:
+		return "recv_reduce"
+	case Copy:
+		return "copy"
+	}
+	return fmt.Sprintf("prim(%d)", uint8(p))
+}
+
+// Receives reports whether the primitive waits for a message.
+func (p Prim) Receives() bool { return p == Recv || p == RecvReduce }
+
+// Step is one primitive of a rank's schedule.
+type Step struct {
+	Prim Prim
+	// Peer is the other rank of a Send, Recv or RecvReduce.
+	Peer int
+	// Tag is the ordinal of this message among all messages from this rank
+	// to Peer (Send) or from Peer to this rank (Recv*), in program order,
+	// starting at 0. The k-th Send from A to B matches the k-th Recv* on B
+	// from A.
+	Tag int
+	// Dst is the region written by Recv, RecvReduce and Copy.
+	Dst Region
+	// Src is the region read by Send and Copy, and the local operand of
+	// RecvReduce (Dst = Src ⊕ incoming; Src may equal Dst).
+	Src Region
+	// Deps are indices of earlier steps that must complete before this one
+	// executes. They are sorted ascending.
+	Deps []int32
+}
+
+// Reads returns the region the step reads and whether it reads at all.
+func (s *Step) Reads() (Region, bool) {
+	switch s.Prim {
+	case Send, Copy, RecvReduce:
+		return s.Src, true
+	}
+	return Region{}, false
+}
+
+// Writes returns the region the step writes and whether it writes at all.
+func (s *Step) Writes() (Region, bool) {
+	switch s.Prim {
+	case Recv, RecvReduce, Copy:
+		return s.Dst, true
+	}
+	return Region{}, false
+}
+
+// Len is the number of elements the step moves: the message length for Send
+// and Recv*, the copied length for Copy.
+func (s *Step) Len() int {
+	if s.Prim == Send {
+		return s.Src.Len
+	}
+	return s.Dst.Len
+}
+
+func (s Step) String() string {
+	switch s.Prim {
+	case Send:
+		return fmt.Sprintf("send %v -> %d#%d deps%v", s.Src, s.Peer, s.Tag, s.Deps)
+	case Recv:
+		return fmt.Sprintf("recv %v <- %d#%d deps%v", s.Dst, s.Peer, s.Tag, s.Deps)
+	case RecvReduce:
+		return fmt.Sprintf("recv_reduce %v = %v + %d#%d deps%v", s.Dst, s.Src, s.Peer, s.Tag, s.Deps)
+	case Copy:
+		return fmt.Sprintf("copy %v = %v deps%v", s.Dst, s.Src, s.Deps)
+	}
+	return fmt.Sprintf("%v deps%v", s.Prim, s.Deps)
+}
+
+// Schedule is one rank's part of a collective: a DAG of steps. It is
+// immutable once built and may be shared by any number of Progress values.
+type Schedule struct {
+	// Algorithm names the generator, e.g. "ring" or "binomial_tree".
+	Algorithm string
+	// Rank and Size identify the rank this schedule is for.
+	Rank, Size int
+	// Steps in program order; every Dep points backwards.
+	Steps []Step
+	// Scratch is the element count of each Scratch block the executor must
+	// allocate. A zero entry is a token block (see Builder.Token).
+	Scratch []int
+
+	ix *index
+}
+
+// Messages counts the Send steps and the receiving steps of the schedule.
+func (s *Schedule) Messages() (sends, recvs int) {
+	for i := range s.Steps {
+		switch {
+		case s.Steps[i].Prim == Send:
+			sends++
+		case s.Steps[i].Prim.Receives():
+			recvs++
+		}
+	}
+	return sends, recvs
+}
+
+// index is what Progress needs and is computed once per Schedule: dependency
+// counts, dependents in CSR form, and the receiving step of each (peer, tag).
+type index struct {
+	ndeps   []int32
+	outOff  []int32 // dependents of step i are out[outOff[i]:outOff[i+1]]
+	out     []int32
+	recvOff []int32 // receiving step of (peer, tag) is recv[recvOff[peer]+tag], -1 if none
+	recv    []int32
+}
+
+func newIndex(s *Schedule) *index {
+	n := len(s.Steps)
+	ix := &index{
+		ndeps:  make([]int32, n),
+		outOff: make([]int32, n+1),
+	}
+	peers := s.Size
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		ix.ndeps[i] = int32(len(st.Deps))
+		for _, d := range st.Deps {
+			if d < 0 || int(d) >= i {
+				panic(fmt.Sprintf("algorithms: step %d depends on step %d, not an earlier one", i, d))
+			}
+			ix.outOff[d+1]++
+		}
+		if st.Prim.Receives() {
+			if st.Peer < 0 || st.Tag < 0 {
+				panic(fmt.Sprintf("algorithms: step %d receives from peer %d tag %d", i, st.Peer, st.Tag))
+			}
+			peers = max(peers, st.Peer+1)
+		}
+	}
+	for i := 0; i < n; i++ {
+		ix.outOff[i+1] += ix.outOff[i]
+	}
+	ix.out = make([]int32, ix.outOff[n])
+	fill := make([]int32, n)
+	copy(fill, ix.outOff[:n])
+	for i := range s.Steps {
+		for _, d := range s.Steps[i].Deps {
+			ix.out[fill[d]] = int32(i)
+			fill[d]++
+		}
+	}
+
+	// Tags per peer are dense (0..k-1) in built schedules; a hand-made
+	// schedule with holes just leaves -1 entries.
+	ix.recvOff = make([]int32, peers+1)
+	for i := range s.Steps {
+		if st := &s.Steps[i]; st.Prim.Receives() {
+			ix.recvOff[st.Peer+1] = max(ix.recvOff[st.Peer+1], int32(st.Tag+1))
+		}
+	}
+	for p := 0; p < peers; p++ {
+		ix.recvOff[p+1] += ix.recvOff[p]
+	}
+	ix.recv = make([]int32, ix.recvOff[peers])
+	for i := range ix.recv {
+		ix.recv[i] = -1
+	}
+	for i := range s.Steps {
+		if st := &s.Steps[i]; st.Prim.Receives() {
+			slot := &ix.recv[ix.recvOff[st.Peer]+int32(st.Tag)]
+			if *slot >= 0 {
+				panic(fmt.Sprintf("algorithms: steps %d and %d both receive from peer %d tag %d", *slot, i, st.Peer, st.Tag))
+			}
+			*slot = int32(i)
+		}
+	}
+	return ix
+}
+
+// recvStep returns the step receiving (peer, tag), or -1.
+func (ix *index) recvStep(peer, tag int) int {
+	if peer < 0 || peer+1 >= len(ix.recvOff) || tag < 0 {
+		return -1
+	}
+	lo, hi := ix.recvOff[peer], ix.recvOff[peer+1]
+	if tag >= int(hi-lo) {
+		return -1
+	}
+	return int(ix.recv[int(lo)+tag])
+}

@@ -1,0 +1,530 @@
+package algorithms
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+)
+
+// A symbolic network, in the spirit of etcd's raft_test network: the
+// schedules of all ranks of a collective run together in one goroutine. Every
+// element holds a symbolic value (which rank's input, which block, which
+// index it came from; for reductions the multiset of contributions), and a
+// seeded random source picks the next event among everything the
+// dependencies allow: starting a ready step, finishing a started one, or
+// delivering any in-flight message (links are not FIFO).
+
+// contrib names one input element: rank, block, index.
+type contrib uint64
+
+func mkContrib(rank, block, idx int) contrib {
+	return contrib(rank)<<42 | contrib(block)<<21 | contrib(idx)
+}
+
+func (c contrib) String() string {
+	return fmt.Sprintf("r%d.b%d[%d]", c>>42, c>>21&(1<<21-1), c&(1<<21-1))
+}
+
+// value is the multiset of contributions an element holds; nil means the
+// element was never written. Values are immutable once stored.
+type value []contrib
+
+func combine(a, b value) value {
+	v := make(value, 0, len(a)+len(b))
+	return append(append(v, a...), b...)
+}
+
+// sameMultiset reports whether v holds exactly want (want sorted).
+func sameMultiset(v value, want []contrib) bool {
+	if len(v) != len(want) {
+		return false
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return slices.Equal(s, want)
+}
+
+type msgKey struct{ from, to, tag int }
+
+type simMsg struct {
+	msgKey
+	data []value
+	know uint64 // ranks the sender had heard from, transitively
+}
+
+type simRank struct {
+	spec    Spec
+	sched   *Schedule
+	prog    *Progress
+	mem     [3][][]value
+	inbox   map[[2]int]simMsg // arrived, not yet consumed: (from, tag)
+	know    []uint64          // per step: ranks heard from when it ran
+	snap    map[int][]value   // what a started step read
+	active  []int             // reported ready, not yet finished
+	started []bool
+}
+
+type evKind uint8
+
+const (
+	evStart evKind = iota
+	evFinish
+	evDeliver
+)
+
+type event struct {
+	kind       evKind
+	rank, step int
+	msg        simMsg
+}
+
+type simOptions struct {
+	seed uint64
+	drop *msgKey // a message the network loses
+}
+
+type network struct {
+	ranks   []*simRank
+	rng     *rand.Rand
+	events  []event
+	dropped bool
+	opts    simOptions
+	ready   []int
+}
+
+// specsFor expands a base spec into every rank's spec. For AllToAll, m[r][q]
+// is the number of elements rank r sends to rank q.
+func specsFor(base Spec, m [][]int) []Spec {
+	specs := make([]Spec, base.Size)
+	for r := range specs {
+		s := base
+		s.Rank = r
+		if base.Kind == AllToAll {
+			s.SendCounts = slices.Clone(m[r])
+			s.RecvCounts = make([]int, base.Size)
+			for q := range s.RecvCounts {
+				s.RecvCounts[q] = m[q][r]
+			}
+		}
+		specs[r] = s
+	}
+	return specs
+}
+
+// buildAll builds every rank's schedule and checks them statically.
+func buildAll(specs []Spec) ([]*Schedule, error) {
+	scheds := make([]*Schedule, len(specs))
+	for r, s := range specs {
+		sc, err := Build(s)
+		if err != nil {
+			return nil, fmt.Errorf("rank %d: %w", r, err)
+		}
+		scheds[r] = sc
+	}
+	return scheds, checkStatic(specs, scheds)
+}
+
+// simulate runs the collective and checks the outcome against the reference.
+func simulate(specs []Spec, opts simOptions) (*network, error) {
+	scheds, err := buildAll(specs)
+	if err != nil {
+		return nil, err
+	}
+	n := &network{rng: rand.New(rand.NewPCG(opts.seed, opts.seed^0x9e3779b97f4a7c15)), opts: opts}
+	for r, s := range specs {
+		n.ranks = append(n.ranks, newSimRank(s, scheds[r]))
+	}
+	for r, sr := range n.ranks {
+		n.ready = sr.prog.Start(n.ready[:0])
+		if err := n.becameReady(r, n.ready); err != nil {
+			return n, err
+		}
+	}
+	for len(n.events) > 0 {
+		k := n.rng.IntN(len(n.events))
+		ev := n.events[k]
+		n.events[k] = n.events[len(n.events)-1]
+		n.events = n.events[:len(n.events)-1]
+		var err error
+		switch ev.kind {
+		case evStart:
+			err = n.start(ev.rank, ev.step)
+		case evFinish:
+			err = n.finish(ev.rank, ev.step)
+		case evDeliver:
+			err = n.deliver(ev.msg)
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	if opts.drop != nil {
+		return n, n.checkDropped()
+	}
+	for r, sr := range n.ranks {
+		if !sr.prog.Done() {
+			return n, fmt.Errorf("rank %d stuck with %d steps left, waiting for %v", r, sr.prog.Remaining(), sr.prog.Waiting(nil))
+		}
+		if len(sr.inbox) != 0 {
+			return n, fmt.Errorf("rank %d has %d unconsumed messages", r, len(sr.inbox))
+		}
+	}
+	return n, n.checkReference()
+}
+
+func newSimRank(s Spec, sc *Schedule) *simRank {
+	sr := &simRank{
+		spec:    s,
+		sched:   sc,
+		prog:    NewProgress(sc),
+		inbox:   map[[2]int]simMsg{},
+		know:    make([]uint64, len(sc.Steps)),
+		snap:    map[int][]value{},
+		started: make([]bool, len(sc.Steps)),
+	}
+	alloc := func(blocks []int) [][]value {
+		m := make([][]value, len(blocks))
+		for i, n := range blocks {
+			m[i] = make([]value, n)
+		}
+		return m
+	}
+	sr.mem[Input] = alloc(s.Blocks(Input))
+	sr.mem[Output] = alloc(s.Blocks(Output))
+	sr.mem[Scratch] = alloc(sc.Scratch)
+	for b, blk := range sr.mem[Input] {
+		for i := range blk {
+			blk[i] = value{mkContrib(s.Rank, b, i)}
+		}
+	}
+	// InPlace: the caller's input is already in Output.
+	switch {
+	case s.InPlace && (s.Kind == AllReduce || s.Kind == Reduce && s.Rank == s.Root):
+		copy(sr.mem[Output][0], sr.mem[Input][0])
+	case s.InPlace && s.Kind == AllGather:
+		copy(sr.mem[Output][s.Rank], sr.mem[Input][0])
+	case s.Kind == Broadcast && s.Rank == s.Root:
+		for i := range sr.mem[Output][0] {
+			sr.mem[Output][0][i] = value{mkContrib(s.Rank, 0, i)}
+		}
+	}
+	return sr
+}
+
+func (sr *simRank) region(r Region) []value {
+	return sr.mem[r.Buf][r.Block][r.Off:r.End()]
+}
+
+// conflicts reports whether two steps touch a common element and at least one
+// of them writes it.
+func conflicts(a, b *Step) bool {
+	ar, aok := a.Reads()
+	aw, awk := a.Writes()
+	br, bok := b.Reads()
+	bw, bwk := b.Writes()
+	return awk && (bok && aw.Overlaps(br) || bwk && aw.Overlaps(bw)) ||
+		bwk && aok && bw.Overlaps(ar)
+}
+
+// becameReady queues steps Progress just reported, checking first that none
+// conflicts with a step of the same rank that is also runnable: that would be
+// a data race the dependencies failed to order.
+func (n *network) becameReady(r int, steps []int) error {
+	sr := n.ranks[r]
+	for _, i := range steps {
+		st := &sr.sched.Steps[i]
+		for _, a := range sr.active {
+			if conflicts(st, &sr.sched.Steps[a]) {
+				return fmt.Errorf("rank %d: race: steps %d (%v) and %d (%v) runnable together", r, a, sr.sched.Steps[a], i, *st)
+			}
+		}
+		for _, d := range st.Deps {
+			if !(sr.prog.state[d]&completed != 0) {
+				return fmt.Errorf("rank %d: step %d ready before its dep %d", r, i, d)
+			}
+		}
+		if st.Prim.Receives() {
+			if _, ok := sr.inbox[[2]int{st.Peer, st.Tag}]; !ok {
+				return fmt.Errorf("rank %d: step %d ready before its message arrived", r, i)
+			}
+		}
+		sr.active = append(sr.active, i)
+		n.events = append(n.events, event{kind: evStart, rank: r, step: i})
+	}
+	return nil
+}
+
+func (n *network) start(r, i int) error {
+	sr := n.ranks[r]
+	st := &sr.sched.Steps[i]
+	if sr.started[i] {
+		return fmt.Errorf("rank %d: step %d started twice", r, i)
+	}
+	sr.started[i] = true
+	know := uint64(1) << r
+	for _, d := range st.Deps {
+		know |= sr.know[d]
+	}
+	if st.Prim.Receives() {
+		know |= sr.inbox[[2]int{st.Peer, st.Tag}].know
+	}
+	sr.know[i] = know
+	if src, ok := st.Reads(); ok {
+		vals := slices.Clone(sr.region(src))
+		for k, v := range vals {
+			if v == nil {
+				return fmt.Errorf("rank %d: step %d (%v) reads unwritten element %d", r, i, *st, src.Off+k)
+			}
+		}
+		sr.snap[i] = vals
+	}
+	n.events = append(n.events, event{kind: evFinish, rank: r, step: i})
+	return nil
+}
+
+func (n *network) finish(r, i int) error {
+	sr := n.ranks[r]
+	st := &sr.sched.Steps[i]
+	vals := sr.snap[i]
+	delete(sr.snap, i)
+	switch st.Prim {
+	case Send:
+		m := simMsg{msgKey: msgKey{from: r, to: st.Peer, tag: st.Tag}, data: vals, know: sr.know[i]}
+		if d := n.opts.drop; d != nil && *d == m.msgKey {
+			n.dropped = true
+		} else {
+			n.events = append(n.events, event{kind: evDeliver, msg: m})
+		}
+	case Recv, RecvReduce:
+		key := [2]int{st.Peer, st.Tag}
+		m := sr.inbox[key]
+		delete(sr.inbox, key)
+		if len(m.data) != st.Dst.Len {
+			return fmt.Errorf("rank %d: step %d expects %d elements, got %d", r, i, st.Dst.Len, len(m.data))
+		}
+		dst := sr.region(st.Dst)
+		for k := range dst {
+			if st.Prim == Recv {
+				dst[k] = m.data[k]
+			} else {
+				dst[k] = combine(vals[k], m.data[k])
+			}
+		}
+	case Copy:
+		copy(sr.region(st.Dst), vals)
+	}
+	k := slices.Index(sr.active, i)
+	sr.active = slices.Delete(sr.active, k, k+1)
+	n.ready = sr.prog.Complete(i, n.ready[:0])
+	return n.becameReady(r, n.ready)
+}
+
+func (n *network) deliver(m simMsg) error {
+	sr := n.ranks[m.to]
+	var err error
+	var step int
+	n.ready, step, err = sr.prog.Arrive(m.from, m.tag, n.ready[:0])
+	if err != nil {
+		return err
+	}
+	if st := sr.sched.Steps[step]; st.Peer != m.from || st.Tag != m.tag {
+		return fmt.Errorf("rank %d: message %v matched step %d (%v)", m.to, m.msgKey, step, st)
+	}
+	sr.inbox[[2]int{m.from, m.tag}] = m
+	return n.becameReady(m.to, n.ready)
+}
+
+// checkDropped: losing one message must leave its receiver unfinished and
+// waiting for the sender; nothing may complete falsely.
+func (n *network) checkDropped() error {
+	d := n.opts.drop
+	if !n.dropped {
+		return fmt.Errorf("message %v was never sent", *d)
+	}
+	sr := n.ranks[d.to]
+	if sr.prog.Done() {
+		return fmt.Errorf("rank %d completed without message %v", d.to, *d)
+	}
+	if !slices.Contains(sr.prog.Waiting(nil), d.from) {
+		return fmt.Errorf("rank %d does not report waiting for rank %d (waiting %v)", d.to, d.from, sr.prog.Waiting(nil))
+	}
+	return nil
+}
+
+// checkReference compares every Output element with a deliberately simple
+// statement of what the collective means.
+func (n *network) checkReference() error {
+	p := len(n.ranks)
+	everyRank := func(block, i int) []contrib {
+		w := make([]contrib, p)
+		for q := range w {
+			w[q] = mkContrib(q, block, i)
+		}
+		slices.Sort(w)
+		return w
+	}
+	for r, sr := range n.ranks {
+		s := sr.spec
+		out := sr.mem[Output]
+		expect := func(b, i int, want []contrib) error {
+			if !sameMultiset(out[b][i], want) {
+				return fmt.Errorf("rank %d: %v output block %d element %d = %v, want %v", r, s.Kind, b, i, out[b][i], want)
+			}
+			return nil
+		}
+		var err error
+		each := func(b int, want func(i int) []contrib) {
+			for i := 0; i < len(out[b]) && err == nil; i++ {
+				err = expect(b, i, want(i))
+			}
+		}
+		switch s.Kind {
+		case AllReduce:
+			each(0, func(i int) []contrib { return everyRank(0, i) })
+		case Reduce:
+			if r == s.Root {
+				each(0, func(i int) []contrib { return everyRank(0, i) })
+			}
+		case ReduceScatter:
+			each(0, func(i int) []contrib { return everyRank(r, i) })
+		case Broadcast:
+			each(0, func(i int) []contrib { return []contrib{mkContrib(s.Root, 0, i)} })
+		case AllGather:
+			for q := range p {
+				each(q, func(i int) []contrib { return []contrib{mkContrib(q, 0, i)} })
+			}
+		case Gather:
+			if r == s.Root {
+				for q := range p {
+					each(q, func(i int) []contrib { return []contrib{mkContrib(q, 0, i)} })
+				}
+			}
+		case Scatter:
+			each(0, func(i int) []contrib { return []contrib{mkContrib(s.Root, r, i)} })
+		case AllToAll:
+			for q := range p {
+				each(q, func(i int) []contrib { return []contrib{mkContrib(q, r, i)} })
+			}
+		case Barrier:
+			all := uint64(1)<<p - 1
+			heard := uint64(1) << r
+			for _, k := range sr.know {
+				heard |= k
+			}
+			if heard != all {
+				err = fmt.Errorf("rank %d left the barrier having heard only from %b", r, heard)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkStatic checks the schedules of all ranks without running them:
+// regions in bounds, Input never written, InPlace ranks never touching
+// Input, chunk limits, dense tags, well-formed deps, and every Send matched
+// by exactly one receive of the same length.
+func checkStatic(specs []Spec, scheds []*Schedule) error {
+	p := len(specs)
+	type end struct {
+		step, length int
+	}
+	sends := map[[2]int][]end{} // (from, to)
+	recvs := map[[2]int][]end{}
+	for r, sc := range scheds {
+		s := specs[r]
+		if sc.Rank != r || sc.Size != p {
+			return fmt.Errorf("rank %d: schedule says rank %d of %d", r, sc.Rank, sc.Size)
+		}
+		if sc.Algorithm == "" {
+			return fmt.Errorf("rank %d: schedule has no algorithm name", r)
+		}
+		blocks := [3][]int{s.Blocks(Input), s.Blocks(Output), sc.Scratch}
+		inBounds := func(reg Region, message bool) error {
+			bl := blocks[reg.Buf]
+			if reg.Buf > Scratch || reg.Block < 0 || reg.Block >= len(bl) || reg.Off < 0 || reg.Len < 0 || reg.End() > bl[reg.Block] {
+				return fmt.Errorf("region %v out of bounds (blocks %v)", reg, bl)
+			}
+			if reg.Len == 0 && !(message && s.Kind == Barrier && reg.Buf == Scratch && bl[reg.Block] == 0) {
+				return fmt.Errorf("zero-length region %v", reg)
+			}
+			if reg.Buf == Input && s.InPlace && (s.Kind != Reduce || r == s.Root) {
+				return fmt.Errorf("in-place schedule touches Input (%v)", reg)
+			}
+			return nil
+		}
+		for i, st := range sc.Steps {
+			fail := func(err error) error { return fmt.Errorf("rank %d step %d (%v): %w", r, i, st, err) }
+			if src, ok := st.Reads(); ok {
+				if err := inBounds(src, st.Prim == Send); err != nil {
+					return fail(err)
+				}
+			}
+			if dst, ok := st.Writes(); ok {
+				if err := inBounds(dst, st.Prim == Recv); err != nil {
+					return fail(err)
+				}
+				if dst.Buf == Input {
+					return fail(errors.New("writes Input"))
+				}
+			}
+			if !slices.IsSorted(st.Deps) || len(slices.Compact(slices.Clone(st.Deps))) != len(st.Deps) {
+				return fail(errors.New("deps not sorted and unique"))
+			}
+			if len(st.Deps) > 0 && (st.Deps[0] < 0 || int(st.Deps[len(st.Deps)-1]) >= i) {
+				return fail(errors.New("dep not an earlier step"))
+			}
+			switch st.Prim {
+			case Send:
+				sends[[2]int{r, st.Peer}] = append(sends[[2]int{r, st.Peer}], end{i, st.Src.Len})
+				if st.Tag != len(sends[[2]int{r, st.Peer}])-1 {
+					return fail(errors.New("send tags not dense in program order"))
+				}
+			case Recv, RecvReduce:
+				recvs[[2]int{st.Peer, r}] = append(recvs[[2]int{st.Peer, r}], end{i, st.Dst.Len})
+				if st.Tag != len(recvs[[2]int{st.Peer, r}])-1 {
+					return fail(errors.New("receive tags not dense in program order"))
+				}
+			}
+			if st.Prim != Copy && st.Len() > s.ChunkElems() {
+				return fail(fmt.Errorf("message of %d elements exceeds the chunk of %d", st.Len(), s.ChunkElems()))
+			}
+			if st.Prim != Copy && (st.Peer < 0 || st.Peer >= p || st.Peer == r) {
+				return fail(errors.New("bad peer"))
+			}
+		}
+	}
+	for link, ss := range sends {
+		rs := recvs[link]
+		if len(ss) != len(rs) {
+			return fmt.Errorf("link %d→%d: %d sends, %d receives", link[0], link[1], len(ss), len(rs))
+		}
+		for k := range ss {
+			if ss[k].length != rs[k].length {
+				return fmt.Errorf("link %d→%d tag %d: send of %d elements, receive of %d", link[0], link[1], k, ss[k].length, rs[k].length)
+			}
+		}
+	}
+	for link, rs := range recvs {
+		if len(sends[link]) != len(rs) {
+			return fmt.Errorf("link %d→%d: %d receives without sends", link[0], link[1], len(rs))
+		}
+	}
+	return nil
+}
+
+// messages lists every message of the schedules, for drop tests.
+func messages(scheds []*Schedule) []msgKey {
+	var ms []msgKey
+	for r, sc := range scheds {
+		for _, st := range sc.Steps {
+			if st.Prim == Send {
+				ms = append(ms, msgKey{from: r, to: st.Peer, tag: st.Tag})
+			}
+		}
+	}
+	return ms
+}

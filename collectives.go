@@ -1,0 +1,469 @@
+package gocomms
+
+import (
+	"context"
+
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commerr"
+)
+
+// Every collective has a blocking form, which takes a context (its deadline
+// bounds the operation; its cancellation cancels the operation on every
+// rank), and an async form returning a *Work. Both validate their arguments
+// before anything moves.
+
+// AllReduce reduces t across ranks, in place: every rank ends with the result.
+func (c *Comm) AllReduce(ctx context.Context, t *Tensor, op ReduceOp, opts ...CallOption) error {
+	o, err := c.allReduce(t, op)
+	return c.run(ctx, o, err, opts)
+}
+
+// AllReduceAsync is the async form of AllReduce.
+func (c *Comm) AllReduceAsync(t *Tensor, op ReduceOp, opts ...CallOption) *Work {
+	o, err := c.allReduce(t, op)
+	return c.start(o, err, opts)
+}
+
+func (c *Comm) allReduce(t *Tensor, op ReduceOp) (*Op, error) {
+	o := &Op{Name: OpAllReduce, Kind: algorithms.AllReduce, Reduce: op, Root: -1, InPlace: true}
+	if err := c.checkTensor("tensor", t); err != nil {
+		return o, err
+	}
+	o.DType, o.Counts = t.DType(), []int{t.Numel()}
+	o.Inputs, o.Outputs = []*Tensor{t}, []*Tensor{t}
+	return o, checkReduce(op, t.DType())
+}
+
+// Reduce reduces t across ranks into root's t. Other ranks' tensors are
+// inputs only and are left unchanged.
+func (c *Comm) Reduce(ctx context.Context, t *Tensor, root int, op ReduceOp, opts ...CallOption) error {
+	o, err := c.reduce(t, root, op)
+	return c.run(ctx, o, err, opts)
+}
+
+// ReduceAsync is the async form of Reduce.
+func (c *Comm) ReduceAsync(t *Tensor, root int, op ReduceOp, opts ...CallOption) *Work {
+	o, err := c.reduce(t, root, op)
+	return c.start(o, err, opts)
+}
+
+func (c *Comm) reduce(t *Tensor, root int, op ReduceOp) (*Op, error) {
+	o := &Op{Name: OpReduce, Kind: algorithms.Reduce, Reduce: op, Root: root}
+	if err := c.checkRank("root", root); err != nil {
+		return o, err
+	}
+	if err := c.checkTensor("tensor", t); err != nil {
+		return o, err
+	}
+	o.DType, o.Counts, o.Inputs = t.DType(), []int{t.Numel()}, []*Tensor{t}
+	if c.cfg.Rank == root {
+		o.Outputs, o.InPlace = []*Tensor{t}, true
+	}
+	return o, checkReduce(op, t.DType())
+}
+
+// Broadcast copies root's t into every rank's t.
+func (c *Comm) Broadcast(ctx context.Context, t *Tensor, root int, opts ...CallOption) error {
+	o, err := c.broadcast(t, root)
+	return c.run(ctx, o, err, opts)
+}
+
+// BroadcastAsync is the async form of Broadcast.
+func (c *Comm) BroadcastAsync(t *Tensor, root int, opts ...CallOption) *Work {
+	o, err := c.broadcast(t, root)
+	return c.start(o, err, opts)
+}
+
+func (c *Comm) broadcast(t *Tensor, root int) (*Op, error) {
+	o := &Op{Name: OpBroadcast, Kind: algorithms.Broadcast, Root: root}
+	if err := c.checkRank("root", root); err != nil {
+		return o, err
+	}
+	if err := c.checkTensor("tensor", t); err != nil {
+		return o, err
+	}
+	o.DType, o.Counts, o.Outputs = t.DType(), []int{t.Numel()}, []*Tensor{t}
+	return o, nil
+}
+
+// AllGather gathers every rank's input into outputs[rank] on every rank.
+func (c *Comm) AllGather(ctx context.Context, outputs []*Tensor, input *Tensor, opts ...CallOption) error {
+	o, err := c.allGather(OpAllGather, outputs, input, true)
+	return c.run(ctx, o, err, opts)
+}
+
+// AllGatherAsync is the async form of AllGather.
+func (c *Comm) AllGatherAsync(outputs []*Tensor, input *Tensor, opts ...CallOption) *Work {
+	o, err := c.allGather(OpAllGather, outputs, input, true)
+	return c.start(o, err, opts)
+}
+
+// AllGatherV is AllGather where ranks contribute different element counts:
+// outputs[q] has rank q's count, and outputs[rank] input's.
+func (c *Comm) AllGatherV(ctx context.Context, outputs []*Tensor, input *Tensor, opts ...CallOption) error {
+	o, err := c.allGather(OpAllGatherV, outputs, input, false)
+	return c.run(ctx, o, err, opts)
+}
+
+// AllGatherVAsync is the async form of AllGatherV.
+func (c *Comm) AllGatherVAsync(outputs []*Tensor, input *Tensor, opts ...CallOption) *Work {
+	o, err := c.allGather(OpAllGatherV, outputs, input, false)
+	return c.start(o, err, opts)
+}
+
+// AllGatherSingle gathers every rank's input into consecutive blocks of
+// output, which holds Size() times input's elements.
+func (c *Comm) AllGatherSingle(ctx context.Context, output, input *Tensor, opts ...CallOption) error {
+	o, err := c.allGatherSingle(output, input)
+	return c.run(ctx, o, err, opts)
+}
+
+// AllGatherSingleAsync is the async form of AllGatherSingle.
+func (c *Comm) AllGatherSingleAsync(output, input *Tensor, opts ...CallOption) *Work {
+	o, err := c.allGatherSingle(output, input)
+	return c.start(o, err, opts)
+}
+
+func (c *Comm) allGather(name OpName, outputs []*Tensor, input *Tensor, uniform bool) (*Op, error) {
+	o := &Op{Name: name, Kind: algorithms.AllGather, Root: -1}
+	if err := c.checkTensor("input", input); err != nil {
+		return o, err
+	}
+	o.DType = input.DType()
+	if err := c.checkTensors("outputs", outputs, c.cfg.Size, o.DType); err != nil {
+		return o, err
+	}
+	o.Counts = numels(outputs)
+	for q, n := range o.Counts {
+		if (uniform || q == c.cfg.Rank) && n != input.Numel() {
+			return o, commerr.Invalid("outputs[%d] has %d elements, input %d", q, n, input.Numel())
+		}
+	}
+	o.Inputs, o.Outputs = []*Tensor{input}, outputs
+	return o, nil
+}
+
+func (c *Comm) allGatherSingle(output, input *Tensor) (*Op, error) {
+	o := &Op{Name: OpAllGatherSingle, Kind: algorithms.AllGather, Root: -1}
+	if err := c.checkTensor("input", input); err != nil {
+		return o, err
+	}
+	if err := c.checkTensor("output", output); err != nil {
+		return o, err
+	}
+	o.DType = input.DType()
+	if err := checkSameDType("output", output, o.DType); err != nil {
+		return o, err
+	}
+	if output.Numel() != c.cfg.Size*input.Numel() {
+		return o, commerr.Invalid("output has %d elements, want %d ranks × %d", output.Numel(), c.cfg.Size, input.Numel())
+	}
+	o.Counts = repeat(input.Numel(), c.cfg.Size)
+	outs, err := blocks(output, o.Counts)
+	o.Inputs, o.Outputs = []*Tensor{input}, outs
+	return o, err
+}
+
+// ReduceScatter reduces inputs[q] across ranks into rank q's output.
+func (c *Comm) ReduceScatter(ctx context.Context, output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) error {
+	o, err := c.reduceScatter(OpReduceScatter, output, inputs, op, true)
+	return c.run(ctx, o, err, opts)
+}
+
+// ReduceScatterAsync is the async form of ReduceScatter.
+func (c *Comm) ReduceScatterAsync(output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) *Work {
+	o, err := c.reduceScatter(OpReduceScatter, output, inputs, op, true)
+	return c.start(o, err, opts)
+}
+
+// ReduceScatterV is ReduceScatter where rank q's block has its own count:
+// inputs[q] has rank q's count, and inputs[rank] output's.
+func (c *Comm) ReduceScatterV(ctx context.Context, output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) error {
+	o, err := c.reduceScatter(OpReduceScatterV, output, inputs, op, false)
+	return c.run(ctx, o, err, opts)
+}
+
+// ReduceScatterVAsync is the async form of ReduceScatterV.
+func (c *Comm) ReduceScatterVAsync(output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) *Work {
+	o, err := c.reduceScatter(OpReduceScatterV, output, inputs, op, false)
+	return c.start(o, err, opts)
+}
+
+// ReduceScatterSingle reduces consecutive blocks of input across ranks, block
+// q into rank q's output; input holds Size() times output's elements.
+func (c *Comm) ReduceScatterSingle(ctx context.Context, output, input *Tensor, op ReduceOp, opts ...CallOption) error {
+	o, err := c.reduceScatterSingle(output, input, op)
+	return c.run(ctx, o, err, opts)
+}
+
+// ReduceScatterSingleAsync is the async form of ReduceScatterSingle.
+func (c *Comm) ReduceScatterSingleAsync(output, input *Tensor, op ReduceOp, opts ...CallOption) *Work {
+	o, err := c.reduceScatterSingle(output, input, op)
+	return c.start(o, err, opts)
+}
+
+func (c *Comm) reduceScatter(name OpName, output *Tensor, inputs []*Tensor, op ReduceOp, uniform bool) (*Op, error) {
+	o := &Op{Name: name, Kind: algorithms.ReduceScatter, Reduce: op, Root: -1}
+	if err := c.checkTensor("output", output); err != nil {
+		return o, err
+	}
+	o.DType = output.DType()
+	if err := c.checkTensors("inputs", inputs, c.cfg.Size, o.DType); err != nil {
+		return o, err
+	}
+	o.Counts = numels(inputs)
+	for q, n := range o.Counts {
+		if (uniform || q == c.cfg.Rank) && n != output.Numel() {
+			return o, commerr.Invalid("inputs[%d] has %d elements, output %d", q, n, output.Numel())
+		}
+	}
+	o.Inputs, o.Outputs = inputs, []*Tensor{output}
+	return o, checkReduce(op, o.DType)
+}
+
+func (c *Comm) reduceScatterSingle(output, input *Tensor, op ReduceOp) (*Op, error) {
+	o := &Op{Name: OpReduceScatterSingle, Kind: algorithms.ReduceScatter, Reduce: op, Root: -1}
+	if err := c.checkTensor("output", output); err != nil {
+		return o, err
+	}
+	if err := c.checkTensor("input", input); err != nil {
+		return o, err
+	}
+	o.DType = output.DType()
+	if err := checkSameDType("input", input, o.DType); err != nil {
+		return o, err
+	}
+	if input.Numel() != c.cfg.Size*output.Numel() {
+		return o, commerr.Invalid("input has %d elements, want %d ranks × %d", input.Numel(), c.cfg.Size, output.Numel())
+	}
+	o.Counts = repeat(output.Numel(), c.cfg.Size)
+	ins, err := blocks(input, o.Counts)
+	if err != nil {
+		return o, err
+	}
+	o.Inputs, o.Outputs = ins, []*Tensor{output}
+	return o, checkReduce(op, o.DType)
+}
+
+// AllToAll sends inputs[q] to rank q, which receives it into outputs[rank].
+func (c *Comm) AllToAll(ctx context.Context, outputs, inputs []*Tensor, opts ...CallOption) error {
+	o, err := c.allToAll(outputs, inputs)
+	return c.run(ctx, o, err, opts)
+}
+
+// AllToAllAsync is the async form of AllToAll.
+func (c *Comm) AllToAllAsync(outputs, inputs []*Tensor, opts ...CallOption) *Work {
+	o, err := c.allToAll(outputs, inputs)
+	return c.start(o, err, opts)
+}
+
+func (c *Comm) allToAll(outputs, inputs []*Tensor) (*Op, error) {
+	o := &Op{Name: OpAllToAll, Kind: algorithms.AllToAll, Root: -1}
+	if len(inputs) == 0 || inputs[0] == nil {
+		return o, commerr.Invalid("inputs has no first tensor")
+	}
+	o.DType = inputs[0].DType()
+	if err := c.checkTensors("inputs", inputs, c.cfg.Size, o.DType); err != nil {
+		return o, err
+	}
+	if err := c.checkTensors("outputs", outputs, c.cfg.Size, o.DType); err != nil {
+		return o, err
+	}
+	o.Send, o.Recv = numels(inputs), numels(outputs)
+	o.Inputs, o.Outputs = inputs, outputs
+	return o, nil
+}
+
+// AllToAllSingle splits input into Size() equal blocks and sends block q to
+// rank q, which receives it into block rank of its output.
+func (c *Comm) AllToAllSingle(ctx context.Context, output, input *Tensor, opts ...CallOption) error {
+	o, err := c.allToAllSingle(output, input)
+	return c.run(ctx, o, err, opts)
+}
+
+// AllToAllSingleAsync is the async form of AllToAllSingle.
+func (c *Comm) AllToAllSingleAsync(output, input *Tensor, opts ...CallOption) *Work {
+	o, err := c.allToAllSingle(output, input)
+	return c.start(o, err, opts)
+}
+
+func (c *Comm) allToAllSingle(output, input *Tensor) (*Op, error) {
+	o := &Op{Name: OpAllToAllSingle, Kind: algorithms.AllToAll, Root: -1}
+	if err := c.checkTensor("input", input); err != nil {
+		return o, err
+	}
+	if err := c.checkTensor("output", output); err != nil {
+		return o, err
+	}
+	o.DType = input.DType()
+	if err := checkSameDType("output", output, o.DType); err != nil {
+		return o, err
+	}
+	n := input.Numel()
+	if output.Numel() != n || n%c.cfg.Size != 0 {
+		return o, commerr.Invalid("input and output must have equal element counts divisible by %d ranks, got %d and %d", c.cfg.Size, n, output.Numel())
+	}
+	counts := repeat(n/c.cfg.Size, c.cfg.Size)
+	return c.allToAllBlocks(o, output, input, counts, counts)
+}
+
+// AllToAllV sends rows of input to each rank as inSplits says (rows along
+// dimension 0), and receives rows from each rank into output as outSplits
+// says. Rank q's inSplits[r] must equal rank r's outSplits[q].
+func (c *Comm) AllToAllV(ctx context.Context, output, input *Tensor, outSplits, inSplits []int, opts ...CallOption) error {
+	o, err := c.allToAllV(output, input, outSplits, inSplits)
+	return c.run(ctx, o, err, opts)
+}
+
+// AllToAllVAsync is the async form of AllToAllV.
+func (c *Comm) AllToAllVAsync(output, input *Tensor, outSplits, inSplits []int, opts ...CallOption) *Work {
+	o, err := c.allToAllV(output, input, outSplits, inSplits)
+	return c.start(o, err, opts)
+}
+
+func (c *Comm) allToAllV(output, input *Tensor, outSplits, inSplits []int) (*Op, error) {
+	o := &Op{Name: OpAllToAllV, Kind: algorithms.AllToAll, Root: -1}
+	if err := c.checkTensor("input", input); err != nil {
+		return o, err
+	}
+	if err := c.checkTensor("output", output); err != nil {
+		return o, err
+	}
+	o.DType = input.DType()
+	if err := checkSameDType("output", output, o.DType); err != nil {
+		return o, err
+	}
+	send, err := c.splitElems("input", input, inSplits)
+	if err != nil {
+		return o, err
+	}
+	recv, err := c.splitElems("output", output, outSplits)
+	if err != nil {
+		return o, err
+	}
+	return c.allToAllBlocks(o, output, input, recv, send)
+}
+
+// splitElems turns row splits into element counts, checking they fit t.
+func (c *Comm) splitElems(what string, t *Tensor, splits []int) ([]int, error) {
+	if len(splits) != c.cfg.Size {
+		return nil, commerr.Invalid("%s splits have %d entries, want %d", what, len(splits), c.cfg.Size)
+	}
+	row := t.RowElems()
+	elems := make([]int, len(splits))
+	total := 0
+	for q, s := range splits {
+		if s < 0 {
+			return nil, commerr.Invalid("%s split %d is negative (%d)", what, q, s)
+		}
+		elems[q] = s * row
+		total += s
+	}
+	if total > t.Rows() {
+		return nil, commerr.Invalid("%s splits sum to %d rows, tensor has %d", what, total, t.Rows())
+	}
+	return elems, nil
+}
+
+func (c *Comm) allToAllBlocks(o *Op, output, input *Tensor, recv, send []int) (*Op, error) {
+	ins, err := blocks(input, send)
+	if err != nil {
+		return o, err
+	}
+	outs, err := blocks(output, recv)
+	if err != nil {
+		return o, err
+	}
+	o.Send, o.Recv, o.Inputs, o.Outputs = send, recv, ins, outs
+	return o, nil
+}
+
+// Gather collects every rank's input into root's outputs[rank]. outputs is
+// read on root only.
+func (c *Comm) Gather(ctx context.Context, outputs []*Tensor, input *Tensor, root int, opts ...CallOption) error {
+	o, err := c.gather(outputs, input, root)
+	return c.run(ctx, o, err, opts)
+}
+
+// GatherAsync is the async form of Gather.
+func (c *Comm) GatherAsync(outputs []*Tensor, input *Tensor, root int, opts ...CallOption) *Work {
+	o, err := c.gather(outputs, input, root)
+	return c.start(o, err, opts)
+}
+
+func (c *Comm) gather(outputs []*Tensor, input *Tensor, root int) (*Op, error) {
+	o := &Op{Name: OpGather, Kind: algorithms.Gather, Root: root}
+	if err := c.checkRank("root", root); err != nil {
+		return o, err
+	}
+	if err := c.checkTensor("input", input); err != nil {
+		return o, err
+	}
+	o.DType, o.Inputs = input.DType(), []*Tensor{input}
+	o.Counts = repeat(input.Numel(), c.cfg.Size)
+	if c.cfg.Rank != root {
+		return o, nil
+	}
+	if err := c.checkTensors("outputs", outputs, c.cfg.Size, o.DType); err != nil {
+		return o, err
+	}
+	for q, t := range outputs {
+		if t.Numel() != input.Numel() {
+			return o, commerr.Invalid("outputs[%d] has %d elements, input %d", q, t.Numel(), input.Numel())
+		}
+	}
+	o.Outputs = outputs
+	return o, nil
+}
+
+// Scatter sends root's inputs[q] to rank q's output. inputs is read on root
+// only.
+func (c *Comm) Scatter(ctx context.Context, output *Tensor, inputs []*Tensor, root int, opts ...CallOption) error {
+	o, err := c.scatter(output, inputs, root)
+	return c.run(ctx, o, err, opts)
+}
+
+// ScatterAsync is the async form of Scatter.
+func (c *Comm) ScatterAsync(output *Tensor, inputs []*Tensor, root int, opts ...CallOption) *Work {
+	o, err := c.scatter(output, inputs, root)
+	return c.start(o, err, opts)
+}
+
+func (c *Comm) scatter(output *Tensor, inputs []*Tensor, root int) (*Op, error) {
+	o := &Op{Name: OpScatter, Kind: algorithms.Scatter, Root: root}
+	if err := c.checkRank("root", root); err != nil {
+		return o, err
+	}
+	if err := c.checkTensor("output", output); err != nil {
+		return o, err
+	}
+	o.DType, o.Outputs = output.DType(), []*Tensor{output}
+	o.Counts = repeat(output.Numel(), c.cfg.Size)
+	if c.cfg.Rank != root {
+		return o, nil
+	}
+	if err := c.checkTensors("inputs", inputs, c.cfg.Size, o.DType); err != nil {
+		return o, err
+	}
+	for q, t := range inputs {
+		if t.Numel() != output.Numel() {
+			return o, commerr.Invalid("inputs[%d] has %d elements, output %d", q, t.Numel(), output.Numel())
+		}
+	}
+	o.Inputs = inputs
+	return o, nil
+}
+
+// Barrier returns once every rank has entered it.
+func (c *Comm) Barrier(ctx context.Context, opts ...CallOption) error {
+	return c.run(ctx, c.barrier(), nil, opts)
+}
+
+// BarrierAsync is the async form of Barrier.
+func (c *Comm) BarrierAsync(opts ...CallOption) *Work {
+	return c.start(c.barrier(), nil, opts)
+}
+
+func (c *Comm) barrier() *Op {
+	return &Op{Name: OpBarrier, Kind: algorithms.Barrier, Root: -1, DType: Uint8}
+}

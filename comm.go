@@ -1,0 +1,275 @@
+package gocomms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocomms/gocomms/actors"
+)
+
+// opIDs numbers operations process-wide, as torchcomms' op_id.
+var opIDs atomic.Uint64
+
+// Comm is one rank's handle on a communicator. Its methods are safe for
+// concurrent use; operations start in the order their calls were issued.
+type Comm struct {
+	cfg         Config
+	backendName string
+	backend     Backend
+	ownsRuntime bool
+	exit        func(code int)
+	ranks       []int // global rank of each member
+
+	mu        sync.Mutex // orders issue: sequence numbers and submission
+	seq       uint64
+	splits    int
+	finalized bool
+	aborted   atomic.Bool
+	timeout   atomic.Int64
+
+	hooksMu    sync.Mutex
+	preHooks   hookSet[PreHook]
+	postHooks  hookSet[PostHook]
+	abortHooks hookSet[AbortHook]
+
+	failMu   sync.Mutex
+	failures []error
+}
+
+// NewComm creates a communicator, collectively with the other ranks, and
+// returns once every resource is ready. Rank and size come from options.
+func NewComm(ctx context.Context, backend string, device Device, name string, opts ...Option) (*Comm, error) {
+	factory, err := lookupBackend(backend)
+	if err != nil {
+		return nil, err
+	}
+	o, err := resolve(name, device, opts)
+	if err != nil {
+		return nil, err
+	}
+	owns := o.cfg.Runtime == nil
+	if owns {
+		o.cfg.Runtime = actors.NewRuntime(o.cfg.Logger)
+	}
+	b, err := factory(ctx, &o.cfg)
+	if err != nil {
+		if owns {
+			o.cfg.Runtime.Shutdown()
+		}
+		return nil, fmt.Errorf("gocomms: new communicator %q on rank %d: %w", name, o.cfg.Rank, err)
+	}
+	ranks := make([]int, o.cfg.Size)
+	for i := range ranks {
+		ranks[i] = i
+	}
+	return newComm(o, backend, b, owns, ranks), nil
+}
+
+func newComm(o *options, backendName string, b Backend, owns bool, ranks []int) *Comm {
+	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, ranks: ranks}
+	c.timeout.Store(int64(o.cfg.Timeout))
+	return c
+}
+
+// Rank returns this rank.
+func (c *Comm) Rank() int { return c.cfg.Rank }
+
+// Size returns the number of ranks.
+func (c *Comm) Size() int { return c.cfg.Size }
+
+// Name returns the communicator's name.
+func (c *Comm) Name() string { return c.cfg.Name }
+
+// Device returns the device of the communicator's tensors.
+func (c *Comm) Device() Device { return c.cfg.Device }
+
+// Backend returns the backend's registered name.
+func (c *Comm) Backend() string { return c.backendName }
+
+// Ranks returns the global rank (in the communicator NewComm created) of
+// every member, indexed by rank in this communicator.
+func (c *Comm) Ranks() []int { return append([]int(nil), c.ranks...) }
+
+// UnsafeBackend returns the backend, for prototyping: nothing about it is
+// stable, and issuing through it bypasses hooks and validation.
+func (c *Comm) UnsafeBackend() Backend { return c.backend }
+
+// SetTimeout sets the default timeout of later operations.
+func (c *Comm) SetTimeout(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: timeout must be positive, got %v", ErrInvalidArgument, d)
+	}
+	c.timeout.Store(int64(d))
+	return nil
+}
+
+// Timeout returns the default per-operation timeout.
+func (c *Comm) Timeout() time.Duration { return time.Duration(c.timeout.Load()) }
+
+// RegisterPreHook adds a hook run before every operation; the returned
+// function removes it.
+func (c *Comm) RegisterPreHook(h PreHook) (remove func()) {
+	return register(c, &c.preHooks, h)
+}
+
+// RegisterPostHook adds a hook run after every operation is issued.
+func (c *Comm) RegisterPostHook(h PostHook) (remove func()) {
+	return register(c, &c.postHooks, h)
+}
+
+// RegisterAbortHook adds a hook run when the communicator aborts.
+func (c *Comm) RegisterAbortHook(h AbortHook) (remove func()) {
+	return register(c, &c.abortHooks, h)
+}
+
+func register[F any](c *Comm, set *hookSet[F], f F) func() {
+	c.hooksMu.Lock()
+	defer c.hooksMu.Unlock()
+	id := set.add(f)
+	return func() {
+		c.hooksMu.Lock()
+		defer c.hooksMu.Unlock()
+		set.remove(id)
+	}
+}
+
+func hooks[F any](c *Comm, set *hookSet[F]) []F {
+	c.hooksMu.Lock()
+	defer c.hooksMu.Unlock()
+	return set.list()
+}
+
+// Abort fails every pending operation with ErrAborted, runs the abort hooks
+// and closes the communicator's connections. It does not block; peers see
+// their operations with this rank fail.
+func (c *Comm) Abort(cause error) {
+	if !c.aborted.CompareAndSwap(false, true) {
+		return
+	}
+	err := fmt.Errorf("%w: %v", ErrAborted, cause)
+	if cause == nil {
+		err = ErrAborted
+	}
+	for _, h := range hooks(c, &c.abortHooks) {
+		h(err)
+	}
+	c.backend.Abort(err)
+}
+
+// IsAborted reports whether Abort was called.
+func (c *Comm) IsAborted() bool { return c.aborted.Load() }
+
+// Finalize waits for every issued operation to end, releases the
+// communicator, and reports the operations that failed. Any later call,
+// Finalize included, fails with ErrFinalized.
+func (c *Comm) Finalize(ctx context.Context) error {
+	c.mu.Lock()
+	if c.finalized {
+		c.mu.Unlock()
+		return c.opError(&Op{Name: "finalize", Seq: c.seq}, ErrFinalized)
+	}
+	c.finalized = true
+	c.mu.Unlock()
+	err := c.backend.Finalize(ctx)
+	if c.ownsRuntime {
+		c.cfg.Runtime.Shutdown()
+	}
+	c.failMu.Lock()
+	defer c.failMu.Unlock()
+	if len(c.failures) > 0 {
+		err = errors.Join(append([]error{fmt.Errorf("gocomms: finalize %q: %d operations failed", c.cfg.Name, len(c.failures))}, c.failures...)...)
+	}
+	return err
+}
+
+func (c *Comm) opError(op *Op, err error) error {
+	var oe *OpError
+	if errors.As(err, &oe) {
+		return err
+	}
+	return &OpError{Comm: c.cfg.Name, Op: string(op.Name), Seq: op.Seq, Rank: c.cfg.Rank, Err: err}
+}
+
+// run issues op and waits for it: the blocking form of every operation.
+// ctx bounds the operation, and its cancellation cancels the operation on
+// every rank.
+func (c *Comm) run(ctx context.Context, op *Op, invalid error, opts []CallOption) error {
+	return c.issue(ctx, op, invalid, opts).wait(ctx)
+}
+
+// start issues op and returns its Work: the async form of every operation.
+func (c *Comm) start(op *Op, invalid error, opts []CallOption) *Work {
+	return c.issue(context.Background(), op, invalid, opts)
+}
+
+func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOption) *Work {
+	var cc call
+	for _, o := range opts {
+		o(&cc)
+	}
+	op.ID = opIDs.Add(1)
+	op.Timeout = c.Timeout()
+	if cc.timeout > 0 {
+		op.Timeout = cc.timeout
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < op.Timeout {
+		op.Timeout = max(time.Until(dl), time.Nanosecond)
+	}
+	op.Hints = cc.hints
+	if invalid == nil && cc.timeout < 0 {
+		invalid = fmt.Errorf("%w: negative timeout %v", ErrInvalidArgument, cc.timeout)
+	}
+	if invalid == nil && ctx.Err() != nil {
+		invalid = context.Cause(ctx)
+	}
+	if invalid == nil && !cc.internal {
+		for _, h := range hooks(c, &c.preHooks) {
+			if invalid = h(op); invalid != nil {
+				break
+			}
+		}
+	}
+
+	c.mu.Lock()
+	op.Seq = c.seq
+	if invalid == nil && c.finalized {
+		invalid = ErrFinalized
+	}
+	if invalid != nil {
+		c.mu.Unlock()
+		return failedWork(op, c.opError(op, invalid))
+	}
+	c.seq++
+	w := newWork(op, c.ended)
+	w.cancel = c.backend.Issue(op, completion{w})
+	c.mu.Unlock()
+
+	if !cc.internal {
+		for _, h := range hooks(c, &c.postHooks) {
+			h(op, w)
+		}
+	}
+	return w
+}
+
+// ended records a failed operation for Finalize and, when configured,
+// aborts the process as torchcomms does.
+func (c *Comm) ended(w *Work) {
+	if w.err == nil {
+		return
+	}
+	c.failMu.Lock()
+	c.failures = append(c.failures, w.err)
+	c.failMu.Unlock()
+	if c.cfg.AbortProcessOnError && !errors.Is(w.err, context.Canceled) {
+		c.cfg.Logger.Error("aborting process after a failed operation", "err", w.err)
+		for _, h := range hooks(c, &c.abortHooks) {
+			h(w.err)
+		}
+		c.exit(134)
+	}
+}

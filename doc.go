@@ -1,0 +1,19 @@
+// Package gocomms is a collective-communication engine for Go, after
+// PyTorch's torchcomms: communicators, every collective (all-reduce, reduce,
+// broadcast, all-gather, reduce-scatter, all-to-all, gather, scatter,
+// barrier and their single and vector forms), point-to-point sends and
+// receives, batches, hooks, timeouts and abort, for every dtype and reduce
+// op. Each operation has a blocking form that takes a context and an async
+// form that returns a *Work.
+//
+// Start with RunLocal, which runs n ranks in this process over the
+// in-process transport, or NewComm, which creates one rank of a
+// communicator that spans processes.
+//
+// Underneath, every communicator rank, in-flight operation and peer link is
+// an actor (actors/rank, actors/collective, actors/link) whose mailbox
+// orders its work; algorithms holds the pure schedules they execute;
+// transport and store are the seams through which ranks meet. This package
+// validates arguments, numbers operations, runs hooks and hands the rest to
+// a Backend; the built-in one registers as "native".
+package gocomms

@@ -1,0 +1,70 @@
+package gocomms
+
+import (
+	"fmt"
+
+	"github.com/gocomms/gocomms/tensor"
+)
+
+// PreHook runs before an operation is issued; an error rejects the
+// operation before anything moves.
+type PreHook func(op *Op) error
+
+// PostHook runs after an operation was issued, with its Work.
+type PostHook func(op *Op, w *Work)
+
+// AbortHook runs when the communicator aborts, before a process abort.
+type AbortHook func(err error)
+
+// NaNCheck is a PreHook that rejects an operation whose float input holds a
+// NaN, as torchcomms' NanCheckHook.
+func NaNCheck(op *Op) error {
+	check := func(t *Tensor) error {
+		if t != nil && tensor.HasNaN(t) {
+			return fmt.Errorf("%w: %s input %v holds NaN", ErrInvalidArgument, op.Name, t)
+		}
+		return nil
+	}
+	for _, t := range op.Inputs {
+		if err := check(t); err != nil {
+			return err
+		}
+	}
+	for _, m := range op.P2P {
+		if m.Send {
+			if err := check(m.Tensor); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// hookSet keeps hooks in registration order; the caller serialises access.
+type hookSet[F any] struct {
+	next  int
+	hooks map[int]F
+}
+
+func (s *hookSet[F]) add(f F) (id int) {
+	if s.hooks == nil {
+		s.hooks = map[int]F{}
+	}
+	id = s.next
+	s.next++
+	s.hooks[id] = f
+	return id
+}
+
+func (s *hookSet[F]) remove(id int) { delete(s.hooks, id) }
+
+// list returns the hooks in registration order.
+func (s *hookSet[F]) list() []F {
+	fs := make([]F, 0, len(s.hooks))
+	for i := 0; i < s.next; i++ {
+		if f, ok := s.hooks[i]; ok {
+			fs = append(fs, f)
+		}
+	}
+	return fs
+}

@@ -1,0 +1,84 @@
+package gocomms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/store"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// RunLocal runs n ranks of a communicator named "local" in this process,
+// over the in-process transport, calling fn on each rank in its own
+// goroutine, and finalizes every communicator when fn returns. If fn fails
+// on one rank, the others' communicators are aborted so that nothing waits
+// for it. It returns every rank's error, joined.
+//
+// This is the embedded default: examples, tests and `commnode demo` use it.
+func RunLocal(ctx context.Context, n int, fn func(ctx context.Context, c *Comm) error, opts ...Option) error {
+	if n < 1 {
+		return fmt.Errorf("%w: RunLocal needs at least one rank, got %d", ErrInvalidArgument, n)
+	}
+	probe, err := resolve("local", CPU, append([]Option{WithRank(0), WithSize(n)}, opts...))
+	if err != nil {
+		return err
+	}
+	rt := probe.cfg.Runtime
+	if rt == nil {
+		rt = actors.NewRuntime(probe.cfg.Logger)
+		defer rt.Shutdown()
+	}
+	shared := []Option{WithStore(store.NewMemory()), WithNetwork(transport.NewInproc()), WithRuntime(rt)}
+
+	comms := make([]*Comm, n)
+	var mu sync.Mutex
+	failed := false
+	abortOthers := func(rank int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed {
+			return
+		}
+		failed = true
+		for r, c := range comms {
+			if c != nil && r != rank {
+				c.Abort(fmt.Errorf("rank %d failed: %w", rank, err))
+			}
+		}
+	}
+
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() {
+			all := append(append(append([]Option{}, opts...), shared...), WithRank(r), WithSize(n))
+			c, err := NewComm(ctx, NativeBackend, CPU, "local", all...)
+			if err != nil {
+				errs[r] = fmt.Errorf("rank %d: %w", r, err)
+				abortOthers(r, err)
+				return
+			}
+			mu.Lock()
+			comms[r] = c
+			if failed {
+				c.Abort(errors.New("another rank failed"))
+			}
+			mu.Unlock()
+			err = fn(ctx, c)
+			if err != nil {
+				abortOthers(r, err)
+			}
+			if ferr := c.Finalize(context.WithoutCancel(ctx)); err == nil && ferr != nil && !c.IsAborted() {
+				err = ferr
+			}
+			if err != nil {
+				errs[r] = fmt.Errorf("rank %d: %w", r, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,197 @@
+package gocomms
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors/collective"
+	"github.com/gocomms/gocomms/actors/rank"
+	"github.com/gocomms/gocomms/actors/supervisor"
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/reduce"
+)
+
+// NativeBackend is the name the built-in engine registers under.
+const NativeBackend = "native"
+
+func init() {
+	if err := RegisterBackend(NativeBackend, newNative); err != nil {
+		panic(err) // only a second registration of the built-in name can fail
+	}
+}
+
+// Hints the native backend reads, per communicator or per operation.
+const (
+	// HintAlgorithm picks an algorithm by name (algorithms.Algorithms).
+	HintAlgorithm = "algorithm"
+	// HintChunkBytes bounds the message size a large tensor is pipelined in.
+	HintChunkBytes = "chunk_bytes"
+)
+
+// native is the built-in backend: a rank actor over link actors.
+type native struct {
+	cfg    *Config
+	commID uint64
+	pid    *actor.PID
+}
+
+func newNative(ctx context.Context, cfg *Config) (Backend, error) {
+	if cfg.Device != CPU {
+		return nil, fmt.Errorf("%w: the native backend runs on cpu, not %v", ErrInvalidArgument, cfg.Device)
+	}
+	if cfg.Network == nil {
+		return nil, fmt.Errorf("%w: no network to connect ranks over (use RunLocal or WithNetwork)", ErrInvalidArgument)
+	}
+	if cfg.Store == nil && cfg.Size > 1 {
+		return nil, fmt.Errorf("%w: no rendezvous store (use WithStore)", ErrInvalidArgument)
+	}
+	m, err := rendezvous(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return startNative(cfg, m), nil
+}
+
+func startNative(cfg *Config, m *mesh) *native {
+	rt := cfg.Runtime
+	props := rank.Props(rt, rank.Config{Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Conns: m.conns})
+	props = props.Configure(actor.WithGuardian(supervisor.New(rt, supervisor.Policy{})))
+	pid := rt.System.Root.SpawnPrefix(props, "comm-"+cfg.Name+"-r"+strconv.Itoa(cfg.Rank)+"-")
+	return &native{cfg: cfg, commID: m.id, pid: pid}
+}
+
+func (n *native) Name() string { return NativeBackend }
+
+func (n *native) Issue(op *Op, done Completion) func(error) {
+	req, err := n.request(op, done)
+	if err != nil {
+		done.Finished(&commerr.OpError{Comm: n.cfg.Name, Op: string(op.Name), Seq: op.Seq, Rank: n.cfg.Rank, Err: err})
+		return nil
+	}
+	root := n.cfg.Runtime.System.Root
+	root.Send(n.pid, &rank.Submit{Req: req})
+	return func(err error) { root.Send(n.pid, &rank.Cancel{Seq: op.Seq, Err: err}) }
+}
+
+// request turns a validated Op into the rank actor's request.
+func (n *native) request(op *Op, done Completion) (*collective.Request, error) {
+	req := &collective.Request{
+		Comm: n.cfg.Name, CommID: n.commID, Rank: n.cfg.Rank, Op: string(op.Name), Seq: op.Seq,
+		DType: op.DType, Reduce: op.Reduce, Size: n.cfg.Size, Timeout: op.Timeout,
+		In: tensorBytes(op.Inputs), Out: tensorBytes(op.Outputs),
+		Started: done.Started, Done: done.Finished,
+	}
+	if op.Kind == 0 {
+		n.p2pRequest(op, req)
+		return req, nil
+	}
+	chunk, err := n.intHint(op, HintChunkBytes)
+	if err != nil {
+		return nil, err
+	}
+	spec := algorithms.Spec{
+		Kind: op.Kind, Rank: n.cfg.Rank, Size: n.cfg.Size, Root: op.Root,
+		Counts: op.Counts, SendCounts: op.Send, RecvCounts: op.Recv,
+		ElemSize: op.DType.Size(), ChunkBytes: chunk, InPlace: op.InPlace,
+		Algorithm: n.hint(op, HintAlgorithm),
+	}
+	if req.Schedule, err = algorithms.Build(spec); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	var counts []int
+	if op.Kind != algorithms.AllToAll {
+		counts = op.Counts
+	}
+	var red reduce.Kind
+	if op.Reduce.Valid() {
+		red = op.Reduce.Kind()
+		switch {
+		case op.Kind == algorithms.AllReduce, op.Kind == algorithms.ReduceScatter,
+			op.Kind == algorithms.Reduce && op.Root == n.cfg.Rank:
+			req.Results = []int{0}
+		}
+	}
+	req.Sig = collective.Sig(op.Kind, op.DType, red, op.Root, counts)
+	return req, nil
+}
+
+// p2pRequest lays a point-to-point operation out as a schedule over bytes:
+// message i reads or writes block i, so a batch may mix dtypes.
+func (n *native) p2pRequest(op *Op, req *collective.Request) {
+	b := algorithms.NewBuilder(n.cfg.Rank, n.cfg.Size)
+	req.DType = Uint8
+	req.In, req.Out = make([][]byte, len(op.P2P)), make([][]byte, len(op.P2P))
+	req.P2P = []collective.P2PMessage{}
+	for i, m := range op.P2P {
+		data := m.Tensor.Bytes()
+		req.In[i], req.Out[i] = data, data
+		if len(data) == 0 {
+			continue
+		}
+		r := algorithms.Region{Block: i, Len: len(data)}
+		if m.Send {
+			r.Buf = algorithms.Input
+			b.Send(m.Peer, r)
+		} else {
+			r.Buf = algorithms.Output
+			b.Recv(m.Peer, r)
+		}
+		req.P2P = append(req.P2P, collective.P2PMessage{Peer: m.Peer, Send: m.Send, Tag: uint32(m.Tag)})
+	}
+	req.Schedule = b.Build("point_to_point")
+	req.Sig = collective.Sig(0, 0, 0, -1, nil)
+}
+
+func (n *native) hint(op *Op, key string) string {
+	if v, ok := op.Hints[key]; ok {
+		return v
+	}
+	return n.cfg.Hints[key]
+}
+
+func (n *native) intHint(op *Op, key string) (int, error) {
+	v := n.hint(op, key)
+	if v == "" {
+		return 0, nil
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil || i <= 0 {
+		return 0, fmt.Errorf("%w: hint %s=%q is not a positive integer", ErrInvalidArgument, key, v)
+	}
+	return i, nil
+}
+
+func tensorBytes(ts []*Tensor) [][]byte {
+	out := make([][]byte, len(ts))
+	for i, t := range ts {
+		out[i] = t.Bytes()
+	}
+	return out
+}
+
+func (n *native) Abort(err error) {
+	n.cfg.Runtime.System.Root.Send(n.pid, &rank.Abort{Err: err})
+}
+
+func (n *native) Finalize(ctx context.Context) error {
+	done := make(chan struct{})
+	n.cfg.Runtime.System.Root.Send(n.pid, &rank.Finalize{Done: func() { close(done) }})
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("gocomms: finalize %q: operations still pending: %w", n.cfg.Name, context.Cause(ctx))
+	}
+}
+
+func (n *native) Split(ctx context.Context, group []int, cfg *Config, exchange Exchange) (Backend, error) {
+	m, err := splitMesh(ctx, n.cfg, group, cfg, exchange)
+	if err != nil || m == nil {
+		return nil, err
+	}
+	return startNative(cfg, m), nil
+}

@@ -1,0 +1,166 @@
+package gocomms
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/store"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// DefaultTimeout bounds every operation when neither the call, the
+// communicator nor TORCHCOMM_TIMEOUT_SECONDS says otherwise (torchcomms'
+// default).
+const DefaultTimeout = 600 * time.Second
+
+// Config is a communicator's validated configuration, as a backend factory
+// receives it.
+type Config struct {
+	Name    string            // identical on every rank; keys the rendezvous
+	Device  Device            // where tensors live
+	Rank    int               // this rank, in [0, Size)
+	Size    int               // ranks in the communicator, >= 1
+	Store   store.Store       // rendezvous store; nil when the backend needs none
+	Network transport.Network // how ranks connect
+	Runtime *actors.Runtime   // clock, dispatcher, logger; shared by communicators of a process
+	Timeout time.Duration     // default per-operation timeout, > 0
+	Logger  *slog.Logger      // never nil; discards unless set
+	Hints   map[string]string // free-form, backend-specific
+
+	// AbortProcessOnError makes a timed-out or failed operation run the
+	// abort hooks and exit the process, as torchcomms does by default.
+	AbortProcessOnError bool
+}
+
+// Option configures NewComm and Split.
+type Option func(*options)
+
+type options struct {
+	cfg     Config
+	hasRank bool
+	hasSize bool
+	abort   *bool
+	exit    func(code int)
+}
+
+// WithRank sets this process's rank.
+func WithRank(rank int) Option {
+	return func(o *options) { o.cfg.Rank, o.hasRank = rank, true }
+}
+
+// WithSize sets the number of ranks.
+func WithSize(size int) Option {
+	return func(o *options) { o.cfg.Size, o.hasSize = size, true }
+}
+
+// WithStore sets the rendezvous store (an in-memory one for in-process
+// groups).
+func WithStore(s store.Store) Option { return func(o *options) { o.cfg.Store = s } }
+
+// WithNetwork sets the transport ranks connect over.
+func WithNetwork(n transport.Network) Option { return func(o *options) { o.cfg.Network = n } }
+
+// WithRuntime shares a runtime (actor system, clock, dispatcher) between
+// communicators; without it each NewComm makes its own.
+func WithRuntime(rt *actors.Runtime) Option { return func(o *options) { o.cfg.Runtime = rt } }
+
+// WithTimeout sets the default per-operation timeout.
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.cfg.Timeout = d } }
+
+// WithLogger sets the logger; gocomms is quiet without one.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.cfg.Logger = l } }
+
+// WithHints sets free-form backend hints.
+func WithHints(h map[string]string) Option {
+	return func(o *options) {
+		o.cfg.Hints = make(map[string]string, len(h))
+		for k, v := range h {
+			o.cfg.Hints[k] = v
+		}
+	}
+}
+
+// WithAbortProcessOnError makes a timed-out or failed operation exit the
+// process after running the abort hooks, as torchcomms does by default.
+// Without this option, TORCHCOMM_ABORT_ON_ERROR decides; unset, it is off.
+func WithAbortProcessOnError(on bool) Option { return func(o *options) { o.abort = &on } }
+
+// resolve applies opts and the environment and validates the result.
+func resolve(name string, device Device, opts []Option) (*options, error) {
+	o := &options{exit: os.Exit}
+	o.cfg.Name, o.cfg.Device = name, device
+	for _, opt := range opts {
+		opt(o)
+	}
+	c := &o.cfg
+	if name == "" {
+		return nil, fmt.Errorf("%w: communicator name is empty", ErrInvalidArgument)
+	}
+	if !o.hasRank || !o.hasSize {
+		return nil, fmt.Errorf("%w: rank and size are required (WithRank, WithSize)", ErrInvalidArgument)
+	}
+	if c.Size < 1 || c.Rank < 0 || c.Rank >= c.Size {
+		return nil, fmt.Errorf("%w: rank %d out of range for size %d", ErrInvalidArgument, c.Rank, c.Size)
+	}
+	if c.Timeout < 0 {
+		return nil, fmt.Errorf("%w: negative timeout %v", ErrInvalidArgument, c.Timeout)
+	}
+	if c.Timeout == 0 {
+		t, err := envTimeout()
+		if err != nil {
+			return nil, err
+		}
+		c.Timeout = t
+	}
+	if o.abort != nil {
+		c.AbortProcessOnError = *o.abort
+	} else if v, ok := os.LookupEnv("TORCHCOMM_ABORT_ON_ERROR"); ok {
+		on, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("%w: TORCHCOMM_ABORT_ON_ERROR=%q is not a boolean", ErrInvalidArgument, v)
+		}
+		c.AbortProcessOnError = on
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// envTimeout is TORCHCOMM_TIMEOUT_SECONDS, or DefaultTimeout.
+func envTimeout() (time.Duration, error) {
+	v, ok := os.LookupEnv("TORCHCOMM_TIMEOUT_SECONDS")
+	if !ok || strings.TrimSpace(v) == "" {
+		return DefaultTimeout, nil
+	}
+	s, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || s <= 0 {
+		return 0, fmt.Errorf("%w: TORCHCOMM_TIMEOUT_SECONDS=%q is not a positive number", ErrInvalidArgument, v)
+	}
+	return time.Duration(s * float64(time.Second)), nil
+}
+
+// CallOption configures one operation.
+type CallOption func(*call)
+
+type call struct {
+	timeout  time.Duration
+	hints    map[string]string
+	tag      int
+	internal bool // issued by the communicator itself: no hooks
+}
+
+// OpTimeout bounds this operation, overriding the communicator's default.
+func OpTimeout(d time.Duration) CallOption { return func(c *call) { c.timeout = d } }
+
+// OpHints passes free-form hints to the backend for this operation.
+func OpHints(h map[string]string) CallOption { return func(c *call) { c.hints = h } }
+
+// Tag sets the tag of a point-to-point message: the k-th send with tag t
+// from a to b matches the k-th receive with tag t on b from a.
+func Tag(t int) CallOption { return func(c *call) { c.tag = t } }

@@ -1,0 +1,164 @@
+package gocomms
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/gocomms/gocomms/commerr"
+)
+
+// Split creates a communicator of the ranks listed, collectively over this
+// communicator, with torchcomms' semantics: every rank calls it, passing the
+// ranks of the group it joins in the order that gives their new ranks; an
+// empty list joins no group and returns nil. A list without the caller, with
+// duplicates or with ranks out of range is an error on every rank, as is a
+// group whose members list it differently. The child gets a fresh timeout
+// (TORCHCOMM_TIMEOUT_SECONDS or the default) unless opts set one.
+func (c *Comm) Split(ctx context.Context, ranks []int, opts ...Option) (*Comm, error) {
+	bad := c.checkGroup(ranks)
+	mine := make([]int64, c.cfg.Size)
+	if bad != nil {
+		mine[0] = -1
+	} else {
+		for i, r := range ranks {
+			mine[r] = int64(i + 1)
+		}
+	}
+	all, err := c.allGatherInts(ctx, mine)
+	if err != nil {
+		return nil, err
+	}
+	if bad != nil {
+		return nil, c.opError(&Op{Name: OpSplit}, bad)
+	}
+	n := c.cfg.Size
+	for q := range n {
+		if all[q*n] == -1 {
+			return nil, c.opError(&Op{Name: OpSplit}, commerr.Invalid("rank %d passed an invalid group", q))
+		}
+	}
+	for _, g := range ranks {
+		if !slices.Equal(all[g*n:(g+1)*n], mine) {
+			return nil, c.opError(&Op{Name: OpSplit}, commerr.Invalid("rank %d lists group %v differently", g, ranks))
+		}
+	}
+	if len(ranks) == 0 {
+		ranks = nil
+	}
+	return c.splitGroup(ctx, ranks, opts)
+}
+
+func (c *Comm) checkGroup(ranks []int) error {
+	if len(ranks) == 0 {
+		return nil
+	}
+	seen := make(map[int]bool, len(ranks))
+	for _, r := range ranks {
+		if err := c.checkRank("group rank", r); err != nil {
+			return err
+		}
+		if seen[r] {
+			return commerr.Invalid("rank %d appears twice in group %v", r, ranks)
+		}
+		seen[r] = true
+	}
+	if !seen[c.cfg.Rank] {
+		return commerr.Invalid("group %v does not contain this rank (%d)", ranks, c.cfg.Rank)
+	}
+	return nil
+}
+
+// SplitByColor creates a communicator of the ranks that pass the same
+// color, ordered by key and then by rank, with MPI_Comm_split's semantics; a
+// negative color joins none and returns nil.
+func (c *Comm) SplitByColor(ctx context.Context, color, key int, opts ...Option) (*Comm, error) {
+	all, err := c.allGatherInts(ctx, []int64{int64(color), int64(key)})
+	if err != nil {
+		return nil, err
+	}
+	var group []int
+	if color >= 0 {
+		for q := range c.cfg.Size {
+			if all[2*q] == int64(color) {
+				group = append(group, q)
+			}
+		}
+		slices.SortStableFunc(group, func(a, b int) int {
+			if ka, kb := all[2*a+1], all[2*b+1]; ka != kb {
+				if ka < kb {
+					return -1
+				}
+				return 1
+			}
+			return a - b
+		})
+	}
+	return c.splitGroup(ctx, group, opts)
+}
+
+// splitGroup creates the child communicator of group (nil: none) on every
+// rank of this one.
+func (c *Comm) splitGroup(ctx context.Context, group []int, opts []Option) (*Comm, error) {
+	c.mu.Lock()
+	name := c.cfg.Name + ".split" + strconv.Itoa(c.splits)
+	c.splits++
+	c.mu.Unlock()
+
+	me := max(slices.Index(group, c.cfg.Rank), 0)
+	base := []Option{WithRank(me), WithSize(max(len(group), 1)), WithNetwork(c.cfg.Network),
+		WithRuntime(c.cfg.Runtime), WithLogger(c.cfg.Logger)}
+	o, err := resolve(name, c.cfg.Device, append(base, opts...))
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.backend.Split(ctx, group, &o.cfg, c.exchange)
+	if err != nil {
+		return nil, c.opError(&Op{Name: OpSplit}, err)
+	}
+	if group == nil {
+		return nil, nil
+	}
+	ranks := make([]int, len(group))
+	for i, g := range group {
+		ranks[i] = c.ranks[g]
+	}
+	return newComm(o, c.backendName, b, false, ranks), nil
+}
+
+// exchange all-gathers one byte string per rank: the lengths first, then
+// the strings.
+func (c *Comm) exchange(ctx context.Context, mine []byte) ([][]byte, error) {
+	lens, err := c.allGatherInts(ctx, []int64{int64(len(mine))})
+	if err != nil {
+		return nil, err
+	}
+	outs := make([]*Tensor, c.cfg.Size)
+	strs := make([][]byte, c.cfg.Size)
+	for q, n := range lens {
+		strs[q] = make([]byte, n)
+		outs[q] = FromSlice(strs[q])
+	}
+	o, err := c.allGather(OpAllGatherV, outs, FromSlice(append([]byte(nil), mine...)), false)
+	if err := c.internal(ctx, o, err); err != nil {
+		return nil, err
+	}
+	return strs, nil
+}
+
+// allGatherInts all-gathers the same number of int64s from every rank.
+func (c *Comm) allGatherInts(ctx context.Context, mine []int64) ([]int64, error) {
+	out := make([]int64, len(mine)*c.cfg.Size)
+	o, err := c.allGatherSingle(FromSlice(out), FromSlice(mine))
+	if err := c.internal(ctx, o, err); err != nil {
+		return nil, fmt.Errorf("gocomms: split %q: %w", c.cfg.Name, err)
+	}
+	return out, nil
+}
+
+// internal runs an operation the communicator issues for itself: hooks do
+// not see it.
+func (c *Comm) internal(ctx context.Context, op *Op, invalid error) error {
+	return c.run(ctx, op, invalid, []CallOption{func(cc *call) { cc.internal = true }})
+}

@@ -1,0 +1,74 @@
+package tensor
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// DeviceType says which kind of memory a tensor lives in.
+type DeviceType uint8
+
+// The device types. The zero value is the CPU, so the zero Device is CPU.
+const (
+	DeviceCPU DeviceType = iota
+	DeviceCUDA
+)
+
+// String returns "cpu", "cuda" or "device_type(N)".
+func (t DeviceType) String() string {
+	switch t {
+	case DeviceCPU:
+		return "cpu"
+	case DeviceCUDA:
+		return "cuda"
+	}
+	return fmt.Sprintf("device_type(%d)", uint8(t))
+}
+
+// Device names a memory location: a device type and, for accelerators, an
+// index. The CPU has a single device; its Index is ignored.
+type Device struct {
+	Type  DeviceType
+	Index int
+}
+
+// CPU is host memory.
+var CPU = Device{Type: DeviceCPU}
+
+// CUDA returns the CUDA device with the given ordinal.
+func CUDA(index int) Device { return Device{Type: DeviceCUDA, Index: index} }
+
+// IsCPU reports whether d is host memory, the only place this package
+// allocates today.
+func (d Device) IsCPU() bool { return d.Type == DeviceCPU }
+
+// String returns "cpu" or "<type>:<index>", e.g. "cuda:0".
+func (d Device) String() string {
+	if d.Type == DeviceCPU {
+		return "cpu"
+	}
+	return d.Type.String() + ":" + strconv.Itoa(d.Index)
+}
+
+// ParseDevice parses "cpu", "cuda" (meaning cuda:0) or "cuda:N" with N >= 0.
+func ParseDevice(s string) (Device, error) {
+	name, idx, hasIdx := strings.Cut(s, ":")
+	switch name {
+	case "cpu":
+		if hasIdx {
+			break
+		}
+		return CPU, nil
+	case "cuda":
+		if !hasIdx {
+			return CUDA(0), nil
+		}
+		n, err := strconv.Atoi(idx)
+		if err != nil || idx[0] < '0' || idx[0] > '9' { // digits only
+			break
+		}
+		return CUDA(n), nil
+	}
+	return Device{}, fmt.Errorf("tensor: invalid device %q", s)
+}

@@ -1,0 +1,109 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/gocomms/gocomms/transport"
+	"github.com/gocomms/gocomms/transport/transporttest"
+)
+
+func TestInprocConformance(t *testing.T) {
+	transporttest.Run(t, func(*testing.T) transport.Network { return transport.NewInproc() })
+}
+
+func TestInprocZeroValue(t *testing.T) {
+	var nw transport.Inproc
+	transporttest.Run(t, func(*testing.T) transport.Network { return &nw })
+}
+
+func TestInprocAddresses(t *testing.T) {
+	nw := transport.NewInproc()
+	ctx := context.Background()
+
+	l, err := nw.Listen("inproc/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fresh address skips names taken explicitly.
+	l2, err := nw.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Addr() == l.Addr() {
+		t.Fatalf("fresh address %q collides with an explicit one", l2.Addr())
+	}
+	if _, err := nw.Listen("inproc/1"); !errors.Is(err, transport.ErrAddrInUse) {
+		t.Errorf("Listen on a taken address: %v, want ErrAddrInUse", err)
+	}
+
+	// Addresses are private to one Inproc.
+	if _, err := transport.NewInproc().Dial(ctx, l.Addr(), nil); !errors.Is(err, transport.ErrRefused) {
+		t.Errorf("Dial from another Inproc: %v, want ErrRefused", err)
+	}
+	if _, err := nw.Dial(ctx, "nowhere", nil); !errors.Is(err, transport.ErrRefused) {
+		t.Errorf("Dial to an unknown address: %v, want ErrRefused", err)
+	}
+
+	// Closing a listener frees its address.
+	l.Close()
+	l3, err := nw.Listen("inproc/1")
+	if err != nil {
+		t.Fatalf("Listen after Close: %v", err)
+	}
+	l3.Close()
+	l2.Close()
+}
+
+// countingHandler delivers synchronously into counters the test reads in
+// the same goroutine: Inproc delivers in the sender's goroutine.
+type countingHandler struct {
+	frames int
+	errs   []error
+}
+
+func (h *countingHandler) HandleFrame(f transport.Frame) { h.frames++; transport.PutBuffer(f.Payload) }
+func (h *countingHandler) HandleError(err error)         { h.errs = append(h.errs, err) }
+
+// TestInprocSynchronous pins what Inproc promises beyond the suite: a Send
+// to a started, idle end has been handled when Send returns, and a Send that
+// fails returns its payload to the pool.
+func TestInprocSynchronous(t *testing.T) {
+	nw := transport.NewInproc()
+	l, err := nw.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d, err := nw.Dial(context.Background(), l.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := l.Accept(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &countingHandler{}
+	a.Start(h)
+	for i := range 3 {
+		if err := d.Send(transport.Frame{Payload: transport.GetBuffer(100)}); err != nil {
+			t.Fatal(err)
+		}
+		if h.frames != i+1 {
+			t.Fatalf("after Send %d the handler has seen %d frames", i+1, h.frames)
+		}
+	}
+	d.Close()
+	if len(h.errs) != 1 || !errors.Is(h.errs[0], transport.ErrClosed) {
+		t.Fatalf("after the peer's Close the handler has errors %v, want one ErrClosed", h.errs)
+	}
+	a.Start(&countingHandler{}) // a second Start has no effect
+	if err := a.Send(transport.Frame{}); !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("Send to a closed peer: %v", err)
+	}
+	a.Close()
+	if len(h.errs) != 1 {
+		t.Fatalf("local Close after the peer's re-notified the handler: %v", h.errs)
+	}
+}

@@ -1,0 +1,63 @@
+package transport
+
+import (
+	"math/bits"
+	"sync"
+)
+
+// Size classes are powers of two from 64 B to 1 GiB. Smaller requests round
+// up to 64 B; larger ones are allocated directly and dropped on Put.
+const (
+	minClassBits = 6
+	maxClassBits = 30
+)
+
+// The buffer pool is the package's only mutable global state: payload
+// buffers are shared by every connection of every network in the process.
+var (
+	// classes[i] holds *[]byte boxes of buffers with cap >= 1<<(i+minClassBits).
+	classes [maxClassBits - minClassBits + 1]sync.Pool
+	// boxes recycles the empty *[]byte boxes, so that a Get/Put pair does
+	// not allocate one to put a slice into a sync.Pool.
+	boxes sync.Pool
+)
+
+// GetBuffer returns a slice of length n (cap >= n) with undefined contents.
+// Pass it to PutBuffer, or let a frame carry it, when done.
+func GetBuffer(n int) []byte {
+	if n <= 0 {
+		return nil
+	}
+	k := max(bits.Len(uint(n-1)), minClassBits) // ceil(log2(n))
+	if k > maxClassBits {
+		return make([]byte, n)
+	}
+	box, _ := classes[k-minClassBits].Get().(*[]byte)
+	if box == nil {
+		return make([]byte, n, 1<<k)
+	}
+	b := *box
+	*box = nil
+	boxes.Put(box)
+	return b[:n]
+}
+
+// PutBuffer returns b to the pool; b must not be used afterwards. Any slice
+// is accepted: it is filed under the largest class its capacity covers, and
+// slices too small or too large for the pool are dropped.
+func PutBuffer(b []byte) {
+	c := cap(b)
+	if c < 1<<minClassBits {
+		return
+	}
+	k := bits.Len(uint(c)) - 1 // floor(log2(c))
+	if k > maxClassBits {
+		return
+	}
+	box, _ := boxes.Get().(*[]byte)
+	if box == nil {
+		box = new([]byte)
+	}
+	*box = b[:0]
+	classes[k-minClassBits].Put(box)
+}

@@ -1,0 +1,114 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Kind says which layer of the engine a frame belongs to, so the link actor
+// can route it without looking at the payload.
+type Kind uint8
+
+// The frame kinds. Zero is left unused so that a zero Header is invalid on
+// its face.
+const (
+	Collective Kind = iota + 1
+	PointToPoint
+	Control
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Collective:
+		return "collective"
+	case PointToPoint:
+		return "point-to-point"
+	case Control:
+		return "control"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Header is the fixed part of every frame. Transports carry it verbatim; they
+// never interpret it.
+type Header struct {
+	Comm uint64 // communicator id
+	Kind Kind
+	Seq  uint64 // collective sequence number, or point-to-point ordinal
+	Tag  uint32 // message tag within the operation (collective) or the user tag (point-to-point)
+	Sig  uint64 // opaque operation signature, set by the sender, compared by the receiver to detect mismatched calls
+}
+
+// Frame is the unit a Conn carries: a header and one payload.
+type Frame struct {
+	Header Header
+	// Payload's ownership moves with the frame: Send takes it, HandleFrame
+	// gives it to the handler. Payloads from GetBuffer may be returned with
+	// PutBuffer by whoever owns them last.
+	Payload []byte
+}
+
+// Handler receives what arrives on a connection. Both methods are called
+// from a goroutine the handler does not own, so they must not block: the
+// engine's link actor only posts the frame into its mailbox.
+type Handler interface {
+	// HandleFrame is called in order, one call at a time per connection.
+	HandleFrame(f Frame)
+	// HandleError reports that the connection failed or was closed, by the
+	// peer or locally. It is called at most once, after every frame that
+	// preceded the failure, and nothing is delivered after it.
+	HandleError(err error)
+}
+
+// Conn is one end of a reliable, ordered, bidirectional frame connection.
+type Conn interface {
+	// Send queues or delivers f. It takes ownership of f.Payload, even when
+	// it fails, and never waits for the receiver to make progress. After
+	// Close or a failure it returns an error wrapping ErrClosed.
+	Send(f Frame) error
+	// Start begins delivery to h. Frames that arrived earlier are delivered
+	// first, in order. Only the first call has an effect.
+	Start(h Handler)
+	// Close is idempotent. The peer's handler then gets HandleError
+	// (wrapping ErrClosed) after every frame sent before the close; the local
+	// handler, if started, gets at most one HandleError too, and frames not
+	// yet delivered to it are dropped.
+	Close() error
+	LocalAddr() string
+	RemoteAddr() string
+}
+
+// Listener accepts connections dialled to its address.
+type Listener interface {
+	// Accept returns the next connection and the dialer's hello. It returns
+	// ctx's error when ctx is done first, and ErrClosed once the listener is
+	// closed.
+	Accept(ctx context.Context) (Conn, []byte, error)
+	Addr() string
+	// Close unblocks Accept with ErrClosed. Connections already accepted stay
+	// open.
+	Close() error
+}
+
+// Network creates listeners and dials them.
+type Network interface {
+	// Listen listens at addr; "" chooses a fresh unique address. Listening
+	// on an address already in use fails.
+	Listen(addr string) (Listener, error)
+	// Dial connects to the listener at addr and hands hello (at most
+	// MaxHello bytes) to its acceptor with the connection.
+	Dial(ctx context.Context, addr string, hello []byte) (Conn, error)
+}
+
+// MaxHello is the largest hello Dial accepts.
+const MaxHello = 64 << 10
+
+var (
+	// ErrClosed reports use of a closed or failed connection or listener.
+	ErrClosed = errors.New("transport: connection closed")
+	// ErrRefused reports a dial to an address where nothing listens.
+	ErrRefused = errors.New("transport: connection refused")
+	// ErrAddrInUse reports a listen on an address that is already taken.
+	ErrAddrInUse = errors.New("transport: address already in use")
+)

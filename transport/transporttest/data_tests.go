@@ -1,0 +1,268 @@
+package transporttest
+
+import (
+	"encoding/binary"
+	"sync"
+	"testing"
+
+	"github.com/gocomms/gocomms/transport"
+)
+
+const streamLen = 10_000
+
+func testFIFO(t *testing.T, nw transport.Network) {
+	d, a := connect(t, nw)
+	r := newRecorder()
+	a.Start(r)
+	if err := sendStream(d, 1, streamLen); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	checkStream(t, r.waitFrames(t, streamLen), 1, streamLen)
+	r.check(t)
+}
+
+func testBothDirections(t *testing.T, nw transport.Network) {
+	d, a := connect(t, nw)
+	rd, ra := newRecorder(), newRecorder()
+	d.Start(rd)
+	a.Start(ra)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Go(func() { errs[0] = sendStream(d, 1, streamLen) })
+	wg.Go(func() { errs[1] = sendStream(a, 2, streamLen) })
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+	}
+	checkStream(t, ra.waitFrames(t, streamLen), 1, streamLen)
+	checkStream(t, rd.waitFrames(t, streamLen), 2, streamLen)
+	rd.check(t)
+	ra.check(t)
+}
+
+func testPayloads(t *testing.T, nw transport.Network) {
+	sizes := []int{0, 0, 1, 63, 64, 65, 4095, 4096, 1<<20 + 3, 8 << 20}
+	d, a := connect(t, nw)
+	rd, ra := newRecorder(), newRecorder()
+	d.Start(rd)
+	a.Start(ra)
+	send := func(c transport.Conn, dir uint64) {
+		for i, n := range sizes {
+			f := transport.Frame{Header: header(dir, i), Payload: pattern(n, dir<<32|uint64(i))}
+			if i == 0 {
+				f.Payload = nil // both a nil and an empty payload must pass
+			}
+			if err := c.Send(f); err != nil {
+				t.Fatalf("Send of %d bytes: %v", n, err)
+			}
+		}
+	}
+	send(d, 1)
+	send(a, 2)
+	for dir, r := range map[uint64]*recorder{1: ra, 2: rd} {
+		for i, f := range r.waitFrames(t, len(sizes)) {
+			if f.Header != header(dir, i) {
+				t.Errorf("direction %d: frame %d has header %+v, want %+v", dir, i, f.Header, header(dir, i))
+			}
+			want := pattern(sizes[i], dir<<32|uint64(i))
+			if string(f.Payload) != string(want) {
+				t.Errorf("direction %d: payload of %d bytes arrived as %d bytes or with other contents", dir, sizes[i], len(f.Payload))
+			}
+			transport.PutBuffer(want)
+		}
+		r.check(t)
+	}
+}
+
+// testConcurrentSenders: Sends from one goroutine stay in order even while
+// other goroutines send on the same connection.
+func testConcurrentSenders(t *testing.T, nw transport.Network) {
+	const senders, each = 8, 1000
+	d, a := connect(t, nw)
+	r := newRecorder()
+	a.Start(r)
+	var wg sync.WaitGroup
+	errs := make([]error, senders)
+	for s := range senders {
+		wg.Go(func() { errs[s] = sendStream(d, uint64(s), each) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+	}
+	byStream := make([][]transport.Frame, senders)
+	for _, f := range r.waitFrames(t, senders*each) {
+		if f.Header.Comm >= senders {
+			t.Fatalf("frame from unknown stream %d", f.Header.Comm)
+		}
+		byStream[f.Header.Comm] = append(byStream[f.Header.Comm], f)
+	}
+	for s, got := range byStream {
+		checkStream(t, got, uint64(s), each)
+	}
+	r.check(t)
+}
+
+func testManyConns(t *testing.T, nw transport.Network) {
+	const conns, each = 32, 300
+	l := listen(t, nw)
+	ctx := testContext(t)
+
+	// Accept in one goroutine, dial from many; hellos pair the ends up.
+	accepted := make([]transport.Conn, conns)
+	acceptErr := make(chan error, 1)
+	go func() {
+		for range conns {
+			c, hello, err := l.Accept(ctx)
+			if err != nil {
+				acceptErr <- err
+				return
+			}
+			accepted[binary.LittleEndian.Uint64(hello)] = c
+		}
+		acceptErr <- nil
+	}()
+	dialed := make([]transport.Conn, conns)
+	dialErrs := make([]error, conns)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Go(func() { dialed[i], dialErrs[i] = nw.Dial(ctx, l.Addr(), seqPayload(uint64(i))) })
+	}
+	wg.Wait()
+	for i, c := range dialed {
+		if c != nil {
+			t.Cleanup(func() { c.Close() })
+		} else {
+			t.Errorf("Dial %d: %v", i, dialErrs[i])
+		}
+	}
+	if t.Failed() {
+		l.Close()
+		<-acceptErr
+		t.FailNow()
+	}
+	if err := <-acceptErr; err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	for _, c := range accepted {
+		t.Cleanup(func() { c.Close() })
+	}
+
+	// Every connection streams both ways at once.
+	rd, ra := make([]*recorder, conns), make([]*recorder, conns)
+	sendErrs := make([]error, 2*conns)
+	for i := range conns {
+		rd[i], ra[i] = newRecorder(), newRecorder()
+		dialed[i].Start(rd[i])
+		accepted[i].Start(ra[i])
+		wg.Go(func() { sendErrs[2*i] = sendStream(dialed[i], uint64(2*i), each) })
+		wg.Go(func() { sendErrs[2*i+1] = sendStream(accepted[i], uint64(2*i+1), each) })
+	}
+	wg.Wait()
+	for i, err := range sendErrs {
+		if err != nil {
+			t.Fatalf("stream %d: Send: %v", i, err)
+		}
+	}
+	for i := range conns {
+		checkStream(t, ra[i].waitFrames(t, each), uint64(2*i), each)
+		checkStream(t, rd[i].waitFrames(t, each), uint64(2*i+1), each)
+		ra[i].check(t)
+		rd[i].check(t)
+	}
+}
+
+// testPingPong: each handler answers from inside HandleFrame by sending on
+// its own connection, as a link actor's handler may. A transport that holds
+// a lock across the handler call deadlocks here.
+func testPingPong(t *testing.T, nw transport.Network) {
+	const rounds = 10_000
+	d, a := connect(t, nw)
+	rd, ra := newRecorder(), newRecorder()
+	replier := func(c transport.Conn) func(transport.Frame) error {
+		return func(f transport.Frame) error {
+			if f.Header.Seq >= rounds {
+				return nil
+			}
+			return c.Send(transport.Frame{Header: header(0, int(f.Header.Seq)+1), Payload: seqPayload(f.Header.Seq + 1)})
+		}
+	}
+	rd.reply, ra.reply = replier(d), replier(a)
+	d.Start(rd)
+	a.Start(ra)
+	// Kick off from another goroutine: if the transport deadlocks inside
+	// this Send, the waits below time out and say so.
+	errc := make(chan error, 1)
+	go func() { errc <- d.Send(transport.Frame{Header: header(0, 0), Payload: seqPayload(0)}) }()
+	// The acceptor gets the even numbers 0..rounds, the dialer the odd ones.
+	checkPings(t, "acceptor", ra.waitFrames(t, rounds/2+1), 0)
+	checkPings(t, "dialer", rd.waitFrames(t, rounds/2), 1)
+	if err := <-errc; err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	rd.check(t)
+	ra.check(t)
+}
+
+func checkPings(t *testing.T, who string, got []transport.Frame, first uint64) {
+	t.Helper()
+	for i, f := range got {
+		seq := first + 2*uint64(i)
+		if f.Header != header(0, int(seq)) || len(f.Payload) != 8 || binary.LittleEndian.Uint64(f.Payload) != seq {
+			t.Fatalf("%s: frame %d is seq %d (payload %x), want seq %d", who, i, f.Header.Seq, f.Payload, seq)
+		}
+	}
+}
+
+// testStartAfterSend: frames that arrive before Start wait for it.
+func testStartAfterSend(t *testing.T, nw transport.Network) {
+	const n = 1000
+	d, a := connect(t, nw)
+	if err := sendStream(d, 1, n); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	r := newRecorder()
+	a.Start(r)
+	checkStream(t, r.waitFrames(t, n), 1, n)
+
+	// Later frames follow the queued ones.
+	if err := d.Send(frame(2, 0)); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	got := r.waitFrames(t, n+1)
+	checkStream(t, got[n:], 2, 1)
+	r.check(t)
+}
+
+// testStartDuringSend: Start racing with a stream keeps the stream in order.
+func testStartDuringSend(t *testing.T, nw transport.Network) {
+	d, a := connect(t, nw)
+	// Start once some frames are queued, while the rest are still being
+	// sent, so that queued and fresh frames compete.
+	started := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		for i := range streamLen {
+			if i == streamLen/10 {
+				close(started)
+			}
+			if err := d.Send(frame(1, i)); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	<-started
+	r := newRecorder()
+	a.Start(r)
+	if err := <-errc; err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	checkStream(t, r.waitFrames(t, streamLen), 1, streamLen)
+	r.check(t)
+}

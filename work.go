@@ -1,0 +1,206 @@
+package gocomms
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// WorkStatus is where an operation stands, as torchcomms' WorkStatus.
+type WorkStatus int32
+
+const (
+	NotStarted WorkStatus = iota
+	InProgress
+	Completed
+	TimedOut
+	Failed
+)
+
+func (s WorkStatus) String() string {
+	switch s {
+	case NotStarted:
+		return "not_started"
+	case InProgress:
+		return "in_progress"
+	case Completed:
+		return "completed"
+	case TimedOut:
+		return "timed_out"
+	case Failed:
+		return "error"
+	}
+	return "unknown"
+}
+
+// Work is an operation in flight. Dropping a Work without waiting is fine:
+// the operation still completes and nothing leaks. A Work's tensors belong
+// to the operation until it is done.
+type Work struct {
+	op     *Op
+	status atomic.Int32
+	done   chan struct{}
+	err    error // set before done is closed
+	cancel func(error)
+	onEnd  func(w *Work) // the communicator's bookkeeping
+
+	mu      sync.Mutex // guards hooks and the two phases below
+	hooks   workHooks
+	started bool
+	ended   bool
+}
+
+type workHooks struct {
+	start, waitBegin, waitEnd, end hookSet[func(*Work)]
+}
+
+func newWork(op *Op, onEnd func(*Work)) *Work {
+	return &Work{op: op, done: make(chan struct{}), onEnd: onEnd}
+}
+
+// failedWork returns a Work that ended before it was issued.
+func failedWork(op *Op, err error) *Work {
+	w := newWork(op, nil)
+	w.finish(err)
+	return w
+}
+
+// Op returns the operation.
+func (w *Work) Op() *Op { return w.op }
+
+// Status returns the current status.
+func (w *Work) Status() WorkStatus { return WorkStatus(w.status.Load()) }
+
+// Done is closed when the operation has ended.
+func (w *Work) Done() <-chan struct{} { return w.done }
+
+// IsCompleted reports whether the operation ended successfully.
+func (w *Work) IsCompleted() bool { return w.Status() == Completed }
+
+// Err returns the operation's error once it has ended, nil before.
+func (w *Work) Err() error {
+	select {
+	case <-w.done:
+		return w.err
+	default:
+		return nil
+	}
+}
+
+// Wait blocks until the operation ends or ctx is done, and returns the
+// operation's error or ctx's. A ctx that ends first leaves the operation
+// running; its tensors stay in use.
+func (w *Work) Wait(ctx context.Context) error {
+	w.runHooks(&w.hooks.waitBegin)
+	defer w.runHooks(&w.hooks.waitEnd)
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// wait is the blocking forms' wait: a ctx that ends first cancels the
+// operation on every rank, and the call returns once it has ended.
+func (w *Work) wait(ctx context.Context) error {
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
+	}
+	if w.cancel != nil {
+		w.cancel(context.Cause(ctx))
+	}
+	<-w.done
+	return w.err
+}
+
+// OnStart registers f to run when the operation starts running (at once if
+// it already has). The returned function removes it.
+func (w *Work) OnStart(f func(*Work)) (remove func()) {
+	return w.register(f, &w.hooks.start, func() bool { return w.started })
+}
+
+// OnEnd registers f to run once when the operation ends (at once if it
+// already has).
+func (w *Work) OnEnd(f func(*Work)) (remove func()) {
+	return w.register(f, &w.hooks.end, func() bool { return w.ended })
+}
+
+// OnWaitBegin registers f to run when Wait is entered.
+func (w *Work) OnWaitBegin(f func(*Work)) (remove func()) {
+	return w.register(f, &w.hooks.waitBegin, nil)
+}
+
+// OnWaitEnd registers f to run when Wait returns.
+func (w *Work) OnWaitEnd(f func(*Work)) (remove func()) {
+	return w.register(f, &w.hooks.waitEnd, nil)
+}
+
+// register adds f to set, or runs it at once if the phase it waits for
+// (passed, checked under the lock) is already over.
+func (w *Work) register(f func(*Work), set *hookSet[func(*Work)], passed func() bool) func() {
+	w.mu.Lock()
+	if passed != nil && passed() {
+		w.mu.Unlock()
+		f(w)
+		return func() {}
+	}
+	id := set.add(f)
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		set.remove(id)
+	}
+}
+
+func (w *Work) runHooks(set *hookSet[func(*Work)]) {
+	w.mu.Lock()
+	fs := set.list()
+	w.mu.Unlock()
+	for _, f := range fs {
+		f(w)
+	}
+}
+
+func (w *Work) start() {
+	w.mu.Lock()
+	if w.started {
+		w.mu.Unlock()
+		return
+	}
+	w.started = true
+	w.status.Store(int32(InProgress))
+	w.mu.Unlock()
+	w.runHooks(&w.hooks.start)
+}
+
+func (w *Work) finish(err error) {
+	st := Completed
+	switch {
+	case errors.Is(err, ErrTimeout):
+		st = TimedOut
+	case err != nil:
+		st = Failed
+	}
+	w.mu.Lock()
+	w.err = err
+	w.started, w.ended = true, true
+	w.status.Store(int32(st))
+	close(w.done)
+	w.mu.Unlock()
+	w.runHooks(&w.hooks.end)
+	if w.onEnd != nil {
+		w.onEnd(w)
+	}
+}
+
+// completion adapts a Work to the Completion a backend sees, so that users
+// cannot complete a Work themselves.
+type completion struct{ w *Work }
+
+func (c completion) Started()           { c.w.start() }
+func (c completion) Finished(err error) { c.w.finish(err) }
