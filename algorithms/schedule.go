@@ -123,7 +123,7 @@ func (p Prim) Receives() bool { return p == Recv || p == RecvReduce }
 // Step is one primitive of a rank's schedule.
 type Step struct {
 	Prim Prim
-	// Peer is the other rank of a Send, Recv or RecvReduce.
+	// Peer is the other rank of a Send, Recv or RecvReduce; -1 for Copy.
 	Peer int
 	// Tag is the ordinal of this message among all messages from this rank
 	// to Peer (Send) or from Peer to this rank (Recv*), in program order,

@@ -456,6 +456,17 @@ func checkStatic(specs []Spec, scheds []*Schedule) error {
 			}
 			return nil
 		}
+		used := make([]int, len(sc.Scratch))
+		for _, st := range sc.Steps {
+			for _, reg := range []Region{st.Src, st.Dst} {
+				if reg.Buf == Scratch && reg.Block >= 0 && reg.Block < len(used) {
+					used[reg.Block] = max(used[reg.Block], reg.End())
+				}
+			}
+		}
+		if !slices.Equal(used, sc.Scratch) {
+			return fmt.Errorf("rank %d: scratch blocks %v but regions use %v", r, sc.Scratch, used)
+		}
 		for i, st := range sc.Steps {
 			fail := func(err error) error { return fmt.Errorf("rank %d step %d (%v): %w", r, i, st, err) }
 			if src, ok := st.Reads(); ok {

@@ -12,23 +12,33 @@ func combineF16(k Kind, dst, a, b []tensor.F16) {
 	switch k {
 	case Sum:
 		for i := range dst {
-			dst[i] = tensor.Float16FromFloat32(a[i].Float32() + b[i].Float32())
+			dst[i] = toF16(a[i].Float32() + b[i].Float32())
 		}
 	case Product:
 		for i := range dst {
-			dst[i] = tensor.Float16FromFloat32(a[i].Float32() * b[i].Float32())
+			dst[i] = toF16(a[i].Float32() * b[i].Float32())
 		}
 	case Min:
 		for i := range dst {
-			dst[i] = tensor.Float16FromFloat32(min(a[i].Float32(), b[i].Float32()))
+			dst[i] = toF16(min(a[i].Float32(), b[i].Float32()))
 		}
 	case Max:
 		for i := range dst {
-			dst[i] = tensor.Float16FromFloat32(max(a[i].Float32(), b[i].Float32()))
+			dst[i] = toF16(max(a[i].Float32(), b[i].Float32()))
 		}
 	default:
 		panic("reduce: " + k.String() + " reached combineF16") // Combine filters kinds first
 	}
+}
+
+// toF16 rounds f to float16. It must stay inlinable (check with
+// -gcflags=-m): the fast path then costs no call, and only zeros,
+// subnormals, Inf and NaN pay for one.
+func toF16(f float32) tensor.F16 {
+	if h, ok := tensor.Float16FromFloat32Normal(f); ok {
+		return h
+	}
+	return tensor.Float16FromFloat32(f)
 }
 
 func combineBF16(k Kind, dst, a, b []tensor.BF16) {

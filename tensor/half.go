@@ -19,14 +19,28 @@ type BF16 uint16
 // sign), subnormals are produced where exact rounding calls for them, and
 // NaNs stay NaN: the result is quiet and keeps the top payload bits.
 func Float16FromFloat32(f float32) F16 {
-	b := math.Float32bits(f)
-	// Fast path, small enough to inline into the reduction loops: results
-	// that are normal float16s (or overflow to Inf by rounding up) only need
-	// a rebias and the same round-to-nearest-even add as bfloat16.
-	if a := b & 0x7fffffff; a-0x38800000 < 0x47800000-0x38800000 { // 2^-14 <= |f| < 2^16
-		return F16(uint16(b>>16)&0x8000 | uint16((a-0x38000000+0xfff+(a>>13)&1)>>13))
+	if h, ok := Float16FromFloat32Normal(f); ok {
+		return h
 	}
-	return float16FromBits(b)
+	return float16FromBits(math.Float32bits(f))
+}
+
+// Float16FromFloat32Normal is the common case of Float16FromFloat32, small
+// enough for the compiler to inline into reduction loops (a function that
+// also calls out for the rare cases is not). When 2^-14 <= |f| < 2^16, so
+// the result is a normal float16 or rounds up to ±Inf, it returns the
+// correctly rounded value and true; otherwise it returns false and the
+// caller must use Float16FromFloat32.
+func Float16FromFloat32Normal(f float32) (F16, bool) {
+	b := math.Float32bits(f)
+	a := b & 0x7fffffff
+	if a-0x38800000 >= 0x47800000-0x38800000 { // unsigned: also catches a < 2^-14
+		return 0, false
+	}
+	// Rebias the exponent (127 → 15) and round to nearest even by adding
+	// 0xfff plus the lowest kept bit; a carry into the exponent, even up to
+	// Inf, is correct rounding.
+	return F16(uint16(b>>16)&0x8000 | uint16((a-0x38000000+0xfff+(a>>13)&1)>>13)), true
 }
 
 // float16FromBits handles the rare cases of Float16FromFloat32: zero,

@@ -10,6 +10,10 @@ import (
 // Inproc is an in-process Network. Addresses are names private to one Inproc
 // value ("inproc/7"); connections are pairs of in-memory queues and start no
 // goroutines. The zero value is ready to use.
+//
+// Send may run the peer's handler in the caller's goroutine, so a caller
+// must not hold a lock across Send that the peer's handler takes; handlers
+// that only post to a mailbox, as the contract asks, never do.
 type Inproc struct {
 	mu        sync.Mutex
 	next      uint64 // last number handed out for a fresh address

@@ -58,6 +58,8 @@ func (c *inprocConn) peerErrorf(why string) error {
 // time, FIFO order across concurrent Sends and Start, and no deadlock when a
 // handler sends on the reverse pipe: no lock is held across a handler call,
 // and a Send into a pipe that is already being delivered only queues.
+//
+// Invariant: a started pipe that nobody is delivering has an empty queue.
 type pipe struct {
 	mu         sync.Mutex
 	handler    Handler
@@ -79,16 +81,12 @@ func (p *pipe) send(f Frame) error {
 		PutBuffer(f.Payload)
 		return err
 	}
-	if p.handler == nil || p.delivering || p.head < len(p.queue) {
+	if p.handler == nil || p.delivering {
 		p.queue = append(p.queue, f)
-		if p.handler != nil && !p.delivering {
-			p.drain()
-			return nil
-		}
 		p.mu.Unlock()
 		return nil
 	}
-	// Fast path: idle and empty, so deliver f without touching the queue.
+	// Started and idle, hence the queue is empty: deliver f directly.
 	p.delivering = true
 	h := p.handler
 	p.mu.Unlock()
@@ -107,11 +105,7 @@ func (p *pipe) start(h Handler) {
 		p.mu.Unlock()
 		return
 	}
-	p.handler = h
-	if p.delivering {
-		p.mu.Unlock()
-		return
-	}
+	p.handler = h // nobody delivers without a handler, so the pipe is idle
 	p.drain()
 }
 

@@ -107,3 +107,16 @@ func TestInprocSynchronous(t *testing.T) {
 		t.Fatalf("local Close after the peer's re-notified the handler: %v", h.errs)
 	}
 }
+
+func TestKindString(t *testing.T) {
+	for k, want := range map[transport.Kind]string{
+		transport.Collective:   "collective",
+		transport.PointToPoint: "point-to-point",
+		transport.Control:      "control",
+		0:                      "kind(0)",
+	} {
+		if got := k.String(); got != want {
+			t.Errorf("Kind(%d).String() = %q, want %q", uint8(k), got, want)
+		}
+	}
+}

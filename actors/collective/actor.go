@@ -46,7 +46,9 @@ func (c *runner) Receive(ctx actor.Context) {
 		c.arrive(ctx, m)
 	case *Fail:
 		c.fail(ctx, m.Err, m.Ranks, m.Tell)
-	case *PeerFailed:
+	case *link.Failed:
+		// Frames the peer sent before it went away came first: fail only if
+		// one is still missing.
 		if slices.Contains(c.prog.Waiting(nil), m.Peer) {
 			c.fail(ctx, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err), []int{m.Peer}, false)
 		}

@@ -69,14 +69,6 @@ type Fail struct {
 	Tell  bool
 }
 
-// PeerFailed tells a running operation that the connection to Peer failed.
-// It fails only if it still waits for a message from Peer: frames the peer
-// sent before it went away have already been delivered.
-type PeerFailed struct {
-	Peer int
-	Err  error
-}
-
 // header returns the header of the frame that step i sends.
 func (r *Request) header(i int) transport.Header {
 	if r.P2P != nil {

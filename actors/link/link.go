@@ -48,7 +48,10 @@ type Delivered struct {
 	Frame transport.Frame
 }
 
-// Failed tells the link's parent that the connection to Peer failed.
+// Failed tells the link's parent, and every actor a key is routed to, that
+// the connection to Peer failed. It follows every frame that arrived before
+// the failure, so a receiver that still waits for Peer knows nothing more
+// will come.
 type Failed struct {
 	Peer int
 	Err  error
@@ -144,6 +147,9 @@ func (l *linkActor) route(ctx actor.Context, m *Route) {
 		ctx.Send(m.To, &Delivered{Peer: l.peer, Frame: f})
 	}
 	delete(l.stash, m.Key)
+	if l.failed != nil {
+		ctx.Send(m.To, &Failed{Peer: l.peer, Err: l.failed})
+	}
 }
 
 func (l *linkActor) fail(ctx actor.Context, err error) {
@@ -151,7 +157,11 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 		return
 	}
 	l.failed = err
-	ctx.Send(ctx.Parent(), &Failed{Peer: l.peer, Err: err})
+	failed := &Failed{Peer: l.peer, Err: err}
+	ctx.Send(ctx.Parent(), failed)
+	for _, to := range l.routes {
+		ctx.Send(to, failed)
+	}
 }
 
 // handler turns transport callbacks into messages to the link actor.

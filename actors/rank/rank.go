@@ -12,7 +12,6 @@ import (
 	"github.com/gocomms/gocomms/actors/collective"
 	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/actors/supervisor"
-	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/transport"
 )
@@ -81,19 +80,17 @@ type rankActor struct {
 	collSeq      uint64 // collectives started
 	ordinals     map[p2pKey]uint64
 
-	reported    map[uint64]error // collective sequence number -> a peer's failure report
-	failedPeers map[int]error
-	aborted     error
-	finalize    func()
+	reported map[uint64]error // collective sequence number -> a peer's failure report
+	aborted  error
+	finalize func()
 }
 
 func newRank(rt *actors.Runtime, cfg Config) *rankActor {
 	return &rankActor{
-		rt:          rt,
-		cfg:         cfg,
-		ordinals:    map[p2pKey]uint64{},
-		reported:    map[uint64]error{},
-		failedPeers: map[int]error{},
+		rt:       rt,
+		cfg:      cfg,
+		ordinals: map[p2pKey]uint64{},
+		reported: map[uint64]error{},
 	}
 }
 
@@ -109,7 +106,7 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	case *link.Delivered:
 		r.control(ctx, m)
 	case *link.Failed:
-		r.peerFailed(ctx, m)
+		r.peerFailed(m)
 	case *Abort:
 		r.abort(ctx, m.Err)
 	case *Cancel:
@@ -132,7 +129,7 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		// A link the supervisor gave up on: treat the peer as failed.
 		for peer, l := range r.links {
 			if l != nil && l.Equal(m.Who) {
-				r.peerFailed(ctx, &link.Failed{Peer: peer, Err: fmt.Errorf("link to rank %d stopped after repeated failures", peer)})
+				r.peerFailed(&link.Failed{Peer: peer, Err: fmt.Errorf("link to rank %d stopped after repeated failures", peer)})
 			}
 		}
 	}
@@ -186,12 +183,6 @@ func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
 			return
 		}
 	}
-	for _, peer := range peers(req.Schedule) {
-		if err := r.failedPeers[peer]; err != nil {
-			r.reject(req, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err), []int{peer})
-			return
-		}
-	}
 	done := req.Done
 	var ended atomic.Bool
 	req.Done = func(err error) {
@@ -242,14 +233,10 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 	}
 }
 
-func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
-	if _, ok := r.failedPeers[m.Peer]; ok {
-		return
-	}
-	r.failedPeers[m.Peer] = m.Err
-	if r.running != nil {
-		ctx.Send(r.runner, &collective.PeerFailed{Peer: m.Peer, Err: m.Err})
-	}
+// peerFailed notes a lost peer. Operations learn of it from the link
+// itself, in order after the frames the peer sent before it went away.
+func (r *rankActor) peerFailed(m *link.Failed) {
+	r.rt.Logger.Debug("connection to peer failed", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", m.Peer, "err", m.Err)
 }
 
 func (r *rankActor) abort(ctx actor.Context, err error) {
@@ -289,18 +276,4 @@ func (r *rankActor) stopLinks(ctx actor.Context) {
 			ctx.Stop(l)
 		}
 	}
-}
-
-// peers lists every rank a schedule exchanges messages with.
-func peers(s *algorithms.Schedule) []int {
-	var out []int
-	seen := map[int]bool{}
-	for _, st := range s.Steps {
-		if st.Prim == algorithms.Copy || seen[st.Peer] {
-			continue
-		}
-		seen[st.Peer] = true
-		out = append(out, st.Peer)
-	}
-	return out
 }
