@@ -24,6 +24,7 @@ type Builder struct {
 	declared   [2]bool
 	token      int
 	tracks     [3][]*track // Input is never written, so never tracked
+	readers    []readerNode
 	tmp        []int32
 	arena      []int32
 	built      bool
@@ -213,22 +214,27 @@ func (b *Builder) add(st Step) int {
 	rd, reads := st.Reads()
 	wr, writes := st.Writes()
 	if reads {
-		if t := b.track(rd, false); t != nil {
-			b.tmp = t.readDeps(lo(rd), hi(rd), b.tmp)
+		if t := b.track(rd); t != nil {
+			b.readDeps(t, lo(rd), hi(rd))
 		}
 	}
 	if writes {
-		b.tmp = b.track(wr, true).writeDeps(lo(wr), hi(wr), b.tmp)
+		b.writeDeps(b.track(wr), lo(wr), hi(wr))
 	}
 	if reads {
-		if t := b.track(rd, false); t != nil {
-			t.addReader(lo(rd), hi(rd), idx)
+		if t := b.track(rd); t != nil {
+			b.addReader(t, lo(rd), hi(rd), idx)
 		}
 	}
 	if writes {
-		b.track(wr, true).setWriter(lo(wr), hi(wr), idx)
+		b.track(wr).setWriter(lo(wr), hi(wr), idx)
 	}
 	st.Deps = b.finishDeps()
+	if len(b.steps) == cap(b.steps) {
+		// Double rather than append's 1.25x for large slices: Steps are
+		// big, and schedules run to thousands of them.
+		b.steps = slices.Grow(b.steps, max(len(b.steps), 64))
+	}
 	b.steps = append(b.steps, st)
 	return int(idx)
 }
@@ -239,7 +245,7 @@ func hi(r Region) int { return r.Off + max(r.Len, 1) }
 
 // track returns the access history of r's block; nil for Input, which is
 // never written and so never constrains anything.
-func (b *Builder) track(r Region, create bool) *track {
+func (b *Builder) track(r Region) *track {
 	if r.Buf == Input {
 		return nil
 	}
@@ -288,83 +294,150 @@ func (b *Builder) finishDeps() []int32 {
 
 // track is the access history of one block: disjoint segments covering
 // [0, MaxInt), each with its last writer and the readers since that write.
-// Writes collapse the segments they cover, so the list stays as short as the
-// number of distinct live ranges (about the number of chunks).
+// Writes collapse the segments they cover, so there are about as many
+// segments as live chunks. They are kept sorted in buckets of at most
+// 2*bucketMax, so that splitting one shifts a bucket, not the whole block:
+// Build stays linear for schedules of tens of thousands of steps.
 type track struct {
-	segs []seg
+	bk [][]seg // consecutive, each non-empty
 }
 
+const bucketMax = 64
+
+// seg holds no pointers, so that shifting segments is a plain memmove.
 type seg struct {
 	lo, hi  int
 	writer  int32 // -1: never written
-	readers []int32
+	readers int32 // head of the readers list in Builder.readers, -1: none
+}
+
+// readerNode is a cell of an immutable, prepend-only list: the two halves of
+// a split segment share their readers' tail safely.
+type readerNode struct {
+	step, next int32
 }
 
 func newTrack() *track {
-	return &track{segs: []seg{{lo: 0, hi: math.MaxInt, writer: -1}}}
+	return &track{bk: [][]seg{{{lo: 0, hi: math.MaxInt, writer: -1, readers: -1}}}}
 }
 
-// split makes x a segment boundary and returns the index of the segment that
-// starts at x (len(segs) if x is the end of the covered range).
-func (t *track) split(x int) int {
-	i, j := 0, len(t.segs)
+// pos locates a segment: bucket b, index i.
+type pos struct{ b, i int }
+
+// find returns the segment containing x, or the end position for MaxInt.
+func (t *track) find(x int) pos {
+	i, j := 0, len(t.bk)
 	for i < j {
 		h := int(uint(i+j) >> 1)
-		if t.segs[h].hi <= x {
+		if t.bk[h][0].lo <= x {
 			i = h + 1
 		} else {
 			j = h
 		}
 	}
-	if i == len(t.segs) || t.segs[i].lo == x {
-		return i
-	}
-	s := &t.segs[i]
-	// Both halves share the readers' backing array with capacity clipped,
-	// so a later append to either copies.
-	rs := s.readers[:len(s.readers):len(s.readers)]
-	right := seg{lo: x, hi: s.hi, writer: s.writer, readers: rs}
-	s.hi, s.readers = x, rs
-	t.segs = slices.Insert(t.segs, i+1, right)
-	return i + 1
-}
-
-func (t *track) span(lo, hi int) (int, int) {
-	i := t.split(lo)
-	return i, t.split(hi)
-}
-
-func (t *track) readDeps(lo, hi int, deps []int32) []int32 {
-	i, j := t.span(lo, hi)
-	for _, s := range t.segs[i:j] {
-		if s.writer >= 0 {
-			deps = append(deps, s.writer)
+	b := i - 1
+	segs := t.bk[b]
+	i, j = 0, len(segs)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if segs[h].hi <= x {
+			i = h + 1
+		} else {
+			j = h
 		}
 	}
-	return deps
+	if i == len(segs) {
+		return pos{len(t.bk), 0} // x == MaxInt
+	}
+	return pos{b, i}
 }
 
-func (t *track) writeDeps(lo, hi int, deps []int32) []int32 {
-	i, j := t.span(lo, hi)
-	for _, s := range t.segs[i:j] {
-		if len(s.readers) > 0 {
+func (t *track) at(p pos) *seg { return &t.bk[p.b][p.i] }
+
+func (t *track) next(p pos) pos {
+	if p.i++; p.i == len(t.bk[p.b]) {
+		return pos{p.b + 1, 0}
+	}
+	return p
+}
+
+// split makes x a segment boundary.
+func (t *track) split(x int) {
+	p := t.find(x)
+	if p.b == len(t.bk) || t.at(p).lo == x {
+		return
+	}
+	s := t.at(p)
+	right := *s
+	right.lo, s.hi = x, x
+	t.bk[p.b] = slices.Insert(t.bk[p.b], p.i+1, right)
+	if old := t.bk[p.b]; len(old) > 2*bucketMax {
+		half := len(old) / 2
+		t.bk[p.b] = old[:half:half] // clipped: growing it reallocates
+		t.bk = slices.Insert(t.bk, p.b+1, slices.Clone(old[half:]))
+	}
+}
+
+// span splits at lo and hi and returns the first segment of [lo, hi); the
+// segments of the range follow it until one starts at hi.
+func (t *track) span(lo, hi int) pos {
+	t.split(lo)
+	t.split(hi)
+	return t.find(lo)
+}
+
+func (t *track) in(p pos, hi int) bool { return p.b < len(t.bk) && t.at(p).lo < hi }
+
+func (b *Builder) readDeps(t *track, lo, hi int) {
+	for p := t.span(lo, hi); t.in(p, hi); p = t.next(p) {
+		if s := t.at(p); s.writer >= 0 {
+			b.tmp = append(b.tmp, s.writer)
+		}
+	}
+}
+
+func (b *Builder) writeDeps(t *track, lo, hi int) {
+	for p := t.span(lo, hi); t.in(p, hi); p = t.next(p) {
+		s := t.at(p)
+		if s.readers >= 0 {
 			// Each reader already waits for s.writer.
-			deps = append(deps, s.readers...)
+			for n := s.readers; n >= 0; n = b.readers[n].next {
+				b.tmp = append(b.tmp, b.readers[n].step)
+			}
 		} else if s.writer >= 0 {
-			deps = append(deps, s.writer)
+			b.tmp = append(b.tmp, s.writer)
 		}
 	}
-	return deps
 }
 
-func (t *track) addReader(lo, hi int, step int32) {
-	i, j := t.span(lo, hi)
-	for k := i; k < j; k++ {
-		t.segs[k].readers = append(t.segs[k].readers, step)
+func (b *Builder) addReader(t *track, lo, hi int, step int32) {
+	for p := t.span(lo, hi); t.in(p, hi); p = t.next(p) {
+		s := t.at(p)
+		b.readers = append(b.readers, readerNode{step: step, next: s.readers})
+		s.readers = int32(len(b.readers) - 1)
 	}
 }
 
+// setWriter collapses the segments of [lo, hi) into one written by step.
 func (t *track) setWriter(lo, hi int, step int32) {
-	i, j := t.span(lo, hi)
-	t.segs = slices.Replace(t.segs, i, j, seg{lo: lo, hi: hi, writer: step})
+	p := t.span(lo, hi)
+	*t.at(p) = seg{lo: lo, hi: hi, writer: step, readers: -1}
+	b, i := p.b, p.i+1
+	for b < len(t.bk) {
+		segs := t.bk[b]
+		k := i
+		for k < len(segs) && segs[k].lo < hi {
+			k++
+		}
+		t.bk[b] = slices.Delete(segs, i, k)
+		if k < len(segs) {
+			return // reached the segment starting at hi
+		}
+		if len(t.bk[b]) == 0 {
+			t.bk = slices.Delete(t.bk, b, b+1)
+		} else {
+			b++
+		}
+		i = 0
+	}
 }

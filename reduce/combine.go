@@ -83,5 +83,9 @@ func Combine(op Op, dt tensor.DType, dst, a, b []byte) {
 // partial element.
 func view[T any](b []byte) []T {
 	var z T
-	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(z)))
+	n := len(b) / int(unsafe.Sizeof(z))
+	if n == 0 {
+		return nil // a *T over fewer bytes than a T would straddle its allocation
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }

@@ -12,33 +12,43 @@ func combineF16(k Kind, dst, a, b []tensor.F16) {
 	switch k {
 	case Sum:
 		for i := range dst {
-			dst[i] = toF16(a[i].Float32() + b[i].Float32())
+			f := a[i].Float32() + b[i].Float32()
+			h, ok := tensor.Float16FromFloat32Normal(f) // inlined: no call on the common path
+			if !ok {
+				h = tensor.Float16FromFloat32(f)
+			}
+			dst[i] = h
 		}
 	case Product:
 		for i := range dst {
-			dst[i] = toF16(a[i].Float32() * b[i].Float32())
+			f := a[i].Float32() * b[i].Float32()
+			h, ok := tensor.Float16FromFloat32Normal(f) // inlined: no call on the common path
+			if !ok {
+				h = tensor.Float16FromFloat32(f)
+			}
+			dst[i] = h
 		}
 	case Min:
 		for i := range dst {
-			dst[i] = toF16(min(a[i].Float32(), b[i].Float32()))
+			f := min(a[i].Float32(), b[i].Float32())
+			h, ok := tensor.Float16FromFloat32Normal(f) // inlined: no call on the common path
+			if !ok {
+				h = tensor.Float16FromFloat32(f)
+			}
+			dst[i] = h
 		}
 	case Max:
 		for i := range dst {
-			dst[i] = toF16(max(a[i].Float32(), b[i].Float32()))
+			f := max(a[i].Float32(), b[i].Float32())
+			h, ok := tensor.Float16FromFloat32Normal(f) // inlined: no call on the common path
+			if !ok {
+				h = tensor.Float16FromFloat32(f)
+			}
+			dst[i] = h
 		}
 	default:
 		panic("reduce: " + k.String() + " reached combineF16") // Combine filters kinds first
 	}
-}
-
-// toF16 rounds f to float16. It must stay inlinable (check with
-// -gcflags=-m): the fast path then costs no call, and only zeros,
-// subnormals, Inf and NaN pay for one.
-func toF16(f float32) tensor.F16 {
-	if h, ok := tensor.Float16FromFloat32Normal(f); ok {
-		return h
-	}
-	return tensor.Float16FromFloat32(f)
 }
 
 func combineBF16(k Kind, dst, a, b []tensor.BF16) {

@@ -29,6 +29,7 @@
 // answer each other without deadlock.
 //
 // This package must not know about collectives, communicators or actors:
-// Header fields are carried verbatim, never interpreted. Transports must
-// not call the clock or log on their own.
+// Header fields are carried verbatim, never interpreted. Heartbeats,
+// retransmission and timeouts belong to the link actor, on the runtime's
+// clock; transports only report failures they see. Transports do not log.
 package transport

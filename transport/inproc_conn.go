@@ -29,26 +29,15 @@ func (c *inprocConn) Send(f Frame) error { return c.out.send(f) }
 func (c *inprocConn) Start(h Handler) { c.in.start(h) }
 
 // Close shuts both directions. The two pipes are closed one after the other,
-// never under one lock, and either may call a handler on the way.
+// never under one lock, and either may call a handler on the way. Each end
+// is told in its own terms: our Sends and handler get ours, the peer's
+// Sends and handler get theirs.
 func (c *inprocConn) Close() error {
-	c.out.closeSender(
-		c.errorf("closed locally"), // for our own later Sends
-		c.peerErrorf("closed by peer"),
-	)
-	c.in.closeReceiver(
-		c.peerErrorf("closed by peer"), // for the peer's later Sends
-		c.errorf("closed locally"),
-	)
+	ours := fmt.Errorf("transport: inproc conn %s->%s closed locally: %w", c.local, c.remote, ErrClosed)
+	theirs := fmt.Errorf("transport: inproc conn %s->%s closed by peer: %w", c.remote, c.local, ErrClosed)
+	c.out.closeSender(ours, theirs)
+	c.in.closeReceiver(theirs, ours)
 	return nil
-}
-
-// errorf describes a failure as seen from this end, peerErrorf from the other.
-func (c *inprocConn) errorf(why string) error {
-	return fmt.Errorf("transport: inproc conn %s->%s %s: %w", c.local, c.remote, why, ErrClosed)
-}
-
-func (c *inprocConn) peerErrorf(why string) error {
-	return fmt.Errorf("transport: inproc conn %s->%s %s: %w", c.remote, c.local, why, ErrClosed)
 }
 
 // pipe carries frames one way. Whoever finds it idle with a handler set
