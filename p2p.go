@@ -82,7 +82,9 @@ func (c *Comm) NewBatch() *Batch { return &Batch{c: c} }
 func (b *Batch) Send(t *Tensor, dst int, opts ...CallOption) *Batch { return b.add(true, t, dst, opts) }
 
 // Recv adds a receive into t from src (Tag sets its tag).
-func (b *Batch) Recv(t *Tensor, src int, opts ...CallOption) *Batch { return b.add(false, t, src, opts) }
+func (b *Batch) Recv(t *Tensor, src int, opts ...CallOption) *Batch {
+	return b.add(false, t, src, opts)
+}
 
 func (b *Batch) add(send bool, t *Tensor, peer int, opts []CallOption) *Batch {
 	m, err := b.c.message(send, t, peer, opts)
