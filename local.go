@@ -71,7 +71,8 @@ func RunLocal(ctx context.Context, n int, fn func(ctx context.Context, c *Comm) 
 			if err != nil {
 				abortOthers(r, err)
 			}
-			if ferr := c.Finalize(context.WithoutCancel(ctx)); err == nil && ferr != nil && !c.IsAborted() {
+			// fn may have finalized c itself.
+			if ferr := c.Finalize(context.WithoutCancel(ctx)); err == nil && ferr != nil && !c.IsAborted() && !errors.Is(ferr, ErrFinalized) {
 				err = ferr
 			}
 			if err != nil {

@@ -126,6 +126,12 @@ func (b *Builder) Copy(dst, src Region) int {
 	return b.add(Step{Prim: Copy, Peer: -1, Dst: dst, Src: src})
 }
 
+// Grow reserves room for n more steps. Generators that can bound their
+// length call it first, so that Steps is allocated once.
+func (b *Builder) Grow(n int) {
+	b.steps = slices.Grow(b.steps, n)
+}
+
 // Build returns the schedule. The Builder must not be used afterwards.
 func (b *Builder) Build(algorithm string) *Schedule {
 	b.mustLive()
@@ -213,21 +219,25 @@ func (b *Builder) add(st Step) int {
 	b.tmp = b.tmp[:0]
 	rd, reads := st.Reads()
 	wr, writes := st.Writes()
+	var rt, wt *track
 	if reads {
-		if t := b.track(rd); t != nil {
-			b.readDeps(t, lo(rd), hi(rd))
+		if rt = b.track(rd); rt != nil {
+			rt.split(lo(rd))
+			rt.split(hi(rd))
+			b.readDeps(rt, lo(rd), hi(rd))
 		}
 	}
 	if writes {
-		b.writeDeps(b.track(wr), lo(wr), hi(wr))
+		wt = b.track(wr)
+		wt.split(lo(wr))
+		wt.split(hi(wr))
+		b.writeDeps(wt, lo(wr), hi(wr))
 	}
-	if reads {
-		if t := b.track(rd); t != nil {
-			b.addReader(t, lo(rd), hi(rd), idx)
-		}
+	if rt != nil {
+		b.addReader(rt, lo(rd), hi(rd), idx)
 	}
 	if writes {
-		b.track(wr).setWriter(lo(wr), hi(wr), idx)
+		wt.setWriter(lo(wr), hi(wr), idx)
 	}
 	st.Deps = b.finishDeps()
 	if len(b.steps) == cap(b.steps) {
@@ -299,7 +309,8 @@ func (b *Builder) finishDeps() []int32 {
 // 2*bucketMax, so that splitting one shifts a bucket, not the whole block:
 // Build stays linear for schedules of tens of thousands of steps.
 type track struct {
-	bk [][]seg // consecutive, each non-empty
+	bk   [][]seg // consecutive, each non-empty
+	last int     // bucket of the last lookup: accesses are local
 }
 
 const bucketMax = 64
@@ -326,18 +337,22 @@ type pos struct{ b, i int }
 
 // find returns the segment containing x, or the end position for MaxInt.
 func (t *track) find(x int) pos {
-	i, j := 0, len(t.bk)
-	for i < j {
-		h := int(uint(i+j) >> 1)
-		if t.bk[h][0].lo <= x {
-			i = h + 1
-		} else {
-			j = h
+	b := t.last
+	if b >= len(t.bk) || t.bk[b][0].lo > x || b+1 < len(t.bk) && t.bk[b+1][0].lo <= x {
+		i, j := 0, len(t.bk)
+		for i < j {
+			h := int(uint(i+j) >> 1)
+			if t.bk[h][0].lo <= x {
+				i = h + 1
+			} else {
+				j = h
+			}
 		}
+		b = i - 1
+		t.last = b
 	}
-	b := i - 1
 	segs := t.bk[b]
-	i, j = 0, len(segs)
+	i, j := 0, len(segs)
 	for i < j {
 		h := int(uint(i+j) >> 1)
 		if segs[h].hi <= x {
@@ -378,18 +393,14 @@ func (t *track) split(x int) {
 	}
 }
 
-// span splits at lo and hi and returns the first segment of [lo, hi); the
-// segments of the range follow it until one starts at hi.
-func (t *track) span(lo, hi int) pos {
-	t.split(lo)
-	t.split(hi)
-	return t.find(lo)
-}
+// The walks from here on assume lo and hi are segment boundaries already (split):
+// the range is the segment starting at lo and those following it until one
+// starts at hi.
 
 func (t *track) in(p pos, hi int) bool { return p.b < len(t.bk) && t.at(p).lo < hi }
 
 func (b *Builder) readDeps(t *track, lo, hi int) {
-	for p := t.span(lo, hi); t.in(p, hi); p = t.next(p) {
+	for p := t.find(lo); t.in(p, hi); p = t.next(p) {
 		if s := t.at(p); s.writer >= 0 {
 			b.tmp = append(b.tmp, s.writer)
 		}
@@ -397,7 +408,7 @@ func (b *Builder) readDeps(t *track, lo, hi int) {
 }
 
 func (b *Builder) writeDeps(t *track, lo, hi int) {
-	for p := t.span(lo, hi); t.in(p, hi); p = t.next(p) {
+	for p := t.find(lo); t.in(p, hi); p = t.next(p) {
 		s := t.at(p)
 		if s.readers >= 0 {
 			// Each reader already waits for s.writer.
@@ -411,7 +422,7 @@ func (b *Builder) writeDeps(t *track, lo, hi int) {
 }
 
 func (b *Builder) addReader(t *track, lo, hi int, step int32) {
-	for p := t.span(lo, hi); t.in(p, hi); p = t.next(p) {
+	for p := t.find(lo); t.in(p, hi); p = t.next(p) {
 		s := t.at(p)
 		b.readers = append(b.readers, readerNode{step: step, next: s.readers})
 		s.readers = int32(len(b.readers) - 1)
@@ -420,7 +431,7 @@ func (b *Builder) addReader(t *track, lo, hi int, step int32) {
 
 // setWriter collapses the segments of [lo, hi) into one written by step.
 func (t *track) setWriter(lo, hi int, step int32) {
-	p := t.span(lo, hi)
+	p := t.find(lo)
 	*t.at(p) = seg{lo: lo, hi: hi, writer: step, readers: -1}
 	b, i := p.b, p.i+1
 	for b < len(t.bk) {

@@ -3,6 +3,7 @@ package algorithms
 import (
 	"fmt"
 	"math/big"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -325,6 +326,146 @@ func TestTopology(t *testing.T) {
 		}
 		if p > 1 && 1<<DisseminationRounds(p) < p || 1<<DoublingRounds(p) > p {
 			t.Fatalf("p=%d: %d dissemination rounds, %d doubling rounds", p, DisseminationRounds(p), DoublingRounds(p))
+		}
+	}
+}
+
+// naiveDeps derives deps the slow, obvious way: per element, the last writer
+// and the readers since; then the same pruning as the Builder. It is the
+// reference for the Builder's segment structure.
+func naiveDeps(steps []Step) [][]int32 {
+	type elem struct {
+		writer  int32
+		readers []int32
+	}
+	mem := map[[2]int][]elem{}
+	cells := func(r Region) []elem {
+		key := [2]int{int(r.Buf), r.Block}
+		m := mem[key]
+		for len(m) < r.Off+max(r.Len, 1) {
+			m = append(m, elem{writer: -1})
+		}
+		mem[key] = m
+		return m[r.Off : r.Off+max(r.Len, 1)]
+	}
+	out := make([][]int32, len(steps))
+	for i := range steps {
+		st := &steps[i]
+		var d []int32
+		rd, reads := st.Reads()
+		wr, writes := st.Writes()
+		reads = reads && rd.Buf != Input
+		if reads {
+			for _, e := range cells(rd) {
+				if e.writer >= 0 {
+					d = append(d, e.writer)
+				}
+			}
+		}
+		if writes {
+			for _, e := range cells(wr) {
+				if len(e.readers) > 0 {
+					d = append(d, e.readers...)
+				} else if e.writer >= 0 {
+					d = append(d, e.writer)
+				}
+			}
+		}
+		if reads {
+			c := cells(rd)
+			for k := range c {
+				c[k].readers = append(c[k].readers, int32(i))
+			}
+		}
+		if writes {
+			c := cells(wr)
+			for k := range c {
+				c[k] = elem{writer: int32(i)}
+			}
+		}
+		slices.Sort(d)
+		d = slices.Compact(d)
+		if len(d) > 1 && len(d) <= 64 {
+			var keep []int32
+			for k, x := range d {
+				implied := false
+				for _, y := range d[k+1:] {
+					if slices.Contains(out[y], x) {
+						implied = true
+					}
+				}
+				if !implied {
+					keep = append(keep, x)
+				}
+			}
+			d = keep
+		}
+		out[i] = d
+	}
+	return out
+}
+
+// TestBuilderMatchesNaive drives the Builder with long random programs over
+// a large block, so that it holds hundreds of segments (several buckets),
+// with occasional wide writes that collapse many of them, and compares every
+// step's deps with the per-element reference.
+func TestBuilderMatchesNaive(t *testing.T) {
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		const blockLen = 2048
+		b := NewBuilder(0, 3)
+		b.Layout(Output, []int{blockLen, blockLen})
+		scr := b.Scratch(blockLen)
+		region := func() Region {
+			n := 1 + rng.IntN(6)
+			if rng.IntN(40) == 0 {
+				n = 1 + rng.IntN(600)
+			}
+			off := rng.IntN(blockLen - n + 1)
+			r := Region{Buf: Output, Block: rng.IntN(2), Off: off, Len: n}
+			if rng.IntN(3) == 0 {
+				r.Buf, r.Block = Scratch, scr
+			}
+			return r
+		}
+		for range 4000 {
+			peer := 1 + rng.IntN(2)
+			switch rng.IntN(4) {
+			case 0:
+				b.Send(peer, region())
+			case 1:
+				b.Recv(peer, region())
+			case 2:
+				dst := region()
+				local := dst
+				if rng.IntN(2) == 0 {
+					local = Region{Buf: Input, Off: dst.Off, Len: dst.Len}
+				}
+				b.RecvReduce(peer, dst, local)
+			case 3:
+				src := region()
+				dst := Region{Buf: Output, Block: 1 - src.Block, Off: src.Off, Len: src.Len}
+				if src.Buf == Scratch {
+					dst.Block = rng.IntN(2)
+				}
+				b.Copy(dst, src)
+			}
+		}
+		segs := 0
+		for _, tr := range b.tracks[Output] {
+			for _, bk := range tr.bk {
+				segs += len(bk)
+			}
+		}
+		s := b.Build("random")
+		want := naiveDeps(s.Steps)
+		for i := range s.Steps {
+			if !slices.Equal(s.Steps[i].Deps, want[i]) {
+				t.Fatalf("seed %d step %d (%v): deps %v, reference %v", seed, i, s.Steps[i], s.Steps[i].Deps, want[i])
+			}
+		}
+		if segs < 4*bucketMax {
+			t.Fatalf("seed %d: only %d segments; the test no longer spans buckets", seed, segs)
 		}
 	}
 }

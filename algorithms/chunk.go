@@ -7,6 +7,15 @@ package algorithms
 
 func nchunks(n, c int) int { return (n + c - 1) / c }
 
+// totalChunks is the number of messages that carry blocks of counts.
+func totalChunks(counts []int, c int) int {
+	t := 0
+	for _, n := range counts {
+		t += nchunks(n, c)
+	}
+	return t
+}
+
 // piece is the j-th chunk of r.
 func piece(r Region, j, c int) Region {
 	o := j * c

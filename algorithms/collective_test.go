@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -116,13 +117,19 @@ func TestCollectives(t *testing.T) {
 	}
 }
 
-// runCase simulates the collective under one delivery order and, if it has
-// messages, once more with one of them lost.
+// deliveryOrders is how many random delivery orders each table case runs.
+const deliveryOrders = 3
+
+// runCase simulates the collective under a few delivery orders and, if it
+// has messages, once more with one of them lost.
 func runCase(t testing.TB, name string, specs []Spec, seed uint64) {
 	t.Helper()
-	n, err := simulate(specs, simOptions{seed: seed})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+	var n *network
+	for k := range uint64(deliveryOrders) {
+		var err error
+		if n, err = simulate(specs, simOptions{seed: seed + k<<48}); err != nil {
+			t.Fatalf("%s order %d: %v", name, k, err)
+		}
 	}
 	scheds := make([]*Schedule, len(n.ranks))
 	for r, sr := range n.ranks {
@@ -145,7 +152,7 @@ func TestCollectivesProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		kind := rapid.SampledFrom(allKinds).Draw(t, "kind")
 		alg := rapid.SampledFrom(append(Algorithms(kind), "")).Draw(t, "algorithm")
-		p := rapid.IntRange(1, 12).Draw(t, "size")
+		p := rapid.IntRange(1, 17).Draw(t, "size")
 		count := rapid.IntRange(0, 40)
 		base := Spec{
 			Kind:       kind,
@@ -309,5 +316,67 @@ func TestBuildRejectsBadSpecs(t *testing.T) {
 	}
 	if _, err := Build(ok); err != nil {
 		t.Fatalf("valid spec rejected: %v", err)
+	}
+}
+
+func TestAllToAllCountMismatch(t *testing.T) {
+	// Rank 0 thinks it sends rank 1 nothing; rank 1 expects 3 elements.
+	m := [][]int{{2, 0}, {1, 2}}
+	specs := specsFor(Spec{Kind: AllToAll, Size: 2, ElemSize: 4, ChunkBytes: 16}, m)
+	specs[1].RecvCounts[0] = 3
+	n, err := simulateUnchecked(specs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := n.ranks[1].prog; p.Done() || !slices.Equal(p.Waiting(nil), []int{0}) {
+		t.Fatalf("rank 1 done %v, waiting for %v; want stuck on rank 0", p.Done(), p.Waiting(nil))
+	}
+	// Now rank 0 sends 3 elements that rank 1 does not expect.
+	specs = specsFor(Spec{Kind: AllToAll, Size: 2, ElemSize: 4, ChunkBytes: 16}, [][]int{{2, 3}, {1, 2}})
+	specs[1].RecvCounts[0] = 0
+	if _, err := simulateUnchecked(specs, 1); err == nil || !strings.Contains(err.Error(), "unexpected message from rank 0") {
+		t.Fatalf("got %v, want an unexpected message error", err)
+	}
+}
+
+func TestBuildDeterministic(t *testing.T) {
+	for _, kind := range allKinds {
+		for _, alg := range Algorithms(kind) {
+			cc := countCases(kind, 5)
+			c := cc[len(cc)-1]
+			base := Spec{Kind: kind, Size: 5, Root: 2, Counts: c.counts, ElemSize: 4, ChunkBytes: 16, Algorithm: alg}
+			for _, s := range specsFor(base, c.matrix) {
+				a, _ := Build(s)
+				b, _ := Build(s)
+				if !reflect.DeepEqual(a, b) {
+					t.Fatalf("%v %s rank %d: two builds differ", kind, alg, s.Rank)
+				}
+			}
+		}
+	}
+}
+
+func TestBlocks(t *testing.T) {
+	cs := []int{3, 1, 4}
+	for _, tc := range []struct {
+		s       Spec
+		in, out []int
+	}{
+		{Spec{Kind: AllReduce, Counts: []int{5}}, []int{5}, []int{5}},
+		{Spec{Kind: Reduce, Rank: 1, Root: 1, Counts: []int{5}}, []int{5}, []int{5}},
+		{Spec{Kind: Reduce, Rank: 0, Root: 1, Counts: []int{5}}, []int{5}, nil},
+		{Spec{Kind: Broadcast, Rank: 2, Counts: []int{5}}, nil, []int{5}},
+		{Spec{Kind: AllGather, Rank: 2, Counts: cs}, []int{4}, cs},
+		{Spec{Kind: ReduceScatter, Rank: 1, Counts: cs}, cs, []int{1}},
+		{Spec{Kind: AllToAll, SendCounts: []int{1, 2, 3}, RecvCounts: []int{4, 5, 6}}, []int{1, 2, 3}, []int{4, 5, 6}},
+		{Spec{Kind: Gather, Rank: 0, Root: 0, Counts: cs}, []int{3}, cs},
+		{Spec{Kind: Gather, Rank: 1, Root: 0, Counts: cs}, []int{1}, nil},
+		{Spec{Kind: Scatter, Rank: 2, Root: 2, Counts: cs}, cs, []int{4}},
+		{Spec{Kind: Scatter, Rank: 1, Root: 2, Counts: cs}, nil, []int{1}},
+		{Spec{Kind: Barrier}, nil, nil},
+	} {
+		if in, out := tc.s.Blocks(Input), tc.s.Blocks(Output); !slices.Equal(in, tc.in) || !slices.Equal(out, tc.out) || (out == nil) != (tc.out == nil) {
+			t.Errorf("%v rank %d root %d: blocks %v / %v, want %v / %v", tc.s.Kind, tc.s.Rank, tc.s.Root, in, out, tc.in, tc.out)
+		}
 	}
 }

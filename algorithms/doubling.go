@@ -14,6 +14,7 @@ func allReduceDoubling(b *Builder, s *Spec) {
 		localReduce(b, s)
 		return
 	}
+	b.Grow((2*DoublingRounds(p) + 2) * nchunks(n, c))
 	out := whole(Output, 0, n)
 	cur := whole(Input, 0, n)
 	if s.InPlace {

@@ -6,14 +6,17 @@ package algorithms
 // (and so ready order) is the pairwise order, which spreads the first
 // messages over distinct links.
 //
-// Empty blocks send nothing. The executor checks message lengths, so a
-// SendCounts/RecvCounts mismatch between two ranks is detected only when the
-// receiving side expects at least one element: a sender with count 0 facing
-// a receiver expecting some leaves the receiver waiting (see
-// Progress.Waiting), while a sender with elements facing a receiver expecting
-// none produces an unexpected (peer, tag) at Arrive.
+// Empty blocks send nothing, not even an empty frame, so the receiver
+// learns about a count mismatch only from what does arrive: a sender with
+// elements facing a receiver that expects none makes the receiver's Arrive
+// fail with an unexpected (peer, tag); differing non-zero counts fail the
+// executor's length check (or Arrive, when the chunk counts differ); but a
+// sender with nothing facing a receiver that expects something just leaves
+// the receiver waiting, to be reported by its timeout (Progress.Waiting
+// names the sender).
 func allToAllPairwise(b *Builder, s *Spec) {
 	p, r, c := s.Size, s.Rank, s.ChunkElems()
+	b.Grow(totalChunks(s.SendCounts, c) + totalChunks(s.RecvCounts, c))
 	if n := s.SendCounts[r]; n > 0 {
 		b.Copy(whole(Output, r, n), whole(Input, r, n))
 	}

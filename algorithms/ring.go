@@ -20,6 +20,7 @@ func allReduceRing(b *Builder, s *Spec) {
 		src = Output
 	}
 	q, rem := n/p, n%p
+	b.Grow(4 * (p - 1) * nchunks(q+1, c))
 	seg := func(buf Buffer, i int) Region {
 		ln := q
 		if i < rem {
@@ -53,6 +54,7 @@ func localReduce(b *Builder, s *Spec) {
 // (the V form); both neighbours know every count.
 func allGatherRing(b *Builder, s *Spec) {
 	p, r, cs, c := s.Size, s.Rank, s.Counts, s.ChunkElems()
+	b.Grow(2*totalChunks(cs, c) + 1)
 	blk := func(q int) Region { return whole(Output, q, cs[q]) }
 	own := whole(Input, 0, cs[r])
 	if s.InPlace {
@@ -83,6 +85,7 @@ func reduceScatterRing(b *Builder, s *Spec) {
 		}
 		return
 	}
+	b.Grow(2 * totalChunks(cs, c))
 	var need [2]int
 	for k := range p - 2 {
 		need[k%2] = max(need[k%2], cs[mod(r-k-2, p)])

@@ -197,19 +197,6 @@ type Schedule struct {
 	ix *index
 }
 
-// Messages counts the Send steps and the receiving steps of the schedule.
-func (s *Schedule) Messages() (sends, recvs int) {
-	for i := range s.Steps {
-		switch {
-		case s.Steps[i].Prim == Send:
-			sends++
-		case s.Steps[i].Prim.Receives():
-			recvs++
-		}
-	}
-	return sends, recvs
-}
-
 // index is what Progress needs and is computed once per Schedule: dependency
 // counts, dependents in CSR form, and the receiving step of each (peer, tag).
 type index struct {

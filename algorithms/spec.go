@@ -34,13 +34,17 @@ var ErrBadSpec = errors.New("algorithms: invalid spec")
 type Spec struct {
 	Kind       Kind
 	Rank, Size int
-	Root       int   // Reduce, Broadcast, Gather, Scatter
+	Root       int   // Reduce, Broadcast, Gather, Scatter; ignored otherwise
 	Counts     []int // see the table above
-	SendCounts []int // AllToAll: elements this rank sends to each rank
-	RecvCounts []int // AllToAll: elements this rank receives from each rank
-	ElemSize   int   // bytes per element, >= 1
-	ChunkBytes int   // largest message in bytes; 0 means DefaultChunkBytes
-	InPlace    bool  // see the table above
+	// SendCounts and RecvCounts are AllToAll's: the elements this rank sends
+	// to and receives from each rank. Rank r's SendCounts[q] must equal rank
+	// q's RecvCounts[r]. No rank can check that alone; a mismatch surfaces
+	// at the receiver, possibly only as a timeout (see allToAllPairwise).
+	SendCounts []int
+	RecvCounts []int
+	ElemSize   int  // bytes per element, >= 1
+	ChunkBytes int  // largest message in bytes; 0 means DefaultChunkBytes
+	InPlace    bool // see the table above
 	Algorithm  string
 }
 

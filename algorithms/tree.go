@@ -18,6 +18,7 @@ func reduceTree(b *Builder, s *Spec) {
 	}
 	parent := TreeParent(r, s.Root, p)
 	children := TreeChildren(r, s.Root, p, nil)
+	b.Grow(nchunks(n, c) * (len(children) + 1))
 	in := whole(Input, 0, n)
 	var acc Region
 	switch {
@@ -51,6 +52,7 @@ func broadcastTree(b *Builder, s *Spec) {
 	parent := TreeParent(r, s.Root, p)
 	children := TreeChildren(r, s.Root, p, nil)
 	slices.Reverse(children)
+	b.Grow(nchunks(n, c) * (len(children) + 1))
 	out := whole(Output, 0, n)
 	for j := range nchunks(n, c) {
 		ch := piece(out, j, c)
@@ -96,6 +98,7 @@ func (st *staging) at(u int) Region {
 func gatherTree(b *Builder, s *Spec) {
 	p, r, root, cs, c := s.Size, s.Rank, s.Root, s.Counts, s.ChunkElems()
 	v := virtual(r, root, p)
+	b.Grow(2 * totalChunks(cs, c))
 	var dest func(u int) Region
 	if v == 0 {
 		dest = func(u int) Region { q := actual(u, root, p); return whole(Output, q, cs[q]) }
@@ -128,6 +131,7 @@ func gatherTree(b *Builder, s *Spec) {
 func scatterTree(b *Builder, s *Spec) {
 	p, r, root, cs, c := s.Size, s.Rank, s.Root, s.Counts, s.ChunkElems()
 	v := virtual(r, root, p)
+	b.Grow(2 * totalChunks(cs, c))
 	var src func(u int) Region
 	if v == 0 {
 		src = func(u int) Region { q := actual(u, root, p); return whole(Input, q, cs[q]) }

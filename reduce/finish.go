@@ -56,7 +56,12 @@ func average(dt tensor.DType, buf []byte, n int) {
 	case tensor.Float16:
 		s, d := view[tensor.F16](buf), float32(n)
 		for i := range s {
-			s[i] = tensor.Float16FromFloat32(s[i].Float32() / d)
+			f := s[i].Float32() / d
+			h, ok := tensor.Float16FromFloat32Fast(f)
+			if !ok {
+				h = tensor.Float16FromFloat32(f)
+			}
+			s[i] = h
 		}
 	case tensor.BFloat16:
 		s, d := view[tensor.BF16](buf), float32(n)
@@ -96,9 +101,14 @@ func divUnsigned[T ~uint8 | ~uint16 | ~uint32 | ~uint64](s []T, n int) {
 func scale(dt tensor.DType, buf []byte, factor float64) {
 	switch dt {
 	case tensor.Float16:
-		s, f := view[tensor.F16](buf), float32(factor)
+		s, c := view[tensor.F16](buf), float32(factor)
 		for i := range s {
-			s[i] = tensor.Float16FromFloat32(s[i].Float32() * f)
+			f := s[i].Float32() * c
+			h, ok := tensor.Float16FromFloat32Fast(f)
+			if !ok {
+				h = tensor.Float16FromFloat32(f)
+			}
+			s[i] = h
 		}
 	case tensor.BFloat16:
 		s, f := view[tensor.BF16](buf), float32(factor)

@@ -13,7 +13,7 @@ func combineF16(k Kind, dst, a, b []tensor.F16) {
 	case Sum:
 		for i := range dst {
 			f := a[i].Float32() + b[i].Float32()
-			h, ok := tensor.Float16FromFloat32Normal(f) // inlined: no call on the common path
+			h, ok := tensor.Float16FromFloat32Fast(f) // inlined: no call on the common path
 			if !ok {
 				h = tensor.Float16FromFloat32(f)
 			}
@@ -22,7 +22,7 @@ func combineF16(k Kind, dst, a, b []tensor.F16) {
 	case Product:
 		for i := range dst {
 			f := a[i].Float32() * b[i].Float32()
-			h, ok := tensor.Float16FromFloat32Normal(f) // inlined: no call on the common path
+			h, ok := tensor.Float16FromFloat32Fast(f) // inlined: no call on the common path
 			if !ok {
 				h = tensor.Float16FromFloat32(f)
 			}
@@ -31,7 +31,7 @@ func combineF16(k Kind, dst, a, b []tensor.F16) {
 	case Min:
 		for i := range dst {
 			f := min(a[i].Float32(), b[i].Float32())
-			h, ok := tensor.Float16FromFloat32Normal(f) // inlined: no call on the common path
+			h, ok := tensor.Float16FromFloat32Fast(f) // inlined: no call on the common path
 			if !ok {
 				h = tensor.Float16FromFloat32(f)
 			}
@@ -40,7 +40,7 @@ func combineF16(k Kind, dst, a, b []tensor.F16) {
 	case Max:
 		for i := range dst {
 			f := max(a[i].Float32(), b[i].Float32())
-			h, ok := tensor.Float16FromFloat32Normal(f) // inlined: no call on the common path
+			h, ok := tensor.Float16FromFloat32Fast(f) // inlined: no call on the common path
 			if !ok {
 				h = tensor.Float16FromFloat32(f)
 			}

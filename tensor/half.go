@@ -19,23 +19,23 @@ type BF16 uint16
 // sign), subnormals are produced where exact rounding calls for them, and
 // NaNs stay NaN: the result is quiet and keeps the top payload bits.
 func Float16FromFloat32(f float32) F16 {
-	if h, ok := Float16FromFloat32Normal(f); ok {
+	if h, ok := Float16FromFloat32Fast(f); ok {
 		return h
 	}
 	return float16FromBits(math.Float32bits(f))
 }
 
-// Float16FromFloat32Normal is the common case of Float16FromFloat32, small
+// Float16FromFloat32Fast is the common case of Float16FromFloat32, small
 // enough for the compiler to inline into reduction loops (a function that
-// also calls out for the rare cases is not). When 2^-14 <= |f| < 2^16, so
-// the result is a normal float16 or rounds up to ±Inf, it returns the
-// correctly rounded value and true; otherwise it returns false and the
-// caller must use Float16FromFloat32.
-func Float16FromFloat32Normal(f float32) (F16, bool) {
+// also calls out for the rare cases is not). For ±0 and for
+// 2^-14 <= |f| < 2^16 (a normal float16 result, or ±Inf by rounding up) it
+// returns the correctly rounded value and true; otherwise it returns false
+// and the caller must use Float16FromFloat32.
+func Float16FromFloat32Fast(f float32) (F16, bool) {
 	b := math.Float32bits(f)
 	a := b & 0x7fffffff
 	if a-0x38800000 >= 0x47800000-0x38800000 { // unsigned: also catches a < 2^-14
-		return 0, false
+		return F16(b >> 16), a == 0 // ±0 keeps its sign
 	}
 	// Rebias the exponent (127 → 15) and round to nearest even by adding
 	// 0xfff plus the lowest kept bit; a carry into the exponent, even up to
@@ -43,8 +43,9 @@ func Float16FromFloat32Normal(f float32) (F16, bool) {
 	return F16(uint16(b>>16)&0x8000 | uint16((a-0x38000000+0xfff+(a>>13)&1)>>13)), true
 }
 
-// float16FromBits handles the rare cases of Float16FromFloat32: zero,
-// subnormal results, overflow, Inf and NaN (and, for its tests, all others).
+// float16FromBits is the general conversion. Float16FromFloat32 only
+// reaches it for subnormal results, |f| >= 2^16, Inf and NaN, but it
+// handles every input (the tests check it on its own).
 func float16FromBits(b uint32) F16 {
 	sign := uint16(b>>16) & 0x8000
 	exp := int32(b>>23) & 0xff
@@ -85,22 +86,19 @@ func float16FromBits(b uint32) F16 {
 	return F16(sign | uint16(h))
 }
 
-// Float32 returns h as a float32; the conversion is exact.
+// Float32 returns h as a float32; the conversion is exact. It is written
+// to stay inlinable, since every float16 reduction step calls it twice.
 func (h F16) Float32() float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch exp {
-	case 0x1f: // Inf, or NaN with its payload kept
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	case 0: // zero or subnormal: mant·2^-24, exact in float32
-		f := float32(mant) * 0x1p-24
-		if sign != 0 {
-			f = -f
+	// Move exponent and mantissa into float32 position and rebias 15 → 127.
+	bits := uint32(h&0x7fff)<<13 + (127-15)<<23
+	if h&0x7c00-0x400 >= 0x7800 { // one unsigned test for both rare cases
+		if h&0x7c00 != 0 { // Inf or NaN (payload kept): exponent all ones
+			bits += (128 - 16) << 23
+		} else { // zero or subnormal: build 2^-14·(1+m/1024), subtract 2^-14 (exact)
+			bits = math.Float32bits(math.Float32frombits(bits+1<<23) - 0x1p-14)
 		}
-		return f
 	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+	return math.Float32frombits(bits | uint32(h&0x8000)<<16)
 }
 
 // Float64 returns h as a float64; the conversion is exact.

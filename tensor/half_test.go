@@ -187,6 +187,16 @@ func checkF16(t fataler, f float32) {
 	if uint16(got) != want {
 		t.Fatalf("Float16FromFloat32(%g [%#08x]) = %#04x, want %#04x", f, math.Float32bits(f), got, want)
 	}
+	// The general path must be right on its own too, not only for the
+	// inputs the inlinable fast path leaves it.
+	if slow := float16FromBits(math.Float32bits(f)); uint16(slow) != want {
+		t.Fatalf("float16FromBits(%g [%#08x]) = %#04x, want %#04x", f, math.Float32bits(f), slow, want)
+	}
+	if fast, ok := Float16FromFloat32Fast(f); ok && fast != got {
+		t.Fatalf("Float16FromFloat32Fast(%g) = %#04x, want %#04x", f, fast, got)
+	} else if a := math.Abs(float64(f)); ok != (a == 0 || a >= 0x1p-14 && a < 0x1p16) {
+		t.Fatalf("Float16FromFloat32Fast(%g) ok = %v", f, ok)
+	}
 }
 
 func checkBF16(t fataler, f float32) {

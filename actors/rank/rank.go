@@ -83,6 +83,7 @@ type rankActor struct {
 	reported map[uint64]error // collective sequence number -> a peer's failure report
 	aborted  error
 	finalize func()
+	closing  bool // finalizing: waiting for the links to stop
 }
 
 func newRank(rt *actors.Runtime, cfg Config) *rankActor {
@@ -126,9 +127,14 @@ func (r *rankActor) Receive(ctx actor.Context) {
 			r.runnerStopped(ctx)
 			return
 		}
-		// A link the supervisor gave up on: treat the peer as failed.
 		for peer, l := range r.links {
 			if l != nil && l.Equal(m.Who) {
+				if r.closing {
+					r.links[peer] = nil
+					r.closed(ctx)
+					return
+				}
+				// A link the supervisor gave up on.
 				r.peerFailed(&link.Failed{Peer: peer, Err: fmt.Errorf("link to rank %d stopped after repeated failures", peer)})
 			}
 		}
@@ -157,12 +163,25 @@ func (r *rankActor) next(ctx actor.Context) {
 		r.queue = r.queue[1:]
 		r.start(ctx, req)
 	}
-	if r.running == nil && len(r.queue) == 0 && r.finalize != nil {
+	if r.running == nil && len(r.queue) == 0 && r.finalize != nil && !r.closing {
+		r.closing = true
 		r.stopLinks(ctx)
-		r.finalize()
-		r.finalize = nil
-		ctx.Stop(ctx.Self())
+		r.closed(ctx)
 	}
+}
+
+// closed completes a Finalize once every link has sent what it was given
+// and stopped. Stopping the rank actor earlier would stop its links at once,
+// dropping frames still queued in their mailboxes.
+func (r *rankActor) closed(ctx actor.Context) {
+	for _, l := range r.links {
+		if l != nil {
+			return
+		}
+	}
+	r.finalize()
+	r.finalize = nil
+	ctx.Stop(ctx.Self())
 }
 
 func (r *rankActor) start(ctx actor.Context, req *collective.Request) {

@@ -1,0 +1,389 @@
+package gocomms_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gocomms/gocomms"
+)
+
+// local runs fn on n ranks and fails the test with every rank's error.
+func local(t *testing.T, n int, fn func(ctx context.Context, c *gocomms.Comm) error, opts ...gocomms.Option) {
+	t.Helper()
+	if err := gocomms.RunLocal(context.Background(), n, fn, opts...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantErr(err error, target error, what string) error {
+	if !errors.Is(err, target) {
+		return fmt.Errorf("%s: got %v, want %v", what, err, target)
+	}
+	var oe *gocomms.OpError
+	if !errors.As(err, &oe) {
+		return fmt.Errorf("%s: %v is not an *OpError", what, err)
+	}
+	return nil
+}
+
+func TestInvalidArgumentsRejectedBeforeAnythingMoves(t *testing.T) {
+	local(t, 3, func(ctx context.Context, c *gocomms.Comm) error {
+		f := gocomms.FromSlice([]float32{1, 2, 3})
+		i := gocomms.FromSlice([]int32{1, 2, 3})
+		cases := map[string]error{
+			"bad root":            c.Broadcast(ctx, f, 3),
+			"negative root":       c.Reduce(ctx, f, -1, gocomms.Sum),
+			"send out of range":   c.Send(ctx, f, 7),
+			"send to self":        c.Send(ctx, f, c.Rank()),
+			"nil tensor":          c.AllReduce(ctx, nil, gocomms.Sum),
+			"band on float":       c.AllReduce(ctx, f, gocomms.BAnd),
+			"premul on int":       c.AllReduce(ctx, i, gocomms.PreMulSum(2)),
+			"avg on bool":         c.AllReduce(ctx, gocomms.FromSlice([]bool{true}), gocomms.Avg),
+			"shape mismatch":      c.AllGatherSingle(ctx, gocomms.FromSlice(make([]float32, 8)), f),
+			"dtype mismatch":      c.AllGatherSingle(ctx, gocomms.FromSlice(make([]int32, 9)), f),
+			"list length":         c.AllGather(ctx, []*gocomms.Tensor{f}, f),
+			"splits too large":    c.AllToAllV(ctx, f, f, []int{1, 1, 2}, []int{1, 1, 1}),
+			"empty batch":         c.NewBatch().Issue(ctx),
+			"not divisible":       c.AllToAllSingle(ctx, gocomms.FromSlice(make([]float32, 4)), gocomms.FromSlice(make([]float32, 4))),
+			"negative op timeout": c.Barrier(ctx, gocomms.OpTimeout(-time.Second)),
+		}
+		for what, err := range cases {
+			if e := wantErr(err, gocomms.ErrInvalidArgument, what); e != nil {
+				return e
+			}
+		}
+		if got := []float32{1, 2, 3}; !slices.Equal(f.Bytes(), gocomms.FromSlice(got).Bytes()) {
+			return fmt.Errorf("a rejected call changed its tensor")
+		}
+		return c.Barrier(ctx) // nothing was issued: the ranks are still in step
+	})
+}
+
+func TestFinalizeRejectsLaterCalls(t *testing.T) {
+	local(t, 2, func(ctx context.Context, c *gocomms.Comm) error {
+		if err := c.AllReduce(ctx, gocomms.FromSlice([]int64{1}), gocomms.Sum); err != nil {
+			return err
+		}
+		if err := c.Finalize(ctx); err != nil {
+			return err
+		}
+		if err := wantErr(c.Barrier(ctx), gocomms.ErrFinalized, "barrier after finalize"); err != nil {
+			return err
+		}
+		if err := wantErr(c.Finalize(ctx), gocomms.ErrFinalized, "second finalize"); err != nil {
+			return err
+		}
+		return nil
+	})
+}
+
+// finalizeExpectingFailures finalizes c, which must report failed work.
+func finalizeExpectingFailures(ctx context.Context, c *gocomms.Comm) error {
+	if err := c.Finalize(ctx); err == nil || !strings.Contains(err.Error(), "operations failed") {
+		return fmt.Errorf("finalize after a failed operation: got %v", err)
+	}
+	return nil
+}
+
+func TestTimeoutNamesTheRankThatNeverCalled(t *testing.T) {
+	timedOut := make(chan struct{})
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		if c.Rank() == 1 {
+			<-timedOut // alive, but never calls the collective
+			return nil
+		}
+		defer close(timedOut)
+		err := c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum, gocomms.OpTimeout(100*time.Millisecond))
+		if e := wantErr(err, gocomms.ErrTimeout, "all_reduce"); e != nil {
+			t.Error(e)
+			return nil
+		}
+		var oe *gocomms.OpError
+		errors.As(err, &oe)
+		if !slices.Equal(oe.Ranks, []int{1}) || oe.Op != "all_reduce" || oe.Comm != "local" {
+			t.Errorf("timeout error %q names ranks %v, op %q, comm %q; want rank 1, all_reduce, local", err, oe.Ranks, oe.Op, oe.Comm)
+		}
+		return finalizeExpectingFailures(ctx, c)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMismatchedCallsFailOnEveryRank(t *testing.T) {
+	cases := map[string]func(ctx context.Context, c *gocomms.Comm) error{
+		"count": func(ctx context.Context, c *gocomms.Comm) error {
+			return c.AllReduce(ctx, gocomms.FromSlice(make([]float32, 4+4*c.Rank())), gocomms.Sum)
+		},
+		"dtype": func(ctx context.Context, c *gocomms.Comm) error {
+			if c.Rank() == 2 {
+				return c.AllReduce(ctx, gocomms.FromSlice(make([]float64, 4)), gocomms.Sum)
+			}
+			return c.AllReduce(ctx, gocomms.FromSlice(make([]float32, 4)), gocomms.Sum)
+		},
+		"op": func(ctx context.Context, c *gocomms.Comm) error {
+			if c.Rank() == 0 {
+				return c.AllReduce(ctx, gocomms.FromSlice(make([]float32, 4)), gocomms.Max)
+			}
+			return c.AllReduce(ctx, gocomms.FromSlice(make([]float32, 4)), gocomms.Sum)
+		},
+	}
+	for name, call := range cases {
+		t.Run(name, func(t *testing.T) {
+			var failed atomic.Int32
+			var called sync.WaitGroup
+			called.Add(4)
+			err := gocomms.RunLocal(context.Background(), 4, func(ctx context.Context, c *gocomms.Comm) error {
+				err := call(ctx, c)
+				called.Done()
+				called.Wait() // keep every rank's connections up until all have their answer
+				if e := wantErr(err, gocomms.ErrInvalidArgument, "mismatched "+name); e != nil {
+					t.Errorf("rank %d: %v", c.Rank(), e)
+				} else {
+					failed.Add(1)
+				}
+				return finalizeExpectingFailures(ctx, c)
+			}, gocomms.WithTimeout(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if failed.Load() != 4 {
+				t.Fatalf("%d of 4 ranks saw the mismatch", failed.Load())
+			}
+		})
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	local(t, 3, func(ctx context.Context, c *gocomms.Comm) error {
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := c.AllReduce(done, gocomms.FromSlice([]float32{1}), gocomms.Sum); !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("already cancelled: got %v", err)
+		}
+		// Cancelling mid-operation fails it on every rank.
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if c.Rank() == 0 {
+			go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+			err := c.AllReduce(cctx, gocomms.FromSlice([]float32{1}), gocomms.Sum)
+			if !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("cancelled mid-operation: got %v", err)
+			}
+		} else {
+			time.Sleep(50 * time.Millisecond) // rank 0 cancels before the others call
+			err := c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum)
+			if !errors.Is(err, gocomms.ErrInvalidArgument) || !errors.As(err, new(*gocomms.OpError)) {
+				return fmt.Errorf("peer of a cancelled operation: got %v", err)
+			}
+		}
+		if err := c.Barrier(ctx); err != nil { // the communicator is still usable
+			return err
+		}
+		return finalizeExpectingFailures(ctx, c)
+	})
+}
+
+func TestAsyncPatterns(t *testing.T) {
+	local(t, 4, func(ctx context.Context, c *gocomms.Comm) error {
+		n := float32(c.Size())
+		// async then Wait
+		a := []float32{1, 2}
+		w := c.AllReduceAsync(gocomms.FromSlice(a), gocomms.Sum)
+		if err := w.Wait(ctx); err != nil || !w.IsCompleted() || w.Status() != gocomms.Completed {
+			return fmt.Errorf("wait: %v, status %v", err, w.Status())
+		}
+		if !slices.Equal(a, []float32{n, 2 * n}) {
+			return fmt.Errorf("async result %v", a)
+		}
+		// many in flight, issue order kept: each reads the previous result
+		b := []float32{1}
+		var works []*gocomms.Work
+		for range 20 {
+			works = append(works, c.AllReduceAsync(gocomms.FromSlice(b), gocomms.Sum))
+		}
+		for _, w := range works {
+			if err := w.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		if want := float32(math.Pow(float64(n), 20)); b[0] != want {
+			return fmt.Errorf("20 chained all-reduces gave %v, want %v", b[0], want)
+		}
+		// dropped unwaited: the result still lands
+		d := []float32{1}
+		c.AllReduceAsync(gocomms.FromSlice(d), gocomms.Sum)
+		if err := c.Barrier(ctx); err != nil {
+			return err
+		}
+		if d[0] != n {
+			return fmt.Errorf("dropped work result %v, want %v", d[0], n)
+		}
+		return nil
+	})
+}
+
+func TestSplitAndMultiComm(t *testing.T) {
+	local(t, 6, func(ctx context.Context, c *gocomms.Comm) error {
+		r := c.Rank()
+		// contiguous halves, listed in reverse so new ranks are reversed
+		half := []int{2, 1, 0}
+		if r >= 3 {
+			half = []int{5, 4, 3}
+		}
+		h, err := c.Split(ctx, half)
+		if err != nil {
+			return err
+		}
+		if h.Size() != 3 || h.Rank() != slices.Index(half, r) || !slices.Equal(h.Ranks(), half) {
+			return fmt.Errorf("split: rank %d size %d ranks %v", h.Rank(), h.Size(), h.Ranks())
+		}
+		// round-robin by color, keyed in reverse
+		rr, err := c.SplitByColor(ctx, r%2, -r)
+		if err != nil {
+			return err
+		}
+		if rr.Size() != 3 || rr.Ranks()[0] != 4+r%2 {
+			return fmt.Errorf("split by color: ranks %v", rr.Ranks())
+		}
+		// ranks not joining get nil
+		only := []int{}
+		if r < 2 {
+			only = []int{0, 1}
+		}
+		pair, err := c.Split(ctx, only)
+		if err != nil || (r < 2) != (pair != nil) {
+			return fmt.Errorf("partial split: %v, %v", pair, err)
+		}
+		// every communicator at once, async, interleaved
+		x, y, z := []int32{int32(r)}, []int32{int32(r)}, []int32{int32(r)}
+		w1 := c.AllReduceAsync(gocomms.FromSlice(x), gocomms.Sum)
+		w2 := h.AllReduceAsync(gocomms.FromSlice(y), gocomms.Sum)
+		w3 := rr.AllReduceAsync(gocomms.FromSlice(z), gocomms.Max)
+		for _, w := range []*gocomms.Work{w1, w2, w3} {
+			if err := w.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		wantH := int32(3)
+		if r >= 3 {
+			wantH = 12
+		}
+		if x[0] != 15 || y[0] != wantH || z[0] != int32(4+r%2) {
+			return fmt.Errorf("multi-comm results %v %v %v", x, y, z)
+		}
+		for _, s := range []*gocomms.Comm{h, rr, pair} {
+			if s != nil {
+				if err := s.Finalize(ctx); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func TestSplitRejectsBadGroupsOnEveryRank(t *testing.T) {
+	local(t, 3, func(ctx context.Context, c *gocomms.Comm) error {
+		groups := map[string][]int{"without caller": {(c.Rank() + 1) % 3}, "duplicate": {c.Rank(), c.Rank()}, "out of range": {c.Rank(), 9}}
+		for what, g := range groups {
+			mine := g
+			if c.Rank() != 0 {
+				mine = []int{0, 1, 2} // only rank 0 passes the bad list; everyone must fail
+			}
+			if _, err := c.Split(ctx, mine); !errors.Is(err, gocomms.ErrInvalidArgument) {
+				return fmt.Errorf("%s: got %v", what, err)
+			}
+		}
+		return nil
+	})
+}
+
+func TestHooks(t *testing.T) {
+	local(t, 2, func(ctx context.Context, c *gocomms.Comm) error {
+		var pre, post []string
+		var ids []uint64
+		removePre := c.RegisterPreHook(func(op *gocomms.Op) error {
+			pre = append(pre, string(op.Name))
+			ids = append(ids, op.ID)
+			return nil
+		})
+		c.RegisterPostHook(func(op *gocomms.Op, w *gocomms.Work) { post = append(post, string(op.Name)) })
+		if err := c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum); err != nil {
+			return err
+		}
+		if err := c.Barrier(ctx); err != nil {
+			return err
+		}
+		removePre()
+		if err := c.Barrier(ctx); err != nil {
+			return err
+		}
+		if !slices.Equal(pre, []string{"all_reduce", "barrier"}) || len(post) != 3 || ids[1] <= ids[0] {
+			return fmt.Errorf("pre %v post %v ids %v", pre, post, ids)
+		}
+		// NaN check rejects before anything moves, on the rank that holds it
+		remove := c.RegisterPreHook(gocomms.NaNCheck)
+		nan := []float32{1}
+		if c.Rank() == 1 {
+			nan[0] = float32(math.NaN())
+			if err := wantErr(c.AllReduce(ctx, gocomms.FromSlice(nan), gocomms.Sum), gocomms.ErrInvalidArgument, "nan check"); err != nil {
+				return err
+			}
+		}
+		remove()
+		// Work lifecycle hooks, in order
+		var events []string
+		w := c.BarrierAsync()
+		w.OnWaitBegin(func(*gocomms.Work) { events = append(events, "wait-begin") })
+		w.OnWaitEnd(func(*gocomms.Work) { events = append(events, "wait-end") })
+		if err := w.Wait(ctx); err != nil {
+			return err
+		}
+		w.OnEnd(func(*gocomms.Work) { events = append(events, "end") }) // already ended: runs at once
+		w.OnStart(func(*gocomms.Work) { events = append(events, "start") })
+		if !slices.Equal(events, []string{"wait-begin", "wait-end", "end", "start"}) {
+			return fmt.Errorf("work hooks ran %v", events)
+		}
+		return nil
+	})
+}
+
+func TestAbortFailsPendingWork(t *testing.T) {
+	local(t, 2, func(ctx context.Context, c *gocomms.Comm) error {
+		if c.Rank() == 1 {
+			return nil // never joins: rank 0's work stays pending until the abort
+		}
+		var hooked error
+		c.RegisterAbortHook(func(err error) { hooked = err })
+		w := c.AllReduceAsync(gocomms.FromSlice([]float32{1}), gocomms.Sum)
+		c.Abort(errors.New("operator said so"))
+		if err := wantErr(w.Wait(ctx), gocomms.ErrAborted, "pending work"); err != nil {
+			return err
+		}
+		if !c.IsAborted() || !errors.Is(hooked, gocomms.ErrAborted) {
+			return fmt.Errorf("aborted %v, hook saw %v", c.IsAborted(), hooked)
+		}
+		return wantErr(c.Barrier(ctx), gocomms.ErrAborted, "after abort")
+	})
+}
+
+func TestUnknownBackendListsRegistered(t *testing.T) {
+	_, err := gocomms.NewComm(context.Background(), "nccl", gocomms.CPU, "x", gocomms.WithRank(0), gocomms.WithSize(1))
+	if !errors.Is(err, gocomms.ErrInvalidArgument) || !slices.Contains(gocomms.Backends(), "native") {
+		t.Fatalf("got %v; registered %v", err, gocomms.Backends())
+	}
+	if want := `unknown backend "nccl" (registered: native)`; !contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
