@@ -388,3 +388,27 @@ func (s *sweeper) batch(ctx context.Context, dt gocomms.DType, count int) error 
 	}
 	return nil
 }
+
+// TestCollectivesLarge runs every collective on about a million elements
+// per rank, enough to pipeline many chunks, at a few world sizes.
+func TestCollectivesLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large counts run in the full (non-short) test run")
+	}
+	for _, n := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
+			err := gocomms.RunLocal(context.Background(), n, func(ctx context.Context, c *gocomms.Comm) error {
+				s := sweeper{c: c, n: n, r: c.Rank()}
+				for _, dt := range []gocomms.DType{gocomms.Float32, gocomms.Int32} {
+					if err := s.all(ctx, dt, 1<<20+1); err != nil {
+						return fmt.Errorf("%v: %w", dt, err)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -1,0 +1,53 @@
+package gocomms_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestLayers guards the deterministic core: algorithms imports neither
+// time, sync, net, randomness nor protoactor; nothing under actors imports
+// net; only actors/real.go may import math/rand.
+func TestLayers(t *testing.T) {
+	rules := []struct {
+		dir       string
+		forbidden []string
+	}{
+		{"algorithms", []string{"time", "sync", "net", "math/rand", "math/rand/v2", "github.com/asynkron/protoactor-go"}},
+		{"actors", []string{"net", "math/rand"}},
+		{"tensor", []string{"github.com/gocomms/gocomms"}},
+		{"reduce", []string{"github.com/gocomms/gocomms/actors", "github.com/gocomms/gocomms/algorithms"}},
+	}
+	for _, rule := range rules {
+		err := filepath.WalkDir(rule.dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.Contains(path, "test/") {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly|parser.ParseComments)
+			if err != nil {
+				return err
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				for _, bad := range rule.forbidden {
+					if p != bad && !strings.HasPrefix(p, bad+"/") {
+						continue
+					}
+					if imp.Comment != nil && strings.Contains(imp.Comment.Text(), "nondeterministic:") {
+						continue // the real runtime, marked
+					}
+					t.Errorf("%s imports %s", path, p)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
