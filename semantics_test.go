@@ -280,6 +280,10 @@ func TestSplitAndMultiComm(t *testing.T) {
 		if x[0] != 15 || y[0] != wantH || z[0] != int32(4+r%2) {
 			return fmt.Errorf("multi-comm results %v %v %v", x, y, z)
 		}
+		// Finalize the children once every rank is done with them.
+		if err := c.Barrier(ctx); err != nil {
+			return err
+		}
 		for _, s := range []*gocomms.Comm{h, rr, pair} {
 			if s != nil {
 				if err := s.Finalize(ctx); err != nil {

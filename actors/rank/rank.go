@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -84,6 +85,8 @@ type rankActor struct {
 	aborted  error
 	finalize func()
 	closing  bool // finalizing: waiting for the links to stop
+	// stopGrace cancels the bound on that wait.
+	stopGrace func() bool
 }
 
 func newRank(rt *actors.Runtime, cfg Config) *rankActor {
@@ -115,6 +118,16 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	case *Finalize:
 		r.finalize = m.Done
 		r.next(ctx)
+	case closeGraceOver:
+		if r.finalize != nil {
+			for peer, l := range r.links {
+				if l != nil {
+					r.rt.Logger.Warn("link did not stop within the grace period; finalizing without it", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", peer)
+					r.links[peer] = nil
+				}
+			}
+			r.closed(ctx)
+		}
 	case *actor.Started:
 		r.links = make([]*actor.PID, r.cfg.Size)
 		for peer, conn := range r.cfg.Conns {
@@ -166,9 +179,15 @@ func (r *rankActor) next(ctx actor.Context) {
 	if r.running == nil && len(r.queue) == 0 && r.finalize != nil && !r.closing {
 		r.closing = true
 		r.stopLinks(ctx)
+		r.stopGrace = r.rt.After(linkCloseGrace, ctx.Self(), closeGraceOver{})
 		r.closed(ctx)
 	}
 }
+
+// linkCloseGrace bounds how long Finalize waits for links to flush and stop.
+const linkCloseGrace = 5 * time.Second
+
+type closeGraceOver struct{}
 
 // closed completes a Finalize once every link has sent what it was given
 // and stopped. Stopping the rank actor earlier would stop its links at once,
@@ -179,6 +198,7 @@ func (r *rankActor) closed(ctx actor.Context) {
 			return
 		}
 	}
+	r.stopGrace()
 	r.finalize()
 	r.finalize = nil
 	ctx.Stop(ctx.Self())
