@@ -29,6 +29,7 @@ type Comm struct {
 	splits    int
 	finalized bool
 	aborted   atomic.Bool
+	abortCh   chan struct{} // closed by Abort: unblocks splits in progress
 	timeout   atomic.Int64
 
 	hooksMu    sync.Mutex
@@ -70,7 +71,7 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 }
 
 func newComm(o *options, backendName string, b Backend, owns bool, ranks []int) *Comm {
-	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, ranks: ranks}
+	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, ranks: ranks, abortCh: make(chan struct{})}
 	c.timeout.Store(int64(o.cfg.Timeout))
 	return c
 }
@@ -150,6 +151,7 @@ func (c *Comm) Abort(cause error) {
 	if !c.aborted.CompareAndSwap(false, true) {
 		return
 	}
+	close(c.abortCh)
 	err := fmt.Errorf("%w: %v", ErrAborted, cause)
 	if cause == nil {
 		err = ErrAborted

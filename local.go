@@ -51,6 +51,10 @@ func RunLocal(ctx context.Context, n int, fn func(ctx context.Context, c *Comm) 
 	}
 
 	errs := make([]error, n)
+	// Every rank finalizes once every fn has returned: a rank that finalized
+	// while a peer still ran could leave the peer short of its last frames.
+	var returned sync.WaitGroup
+	returned.Add(n)
 	var wg sync.WaitGroup
 	for r := range n {
 		wg.Go(func() {
@@ -59,6 +63,7 @@ func RunLocal(ctx context.Context, n int, fn func(ctx context.Context, c *Comm) 
 			if err != nil {
 				errs[r] = fmt.Errorf("rank %d: %w", r, err)
 				abortOthers(r, err)
+				returned.Done()
 				return
 			}
 			mu.Lock()
@@ -71,6 +76,8 @@ func RunLocal(ctx context.Context, n int, fn func(ctx context.Context, c *Comm) 
 			if err != nil {
 				abortOthers(r, err)
 			}
+			returned.Done()
+			returned.Wait()
 			// fn may have finalized c itself.
 			if ferr := c.Finalize(context.WithoutCancel(ctx)); err == nil && ferr != nil && !c.IsAborted() && !errors.Is(ferr, ErrFinalized) {
 				err = ferr

@@ -113,6 +113,17 @@ func (c *Comm) splitGroup(ctx context.Context, group []int, opts []Option) (*Com
 	if err != nil {
 		return nil, err
 	}
+	// Connecting the group waits for peers outside any operation: an abort
+	// of this communicator must end that wait too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.abortCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	b, err := c.backend.Split(ctx, group, &o.cfg, c.exchange)
 	if err != nil {
 		return nil, c.opError(&Op{Name: OpSplit}, err)
