@@ -2,7 +2,6 @@ package gocomms_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"pgregory.net/rapid"
