@@ -32,7 +32,7 @@ elided):
 	ready := p.Start(nil)
 	for !p.Done() {
 		for _, i := range ready {
-			start(sched.Steps[i])    // Send: read Src and transmit it with Tag;
+			start(sched.Steps[i])      // Send: read Src and transmit it with Tag;
 			                           // Recv: write the stashed payload to Dst;
 			                           // RecvReduce: Dst = Src ⊕ payload;
 			                           // Copy: Dst = Src.
