@@ -6,7 +6,6 @@ import (
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/reduce"
-	"github.com/gocomms/gocomms/tensor"
 )
 
 // The reference: every rank generates every rank's input with value(), so a
@@ -204,5 +203,3 @@ func validOps(dt gocomms.DType) []gocomms.ReduceOp {
 	}
 	return out
 }
-
-var _ = tensor.DTypes

@@ -31,6 +31,7 @@ type runner struct {
 	scratch   [][]byte
 	elemSize  int
 	stopTimer func() bool
+	recvPeers []int // ranks this collective receives from, found at start
 	ended     bool
 }
 
@@ -95,14 +96,16 @@ func (c *runner) routeFrames(ctx actor.Context, on bool) {
 		return
 	}
 	key := link.Key{Kind: transport.Collective, Seq: req.CollSeq}
-	seen := make(map[int]bool)
-	for _, s := range req.Schedule.Steps {
-		if s.Prim == algorithms.Recv || s.Prim == algorithms.RecvReduce {
-			if !seen[s.Peer] {
-				seen[s.Peer] = true
-				c.toLink(ctx, s.Peer, key, on)
+	if c.recvPeers == nil {
+		c.recvPeers = []int{}
+		for _, s := range req.Schedule.Steps {
+			if s.Prim.Receives() && !slices.Contains(c.recvPeers, s.Peer) {
+				c.recvPeers = append(c.recvPeers, s.Peer)
 			}
 		}
+	}
+	for _, peer := range c.recvPeers {
+		c.toLink(ctx, peer, key, on)
 	}
 }
 

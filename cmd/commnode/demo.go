@@ -172,7 +172,7 @@ func demo(ctx context.Context, n int, logger *slog.Logger, out io.Writer) error 
 	}, gocomms.WithLogger(logger))
 
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "op\tranks\telements/rank\tdtype\ttime\tresult\t\n")
+	fmt.Fprintf(w, "op\tranks\telements/rank\tdtype\ttime (with check)\tresult\t\n")
 	wrong := 0
 	for i, op := range ops {
 		status := "ok"
