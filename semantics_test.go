@@ -391,3 +391,27 @@ func TestUnknownBackendListsRegistered(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestFinalizeRightAfterSplitLosesNoFrames finalizes fresh splits as soon
+// as their last collective returns: a rank that finishes first must still
+// deliver the frames its peers wait for before its links close.
+func TestFinalizeRightAfterSplitLosesNoFrames(t *testing.T) {
+	for it := range 100 {
+		n := 2 + it%7
+		err := gocomms.RunLocal(context.Background(), n, func(ctx context.Context, c *gocomms.Comm) error {
+			r := c.Rank()
+			child, err := c.SplitByColor(ctx, r%3, r, gocomms.WithTimeout(5*time.Second))
+			if err != nil {
+				return err
+			}
+			x := gocomms.FromSlice([]int32{int32(r), 1, 2})
+			if err := child.AllReduce(ctx, x, gocomms.Sum); err != nil {
+				return err
+			}
+			return child.Finalize(ctx)
+		})
+		if err != nil {
+			t.Fatalf("iteration %d (%d ranks): %v", it, n, err)
+		}
+	}
+}

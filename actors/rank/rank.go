@@ -178,7 +178,7 @@ func (r *rankActor) next(ctx actor.Context) {
 	}
 	if r.running == nil && len(r.queue) == 0 && r.finalize != nil && !r.closing {
 		r.closing = true
-		r.stopLinks(ctx)
+		r.stopLinks(ctx, true)
 		r.stopGrace = r.rt.After(linkCloseGrace, ctx.Self(), closeGraceOver{})
 		r.closed(ctx)
 	}
@@ -290,11 +290,9 @@ func (r *rankActor) abort(ctx actor.Context, err error) {
 		r.reject(req, err, nil)
 	}
 	r.queue = nil
-	r.stopLinks(ctx)
+	r.stopLinks(ctx, false)
 }
 
-// stopLinks closes every connection. The links slice stays as it is: an
-// operation still running may send to a stopped link, which drops the frame.
 func (r *rankActor) cancel(ctx actor.Context, m *Cancel) {
 	if r.running != nil && r.running.Seq == m.Seq {
 		ctx.Send(r.runner, &collective.Fail{Err: m.Err, Tell: true})
@@ -309,9 +307,17 @@ func (r *rankActor) cancel(ctx actor.Context, m *Cancel) {
 	}
 }
 
-func (r *rankActor) stopLinks(ctx actor.Context) {
+// stopLinks closes every connection. The links slice stays as it is: an
+// operation still running may send to a stopped link, which drops the frame.
+// Finalize poisons the links, an ordinary message, so that frames already in
+// their mailboxes are sent first; abort stops them at once.
+func (r *rankActor) stopLinks(ctx actor.Context, flush bool) {
 	for _, l := range r.links {
-		if l != nil {
+		switch {
+		case l == nil:
+		case flush:
+			ctx.Poison(l)
+		default:
 			ctx.Stop(l)
 		}
 	}
