@@ -2,13 +2,13 @@ package gocomms
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commerr"
 )
 
 // OpName names an operation as torchcomms does.
@@ -108,12 +108,12 @@ var registry = struct {
 // registration of a name is an error.
 func RegisterBackend(name string, f BackendFactory) error {
 	if name == "" || f == nil {
-		return fmt.Errorf("%w: backend name and factory are required", ErrInvalidArgument)
+		return commerr.Invalid("backend name and factory are required")
 	}
 	registry.Lock()
 	defer registry.Unlock()
 	if _, ok := registry.factories[name]; ok {
-		return fmt.Errorf("%w: backend %q is already registered", ErrInvalidArgument, name)
+		return commerr.Invalid("backend %q is already registered", name)
 	}
 	registry.factories[name] = f
 	return nil
@@ -136,7 +136,7 @@ func lookupBackend(name string) (BackendFactory, error) {
 	f := registry.factories[name]
 	registry.RUnlock()
 	if f == nil {
-		return nil, fmt.Errorf("%w: unknown backend %q (registered: %s)", ErrInvalidArgument, name, strings.Join(Backends(), ", "))
+		return nil, commerr.Invalid("unknown backend %q (registered: %s)", name, strings.Join(Backends(), ", "))
 	}
 	return f, nil
 }

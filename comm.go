@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/commerr"
 )
 
 // opIDs numbers operations process-wide, as torchcomms' op_id.
@@ -102,7 +103,7 @@ func (c *Comm) UnsafeBackend() Backend { return c.backend }
 // SetTimeout sets the default timeout of later operations.
 func (c *Comm) SetTimeout(d time.Duration) error {
 	if d <= 0 {
-		return fmt.Errorf("%w: timeout must be positive, got %v", ErrInvalidArgument, d)
+		return commerr.Invalid("timeout must be positive, got %v", d)
 	}
 	c.timeout.Store(int64(d))
 	return nil
@@ -223,7 +224,7 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 	}
 	op.Hints = cc.hints
 	if invalid == nil && cc.timeout < 0 {
-		invalid = fmt.Errorf("%w: negative timeout %v", ErrInvalidArgument, cc.timeout)
+		invalid = commerr.Invalid("negative timeout %v", cc.timeout)
 	}
 	if invalid == nil && ctx.Err() != nil {
 		invalid = context.Cause(ctx)

@@ -1,8 +1,7 @@
 package gocomms
 
 import (
-	"fmt"
-
+	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/tensor"
 )
 
@@ -21,7 +20,7 @@ type AbortHook func(err error)
 func NaNCheck(op *Op) error {
 	check := func(t *Tensor) error {
 		if t != nil && tensor.HasNaN(t) {
-			return fmt.Errorf("%w: %s input %v holds NaN", ErrInvalidArgument, op.Name, t)
+			return commerr.Invalid("%s input %v holds NaN", op.Name, t)
 		}
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/transport"
 )
@@ -20,7 +21,7 @@ import (
 // This is the embedded default: examples, tests and `commnode demo` use it.
 func RunLocal(ctx context.Context, n int, fn func(ctx context.Context, c *Comm) error, opts ...Option) error {
 	if n < 1 {
-		return fmt.Errorf("%w: RunLocal needs at least one rank, got %d", ErrInvalidArgument, n)
+		return commerr.Invalid("RunLocal needs at least one rank, got %d", n)
 	}
 	probe, err := resolve("local", CPU, append([]Option{WithRank(0), WithSize(n)}, opts...))
 	if err != nil {

@@ -41,13 +41,13 @@ type native struct {
 
 func newNative(ctx context.Context, cfg *Config) (Backend, error) {
 	if cfg.Device != CPU {
-		return nil, fmt.Errorf("%w: the native backend runs on cpu, not %v", ErrInvalidArgument, cfg.Device)
+		return nil, commerr.Invalid("the native backend runs on cpu, not %v", cfg.Device)
 	}
 	if cfg.Network == nil {
-		return nil, fmt.Errorf("%w: no network to connect ranks over (use RunLocal or WithNetwork)", ErrInvalidArgument)
+		return nil, commerr.Invalid("no network to connect ranks over (use RunLocal or WithNetwork)")
 	}
 	if cfg.Store == nil && cfg.Size > 1 {
-		return nil, fmt.Errorf("%w: no rendezvous store (use WithStore)", ErrInvalidArgument)
+		return nil, commerr.Invalid("no rendezvous store (use WithStore)")
 	}
 	m, err := rendezvous(ctx, cfg)
 	if err != nil {
@@ -100,7 +100,7 @@ func (n *native) request(op *Op, done Completion) (*collective.Request, error) {
 		Algorithm: n.hint(op, HintAlgorithm),
 	}
 	if req.Schedule, err = algorithms.Build(spec); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+		return nil, commerr.Invalid("%v", err)
 	}
 	var counts []int
 	if op.Kind != algorithms.AllToAll {
@@ -160,7 +160,7 @@ func (n *native) intHint(op *Op, key string) (int, error) {
 	}
 	i, err := strconv.Atoi(v)
 	if err != nil || i <= 0 {
-		return 0, fmt.Errorf("%w: hint %s=%q is not a positive integer", ErrInvalidArgument, key, v)
+		return 0, commerr.Invalid("hint %s=%q is not a positive integer", key, v)
 	}
 	return i, nil
 }

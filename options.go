@@ -1,7 +1,6 @@
 package gocomms
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/transport"
 )
@@ -99,16 +99,16 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 	}
 	c := &o.cfg
 	if name == "" {
-		return nil, fmt.Errorf("%w: communicator name is empty", ErrInvalidArgument)
+		return nil, commerr.Invalid("communicator name is empty")
 	}
 	if !o.hasRank || !o.hasSize {
-		return nil, fmt.Errorf("%w: rank and size are required (WithRank, WithSize)", ErrInvalidArgument)
+		return nil, commerr.Invalid("rank and size are required (WithRank, WithSize)")
 	}
 	if c.Size < 1 || c.Rank < 0 || c.Rank >= c.Size {
-		return nil, fmt.Errorf("%w: rank %d out of range for size %d", ErrInvalidArgument, c.Rank, c.Size)
+		return nil, commerr.Invalid("rank %d out of range for size %d", c.Rank, c.Size)
 	}
 	if c.Timeout < 0 {
-		return nil, fmt.Errorf("%w: negative timeout %v", ErrInvalidArgument, c.Timeout)
+		return nil, commerr.Invalid("negative timeout %v", c.Timeout)
 	}
 	if c.Timeout == 0 {
 		t, err := envTimeout()
@@ -122,7 +122,7 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 	} else if v, ok := os.LookupEnv("TORCHCOMM_ABORT_ON_ERROR"); ok {
 		on, err := strconv.ParseBool(strings.TrimSpace(v))
 		if err != nil {
-			return nil, fmt.Errorf("%w: TORCHCOMM_ABORT_ON_ERROR=%q is not a boolean", ErrInvalidArgument, v)
+			return nil, commerr.Invalid("TORCHCOMM_ABORT_ON_ERROR=%q is not a boolean", v)
 		}
 		c.AbortProcessOnError = on
 	}
@@ -140,7 +140,7 @@ func envTimeout() (time.Duration, error) {
 	}
 	s, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	if err != nil || s <= 0 {
-		return 0, fmt.Errorf("%w: TORCHCOMM_TIMEOUT_SECONDS=%q is not a positive number", ErrInvalidArgument, v)
+		return 0, commerr.Invalid("TORCHCOMM_TIMEOUT_SECONDS=%q is not a positive number", v)
 	}
 	return time.Duration(s * float64(time.Second)), nil
 }

@@ -51,7 +51,7 @@ func checkReduce(op ReduceOp, dt DType) error {
 		return commerr.Invalid("invalid reduce op %v", op)
 	}
 	if err := op.Supports(dt); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+		return commerr.Invalid("%v", err)
 	}
 	return nil
 }
