@@ -93,28 +93,49 @@ func finalizeExpectingFailures(ctx context.Context, c *gocomms.Comm) error {
 	return nil
 }
 
+// TestTimeoutNamesTheRankThatNeverCalled has one rank stay away from an
+// all-reduce: every other rank times out, and its error names that rank
+// even when it only waits for a neighbour stuck behind it.
 func TestTimeoutNamesTheRankThatNeverCalled(t *testing.T) {
-	timedOut := make(chan struct{})
-	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
-		if c.Rank() == 1 {
-			<-timedOut // alive, but never calls the collective
-			return nil
-		}
-		defer close(timedOut)
-		err := c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum, gocomms.OpTimeout(100*time.Millisecond))
-		if e := wantErr(err, gocomms.ErrTimeout, "all_reduce"); e != nil {
-			t.Error(e)
-			return nil
-		}
-		var oe *gocomms.OpError
-		errors.As(err, &oe)
-		if !slices.Equal(oe.Ranks, []int{1}) || oe.Op != "all_reduce" || oe.Comm != "local" {
-			t.Errorf("timeout error %q names ranks %v, op %q, comm %q; want rank 1, all_reduce, local", err, oe.Ranks, oe.Op, oe.Comm)
-		}
-		return finalizeExpectingFailures(ctx, c)
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		ranks, absent int
+		algorithm     string
+	}{
+		{2, 1, "ring"},
+		{5, 3, "ring"},
+		{5, 0, "ring"},
+		{6, 4, "recursive_doubling"},
+	} {
+		t.Run(fmt.Sprintf("%d_ranks_%s", tc.ranks, tc.algorithm), func(t *testing.T) {
+			// Every rank keeps its links open until all have timed out, so
+			// that none sees a peer go away instead.
+			timedOut := make(chan struct{})
+			var present sync.WaitGroup
+			present.Add(tc.ranks - 1)
+			go func() { present.Wait(); close(timedOut) }()
+			err := gocomms.RunLocal(context.Background(), tc.ranks, func(ctx context.Context, c *gocomms.Comm) error {
+				if c.Rank() == tc.absent {
+					<-timedOut // alive, but never calls the collective
+					return nil
+				}
+				err := c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum,
+					gocomms.OpTimeout(200*time.Millisecond), gocomms.OpHints(map[string]string{gocomms.HintAlgorithm: tc.algorithm}))
+				present.Done()
+				if e := wantErr(err, gocomms.ErrTimeout, "all_reduce"); e != nil {
+					return e
+				}
+				var oe *gocomms.OpError
+				errors.As(err, &oe)
+				if !slices.Equal(oe.Ranks, []int{tc.absent}) || oe.Op != "all_reduce" || oe.Comm != "local" {
+					return fmt.Errorf("timeout error %q names ranks %v, op %q, comm %q; want rank %d, all_reduce, local", err, oe.Ranks, oe.Op, oe.Comm, tc.absent)
+				}
+				<-timedOut
+				return finalizeExpectingFailures(ctx, c)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

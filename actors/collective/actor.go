@@ -32,6 +32,8 @@ type runner struct {
 	elemSize  int
 	stopTimer func() bool
 	recvPeers []int // ranks this collective receives from, found at start
+	probe     *probe
+	stuckOn   []int // the ranks it waited for when it timed out
 	ended     bool
 }
 
@@ -54,8 +56,13 @@ func (c *runner) Receive(ctx actor.Context) {
 			c.fail(ctx, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err), []int{m.Peer}, false)
 		}
 	case timedOut:
-		waiting := c.prog.Waiting(nil)
-		c.fail(ctx, fmt.Errorf("%w after %v waiting for ranks %v", commerr.ErrTimeout, c.req.Timeout, waiting), waiting, false)
+		c.startProbe(ctx)
+	case *Probe:
+		c.answerProbe(ctx, m.Peer)
+	case *ProbeReply:
+		c.probeReplied(ctx, m)
+	case probeOver:
+		c.timeout(ctx)
 	case *actor.Started:
 		c.start(ctx)
 	}
@@ -223,15 +230,9 @@ func (c *runner) fail(ctx actor.Context, err error, ranks []int, tell bool) {
 	if tell && req.P2P == nil {
 		payload := EncodeFailure(req.Rank, err.Error())
 		for _, l := range req.Links {
-			if l == nil {
-				continue
+			if l != nil {
+				ctx.Send(l, ControlFrame(req.CommID, req.CollSeq, ControlFailed, payload))
 			}
-			p := transport.GetBuffer(len(payload))
-			copy(p, payload)
-			ctx.Send(l, &link.Send{Frame: transport.Frame{
-				Header:  transport.Header{Comm: req.CommID, Kind: transport.Control, Seq: req.CollSeq, Tag: ControlFailed, Sig: req.Sig},
-				Payload: p,
-			}})
 		}
 	}
 	c.end(ctx, &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: ranks, Err: err})
@@ -241,6 +242,9 @@ func (c *runner) end(ctx actor.Context, err error) {
 	c.ended = true
 	if c.stopTimer != nil {
 		c.stopTimer()
+	}
+	if c.probe != nil {
+		c.probe.stopTimer()
 	}
 	c.routeFrames(ctx, false)
 	for i, p := range c.held {
@@ -253,6 +257,6 @@ func (c *runner) end(ctx actor.Context, err error) {
 	}
 	c.scratch = nil
 	c.req.Done(err)
-	ctx.Send(ctx.Parent(), &Finished{Seq: c.req.Seq, Err: err})
+	ctx.Send(ctx.Parent(), &Finished{Seq: c.req.Seq, Err: err, CollSeq: c.req.CollSeq, StuckOn: c.stuckOn})
 	ctx.Stop(ctx.Self())
 }

@@ -55,9 +55,13 @@ type P2PMessage struct {
 }
 
 // Finished tells the parent that the operation with this Seq has ended.
+// StuckOn lists the ranks a collective (CollSeq) that timed out was waiting
+// for, so that the rank can still answer other ranks' probes about it.
 type Finished struct {
-	Seq uint64
-	Err error
+	Seq     uint64
+	Err     error
+	CollSeq uint64
+	StuckOn []int
 }
 
 // Fail asks a running operation to fail with Err, naming Ranks. With Tell,

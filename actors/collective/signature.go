@@ -69,22 +69,3 @@ func kindName(k uint64) string {
 	}
 	return algorithms.Kind(k).String()
 }
-
-// ControlFailed is the tag of a control frame that reports a failed
-// operation: its payload is the reporting rank and the reason.
-const ControlFailed = 1
-
-// EncodeFailure returns the payload of a ControlFailed frame.
-func EncodeFailure(rank int, reason string) []byte {
-	b := make([]byte, 4, 4+len(reason))
-	binary.LittleEndian.PutUint32(b, uint32(rank))
-	return append(b, reason...)
-}
-
-// DecodeFailure parses a ControlFailed payload.
-func DecodeFailure(p []byte) (rank int, reason string, err error) {
-	if len(p) < 4 {
-		return 0, "", fmt.Errorf("collective: failure report of %d bytes is too short", len(p))
-	}
-	return int(binary.LittleEndian.Uint32(p)), string(p[4:]), nil
-}

@@ -3,6 +3,7 @@ package rank
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,12 @@ const (
 	opPrefix   = "op"
 )
 
+type pendingProbe struct {
+	peer    int
+	seq     uint64 // the operation's
+	collSeq uint64
+}
+
 type p2pKey struct {
 	peer int
 	send bool
@@ -82,6 +89,11 @@ type rankActor struct {
 	ordinals     map[p2pKey]uint64
 
 	reported map[uint64]error // collective sequence number -> a peer's failure report
+	// The last collective that timed out here, and whom it waited for.
+	stuckSeq uint64
+	stuckOn  []int
+	// Probes handed to the running collective and not yet answered.
+	probes   []pendingProbe
 	aborted  error
 	finalize func()
 	closing  bool // finalizing: waiting for the links to stop
@@ -103,10 +115,9 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	case *Submit:
 		r.submit(ctx, m.Req)
 	case *collective.Finished:
-		if r.running != nil && r.running.Seq == m.Seq {
-			r.running, r.runner, r.runningEnded = nil, nil, nil
-			r.next(ctx)
-		}
+		r.finished(ctx, m)
+	case *collective.ProbeAnswer:
+		r.probeAnswered(ctx, m)
 	case *link.Delivered:
 		r.control(ctx, m)
 	case *link.Failed:
@@ -151,6 +162,16 @@ func (r *rankActor) Receive(ctx actor.Context) {
 				r.peerFailed(&link.Failed{Peer: peer, Err: fmt.Errorf("link to rank %d stopped after repeated failures", peer)})
 			}
 		}
+	}
+}
+
+func (r *rankActor) finished(ctx actor.Context, m *collective.Finished) {
+	// The operation's actor may have stopped, and the next operation
+	// started, before this arrives: protoactor delivers Terminated first.
+	r.answerProbes(ctx, m)
+	if r.running != nil && r.running.Seq == m.Seq {
+		r.running, r.runner, r.runningEnded = nil, nil, nil
+		r.next(ctx)
 	}
 }
 
@@ -251,24 +272,99 @@ func (r *rankActor) reject(req *collective.Request, err error, ranks []int) {
 	req.Done(&commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank, Ranks: ranks, Err: err})
 }
 
+// control handles a control frame: a peer's failure report or a timeout
+// probe, or the answer to one of this rank's probes.
 func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 	defer transport.PutBuffer(d.Frame.Payload)
 	h := d.Frame.Header
-	if h.Tag != collective.ControlFailed {
+	switch h.Tag {
+	case collective.ControlFailed:
+		r.peerReported(ctx, d.Peer, h.Seq, d.Frame.Payload)
+	case collective.ControlProbe:
+		r.answerProbe(ctx, d.Peer, h.Seq)
+	case collective.ControlProbeReply:
+		reply, err := collective.DecodeProbeReply(d.Peer, r.cfg.Size, d.Frame.Payload)
+		if err != nil {
+			r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+			return
+		}
+		if r.runsCollective(h.Seq) {
+			ctx.Send(r.runner, reply)
+		}
+	default:
 		r.rt.Logger.Warn("unknown control frame", "comm", r.cfg.Comm, "peer", d.Peer, "tag", h.Tag)
-		return
 	}
-	reporter, reason, err := collective.DecodeFailure(d.Frame.Payload)
+}
+
+func (r *rankActor) runsCollective(collSeq uint64) bool {
+	return r.running != nil && r.running.P2P == nil && r.running.CollSeq == collSeq
+}
+
+func (r *rankActor) peerReported(ctx actor.Context, peer int, collSeq uint64, payload []byte) {
+	reporter, reason, err := collective.DecodeFailure(payload)
 	if err != nil {
-		r.rt.Logger.Warn("malformed failure report", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+		r.rt.Logger.Warn("malformed failure report", "comm", r.cfg.Comm, "peer", peer, "err", err)
 		return
 	}
 	failure := commerr.Invalid("rank %d reported: %s", reporter, reason)
 	switch {
-	case h.Seq >= r.collSeq:
-		r.reported[h.Seq] = failure
-	case r.running != nil && r.running.P2P == nil && r.running.CollSeq == h.Seq:
+	case collSeq >= r.collSeq:
+		r.reported[collSeq] = failure
+	case r.runsCollective(collSeq):
 		ctx.Send(r.runner, &collective.Fail{Err: failure, Ranks: []int{reporter}})
+	}
+}
+
+// answerProbe tells peer how far this rank has got with collective collSeq.
+// The collective itself says whom it waits for while it runs.
+func (r *rankActor) answerProbe(ctx actor.Context, peer int, collSeq uint64) {
+	if r.runsCollective(collSeq) {
+		r.probes = append(r.probes, pendingProbe{peer: peer, seq: r.running.Seq, collSeq: collSeq})
+		ctx.Send(r.runner, &collective.Probe{Peer: peer})
+		return
+	}
+	status, waiting := collective.Ended, []int(nil)
+	switch {
+	case collSeq >= r.collSeq:
+		status = collective.NotReached
+	case collSeq == r.stuckSeq && r.stuckOn != nil:
+		status, waiting = collective.Stuck, r.stuckOn
+	}
+	r.replyProbe(ctx, peer, collSeq, status, waiting)
+}
+
+func (r *rankActor) probeAnswered(ctx actor.Context, m *collective.ProbeAnswer) {
+	for i, p := range r.probes {
+		if p.peer == m.Peer && p.seq == m.Seq {
+			r.probes = slices.Delete(r.probes, i, i+1)
+			r.replyProbe(ctx, p.peer, p.collSeq, collective.Stuck, m.Waiting)
+			return
+		}
+	}
+}
+
+// answerProbes answers the probes that the operation m reports the end of
+// never got to, now that this rank knows how the operation ended.
+func (r *rankActor) answerProbes(ctx actor.Context, m *collective.Finished) {
+	if m.StuckOn != nil {
+		r.stuckSeq, r.stuckOn = m.CollSeq, m.StuckOn
+	}
+	r.probes = slices.DeleteFunc(r.probes, func(p pendingProbe) bool {
+		if p.seq != m.Seq {
+			return false
+		}
+		status := collective.Ended
+		if m.StuckOn != nil {
+			status = collective.Stuck
+		}
+		r.replyProbe(ctx, p.peer, p.collSeq, status, m.StuckOn)
+		return true
+	})
+}
+
+func (r *rankActor) replyProbe(ctx actor.Context, peer int, collSeq uint64, status collective.ProbeStatus, waiting []int) {
+	if l := r.links[peer]; l != nil {
+		ctx.Send(l, collective.ControlFrame(r.cfg.CommID, collSeq, collective.ControlProbeReply, collective.EncodeProbeReply(status, waiting)))
 	}
 }
 

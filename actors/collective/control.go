@@ -1,0 +1,111 @@
+package collective
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/gocomms/gocomms/actors/link"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// Control frames travel between rank actors, outside any operation's
+// routing. Their header's Seq is the collective sequence number they are
+// about, and their Tag says which of these they are.
+const (
+	// ControlFailed reports a failed collective: the payload is the
+	// reporting rank and the reason.
+	ControlFailed = 1
+	// ControlProbe asks a rank how far it has got with a collective that
+	// timed out at the sender. It has no payload.
+	ControlProbe = 2
+	// ControlProbeReply answers a probe: a ProbeStatus, then the ranks the
+	// replier waits for when it is stuck in the collective.
+	ControlProbeReply = 3
+)
+
+// ControlFrame returns the message that sends a control frame over a link.
+func ControlFrame(commID, collSeq uint64, tag uint32, payload []byte) *link.Send {
+	p := transport.GetBuffer(len(payload))
+	copy(p, payload)
+	return &link.Send{Frame: transport.Frame{
+		Header:  transport.Header{Comm: commID, Kind: transport.Control, Seq: collSeq, Tag: tag},
+		Payload: p,
+	}}
+}
+
+// EncodeFailure returns the payload of a ControlFailed frame.
+func EncodeFailure(rank int, reason string) []byte {
+	b := make([]byte, 4, 4+len(reason))
+	binary.LittleEndian.PutUint32(b, uint32(rank))
+	return append(b, reason...)
+}
+
+// DecodeFailure parses a ControlFailed payload.
+func DecodeFailure(p []byte) (rank int, reason string, err error) {
+	if len(p) < 4 {
+		return 0, "", fmt.Errorf("collective: failure report of %d bytes is too short", len(p))
+	}
+	return int(binary.LittleEndian.Uint32(p)), string(p[4:]), nil
+}
+
+// ProbeStatus is how far a probed rank has got with a collective.
+type ProbeStatus uint8
+
+const (
+	// NotReached: the rank has not started the collective (it has not
+	// called it, or earlier operations still run).
+	NotReached ProbeStatus = iota
+	// Stuck: the rank started the collective and waits, or waited until it
+	// timed out, for the ranks the reply lists.
+	Stuck
+	// Ended: the rank has finished the collective, or it failed there for
+	// another reason than a timeout.
+	Ended
+)
+
+// Probe asks the running collective whom it waits for, to answer a
+// ControlProbe from Peer. The collective answers its parent with a
+// ProbeAnswer, unless it has already ended: its Finished says then.
+type Probe struct{ Peer int }
+
+// ProbeAnswer is a running collective's answer to a Probe: Seq is the
+// operation's.
+type ProbeAnswer struct {
+	Peer    int
+	Seq     uint64
+	Waiting []int
+}
+
+// ProbeReply carries a probed rank's answer to the collective that asked.
+type ProbeReply struct {
+	Peer    int
+	Status  ProbeStatus
+	Waiting []int // the ranks Peer waits for, when Stuck
+}
+
+// EncodeProbeReply returns the payload of a ControlProbeReply frame.
+func EncodeProbeReply(status ProbeStatus, waiting []int) []byte {
+	b := []byte{byte(status)}
+	for _, r := range waiting {
+		b = binary.AppendUvarint(b, uint64(r))
+	}
+	return b
+}
+
+// DecodeProbeReply parses a ControlProbeReply payload from peer, rejecting
+// ranks outside a communicator of size.
+func DecodeProbeReply(peer, size int, p []byte) (*ProbeReply, error) {
+	if len(p) == 0 || ProbeStatus(p[0]) > Ended {
+		return nil, fmt.Errorf("collective: malformed probe reply from rank %d", peer)
+	}
+	reply := &ProbeReply{Peer: peer, Status: ProbeStatus(p[0])}
+	for rest := p[1:]; len(rest) > 0; {
+		r, n := binary.Uvarint(rest)
+		if n <= 0 || r >= uint64(size) {
+			return nil, fmt.Errorf("collective: malformed probe reply from rank %d", peer)
+		}
+		reply.Waiting = append(reply.Waiting, int(r))
+		rest = rest[n:]
+	}
+	return reply, nil
+}

@@ -1,0 +1,107 @@
+package collective
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/commerr"
+)
+
+// A collective that times out waits for its direct peers, who may only be
+// waiting for someone else. Before it fails, it asks the ranks it waits for
+// how far they have got and follows those that are waiting in turn, so that
+// the error names the ranks that never started the collective (as NCCL's
+// fault analyzer does), not merely a neighbour stuck behind them.
+type probe struct {
+	state      []probeState // by rank
+	sent       int
+	pending    int
+	notReached []int
+	stopTimer  func() bool
+}
+
+const (
+	// probeGrace bounds the wait for answers (or the operation's timeout,
+	// when that is shorter): a rank that cannot answer is not named.
+	probeGrace = time.Second
+	// maxProbes bounds the probes one timeout sends, so that a ring of
+	// 100,000 ranks timing out together stays linear in traffic.
+	maxProbes = 64
+)
+
+type probeOver struct{}
+
+type probeState uint8
+
+const (
+	unasked probeState = iota
+	asked
+	answered
+)
+
+func (c *runner) startProbe(ctx actor.Context) {
+	waiting := c.prog.Waiting(nil)
+	if c.req.P2P != nil || len(waiting) == 0 {
+		c.timeout(ctx)
+		return
+	}
+	c.probe = &probe{state: make([]probeState, c.req.Size)}
+	for _, peer := range waiting {
+		c.ask(ctx, peer)
+	}
+	c.probe.stopTimer = c.rt.After(min(probeGrace, c.req.Timeout), ctx.Self(), probeOver{})
+}
+
+func (c *runner) ask(ctx actor.Context, peer int) {
+	pr := c.probe
+	if peer == c.req.Rank || pr.state[peer] != unasked || pr.sent == maxProbes {
+		return
+	}
+	pr.state[peer] = asked
+	pr.sent++
+	pr.pending++
+	ctx.Send(c.req.Links[peer], ControlFrame(c.req.CommID, c.req.CollSeq, ControlProbe, nil))
+}
+
+func (c *runner) probeReplied(ctx actor.Context, m *ProbeReply) {
+	pr := c.probe
+	if pr == nil || pr.state[m.Peer] != asked {
+		return
+	}
+	pr.state[m.Peer] = answered
+	pr.pending--
+	switch m.Status {
+	case NotReached:
+		pr.notReached = append(pr.notReached, m.Peer)
+	case Stuck:
+		for _, peer := range m.Waiting {
+			c.ask(ctx, peer)
+		}
+	}
+	if pr.pending == 0 {
+		c.timeout(ctx)
+	}
+}
+
+// answerProbe tells the rank actor, which answers peer, whom this
+// collective waits for.
+func (c *runner) answerProbe(ctx actor.Context, peer int) {
+	ctx.Send(ctx.Parent(), &ProbeAnswer{Peer: peer, Seq: c.req.Seq, Waiting: c.prog.Waiting(nil)})
+}
+
+// timeout fails the operation, naming the ranks that have not started it
+// if the probe found any, and otherwise the ranks it waits for.
+func (c *runner) timeout(ctx actor.Context) {
+	waiting := c.prog.Waiting(nil)
+	err := fmt.Errorf("%w after %v waiting for ranks %v", commerr.ErrTimeout, c.req.Timeout, waiting)
+	ranks := waiting
+	if c.probe != nil && len(c.probe.notReached) > 0 {
+		ranks = slices.Sorted(slices.Values(c.probe.notReached))
+		err = fmt.Errorf("%w: ranks %v have not started this collective", err, ranks)
+	}
+	c.stuckOn = waiting
+	c.fail(ctx, err, ranks, false)
+}
