@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/transport/tcp"
 )
 
 // BenchmarkAllReduce measures in-process all-reduce of float32 sums as
@@ -21,7 +22,17 @@ func BenchmarkAllReduce(b *testing.B) {
 	}
 }
 
-func benchAllReduce(b *testing.B, ranks, size int) {
+// BenchmarkAllReduceTCP is BenchmarkAllReduce with the ranks connected
+// over loopback TCP instead of in-process queues.
+func BenchmarkAllReduceTCP(b *testing.B) {
+	for _, size := range []int{8, 1 << 20, 64 << 20} {
+		b.Run(fmt.Sprintf("ranks=2/bytes=%d", size), func(b *testing.B) {
+			benchAllReduce(b, 2, size, gocomms.WithNetwork(tcp.New()))
+		})
+	}
+}
+
+func benchAllReduce(b *testing.B, ranks, size int, opts ...gocomms.Option) {
 	b.ReportAllocs()
 	err := gocomms.RunLocal(context.Background(), ranks, func(ctx context.Context, c *gocomms.Comm) error {
 		t := gocomms.FromSlice(make([]float32, size/4))
@@ -52,7 +63,7 @@ func benchAllReduce(b *testing.B, ranks, size int) {
 			b.ReportMetric(algbw*2*float64(ranks-1)/float64(ranks), "busbw_GB/s")
 		}
 		return nil
-	})
+	}, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

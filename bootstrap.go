@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -26,9 +27,16 @@ func newCommID() uint64 {
 	return binary.LittleEndian.Uint64(u[:8])
 }
 
-// rendezvous connects every rank of a new communicator: each publishes its
-// listening address in the store under the communicator's name, rank 0 the
-// communicator id, then the lower rank of every pair dials the higher.
+// rendezvous connects every rank of a new communicator. Each rank
+// publishes its listening address in the store under the communicator's
+// name; rank 0 collects them and publishes the roster (the communicator id
+// and every address) as one value, or why it gave up, so that the store
+// sees O(size) requests and every rank learns who never joined; then the
+// lower rank of every pair dials the higher.
+//
+// Keys are derived from the name, never from a process-wide counter (which
+// deadlocks when only some ranks create a communicator), plus a generation
+// counted per name, so that a name used again gets fresh keys.
 func rendezvous(ctx context.Context, cfg *Config) (*mesh, error) {
 	if cfg.Size == 1 {
 		return &mesh{id: newCommID(), conns: make([]transport.Conn, 1)}, nil
@@ -42,36 +50,130 @@ func rendezvous(ctx context.Context, cfg *Config) (*mesh, error) {
 	defer ln.Close()
 
 	st := store.WithPrefix(cfg.Store, "gocomms/"+cfg.Name)
-	if cfg.Rank == 0 {
-		if err := st.Set(ctx, "id", binary.LittleEndian.AppendUint64(nil, newCommID())); err != nil {
-			return nil, fmt.Errorf("rendezvous: %w", err)
-		}
+	joined, err := st.Add(ctx, "joined", 1)
+	if err != nil {
+		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
+	st = store.WithPrefix(st, strconv.FormatInt((joined-1)/int64(cfg.Size), 10))
 	if err := st.Set(ctx, "addr/"+strconv.Itoa(cfg.Rank), []byte(ln.Addr())); err != nil {
 		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
-	keys := make([]string, cfg.Size+1)
-	keys[0] = "id"
-	for r := range cfg.Size {
-		keys[r+1] = "addr/" + strconv.Itoa(r)
+	var r roster
+	if cfg.Rank == 0 {
+		r, err = collectRoster(ctx, st, cfg.Size)
+	} else {
+		r, err = awaitRoster(ctx, st, cfg.Rank, cfg.Size)
 	}
-	vals, err := st.MultiGet(ctx, keys...)
 	if err != nil {
-		return nil, fmt.Errorf("rendezvous: waiting for every rank: %w", err)
+		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
-	if len(vals[0]) != 8 {
-		return nil, fmt.Errorf("rendezvous: malformed communicator id (%d bytes)", len(vals[0]))
-	}
-	id := binary.LittleEndian.Uint64(vals[0])
-	addrs := make([]string, cfg.Size)
-	for r := range addrs {
-		addrs[r] = string(vals[r+1])
-	}
-	conns, err := connect(ctx, cfg.Network, ln, cfg.Rank, addrs, id)
+	conns, err := connect(ctx, cfg.Network, ln, cfg.Rank, r.addrs, r.id)
 	if err != nil {
 		return nil, err
 	}
-	return &mesh{id: id, conns: conns}, nil
+	return &mesh{id: r.id, conns: conns}, nil
+}
+
+// roster is what rank 0 publishes: the communicator's id and every rank's
+// address.
+type roster struct {
+	id    uint64
+	addrs []string
+}
+
+// The roster key's value starts with one of these.
+const (
+	rosterFailed = 0 // then why, as text
+	rosterOK     = 1 // then the id and each address, length-prefixed
+)
+
+func collectRoster(ctx context.Context, st store.Store, size int) (roster, error) {
+	keys := make([]string, size)
+	for r := range size {
+		keys[r] = "addr/" + strconv.Itoa(r)
+	}
+	vals, err := st.MultiGet(ctx, keys...)
+	if err != nil {
+		missing := absent(ctx, st, size)
+		err = fmt.Errorf("waiting for every rank%s: %w", missingText(missing), err)
+		// Tell the others why, so they fail now and name the same ranks,
+		// and wait until they have read it: this process may serve the
+		// store, which goes when it exits.
+		why := append([]byte{rosterFailed}, "rank 0 gave up "...)
+		why = append(why, err.Error()...)
+		tell, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if st.Set(tell, "roster", why) == nil {
+			var seen []string
+			for r := 1; r < size; r++ {
+				if !slices.Contains(missing, r) {
+					seen = append(seen, "seen/"+strconv.Itoa(r))
+				}
+			}
+			st.Wait(tell, seen...)
+		}
+		return roster{}, err
+	}
+	r := roster{id: newCommID(), addrs: make([]string, size)}
+	v := binary.LittleEndian.AppendUint64([]byte{rosterOK}, r.id)
+	for i, a := range vals {
+		r.addrs[i] = string(a)
+		v = binary.AppendUvarint(v, uint64(len(a)))
+		v = append(v, a...)
+	}
+	if err := st.Set(ctx, "roster", v); err != nil {
+		return roster{}, err
+	}
+	return r, nil
+}
+
+func awaitRoster(ctx context.Context, st store.Store, rank, size int) (roster, error) {
+	v, err := st.Get(ctx, "roster")
+	if err != nil {
+		return roster{}, fmt.Errorf("waiting for rank 0 to collect every rank's address%s: %w", missingText(absent(ctx, st, size)), err)
+	}
+	if len(v) > 0 && v[0] == rosterFailed {
+		st.Set(ctx, "seen/"+strconv.Itoa(rank), nil)
+		return roster{}, errors.New(string(v[1:]))
+	}
+	if len(v) < 9 || v[0] != rosterOK {
+		return roster{}, errors.New("malformed roster")
+	}
+	r := roster{id: binary.LittleEndian.Uint64(v[1:9]), addrs: make([]string, size)}
+	rest := v[9:]
+	for i := range size {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || uint64(len(rest)-k) < n {
+			return roster{}, errors.New("malformed roster")
+		}
+		r.addrs[i] = string(rest[k : k+int(n)])
+		rest = rest[k+int(n):]
+	}
+	return r, nil
+}
+
+// absent lists the ranks that have not published their address, for an
+// error after the wait for them ended; nil if the store cannot tell (it is
+// gone, say).
+func absent(ctx context.Context, st store.Store, size int) []int {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var missing []int
+	for r := range size {
+		if ok, err := st.Check(ctx, "addr/"+strconv.Itoa(r)); err != nil {
+			return nil
+		} else if !ok {
+			missing = append(missing, r)
+		}
+	}
+	return missing
+}
+
+func missingText(missing []int) string {
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (ranks %v have not joined)", missing)
 }
 
 // splitMesh connects the members of group, a split of the parent described

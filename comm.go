@@ -53,6 +53,16 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 	if err != nil {
 		return nil, err
 	}
+	if o.cfg.Network == nil {
+		if o.cfg.Network, err = processNetwork(); err != nil {
+			return nil, err
+		}
+	}
+	if o.cfg.Store == nil && o.cfg.Size > 1 {
+		if o.cfg.Store, err = envStore(ctx, o.cfg.Rank, o.cfg.Timeout); err != nil {
+			return nil, fmt.Errorf("gocomms: new communicator %q on rank %d: %w", name, o.cfg.Rank, err)
+		}
+	}
 	owns := o.cfg.Runtime == nil
 	if owns {
 		o.cfg.Runtime = actors.NewRuntime(o.cfg.Logger)

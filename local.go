@@ -13,7 +13,8 @@ import (
 )
 
 // RunLocal runs n ranks of a communicator named "local" in this process,
-// over the in-process transport, calling fn on each rank in its own
+// over the in-process transport and an in-memory store unless opts name
+// others (WithNetwork, WithStore), calling fn on each rank in its own
 // goroutine, and finalizes every communicator when fn returns. If fn fails
 // on one rank, the others' communicators are aborted so that nothing waits
 // for it. It returns every rank's error, joined.
@@ -32,7 +33,7 @@ func RunLocal(ctx context.Context, n int, fn func(ctx context.Context, c *Comm) 
 		rt = actors.NewRuntime(probe.cfg.Logger)
 		defer rt.Shutdown()
 	}
-	shared := []Option{WithStore(store.NewMemory()), WithNetwork(transport.NewInproc()), WithRuntime(rt)}
+	defaults := []Option{WithStore(store.NewMemory()), WithNetwork(transport.NewInproc())}
 
 	comms := make([]*Comm, n)
 	var mu sync.Mutex
@@ -59,7 +60,7 @@ func RunLocal(ctx context.Context, n int, fn func(ctx context.Context, c *Comm) 
 	var wg sync.WaitGroup
 	for r := range n {
 		wg.Go(func() {
-			all := append(append(append([]Option{}, opts...), shared...), WithRank(r), WithSize(n))
+			all := append(append(append([]Option{}, defaults...), opts...), WithRuntime(rt), WithRank(r), WithSize(n))
 			c, err := NewComm(ctx, NativeBackend, CPU, "local", all...)
 			if err != nil {
 				errs[r] = fmt.Errorf("rank %d: %w", r, err)

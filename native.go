@@ -13,6 +13,7 @@ import (
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/transport"
 )
 
 // NativeBackend is the name the built-in engine registers under.
@@ -36,18 +37,13 @@ const (
 type native struct {
 	cfg    *Config
 	commID uint64
+	conns  []transport.Conn
 	pid    *actor.PID
 }
 
 func newNative(ctx context.Context, cfg *Config) (Backend, error) {
 	if cfg.Device != CPU {
 		return nil, commerr.Invalid("the native backend runs on cpu, not %v", cfg.Device)
-	}
-	if cfg.Network == nil {
-		return nil, commerr.Invalid("no network to connect ranks over (use RunLocal or WithNetwork)")
-	}
-	if cfg.Store == nil && cfg.Size > 1 {
-		return nil, commerr.Invalid("no rendezvous store (use WithStore)")
 	}
 	m, err := rendezvous(ctx, cfg)
 	if err != nil {
@@ -61,7 +57,7 @@ func startNative(cfg *Config, m *mesh) *native {
 	props := rank.Props(rt, rank.Config{Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Conns: m.conns})
 	props = props.Configure(actor.WithGuardian(supervisor.New(rt, supervisor.Policy{})))
 	pid := rt.System.Root.SpawnPrefix(props, "comm-"+cfg.Name+"-r"+strconv.Itoa(cfg.Rank)+"-")
-	return &native{cfg: cfg, commID: m.id, pid: pid}
+	return &native{cfg: cfg, commID: m.id, conns: m.conns, pid: pid}
 }
 
 func (n *native) Name() string { return NativeBackend }
@@ -182,10 +178,21 @@ func (n *native) Finalize(ctx context.Context) error {
 	n.cfg.Runtime.System.Root.Send(n.pid, &rank.Finalize{Done: func() { close(done) }})
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("gocomms: finalize %q: operations still pending: %w", n.cfg.Name, context.Cause(ctx))
 	}
+	// The links have closed their connections; the last frames may still
+	// be on their way out of the process.
+	for _, c := range n.conns {
+		if d, ok := c.(transport.Drainer); ok {
+			select {
+			case <-d.Drained():
+			case <-ctx.Done():
+				return fmt.Errorf("gocomms: finalize %q: frames to %s not yet sent: %w", n.cfg.Name, c.RemoteAddr(), context.Cause(ctx))
+			}
+		}
+	}
+	return nil
 }
 
 func (n *native) Split(ctx context.Context, group []int, cfg *Config, exchange Exchange) (Backend, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/store"
+	"github.com/gocomms/gocomms/store/bootstrap"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -48,7 +49,8 @@ type options struct {
 	exit    func(code int)
 }
 
-// WithRank sets this process's rank.
+// WithRank sets this process's rank. Without WithRank and WithSize, the
+// launcher's environment gives them (see package store/bootstrap).
 func WithRank(rank int) Option {
 	return func(o *options) { o.cfg.Rank, o.hasRank = rank, true }
 }
@@ -59,10 +61,13 @@ func WithSize(size int) Option {
 }
 
 // WithStore sets the rendezvous store (an in-memory one for in-process
-// groups).
+// groups). Without it, ranks meet at the TCPStore at MASTER_ADDR and
+// MASTER_PORT, which rank 0 serves unless TORCHELASTIC_USE_AGENT_STORE says
+// the launcher does.
 func WithStore(s store.Store) Option { return func(o *options) { o.cfg.Store = s } }
 
-// WithNetwork sets the transport ranks connect over.
+// WithNetwork sets the transport ranks connect over. Without it, ranks
+// connect over TCP, listening on GOCOMMS_PORT_RANGE ("lo-hi") if set.
 func WithNetwork(n transport.Network) Option { return func(o *options) { o.cfg.Network = n } }
 
 // WithRuntime shares a runtime (actor system, clock, dispatcher) between
@@ -101,8 +106,15 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 	if name == "" {
 		return nil, commerr.Invalid("communicator name is empty")
 	}
-	if !o.hasRank || !o.hasSize {
-		return nil, commerr.Invalid("rank and size are required (WithRank, WithSize)")
+	switch {
+	case o.hasRank != o.hasSize:
+		return nil, commerr.Invalid("WithRank and WithSize go together")
+	case !o.hasRank:
+		env, err := bootstrap.FromEnv(os.LookupEnv)
+		if err != nil {
+			return nil, commerr.Invalid("%v", err)
+		}
+		c.Rank, c.Size = env.Rank, env.Size
 	}
 	if c.Size < 1 || c.Rank < 0 || c.Rank >= c.Size {
 		return nil, commerr.Invalid("rank %d out of range for size %d", c.Rank, c.Size)

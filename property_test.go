@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/commtest"
 	"github.com/gocomms/gocomms/tensor"
 )
 
@@ -20,7 +21,7 @@ func TestPropertyRandomCollectives(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(1, 7).Draw(rt, "ranks")
 		dt := rapid.SampledFrom(tensor.DTypes()).Draw(rt, "dtype")
-		op := rapid.SampledFrom(validOps(dt)).Draw(rt, "op")
+		op := rapid.SampledFrom(commtest.ValidOps(dt)).Draw(rt, "op")
 		count := rapid.IntRange(0, 300).Draw(rt, "count")
 		root := rapid.IntRange(0, n-1).Draw(rt, "root")
 		seed := rapid.IntRange(0, 1000).Draw(rt, "seed")
@@ -28,20 +29,20 @@ func TestPropertyRandomCollectives(t *testing.T) {
 		keys := rapid.SliceOfN(rapid.IntRange(0, 3), n, n).Draw(rt, "keys")
 
 		err := gocomms.RunLocal(context.Background(), n, func(ctx context.Context, c *gocomms.Comm) error {
-			s := sweeper{c: c, n: n, r: c.Rank(), seed: seed}
-			if err := s.allReduce(ctx, dt, op, count); err != nil {
+			ck := commtest.Checker{Comm: c, Seed: seed}
+			if err := ck.AllReduce(ctx, dt, op, count); err != nil {
 				return err
 			}
-			s.seed = seed*n + root // reduce and broadcast take root = seed % n
-			if err := s.reduce(ctx, dt, op, count); err != nil {
+			ck.Seed = seed*n + root // reduce and broadcast take root = seed % n
+			if err := ck.Reduce(ctx, dt, op, count); err != nil {
 				return err
 			}
-			if err := s.broadcast(ctx, dt, count); err != nil {
+			if err := ck.Broadcast(ctx, dt, count); err != nil {
 				return err
 			}
 			return checkColorSplit(ctx, c, colors, keys, func(child *gocomms.Comm) error {
-				s := sweeper{c: child, n: child.Size(), r: child.Rank(), seed: seed}
-				return s.allReduce(ctx, dt, op, count)
+				ck := commtest.Checker{Comm: child, Seed: seed}
+				return ck.AllReduce(ctx, dt, op, count)
 			})
 		})
 		if err != nil {

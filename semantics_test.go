@@ -436,3 +436,36 @@ func TestFinalizeRightAfterSplitLosesNoFrames(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerAbortBreaksTheCommunicator has one rank abort while the others
+// wait in a collective: they fail at once, naming it, instead of timing
+// out, and so does every later operation.
+func TestPeerAbortBreaksTheCommunicator(t *testing.T) {
+	aborted := make(chan struct{})
+	local(t, 4, func(ctx context.Context, c *gocomms.Comm) error {
+		if c.Rank() == 1 {
+			time.Sleep(50 * time.Millisecond) // let the others start waiting
+			c.Abort(errors.New("test abort"))
+			close(aborted)
+			return nil
+		}
+		start := time.Now()
+		err := c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum, gocomms.OpTimeout(time.Minute))
+		if e := wantErr(err, gocomms.ErrPeerFailed, "all_reduce"); e != nil {
+			return e
+		}
+		if waited := time.Since(start); waited > 10*time.Second {
+			return fmt.Errorf("failed after %v, want promptly", waited)
+		}
+		var oe *gocomms.OpError
+		errors.As(err, &oe)
+		if !slices.Equal(oe.Ranks, []int{1}) {
+			return fmt.Errorf("error %q names ranks %v, want [1]", err, oe.Ranks)
+		}
+		<-aborted
+		if e := wantErr(c.Barrier(ctx), gocomms.ErrPeerFailed, "barrier after the failure"); e != nil {
+			return e
+		}
+		return finalizeExpectingFailures(ctx, c)
+	})
+}

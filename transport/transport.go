@@ -79,6 +79,14 @@ type Conn interface {
 	RemoteAddr() string
 }
 
+// Drainer is implemented by connections whose Close returns before the
+// frames already sent have left the process. Drained is closed, after
+// Close, once they have or the connection has given up on them: a process
+// that is about to exit waits on it, so that its last frames reach peers.
+type Drainer interface {
+	Drained() <-chan struct{}
+}
+
 // Listener accepts connections dialled to its address.
 type Listener interface {
 	// Accept returns the next connection and the dialer's hello. It returns

@@ -1,7 +1,6 @@
 package collective
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -51,9 +50,10 @@ func (c *runner) Receive(ctx actor.Context) {
 		c.fail(ctx, m.Err, m.Ranks, m.Tell)
 	case *link.Failed:
 		// Frames the peer sent before it went away came first: fail only if
-		// one is still missing.
+		// one is still missing. The rank knows best why the peer went (it
+		// may have failed because another rank did), so it says how.
 		if slices.Contains(c.prog.Waiting(nil), m.Peer) {
-			c.fail(ctx, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err), []int{m.Peer}, false)
+			ctx.Send(ctx.Parent(), &PeerLost{Seq: c.req.Seq, Peer: m.Peer, Err: m.Err})
 		}
 	case timedOut:
 		c.startProbe(ctx)

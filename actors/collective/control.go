@@ -10,7 +10,7 @@ import (
 
 // Control frames travel between rank actors, outside any operation's
 // routing. Their header's Seq is the collective sequence number they are
-// about, and their Tag says which of these they are.
+// about, if any, and their Tag says which of these they are.
 const (
 	// ControlFailed reports a failed collective: the payload is the
 	// reporting rank and the reason.
@@ -21,6 +21,12 @@ const (
 	// ControlProbeReply answers a probe: a ProbeStatus, then the ranks the
 	// replier waits for when it is stuck in the collective.
 	ControlProbeReply = 3
+	// ControlBye says the sender is finalizing: the end of its connection
+	// that follows is no failure. It has no payload.
+	ControlBye = 4
+	// ControlPeerFailed says a rank failed: the payload is its rank, as a
+	// little-endian uint32.
+	ControlPeerFailed = 5
 )
 
 // ControlFrame returns the message that sends a control frame over a link.

@@ -64,6 +64,14 @@ type Finished struct {
 	StuckOn []int
 }
 
+// PeerLost tells the rank that the operation Seq still waits for Peer,
+// whose connection failed with Err; the rank answers with a Fail.
+type PeerLost struct {
+	Seq  uint64
+	Peer int
+	Err  error
+}
+
 // Fail asks a running operation to fail with Err, naming Ranks. With Tell,
 // the failure is reported to every rank, whose copies of a collective then
 // fail too instead of waiting for this one.

@@ -78,10 +78,11 @@ type rankActor struct {
 	rt  *actors.Runtime
 	cfg Config
 
-	links   []*actor.PID // fixed once spawned: running operations share it
-	queue   []*collective.Request
-	running *collective.Request
-	runner  *actor.PID // the running operation's collective actor
+	links    []*actor.PID // fixed once spawned: running operations share it
+	linkLive []bool       // by peer: the link actor has not stopped
+	queue    []*collective.Request
+	running  *collective.Request
+	runner   *actor.PID // the running operation's collective actor
 	// runningEnded reports whether the running operation completed its Work.
 	runningEnded func() bool
 	seq          uint64 // operations submitted
@@ -93,7 +94,12 @@ type rankActor struct {
 	stuckSeq uint64
 	stuckOn  []int
 	// Probes handed to the running collective and not yet answered.
-	probes   []pendingProbe
+	probes []pendingProbe
+	// Set once a peer failed: every later operation fails with broken.
+	broken      error
+	brokenRanks []int
+	left        []bool // by peer: it said goodbye, so its close is no failure
+
 	aborted  error
 	finalize func()
 	closing  bool // finalizing: waiting for the links to stop
@@ -116,12 +122,14 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		r.submit(ctx, m.Req)
 	case *collective.Finished:
 		r.finished(ctx, m)
+	case *collective.PeerLost:
+		r.peerLost(ctx, m)
 	case *collective.ProbeAnswer:
 		r.probeAnswered(ctx, m)
 	case *link.Delivered:
 		r.control(ctx, m)
 	case *link.Failed:
-		r.peerFailed(m)
+		r.peerFailed(ctx, m)
 	case *Abort:
 		r.abort(ctx, m.Err)
 	case *Cancel:
@@ -131,19 +139,22 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		r.next(ctx)
 	case closeGraceOver:
 		if r.finalize != nil {
-			for peer, l := range r.links {
-				if l != nil {
+			for peer, live := range r.linkLive {
+				if live {
 					r.rt.Logger.Warn("link did not stop within the grace period; finalizing without it", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", peer)
-					r.links[peer] = nil
+					r.linkLive[peer] = false
 				}
 			}
 			r.closed(ctx)
 		}
 	case *actor.Started:
 		r.links = make([]*actor.PID, r.cfg.Size)
+		r.linkLive = make([]bool, r.cfg.Size)
+		r.left = make([]bool, r.cfg.Size)
 		for peer, conn := range r.cfg.Conns {
 			if conn != nil {
 				r.links[peer] = ctx.SpawnPrefix(link.Props(r.rt, peer, conn), fmt.Sprintf("%s%d-", linkPrefix, peer))
+				r.linkLive[peer] = true
 			}
 		}
 	case *actor.Terminated:
@@ -153,13 +164,15 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		}
 		for peer, l := range r.links {
 			if l != nil && l.Equal(m.Who) {
-				if r.closing {
-					r.links[peer] = nil
+				r.linkLive[peer] = false
+				switch {
+				case r.closing:
 					r.closed(ctx)
-					return
+				case r.aborted == nil:
+					// A link the supervisor gave up on.
+					r.peerFailed(ctx, &link.Failed{Peer: peer, Err: fmt.Errorf("link to rank %d stopped after repeated failures", peer)})
 				}
-				// A link the supervisor gave up on.
-				r.peerFailed(&link.Failed{Peer: peer, Err: fmt.Errorf("link to rank %d stopped after repeated failures", peer)})
+				return
 			}
 		}
 	}
@@ -178,6 +191,10 @@ func (r *rankActor) finished(ctx actor.Context, m *collective.Finished) {
 func (r *rankActor) submit(ctx actor.Context, req *collective.Request) {
 	if r.aborted != nil {
 		r.reject(req, r.aborted, nil)
+		return
+	}
+	if r.broken != nil {
+		r.reject(req, r.broken, r.brokenRanks)
 		return
 	}
 	if r.finalize != nil {
@@ -199,6 +216,7 @@ func (r *rankActor) next(ctx actor.Context) {
 	}
 	if r.running == nil && len(r.queue) == 0 && r.finalize != nil && !r.closing {
 		r.closing = true
+		r.sayBye(ctx)
 		r.stopLinks(ctx, true)
 		r.stopGrace = r.rt.After(linkCloseGrace, ctx.Self(), closeGraceOver{})
 		r.closed(ctx)
@@ -214,10 +232,8 @@ type closeGraceOver struct{}
 // and stopped. Stopping the rank actor earlier would stop its links at once,
 // dropping frames still queued in their mailboxes.
 func (r *rankActor) closed(ctx actor.Context) {
-	for _, l := range r.links {
-		if l != nil {
-			return
-		}
+	if slices.Contains(r.linkLive, true) {
+		return
 	}
 	r.stopGrace()
 	r.finalize()
@@ -272,108 +288,6 @@ func (r *rankActor) reject(req *collective.Request, err error, ranks []int) {
 	req.Done(&commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank, Ranks: ranks, Err: err})
 }
 
-// control handles a control frame: a peer's failure report or a timeout
-// probe, or the answer to one of this rank's probes.
-func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
-	defer transport.PutBuffer(d.Frame.Payload)
-	h := d.Frame.Header
-	switch h.Tag {
-	case collective.ControlFailed:
-		r.peerReported(ctx, d.Peer, h.Seq, d.Frame.Payload)
-	case collective.ControlProbe:
-		r.answerProbe(ctx, d.Peer, h.Seq)
-	case collective.ControlProbeReply:
-		reply, err := collective.DecodeProbeReply(d.Peer, r.cfg.Size, d.Frame.Payload)
-		if err != nil {
-			r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
-			return
-		}
-		if r.runsCollective(h.Seq) {
-			ctx.Send(r.runner, reply)
-		}
-	default:
-		r.rt.Logger.Warn("unknown control frame", "comm", r.cfg.Comm, "peer", d.Peer, "tag", h.Tag)
-	}
-}
-
-func (r *rankActor) runsCollective(collSeq uint64) bool {
-	return r.running != nil && r.running.P2P == nil && r.running.CollSeq == collSeq
-}
-
-func (r *rankActor) peerReported(ctx actor.Context, peer int, collSeq uint64, payload []byte) {
-	reporter, reason, err := collective.DecodeFailure(payload)
-	if err != nil {
-		r.rt.Logger.Warn("malformed failure report", "comm", r.cfg.Comm, "peer", peer, "err", err)
-		return
-	}
-	failure := commerr.Invalid("rank %d reported: %s", reporter, reason)
-	switch {
-	case collSeq >= r.collSeq:
-		r.reported[collSeq] = failure
-	case r.runsCollective(collSeq):
-		ctx.Send(r.runner, &collective.Fail{Err: failure, Ranks: []int{reporter}})
-	}
-}
-
-// answerProbe tells peer how far this rank has got with collective collSeq.
-// The collective itself says whom it waits for while it runs.
-func (r *rankActor) answerProbe(ctx actor.Context, peer int, collSeq uint64) {
-	if r.runsCollective(collSeq) {
-		r.probes = append(r.probes, pendingProbe{peer: peer, seq: r.running.Seq, collSeq: collSeq})
-		ctx.Send(r.runner, &collective.Probe{Peer: peer})
-		return
-	}
-	status, waiting := collective.Ended, []int(nil)
-	switch {
-	case collSeq >= r.collSeq:
-		status = collective.NotReached
-	case collSeq == r.stuckSeq && r.stuckOn != nil:
-		status, waiting = collective.Stuck, r.stuckOn
-	}
-	r.replyProbe(ctx, peer, collSeq, status, waiting)
-}
-
-func (r *rankActor) probeAnswered(ctx actor.Context, m *collective.ProbeAnswer) {
-	for i, p := range r.probes {
-		if p.peer == m.Peer && p.seq == m.Seq {
-			r.probes = slices.Delete(r.probes, i, i+1)
-			r.replyProbe(ctx, p.peer, p.collSeq, collective.Stuck, m.Waiting)
-			return
-		}
-	}
-}
-
-// answerProbes answers the probes that the operation m reports the end of
-// never got to, now that this rank knows how the operation ended.
-func (r *rankActor) answerProbes(ctx actor.Context, m *collective.Finished) {
-	if m.StuckOn != nil {
-		r.stuckSeq, r.stuckOn = m.CollSeq, m.StuckOn
-	}
-	r.probes = slices.DeleteFunc(r.probes, func(p pendingProbe) bool {
-		if p.seq != m.Seq {
-			return false
-		}
-		status := collective.Ended
-		if m.StuckOn != nil {
-			status = collective.Stuck
-		}
-		r.replyProbe(ctx, p.peer, p.collSeq, status, m.StuckOn)
-		return true
-	})
-}
-
-func (r *rankActor) replyProbe(ctx actor.Context, peer int, collSeq uint64, status collective.ProbeStatus, waiting []int) {
-	if l := r.links[peer]; l != nil {
-		ctx.Send(l, collective.ControlFrame(r.cfg.CommID, collSeq, collective.ControlProbeReply, collective.EncodeProbeReply(status, waiting)))
-	}
-}
-
-// peerFailed notes a lost peer. Operations learn of it from the link
-// itself, in order after the frames the peer sent before it went away.
-func (r *rankActor) peerFailed(m *link.Failed) {
-	r.rt.Logger.Debug("connection to peer failed", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", m.Peer, "err", m.Err)
-}
-
 func (r *rankActor) abort(ctx actor.Context, err error) {
 	if r.aborted != nil {
 		return
@@ -382,11 +296,15 @@ func (r *rankActor) abort(ctx actor.Context, err error) {
 	if r.running != nil {
 		ctx.Send(r.runner, &collective.Fail{Err: err})
 	}
+	r.rejectQueued(err, nil)
+	r.stopLinks(ctx, false)
+}
+
+func (r *rankActor) rejectQueued(err error, ranks []int) {
 	for _, req := range r.queue {
-		r.reject(req, err, nil)
+		r.reject(req, err, ranks)
 	}
 	r.queue = nil
-	r.stopLinks(ctx, false)
 }
 
 func (r *rankActor) cancel(ctx actor.Context, m *Cancel) {

@@ -1,0 +1,112 @@
+package rank
+
+import (
+	"slices"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors/collective"
+	"github.com/gocomms/gocomms/actors/link"
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// control handles a control frame from a peer: a failed collective, a
+// failed rank, a goodbye, a timeout probe or the answer to one of ours.
+func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
+	defer transport.PutBuffer(d.Frame.Payload)
+	h := d.Frame.Header
+	switch h.Tag {
+	case collective.ControlFailed:
+		r.peerReported(ctx, d.Peer, h.Seq, d.Frame.Payload)
+	case collective.ControlProbe:
+		r.answerProbe(ctx, d.Peer, h.Seq)
+	case collective.ControlBye:
+		r.left[d.Peer] = true
+	case collective.ControlPeerFailed:
+		r.peerReportedFailure(ctx, d.Peer, d.Frame.Payload)
+	case collective.ControlProbeReply:
+		reply, err := collective.DecodeProbeReply(d.Peer, r.cfg.Size, d.Frame.Payload)
+		if err != nil {
+			r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+			return
+		}
+		if r.runsCollective(h.Seq) {
+			ctx.Send(r.runner, reply)
+		}
+	default:
+		r.rt.Logger.Warn("unknown control frame", "comm", r.cfg.Comm, "peer", d.Peer, "tag", h.Tag)
+	}
+}
+
+func (r *rankActor) runsCollective(collSeq uint64) bool {
+	return r.running != nil && r.running.P2P == nil && r.running.CollSeq == collSeq
+}
+
+func (r *rankActor) peerReported(ctx actor.Context, peer int, collSeq uint64, payload []byte) {
+	reporter, reason, err := collective.DecodeFailure(payload)
+	if err != nil {
+		r.rt.Logger.Warn("malformed failure report", "comm", r.cfg.Comm, "peer", peer, "err", err)
+		return
+	}
+	failure := commerr.Invalid("rank %d reported: %s", reporter, reason)
+	switch {
+	case collSeq >= r.collSeq:
+		r.reported[collSeq] = failure
+	case r.runsCollective(collSeq):
+		ctx.Send(r.runner, &collective.Fail{Err: failure, Ranks: []int{reporter}})
+	}
+}
+
+// answerProbe tells peer how far this rank has got with collective collSeq.
+// The collective itself says whom it waits for while it runs.
+func (r *rankActor) answerProbe(ctx actor.Context, peer int, collSeq uint64) {
+	if r.runsCollective(collSeq) {
+		r.probes = append(r.probes, pendingProbe{peer: peer, seq: r.running.Seq, collSeq: collSeq})
+		ctx.Send(r.runner, &collective.Probe{Peer: peer})
+		return
+	}
+	status, waiting := collective.Ended, []int(nil)
+	switch {
+	case collSeq >= r.collSeq:
+		status = collective.NotReached
+	case collSeq == r.stuckSeq && r.stuckOn != nil:
+		status, waiting = collective.Stuck, r.stuckOn
+	}
+	r.replyProbe(ctx, peer, collSeq, status, waiting)
+}
+
+func (r *rankActor) probeAnswered(ctx actor.Context, m *collective.ProbeAnswer) {
+	for i, p := range r.probes {
+		if p.peer == m.Peer && p.seq == m.Seq {
+			r.probes = slices.Delete(r.probes, i, i+1)
+			r.replyProbe(ctx, p.peer, p.collSeq, collective.Stuck, m.Waiting)
+			return
+		}
+	}
+}
+
+// answerProbes answers the probes that the operation m reports the end of
+// never got to, now that this rank knows how the operation ended.
+func (r *rankActor) answerProbes(ctx actor.Context, m *collective.Finished) {
+	if m.StuckOn != nil {
+		r.stuckSeq, r.stuckOn = m.CollSeq, m.StuckOn
+	}
+	r.probes = slices.DeleteFunc(r.probes, func(p pendingProbe) bool {
+		if p.seq != m.Seq {
+			return false
+		}
+		status := collective.Ended
+		if m.StuckOn != nil {
+			status = collective.Stuck
+		}
+		r.replyProbe(ctx, p.peer, p.collSeq, status, m.StuckOn)
+		return true
+	})
+}
+
+func (r *rankActor) replyProbe(ctx actor.Context, peer int, collSeq uint64, status collective.ProbeStatus, waiting []int) {
+	if l := r.links[peer]; l != nil {
+		ctx.Send(l, collective.ControlFrame(r.cfg.CommID, collSeq, collective.ControlProbeReply, collective.EncodeProbeReply(status, waiting)))
+	}
+}

@@ -1,0 +1,81 @@
+package rank
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors/collective"
+	"github.com/gocomms/gocomms/actors/link"
+	"github.com/gocomms/gocomms/commerr"
+)
+
+// A peer whose connection fails without saying goodbye has failed, and so
+// has the communicator: as with NCCL, every later operation fails (until
+// the communicator is rebuilt), instead of each one waiting out its
+// timeout for a rank that is gone or for a survivor that gave up. The rank
+// that sees the failure tells the others, so that ranks that do not talk
+// to the failed one directly stop too.
+
+// peerFailed handles the failure of the link to a peer.
+func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
+	r.rt.Logger.Debug("connection to peer failed", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", m.Peer, "err", m.Err)
+	if r.left[m.Peer] || r.closing || r.aborted != nil || r.broken != nil {
+		return
+	}
+	r.breakComm(ctx, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err), m.Peer)
+	payload := binary.LittleEndian.AppendUint32(nil, uint32(m.Peer))
+	for peer, l := range r.links {
+		if l != nil && peer != m.Peer && r.linkLive[peer] {
+			ctx.Send(l, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlPeerFailed, payload))
+		}
+	}
+}
+
+// peerReportedFailure handles a peer's word that a rank failed.
+func (r *rankActor) peerReportedFailure(ctx actor.Context, reporter int, payload []byte) {
+	if len(payload) != 4 || int(binary.LittleEndian.Uint32(payload)) >= r.cfg.Size {
+		r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", reporter)
+		return
+	}
+	if r.closing || r.aborted != nil || r.broken != nil {
+		return
+	}
+	failed := int(binary.LittleEndian.Uint32(payload))
+	r.breakComm(ctx, fmt.Errorf("%w: rank %d (reported by rank %d)", commerr.ErrPeerFailed, failed, reporter), failed)
+}
+
+// breakComm fails the running operation and every queued one, and every
+// later one, with err naming the failed rank.
+func (r *rankActor) breakComm(ctx actor.Context, err error, failed int) {
+	r.broken, r.brokenRanks = err, []int{failed}
+	if r.running != nil {
+		ctx.Send(r.runner, &collective.Fail{Err: err, Ranks: r.brokenRanks})
+	}
+	r.rejectQueued(err, r.brokenRanks)
+}
+
+// sayBye tells every peer that this rank is finalizing, so that they take
+// the end of its connections for what it is.
+func (r *rankActor) sayBye(ctx actor.Context) {
+	for peer, l := range r.links {
+		if l != nil && r.linkLive[peer] {
+			ctx.Send(l, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlBye, nil))
+		}
+	}
+}
+
+// peerLost fails the running operation that waits for a peer whose
+// connection ended: with the communicator's failure if it broke (the peer
+// may have left because of it), else naming the peer.
+func (r *rankActor) peerLost(ctx actor.Context, m *collective.PeerLost) {
+	if r.running == nil || r.running.Seq != m.Seq {
+		return
+	}
+	err, ranks := r.broken, r.brokenRanks
+	if err == nil {
+		err, ranks = fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err), []int{m.Peer}
+	}
+	ctx.Send(r.runner, &collective.Fail{Err: err, Ranks: ranks})
+}

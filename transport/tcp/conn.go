@@ -1,0 +1,135 @@
+package tcp
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gocomms/gocomms/transport"
+)
+
+// readBufferSize is the reader's buffer: one read system call takes in
+// many small frames, while payloads larger than it are read straight into
+// their own buffers.
+const readBufferSize = 64 << 10
+
+// conn is one end of a TCP connection that has passed the preface. Two
+// goroutines serve it: the writer's (writer.go) and the reader's (read),
+// which decodes frames and delivers them through the inbox.
+//
+// Teardown: Close makes Sends fail and has the local handler told; the
+// writer finishes the queue and sends FIN once no handler call is in
+// progress. The reader goes on reading, and discarding, until the peer's
+// FIN or the close timeout: closing a socket with unread bytes makes the
+// kernel send a reset, which would destroy our last frames still in
+// flight. Whichever way the connection ends, the reader stops the writer,
+// waits for it and closes the socket.
+type conn struct {
+	sock          *net.TCPConn
+	local, remote string
+	maxPayload    int
+	closeTimeout  time.Duration
+
+	w         *writer
+	in        inbox
+	fr        frameReader
+	closeOnce sync.Once
+	released  chan struct{} // closed once the socket is closed
+}
+
+var (
+	_ transport.Conn    = (*conn)(nil)
+	_ transport.Drainer = (*conn)(nil)
+)
+
+// newConn starts serving sock, whose preface exchange is complete.
+func newConn(sock *net.TCPConn, cfg *config) *conn {
+	c := &conn{
+		sock:         sock,
+		local:        sock.LocalAddr().String(),
+		remote:       sock.RemoteAddr().String(),
+		maxPayload:   cfg.maxPayload,
+		closeTimeout: cfg.closeTimeout,
+		w:            newWriter(sock),
+		released:     make(chan struct{}),
+		fr:           frameReader{r: bufio.NewReaderSize(sock, readBufferSize), max: uint32(cfg.maxPayload)},
+	}
+	go c.w.run(c.writeFailed)
+	go c.read()
+	return c
+}
+
+func (c *conn) LocalAddr() string  { return c.local }
+func (c *conn) RemoteAddr() string { return c.remote }
+
+func (c *conn) Send(f transport.Frame) error {
+	if len(f.Payload) > c.maxPayload {
+		transport.PutBuffer(f.Payload)
+		return fmt.Errorf("transport/tcp: send to peer %s: payload of %d bytes exceeds the limit of %d: %w",
+			c.remote, len(f.Payload), c.maxPayload, ErrTooLarge)
+	}
+	return c.w.send(f)
+}
+
+func (c *conn) Start(h transport.Handler) { c.in.start(h) }
+
+// Drained is closed once the socket is released: after Close, when every
+// frame sent before it was written and the peer has closed its end, which
+// it does on reading our FIN, after our last frame; or when the close
+// timeout or a failure gave up on them. Exiting earlier could lose frames
+// still in flight: a socket closed with unread bytes sends RST, which
+// discards what the kernel has not sent yet.
+func (c *conn) Drained() <-chan struct{} { return c.released }
+
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		err := c.ended("closed locally", nil)
+		c.w.stop(err)
+		// The FIN waits for the handler call in progress, if any, so that
+		// the peer learns of the close after the call that closed returns.
+		c.in.closeLocal(err, func() { c.w.finish(c.closeTimeout) })
+		c.sock.SetReadDeadline(time.Now().Add(c.closeTimeout))
+	})
+	return nil
+}
+
+// read is the reader goroutine: it delivers frames until the stream ends,
+// then reports the end and releases the socket.
+func (c *conn) read() {
+	var err error
+	for {
+		var f transport.Frame
+		if f, err = c.fr.next(); err != nil {
+			break
+		}
+		c.in.push(f)
+	}
+	if err == io.EOF {
+		err = c.ended("closed by the peer", nil)
+	} else {
+		err = c.ended("receive", err)
+	}
+	c.in.fail(c.w.fail(err)) // the first recorded end wins: a local close, a write error, or this
+	<-c.w.done
+	c.sock.Close()
+	close(c.released)
+}
+
+// writeFailed fails the connection on a write error. The reader then
+// delivers what has arrived, reads to the end and reports this error.
+func (c *conn) writeFailed(err error) {
+	c.w.fail(c.ended("send", err))
+	c.sock.CloseRead()
+}
+
+// ended describes the end of the connection, naming the peer; every such
+// error wraps transport.ErrClosed.
+func (c *conn) ended(what string, cause error) error {
+	if cause == nil {
+		return fmt.Errorf("transport/tcp: connection with peer %s (local %s): %s: %w", c.remote, c.local, what, transport.ErrClosed)
+	}
+	return fmt.Errorf("transport/tcp: connection with peer %s (local %s): %s: %w: %w", c.remote, c.local, what, cause, transport.ErrClosed)
+}

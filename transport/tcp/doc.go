@@ -1,0 +1,88 @@
+// Package tcp is the transport.Network over TCP sockets that carries frames
+// between ranks in different processes and machines. It owns the wire
+// format, the connection preface, socket options, and the two goroutines
+// that serve each connection; it passes the suite in transporttest.
+//
+// Start reading at New and Network in network.go, then conn.go. A
+// connection is one TCP stream per Dial, served by:
+//
+//	Send (checksum, header) -> queue -> writer goroutine: vectored writes of
+//	                           headers and payloads, payloads back to the pool
+//	socket -> reader goroutine: header, payload into a pooled buffer,
+//	                            checksum -> inbox -> Handler, in order
+//
+// Send checksums the payload in the caller's goroutine, where it was
+// usually just written, and only queues it, so it never waits for the
+// network or the peer. The reader delivers straight to the handler once
+// Start is called; frames that arrive earlier wait in the inbox and Start
+// delivers them first. Handler calls are never made under a lock, so a
+// handler may Send or Close.
+//
+// # Wire format
+//
+// All integers are little-endian. A dialer opens with a preface of 20
+// bytes followed by its hello:
+//
+//	offset size field
+//	0      8    magic "GOCOMMS\x00"
+//	8      2    version, 1
+//	10     2    flags, 0 (reserved)
+//	12     4    hello length, at most transport.MaxHello
+//	16     4    CRC32C of bytes 0..15 followed by the hello
+//	20     n    hello
+//
+// The acceptor answers with 12 bytes before any frame flows:
+//
+//	0      8    magic "GOCOMMS\x00"
+//	8      2    the acceptor's version
+//	10     2    status: 0 accepted, 1 unsupported version
+//
+// A listener hangs up without an answer on a preface that is not a
+// gocomms one, so a dialer learns at once that it reached something else.
+// Then each side sends frames, each a 44-byte header and the payload:
+//
+//	0      1    Kind
+//	1      3    reserved, 0
+//	4      4    Tag
+//	8      8    Comm
+//	16     8    Seq
+//	24     8    Sig
+//	32     4    payload length n, at most the configured maximum (1 GiB)
+//	36     4    CRC32C of the payload
+//	40     4    CRC32C of header bytes 0..39
+//	44     n    payload
+//
+// CRC32C is the Castagnoli polynomial, as hash/crc32 computes it with the
+// CPU's instructions. The header has its own checksum so that a corrupted
+// length is never believed. A frame that fails a check is never
+// delivered: it ends the connection with an error naming the peer and the
+// frame. So does a frame that announces a payload over the maximum, before
+// anything is allocated for it.
+//
+// # Ends
+//
+// Every error a handler or a failed Send sees wraps transport.ErrClosed,
+// and names the peer's address; checks that fail add ErrChecksum,
+// ErrProtocol or ErrTooLarge. Close makes Sends fail at once, lets the
+// writer finish what was queued before it and send FIN, and tells the
+// local handler; the peer's handler gets every frame sent before the
+// close, then its error. The socket is released once the peer has closed
+// its end too, or after the close timeout; connections implement
+// transport.Drainer, whose channel says when, so that a process can wait
+// for its last frames before it exits.
+//
+// # Addresses
+//
+// Listen("") binds every interface (or the WithListenHost host) on a port
+// the kernel picks (or the first free one of WithPortRange). Listener.Addr
+// is what peers should dial: a listener bound to every interface reports
+// the WithAdvertiseHost host, by default the first IPv4 address of an up,
+// non-loopback interface, else 127.0.0.1. A Dial to a port where nothing
+// listens fails at once with transport.ErrRefused; retrying is the
+// caller's business, on its own clock.
+//
+// This package must not interpret headers, know about collectives or
+// communicators, log, or retry; heartbeats and reconnection belong to the
+// link actor. One TCP stream per connection is all it does: striping a
+// connection over several streams for bandwidth is future work.
+package tcp

@@ -1,0 +1,112 @@
+package tcp
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/gocomms/gocomms/transport"
+)
+
+// headerLen is the size of a frame header on the wire; see doc.go for the
+// layout.
+const headerLen = 44
+
+// castagnoli selects CRC32C; hash/crc32 computes it with the CPU's CRC
+// instructions where there are some. The table is written once, here, and
+// only read afterwards.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// putHeader encodes h, the payload length n and the payload's CRC32C sum
+// into b, which must be headerLen bytes long, and seals them with the
+// header's own CRC32C.
+func putHeader(b []byte, h transport.Header, n int, sum uint32) {
+	_ = b[headerLen-1]
+	b[0] = byte(h.Kind)
+	b[1], b[2], b[3] = 0, 0, 0
+	binary.LittleEndian.PutUint32(b[4:], h.Tag)
+	binary.LittleEndian.PutUint64(b[8:], h.Comm)
+	binary.LittleEndian.PutUint64(b[16:], h.Seq)
+	binary.LittleEndian.PutUint64(b[24:], h.Sig)
+	binary.LittleEndian.PutUint32(b[32:], uint32(n))
+	binary.LittleEndian.PutUint32(b[36:], sum)
+	binary.LittleEndian.PutUint32(b[40:], crc32.Checksum(b[:40], castagnoli))
+}
+
+// parseHeader decodes a header encoded by putHeader. It checks the
+// header's CRC32C first, so that a corrupted length is never believed.
+func parseHeader(b *[headerLen]byte) (h transport.Header, n, sum uint32, err error) {
+	if got, want := crc32.Checksum(b[:40], castagnoli), binary.LittleEndian.Uint32(b[40:]); got != want {
+		return h, 0, 0, fmt.Errorf("header CRC32C %#08x, header says %#08x: %w", got, want, ErrChecksum)
+	}
+	if b[1]|b[2]|b[3] != 0 {
+		return h, 0, 0, fmt.Errorf("reserved header bytes %x are not zero: %w", b[1:4], ErrProtocol)
+	}
+	h = transport.Header{
+		Kind: transport.Kind(b[0]),
+		Tag:  binary.LittleEndian.Uint32(b[4:]),
+		Comm: binary.LittleEndian.Uint64(b[8:]),
+		Seq:  binary.LittleEndian.Uint64(b[16:]),
+		Sig:  binary.LittleEndian.Uint64(b[24:]),
+	}
+	return h, binary.LittleEndian.Uint32(b[32:]), binary.LittleEndian.Uint32(b[36:]), nil
+}
+
+// frameReader decodes frames from a byte stream into pooled payloads.
+type frameReader struct {
+	r      *bufio.Reader
+	max    uint32 // largest payload believed; a larger one fails unallocated
+	frames uint64 // frames decoded so far, to name a bad one
+	hdr    [headerLen]byte
+}
+
+// next returns the next frame. It returns io.EOF only when the stream ends
+// cleanly between frames; a stream cut inside a frame is an error wrapping
+// io.ErrUnexpectedEOF.
+func (fr *frameReader) next() (transport.Frame, error) {
+	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return transport.Frame{}, fmt.Errorf("frame %d: header cut short: %w", fr.frames, err)
+		}
+		return transport.Frame{}, err // io.EOF stays bare: a clean end
+	}
+	h, n, sum, err := parseHeader(&fr.hdr)
+	if err != nil {
+		return transport.Frame{}, fmt.Errorf("frame %d: %w", fr.frames, err)
+	}
+	if n > fr.max {
+		return transport.Frame{}, fmt.Errorf("frame %d (comm %d, seq %d): payload of %d bytes exceeds the limit of %d: %w",
+			fr.frames, h.Comm, h.Seq, n, fr.max, ErrTooLarge)
+	}
+	p := transport.GetBuffer(int(n))
+	// Checksum each piece as it arrives, while it is in cache.
+	var crc uint32
+	for off := 0; off < len(p); {
+		k, err := fr.r.Read(p[off:])
+		crc = crc32.Update(crc, castagnoli, p[off:off+k])
+		off += k
+		if err != nil && off < len(p) {
+			transport.PutBuffer(p)
+			return transport.Frame{}, fmt.Errorf("frame %d (comm %d, seq %d): payload cut short after %d of %d bytes: %w",
+				fr.frames, h.Comm, h.Seq, off, n, unexpected(err))
+		}
+	}
+	if crc != sum {
+		transport.PutBuffer(p)
+		return transport.Frame{}, fmt.Errorf("frame %d (comm %d, seq %d): payload CRC32C %#08x, header says %#08x: %w",
+			fr.frames, h.Comm, h.Seq, crc, sum, ErrChecksum)
+	}
+	fr.frames++
+	return transport.Frame{Header: h, Payload: p}, nil
+}
+
+// unexpected turns a clean end of stream inside a frame into
+// io.ErrUnexpectedEOF.
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}

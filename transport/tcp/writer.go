@@ -1,0 +1,179 @@
+package tcp
+
+import (
+	"hash/crc32"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gocomms/gocomms/transport"
+)
+
+// maxFramesPerWrite bounds one vectored write to Linux's IOV_MAX of 1024
+// iovecs: a header and a payload per frame.
+const maxFramesPerWrite = 512
+
+// outFrame is a frame encoded for the wire but for its payload, which is
+// written from where the sender left it.
+type outFrame struct {
+	hdr     [headerLen]byte
+	payload []byte
+}
+
+// writer owns a connection's write side. Send encodes the header and
+// checksums the payload in the caller's goroutine, where the payload was
+// usually just written and is in cache, then appends to the queue, so it
+// never waits for the network or the peer. One goroutine takes everything
+// queued and writes it with vectored writes, headers and payloads side by
+// side without copying, then returns the payloads to the pool.
+type writer struct {
+	sock *net.TCPConn
+
+	mu      sync.Mutex
+	wake    sync.Cond // signalled when the queue fills or closing or abort is set
+	queue   []outFrame
+	err     error // non-nil once Sends must fail
+	closing bool  // closed locally: write what is queued, then send FIN
+	abort   bool  // failed: drop what is queued and stop
+
+	done chan struct{} // closed when run returns
+
+	// Owned by the goroutine in run.
+	batch []outFrame
+	iov   net.Buffers // the write being built
+	out   net.Buffers // what is left of it to write; a field, so as not to escape
+}
+
+func newWriter(sock *net.TCPConn) *writer {
+	w := &writer{sock: sock, done: make(chan struct{})}
+	w.wake.L = &w.mu
+	return w
+}
+
+// send queues f, or returns the error that ended the connection.
+func (w *writer) send(f transport.Frame) error {
+	sum := crc32.Checksum(f.Payload, castagnoli) // before the lock: it takes time
+	w.mu.Lock()
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		transport.PutBuffer(f.Payload)
+		return err
+	}
+	// Encoded in place: a header built on the stack would escape, through
+	// the checksum, into an allocation per frame.
+	w.queue = append(w.queue, outFrame{payload: f.Payload})
+	putHeader(w.queue[len(w.queue)-1].hdr[:], f.Header, len(f.Payload), sum)
+	if len(w.queue) == 1 {
+		w.wake.Signal() // run waits only for an empty queue to fill
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+// stop makes Sends fail with err, unless an error is already recorded.
+// What is queued is still written.
+func (w *writer) stop(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+}
+
+// finish has run send FIN once the queue is written, and bounds the
+// writing left by timeout. Call it after stop.
+func (w *writer) finish(timeout time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closing {
+		w.closing = true
+		w.sock.SetWriteDeadline(time.Now().Add(timeout))
+		w.wake.Signal()
+	}
+}
+
+// fail makes Sends fail with err, unless an error is already recorded, and
+// stops run, cutting short a write in progress. It returns the error
+// recorded first, which is the one that ended the connection.
+func (w *writer) fail(err error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+	if !w.abort {
+		w.abort = true
+		w.sock.SetWriteDeadline(aLongTimeAgo)
+		w.wake.Signal()
+	}
+	return w.err
+}
+
+// run writes queued frames until the connection is closed or fails. A
+// write error fails the connection through onError.
+func (w *writer) run(onError func(error)) {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && !w.closing && !w.abort {
+			w.wake.Wait()
+		}
+		if w.abort {
+			dropped := w.queue
+			w.queue = nil
+			w.mu.Unlock()
+			release(dropped)
+			return
+		}
+		if len(w.queue) == 0 { // flushed after Close
+			w.mu.Unlock()
+			w.sock.CloseWrite()
+			return
+		}
+		w.batch, w.queue = w.queue, w.batch[:0]
+		w.mu.Unlock()
+
+		err := w.write(w.batch)
+		release(w.batch)
+		if err != nil {
+			onError(err)
+		}
+	}
+}
+
+// write sends frames with as few vectored writes as IOV_MAX allows.
+func (w *writer) write(frames []outFrame) error {
+	for len(frames) > 0 {
+		n := min(len(frames), maxFramesPerWrite)
+		for i := range frames[:n] {
+			o := &frames[i]
+			w.iov = append(w.iov, o.hdr[:])
+			if len(o.payload) > 0 {
+				w.iov = append(w.iov, o.payload)
+			}
+		}
+		w.out = w.iov
+		_, err := w.out.WriteTo(w.sock)
+		clear(w.iov) // drop references to payloads that go back to the pool
+		w.iov = w.iov[:0]
+		if err != nil {
+			return err
+		}
+		frames = frames[n:]
+	}
+	return nil
+}
+
+// release returns written or dropped payloads to the pool and clears
+// frames for reuse.
+func release(frames []outFrame) {
+	for i := range frames {
+		transport.PutBuffer(frames[i].payload)
+	}
+	clear(frames)
+}
+
+// aLongTimeAgo is a deadline that has passed: setting it interrupts a
+// blocked read or write at once.
+var aLongTimeAgo = time.Unix(1, 0)
