@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -195,4 +196,23 @@ func demo(ctx context.Context, n int, logger *slog.Logger, out io.Writer) error 
 	}
 	fmt.Fprintf(out, "all %d operations correct on %d ranks\n", len(ops), n)
 	return nil
+}
+
+// demoCommand runs `commnode demo`.
+func demoCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ranks := fs.Int("ranks", 4, "in-process ranks")
+	timeout := fs.Duration("timeout", time.Minute, "bound on the whole demo")
+	verbose := fs.Bool("v", false, "log engine events to stderr")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	if err := demo(ctx, *ranks, newLogger(stderr, *verbose), stdout); err != nil {
+		fmt.Fprintln(stderr, "commnode demo:", err)
+		return 1
+	}
+	return 0
 }

@@ -1,50 +1,51 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"time"
-
-	"github.com/lmittmann/tint"
 )
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// A command takes its arguments and output streams and returns the exit
+// status: 0 success, 1 failure, 2 usage error.
+type command struct {
+	name, summary string
+	run           func(args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"demo", "run every collective on local ranks and check the results", demoCommand},
+		{"launch", "start N local ranks of a command, torchrun style", launchCommand},
+		{"verify", "check every collective, dtype, op and count against a reference", verifyCommand},
+		{"bench", "time collectives and check their results, as nccl-tests", benchCommand},
+		{"info", "show this host, its interfaces and the transports a rank would use", infoCommand},
+		{"store", "serve a TCPStore (PyTorch-compatible) until interrupted", storeCommand},
+	}
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: commnode demo [-ranks N]")
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "help" {
+		usage(stderr)
 		return 2
 	}
-	switch args[0] {
-	case "demo":
-		fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		ranks := fs.Int("ranks", 4, "in-process ranks")
-		timeout := fs.Duration("timeout", time.Minute, "bound on the whole demo")
-		verbose := fs.Bool("v", false, "log engine events to stderr")
-		if err := fs.Parse(args[1:]); err != nil {
-			return 2
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
 		}
-		level := slog.LevelWarn
-		if *verbose {
-			level = slog.LevelDebug
-		}
-		logger := slog.New(tint.NewHandler(stderr, &tint.Options{Level: level}))
-		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		defer cancel()
-		if err := demo(ctx, *ranks, logger, stdout); err != nil {
-			fmt.Fprintln(stderr, "commnode demo:", err)
-			return 1
-		}
-		return 0
-	default:
-		fmt.Fprintf(stderr, "commnode: unknown command %q\n", args[0])
-		return 2
+	}
+	fmt.Fprintf(stderr, "commnode: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: commnode COMMAND [flags]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 }

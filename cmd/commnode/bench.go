@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/cmd/commnode/internal/bench"
+	"github.com/gocomms/gocomms/tensor"
+)
+
+const benchUsage = "usage: commnode bench [-local N] [-b MIN] [-e MAX] [-f F] [--op OP] [--dtype T] [--redop R] [--root R] [-n N] [-w N] [-c 0|1] [--json] [--algo A] [-timeout D] [-v] [-comm NAME]"
+
+// benchCommand runs `commnode bench`, nccl-tests for gocomms: as one rank
+// of a job, or as -local N in-process ranks. Rank 0 prints the table (or
+// JSON lines). It exits 0 if every op ran and every checked element was
+// right, 1 otherwise, 2 on a usage error.
+func benchCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, benchUsage)
+		fs.PrintDefaults()
+	}
+	var job jobFlags
+	job.register(fs)
+	cfg := bench.DefaultConfig()
+	fs.Var(bytesFlag{&cfg.MinBytes}, "b", "smallest size in `bytes`; suffix K, M or G for powers of 1024")
+	fs.Var(bytesFlag{&cfg.MaxBytes}, "e", "largest size in `bytes`; suffix K, M or G for powers of 1024")
+	fs.Int64Var(&cfg.Factor, "f", cfg.Factor, "multiplication factor between sizes")
+	op := fs.String("op", "all_reduce", "collective: all_reduce, reduce, broadcast, all_gather, reduce_scatter, all_to_all, gather, scatter, barrier, send_recv, or all")
+	dtype := fs.String("dtype", cfg.DType.String(), "element type: any gocomms dtype name")
+	redop := fs.String("redop", "sum", "reduction: sum, prod, min, max, avg, band, bor, bxor")
+	fs.IntVar(&cfg.Root, "root", cfg.Root, "root rank of reduce, broadcast, gather and scatter")
+	fs.IntVar(&cfg.Iters, "n", cfg.Iters, "timed iterations per size")
+	fs.IntVar(&cfg.Warmup, "w", cfg.Warmup, "warm-up iterations per size")
+	check := fs.Int("c", 1, "check results: 1 counts wrong elements after the timed loop, 0 skips it")
+	jsonOut := fs.Bool("json", false, "print one JSON object per size instead of the table")
+	fs.StringVar(&cfg.Algorithm, "algo", "", "algorithm hint for the ops that have it (default: gocomms chooses)")
+	local := fs.Int("local", 0, "run N ranks in this process instead of joining a job")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	usage := func(err error) int {
+		fmt.Fprintf(stderr, "commnode bench: %v\n%s\n", err, benchUsage)
+		return 2
+	}
+	var errs []error
+	var err error
+	if cfg.Ops, err = bench.ParseOps(*op); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.DType, err = tensor.ParseDType(*dtype); err != nil {
+		errs = append(errs, fmt.Errorf("unknown dtype %q", *dtype))
+	}
+	if cfg.RedOp, err = bench.ParseRedOp(*redop); err != nil {
+		errs = append(errs, err)
+	}
+	if *check != 0 && *check != 1 {
+		errs = append(errs, errors.New("-c must be 0 or 1"))
+	}
+	cfg.Check = *check == 1
+	if *local < 0 {
+		errs = append(errs, errors.New("-local must not be negative"))
+	}
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if len(errs) > 0 {
+		return usage(errors.Join(errs...))
+	}
+	if err := cfg.Validate(); err != nil {
+		return usage(err)
+	}
+	if *local > 0 {
+		if err := cfg.ValidateRanks(*local); err != nil {
+			return usage(err)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	progress := newProgressLine(stderr, job.verbose)
+	var wrong int64
+	rank := func(ctx context.Context, c *gocomms.Comm) error {
+		rcfg := cfg
+		report := func(bench.Result) error { return nil }
+		finish := func() error { return nil }
+		if c.Rank() == 0 {
+			rcfg.Progress = progress.step
+			add := func(r bench.Result) error { return bench.WriteJSON(stdout, r) }
+			if !*jsonOut {
+				host, err := os.Hostname()
+				if err != nil {
+					host = "(unknown)"
+				}
+				t := bench.NewTable(stdout, bench.Header{Version: bench.Version(), Host: host, Ranks: c.Size(), Config: cfg})
+				add, finish = t.Add, t.Close
+			}
+			report = func(r bench.Result) error {
+				progress.clear()
+				return add(r)
+			}
+			defer progress.clear()
+		}
+		w, err := bench.Run(ctx, c, rcfg, report)
+		if err != nil {
+			c.Abort(err)
+			return err
+		}
+		if c.Rank() == 0 {
+			wrong = w // the same on every rank
+		}
+		return finish()
+	}
+
+	if *local > 0 {
+		err = gocomms.RunLocal(ctx, *local, rank,
+			gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
+	} else {
+		err = joinAndRun(ctx, &job, stderr, &cfg, rank)
+	}
+	var bad badRanks
+	switch {
+	case errors.As(err, &bad):
+		return usage(bad.err)
+	case err != nil:
+		fmt.Fprintln(stderr, "commnode bench:", err)
+		return 1
+	case wrong > 0:
+		fmt.Fprintf(stderr, "commnode bench: %d wrong elements\n", wrong)
+		return 1
+	}
+	return 0
+}
+
+// badRanks is a configuration that does not fit the job it joined.
+type badRanks struct{ err error }
+
+func (b badRanks) Error() string { return b.err.Error() }
+
+// joinAndRun joins the launcher's job as one rank, runs fn on it and
+// finalizes the communicator.
+func joinAndRun(ctx context.Context, job *jobFlags, stderr io.Writer, cfg *bench.Config, fn func(context.Context, *gocomms.Comm) error) error {
+	c, err := job.join(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	if err = cfg.ValidateRanks(c.Size()); err != nil {
+		err = badRanks{err}
+	} else {
+		err = fn(ctx, c)
+	}
+	// Finalize even when ctx was cancelled, so that peers see this rank
+	// leave; the timeout bounds it.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), job.timeout)
+	defer cancel()
+	if ferr := c.Finalize(fctx); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// bytesFlag is a size flag in nccl-tests' syntax.
+type bytesFlag struct{ v *int64 }
+
+func (f bytesFlag) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return strconv.FormatInt(*f.v, 10)
+}
+
+func (f bytesFlag) Set(s string) error {
+	n, err := bench.ParseBytes(s)
+	if err == nil {
+		*f.v = n
+	}
+	return err
+}
+
+// progressLine shows which size a sweep is running on stderr: one line
+// redrawn in place on a terminal, a line per size with -v, nothing
+// otherwise (a log file wants rows, not progress).
+type progressLine struct {
+	w       io.Writer
+	term    bool
+	verbose bool
+	shown   bool // a redrawn line is on the terminal
+}
+
+func newProgressLine(w io.Writer, verbose bool) *progressLine {
+	f, ok := w.(*os.File)
+	return &progressLine{w: w, term: ok && isTerminal(f), verbose: verbose}
+}
+
+func (p *progressLine) step(s bench.Step) {
+	msg := fmt.Sprintf("commnode bench: [%d/%d] %v %s", s.Index, s.Total, s.Op, humanBytes(s.Bytes))
+	switch {
+	case p.term:
+		fmt.Fprintf(p.w, "\r\033[K%s", msg)
+		p.shown = true
+	case p.verbose:
+		fmt.Fprintf(p.w, "%s  %s\n", time.Now().Format(time.TimeOnly), msg)
+	}
+}
+
+// clear erases the redrawn line before rows reach the same terminal.
+func (p *progressLine) clear() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
+}
+
+func humanBytes(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}

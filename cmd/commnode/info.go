@@ -1,0 +1,85 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/store/bootstrap"
+)
+
+// infoCommand runs `commnode info`: what this host offers and what a rank
+// started here would use.
+func infoCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("info", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	host, _ := os.Hostname()
+	fmt.Fprintf(w, "host\t%s (%s/%s, %d CPUs)\n", host, runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	if id, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		fmt.Fprintf(w, "boot id\t%s\n", strings.TrimSpace(string(id)))
+	}
+	fmt.Fprintf(w, "backends\t%s\n", strings.Join(gocomms.Backends(), ", "))
+	for _, line := range interfaces() {
+		fmt.Fprintf(w, "interface\t%s\n", line)
+	}
+	fmt.Fprintf(w, "shared memory\t%s\n", sharedMemory("/dev/shm"))
+	if env, err := bootstrap.FromEnv(os.LookupEnv); err == nil {
+		fmt.Fprintf(w, "rank\t%d of %d (from %s variables)\n", env.Rank, env.Size, env.Source)
+		who := "rank 0 hosts it"
+		if env.AgentStore {
+			who = "the launcher hosts it"
+		}
+		fmt.Fprintf(w, "store\t%s (%s)\n", env.StoreAddr, who)
+	} else {
+		fmt.Fprintf(w, "rank\tnone: %v\n", err)
+	}
+	if v, ok := os.LookupEnv("GOCOMMS_PORT_RANGE"); ok {
+		fmt.Fprintf(w, "port range\t%s\n", v)
+	}
+	fmt.Fprintf(w, "transports\ttcp to every peer; in-process within one process (RunLocal)\n")
+	if err := w.Flush(); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// interfaces lists the up interfaces with their addresses.
+func interfaces() []string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return []string{"unknown: " + err.Error()}
+	}
+	var lines []string
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		strs := make([]string, len(addrs))
+		for i, a := range addrs {
+			strs[i] = a.String()
+		}
+		lines = append(lines, fmt.Sprintf("%s mtu %d %s", ifc.Name, ifc.MTU, strings.Join(strs, " ")))
+	}
+	return lines
+}
+
+func sharedMemory(dir string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return "unavailable: " + err.Error()
+	}
+	gib := func(blocks uint64) float64 { return float64(blocks) * float64(st.Bsize) / (1 << 30) }
+	return fmt.Sprintf("%s: %.1f GiB, %.1f GiB free", dir, gib(st.Blocks), gib(st.Bavail))
+}

@@ -1,0 +1,315 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/tensor"
+)
+
+// Run times cfg's sweep on c: for each op and size, Warmup ops, a barrier,
+// then Iters ops issued back to back and waited for together, as
+// nccl-tests does on a stream. Each rank's time per op is its elapsed time
+// over Iters; a row reports the largest over ranks. With Check, one more
+// op per size runs on patterned inputs after the timed ones and each rank
+// counts the elements it holds that differ from a reference computed
+// locally; a row reports the sum over ranks.
+//
+// Run calls report with each row on every rank (rows are reduced across
+// ranks, so all ranks see the same) and returns the wrong elements over all
+// rows. Buffers are allocated once, for the largest size; the timed loop
+// allocates nothing of its own.
+func Run(ctx context.Context, c *gocomms.Comm, cfg Config, report func(Result) error) (wrong int64, err error) {
+	if err := cfg.Validate(); err != nil {
+		return 0, err
+	}
+	if err := cfg.ValidateRanks(c.Size()); err != nil {
+		return 0, err
+	}
+	b := newBench(c, cfg)
+	sizes := cfg.sizes()
+	total := 0
+	for _, o := range cfg.Ops {
+		switch {
+		case !runs(o, b.ranks):
+		case o == Barrier:
+			total++
+		default:
+			total += len(sizes)
+		}
+	}
+	step := 0
+	for _, o := range cfg.Ops {
+		if !runs(o, b.ranks) {
+			continue
+		}
+		opSizes := sizes
+		if o == Barrier {
+			opSizes = []int64{0} // nothing moves: one row
+		}
+		for _, size := range opSizes {
+			step++
+			if cfg.Progress != nil {
+				cfg.Progress(Step{Op: o, Bytes: size, Index: step, Total: total})
+			}
+			res, err := b.row(ctx, o, size)
+			if err != nil {
+				return wrong, fmt.Errorf("%v of %d bytes: %w", o, size, err)
+			}
+			wrong += res.Wrong
+			if err := report(res); err != nil {
+				return wrong, err
+			}
+		}
+	}
+	return wrong, nil
+}
+
+// bench is one rank's state for a sweep.
+type bench struct {
+	c           *gocomms.Comm
+	cfg         Config
+	rank, ranks int
+	elemSize    int
+	send, recv  []byte          // the largest size's buffers, viewed per size
+	works       []*gocomms.Work // the Works of one loop
+	secs        []float64       // this rank's time per op, then the max over ranks
+	wrong       []int64         // this rank's wrong elements, then the sum over ranks
+	secsT       *gocomms.Tensor
+	wrongT      *gocomms.Tensor
+	chk         *checker // with Check
+}
+
+func newBench(c *gocomms.Comm, cfg Config) *bench {
+	es := cfg.DType.Size()
+	b := &bench{
+		c: c, cfg: cfg, rank: c.Rank(), ranks: c.Size(), elemSize: es,
+		works: make([]*gocomms.Work, max(cfg.Iters, cfg.Warmup)),
+		secs:  make([]float64, 1), wrong: make([]int64, 1),
+	}
+	b.secsT, b.wrongT = gocomms.FromSlice(b.secs), gocomms.FromSlice(b.wrong)
+	if cfg.Check {
+		b.chk = newChecker(cfg.DType, cfg.RedOp, b.ranks)
+	}
+	n := int(cfg.MaxBytes) / es * es
+	if slices.ContainsFunc(cfg.Ops, func(o Op) bool { return o != Barrier }) {
+		b.send = make([]byte, n)
+	}
+	inPlace := func(o Op) bool { return o == AllReduce || o == Reduce || o == Broadcast || o == Barrier }
+	if slices.ContainsFunc(cfg.Ops, func(o Op) bool { return !inPlace(o) }) {
+		b.recv = make([]byte, n)
+	}
+	return b
+}
+
+// row times and checks o on a buffer of size bytes.
+func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
+	es, p := b.elemSize, b.ranks
+	sendN, recvN, n := o.Counts(int(size)/es, p)
+	pl, err := b.plan(o, sendN, recvN, n)
+	if err != nil {
+		return Result{}, err
+	}
+	sec, err := b.time(ctx, pl.issue)
+	if err != nil {
+		return Result{}, err
+	}
+	var wrong int64
+	checked := b.cfg.Check && o != Barrier
+	if checked {
+		b.chk.pat = newPattern(b.cfg.DType, b.cfg.RedOp, o.Reduces(), p)
+		for _, f := range pl.fills {
+			b.chk.pat.fill(f.buf, f.src, f.off)
+		}
+		if err := pl.issue().Wait(ctx); err != nil {
+			return Result{}, err
+		}
+		for _, rg := range pl.checks {
+			wrong += b.chk.wrong(rg)
+		}
+	}
+	b.secs[0], b.wrong[0] = sec, wrong
+	if err := b.c.AllReduce(ctx, b.secsT, gocomms.Max); err != nil {
+		return Result{}, err
+	}
+	if err := b.c.AllReduce(ctx, b.wrongT, gocomms.Sum); err != nil {
+		return Result{}, err
+	}
+	sec, wrong = b.secs[0], b.wrong[0]
+
+	res := Result{
+		Op: o, Ranks: p, Bytes: int64(max(sendN, recvN) * es), Count: int64(n),
+		DType: b.cfg.DType.String(), RedOp: "none", Root: -1,
+		TimeUS: sec * 1e6, Checked: checked, Wrong: wrong,
+	}
+	if o == Barrier {
+		res.DType = "none"
+	}
+	if o.Reduces() {
+		res.RedOp = redOpName(b.cfg.RedOp)
+	}
+	if o.Rooted() {
+		res.Root = b.cfg.Root
+	}
+	if sec > 0 {
+		res.AlgBW = float64(res.Bytes) / sec / 1e9
+		res.BusBW = res.AlgBW * o.BusFactor(p)
+	}
+	return res, nil
+}
+
+// time runs the warm-ups, then the timed ops, and returns this rank's
+// seconds per op.
+func (b *bench) time(ctx context.Context, issue func() *gocomms.Work) (float64, error) {
+	if err := b.loop(ctx, issue, b.cfg.Warmup); err != nil {
+		return 0, err
+	}
+	// Ranks start the clock together, as nccl-tests' barrier before each
+	// size; nothing synchronises them between timed ops.
+	if err := b.c.Barrier(ctx); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	err := b.loop(ctx, issue, b.cfg.Iters)
+	return time.Since(start).Seconds() / float64(b.cfg.Iters), err
+}
+
+// loop issues n ops back to back, then waits for all of them. Ops of a
+// communicator run one at a time in issue order, so this is nccl-tests'
+// launches on one stream followed by one synchronisation.
+func (b *bench) loop(ctx context.Context, issue func() *gocomms.Work, n int) error {
+	works := b.works[:n]
+	for i := range works {
+		works[i] = issue()
+	}
+	var first error
+	for i, w := range works {
+		if err := w.Wait(ctx); err != nil && first == nil {
+			first = err
+		}
+		works[i] = nil
+	}
+	return first
+}
+
+// A plan is one size of one op on this rank.
+type plan struct {
+	issue  func() *gocomms.Work
+	fills  []region // inputs, and outputs poisoned, before the checked op
+	checks []region // what the checked op must leave
+}
+
+// plan lays o out on the buffers: sendN elements in, recvN out, n per rank
+// where the op splits its buffer among ranks (nccl-tests' paramcount).
+func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
+	c, r, p, root, es := b.c, b.rank, b.ranks, b.cfg.Root, b.elemSize
+	op, dt := b.cfg.RedOp, b.cfg.DType
+	var opts []gocomms.CallOption
+	if b.cfg.hasAlgorithm(o) {
+		opts = []gocomms.CallOption{gocomms.OpHints(map[string]string{gocomms.HintAlgorithm: b.cfg.Algorithm})}
+	}
+	in := b.send[:sendN*es]
+	var out []byte
+	if b.recv != nil {
+		out = b.recv[:recvN*es]
+	}
+	block := func(buf []byte, q int) []byte { return buf[q*n*es : (q+1)*n*es] }
+	// Outputs start as the pattern of a rank that does not exist, so that
+	// an element the op failed to write differs from its reference (unless
+	// the patterns agree there by chance, as bool's two values often do).
+	poisoned := region{out, p, 0}
+	v := views{dt: dt}
+	var pl plan
+	switch o {
+	case AllReduce:
+		t := v.of(in)
+		pl.issue = func() *gocomms.Work { return c.AllReduceAsync(t, op, opts...) }
+		pl.fills = []region{{in, r, 0}}
+		pl.checks = []region{{in, reduced, 0}}
+	case Reduce:
+		t := v.of(in)
+		pl.issue = func() *gocomms.Work { return c.ReduceAsync(t, root, op, opts...) }
+		pl.fills = []region{{in, r, 0}}
+		want := r // other ranks' tensors are inputs only: unchanged
+		if r == root {
+			want = reduced
+		}
+		pl.checks = []region{{in, want, 0}}
+	case Broadcast:
+		t := v.of(in)
+		pl.issue = func() *gocomms.Work { return c.BroadcastAsync(t, root, opts...) }
+		pl.fills = []region{{in, r, 0}}
+		pl.checks = []region{{in, root, 0}}
+	case AllGather:
+		ti, to := v.of(in), v.of(out)
+		pl.issue = func() *gocomms.Work { return c.AllGatherSingleAsync(to, ti, opts...) }
+		pl.fills = []region{{in, r, 0}, poisoned}
+		for q := range p {
+			pl.checks = append(pl.checks, region{block(out, q), q, 0})
+		}
+	case ReduceScatter:
+		ti, to := v.of(in), v.of(out)
+		pl.issue = func() *gocomms.Work { return c.ReduceScatterSingleAsync(to, ti, op, opts...) }
+		pl.fills = []region{{in, r, 0}, poisoned}
+		pl.checks = []region{{out, reduced, r * n}}
+	case AllToAll:
+		ti, to := v.of(in), v.of(out)
+		pl.issue = func() *gocomms.Work { return c.AllToAllSingleAsync(to, ti, opts...) }
+		pl.fills = []region{{in, r, 0}, poisoned}
+		for q := range p {
+			pl.checks = append(pl.checks, region{block(out, q), q, r * n})
+		}
+	case Gather:
+		ti := v.of(in)
+		var outs []*gocomms.Tensor // read on root only
+		pl.fills = []region{{in, r, 0}}
+		if r == root {
+			pl.fills = append(pl.fills, poisoned)
+			for q := range p {
+				outs = append(outs, v.of(block(out, q)))
+				pl.checks = append(pl.checks, region{block(out, q), q, 0})
+			}
+		}
+		pl.issue = func() *gocomms.Work { return c.GatherAsync(outs, ti, root, opts...) }
+	case Scatter:
+		to := v.of(out)
+		var ins []*gocomms.Tensor // read on root only
+		pl.fills = []region{poisoned}
+		if r == root {
+			pl.fills = append(pl.fills, region{in, root, 0})
+			for q := range p {
+				ins = append(ins, v.of(block(in, q)))
+			}
+		}
+		pl.checks = []region{{out, root, r * n}}
+		pl.issue = func() *gocomms.Work { return c.ScatterAsync(to, ins, root, opts...) }
+	case SendRecv:
+		prev := (r + p - 1) % p
+		batch := c.NewBatch().Send(v.of(in), (r+1)%p).Recv(v.of(out), prev)
+		pl.issue = func() *gocomms.Work { return batch.IssueAsync(opts...) }
+		pl.fills = []region{{in, r, 0}, poisoned}
+		pl.checks = []region{{out, prev, 0}}
+	case Barrier:
+		pl.issue = func() *gocomms.Work { return c.BarrierAsync(opts...) }
+	default:
+		return plan{}, fmt.Errorf("invalid op %v", o)
+	}
+	return pl, v.err
+}
+
+// views makes tensors over byte slices, keeping the first error.
+type views struct {
+	dt  gocomms.DType
+	err error
+}
+
+func (v *views) of(b []byte) *gocomms.Tensor {
+	t, err := tensor.FromBytes(v.dt, b)
+	if err != nil && v.err == nil {
+		v.err = err
+	}
+	return t
+}

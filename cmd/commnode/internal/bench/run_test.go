@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/tensor"
+)
+
+// sweep runs cfg on ranks in-process ranks, with progress on rank 0, and
+// returns rank 0's rows and the wrong elements every rank counted.
+func sweep(t *testing.T, ranks int, cfg Config, progress func(Step)) ([]Result, []int64) {
+	t.Helper()
+	var rows []Result
+	wrong := make([]int64, ranks)
+	var mu sync.Mutex
+	err := gocomms.RunLocal(context.Background(), ranks, func(ctx context.Context, c *gocomms.Comm) error {
+		cfg := cfg
+		if c.Rank() == 0 {
+			cfg.Progress = progress
+		}
+		w, err := Run(ctx, c, cfg, func(r Result) error {
+			if c.Rank() == 0 {
+				rows = append(rows, r)
+			}
+			return nil
+		})
+		mu.Lock()
+		wrong[c.Rank()] = w
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows, wrong
+}
+
+// TestRunChecksEveryOp runs every op on 1 to 4 ranks, every dtype with
+// every reduction it supports, at sizes that leave some ranks' blocks
+// empty, and expects no wrong element.
+func TestRunChecksEveryOp(t *testing.T) {
+	all, _ := ParseOps("all")
+	var reducing, moving []Op
+	for _, o := range all {
+		if o.Reduces() {
+			reducing = append(reducing, o)
+		} else {
+			moving = append(moving, o)
+		}
+	}
+	for ranks := 1; ranks <= 4; ranks++ {
+		for _, dt := range tensor.DTypes() {
+			cfg := DefaultConfig()
+			cfg.DType, cfg.MinBytes, cfg.MaxBytes, cfg.Factor = dt, 1, 32<<10, 16
+			cfg.Iters, cfg.Warmup, cfg.Root = 2, 1, ranks-1
+			runs := []Config{}
+			for _, op := range supportedRedOps(dt) {
+				c := cfg
+				c.Ops, c.RedOp = reducing, op
+				runs = append(runs, c)
+			}
+			c := cfg
+			c.Ops = moving
+			runs = append(runs, c)
+			for _, c := range runs {
+				name := fmt.Sprintf("%d ranks %v %s", ranks, dt, redOpName(c.RedOp))
+				rows, wrong := sweep(t, ranks, c, nil)
+				for _, r := range rows {
+					if r.Wrong != 0 || r.Checked != (r.Op != Barrier) {
+						t.Errorf("%s: %+v", name, r)
+					}
+				}
+				for rank, w := range wrong {
+					if w != 0 {
+						t.Errorf("%s: Run returned %d wrong on rank %d", name, w, rank)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestRunRows(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Ops = []Op{AllReduce, AllGather, Gather, Barrier, SendRecv}
+	cfg.MinBytes, cfg.MaxBytes, cfg.Factor, cfg.Root = 8, 1<<10, 4, 2
+	cfg.Iters, cfg.Warmup = 3, 0
+	var steps []Step
+	rows, _ := sweep(t, 4, cfg, func(s Step) { steps = append(steps, s) })
+
+	type row struct {
+		op           Op
+		bytes, count int64
+		dtype, redop string
+		root         int
+		checked      bool
+		busFactor    float64 // busbw / algbw; 0 where nothing moved
+	}
+	var want []row
+	for _, size := range []int64{8, 32, 128, 512} {
+		want = append(want, row{AllReduce, size, size / 4, "float32", "sum", -1, true, 1.5})
+	}
+	for _, o := range []Op{AllGather, Gather} {
+		root := -1
+		if o == Gather {
+			root = 2
+		}
+		// Each rank's block is a quarter of the elements: 0, 2, 8 and 32.
+		for _, n := range []int64{0, 2, 8, 32} {
+			f := 0.75
+			if n == 0 {
+				f = 0
+			}
+			want = append(want, row{o, n * 4 * 4, n, "float32", "none", root, true, f})
+		}
+	}
+	want = append(want, row{Barrier, 0, 0, "none", "none", -1, false, 0})
+	for _, size := range []int64{8, 32, 128, 512} {
+		want = append(want, row{SendRecv, size, size / 4, "float32", "none", -1, true, 1})
+	}
+
+	var got []row
+	for _, r := range rows {
+		if r.Ranks != 4 || r.TimeUS <= 0 || r.Wrong != 0 {
+			t.Errorf("%+v: want 4 ranks, a positive time and nothing wrong", r)
+		}
+		f := 0.0
+		if r.AlgBW > 0 {
+			f = math.Round(r.BusBW/r.AlgBW*1e6) / 1e6
+		}
+		got = append(got, row{r.Op, r.Bytes, r.Count, r.DType, r.RedOp, r.Root, r.Checked, f})
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows:\n got %+v\nwant %+v", got, want)
+	}
+	if len(steps) != len(want) {
+		t.Fatalf("%d progress steps for %d rows", len(steps), len(want))
+	}
+	for i, s := range steps {
+		if s.Index != i+1 || s.Total != len(want) || s.Op != want[i].op {
+			t.Errorf("step %d: %+v", i, s)
+		}
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		cfg := DefaultConfig()
+		cfg.Ops, cfg.Root = []Op{Broadcast}, 2
+		_, err := Run(ctx, c, cfg, func(Result) error { return nil })
+		if err == nil {
+			return errors.New("root 2 of 2 ranks accepted")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunStopsOnReportError: a failing report ends the sweep with its
+// error on the rank that reported.
+func TestRunStopsOnReportError(t *testing.T) {
+	stop := errors.New("stop")
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		cfg := DefaultConfig()
+		cfg.MaxBytes = 64
+		rows := 0
+		_, err := Run(ctx, c, cfg, func(Result) error {
+			rows++
+			return stop
+		})
+		if !errors.Is(err, stop) || rows != 1 {
+			return fmt.Errorf("rank %d: %d rows, err %v", c.Rank(), rows, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/lmittmann/tint"
+
+	"github.com/gocomms/gocomms"
+)
+
+// newLogger logs to w through tint when w is a terminal, as plain text
+// otherwise; debug with verbose, warnings only without.
+func newLogger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		return slog.New(tint.NewHandler(w, &tint.Options{Level: level}))
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// jobFlags are the flags of every command that joins a job as one rank.
+type jobFlags struct {
+	timeout time.Duration // per operation
+	verbose bool
+	name    string
+}
+
+func (j *jobFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&j.timeout, "timeout", time.Minute, "per-operation timeout")
+	fs.BoolVar(&j.verbose, "v", false, "log debug events to stderr")
+	fs.StringVar(&j.name, "comm", "commnode", "communicator name")
+}
+
+// join creates this process's communicator from the launcher's environment
+// (torchrun, mpirun, srun or commnode launch).
+func (j *jobFlags) join(ctx context.Context, stderr io.Writer) (*gocomms.Comm, error) {
+	return gocomms.NewComm(ctx, gocomms.NativeBackend, gocomms.CPU, j.name,
+		gocomms.WithTimeout(j.timeout), gocomms.WithLogger(newLogger(stderr, j.verbose)))
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/gocomms/gocomms/store/tcpstore"
+)
+
+// storeCommand runs `commnode store`: a standalone TCPStore server, for
+// gocomms ranks and PyTorch processes alike, until interrupted.
+func storeCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("store", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	host := fs.String("host", "", "address to listen on (default: every interface)")
+	port := fs.Int("port", 29500, "port to listen on (0: a free one)")
+	verbose := fs.Bool("v", false, "log connections and bad requests")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *port < 0 || *port > 65535 {
+		fmt.Fprintln(stderr, "commnode store: -port must be in [0, 65535]")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	srv, err := tcpstore.Listen(ctx, net.JoinHostPort(*host, strconv.Itoa(*port)), tcpstore.WithLogger(newLogger(stderr, *verbose)))
+	if err != nil {
+		fmt.Fprintln(stderr, "commnode store:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "store: serving at %s\n", srv.Addr())
+	<-ctx.Done()
+	if err := srv.Close(); err != nil {
+		fmt.Fprintln(stderr, "commnode store:", err)
+		return 1
+	}
+	return 0
+}

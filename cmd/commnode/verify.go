@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/commtest"
+)
+
+const verifyUsage = "usage: commnode verify [-local N] [-counts C,C,...] [-full] [-timeout D] [-comm NAME] [-v]"
+
+// fullCounts are what -full adds: 65537 elements pass one 512 KiB chunk
+// even of float64, and 1<<20+1 span several chunks of every dtype.
+var fullCounts = []int{65537, 1<<20 + 1}
+
+// verifyCommand runs `commnode verify`: every collective × dtype × valid op
+// × count on this job's communicator, or on -local N in-process ranks, each
+// result checked against the commtest reference. Rank 0 prints a table;
+// every rank exits 0 only if every rank saw every result right, 1
+// otherwise, 2 on a usage error. Every rank must get the same flags.
+func verifyCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, verifyUsage)
+		fs.PrintDefaults()
+	}
+	var job jobFlags
+	job.register(fs)
+	local := fs.Int("local", 0, "run N in-process ranks instead of joining a job as one rank")
+	countsFlag := fs.String("counts", "", "elements per rank, comma-separated (default 0,1,P-1,P+1,2P+1,1000 on P ranks)")
+	full := fs.Bool("full", false, fmt.Sprintf("also sweep %v elements per rank (minutes, not seconds)", fullCounts))
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	counts, err := parseCounts(*countsFlag)
+	var problem string
+	switch {
+	case err != nil:
+		problem = err.Error()
+	case fs.NArg() > 0:
+		problem = fmt.Sprintf("unexpected argument %q", fs.Arg(0))
+	case *local < 0:
+		problem = "-local must not be negative"
+	case job.timeout <= 0:
+		problem = "-timeout must be positive"
+	}
+	if problem != "" {
+		fmt.Fprintf(stderr, "commnode verify: %s\n%s\n", problem, verifyUsage)
+		return 2
+	}
+	v := verifier{counts: counts, full: *full, verbose: job.verbose}
+	if *local > 0 {
+		return v.runLocal(*local, &job, stdout, stderr)
+	}
+	return v.runJob(&job, stdout, stderr)
+}
+
+// parseCounts reads -counts; "" means the default, nil.
+func parseCounts(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var counts []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("-counts: %q is not a count of elements", f)
+		}
+		counts = append(counts, n)
+	}
+	return counts, nil
+}
+
+type verifier struct {
+	counts  []int // nil: the default for the world size
+	full    bool
+	verbose bool
+}
+
+func (v verifier) plan(size int) commtest.Plan {
+	counts := slices.Clone(v.counts) // local ranks share v
+	if counts == nil {
+		counts = []int{0, 1, size - 1, size + 1, 2*size + 1, 1000}
+	}
+	if v.full {
+		counts = append(counts, fullCounts...)
+	}
+	slices.Sort(counts)
+	return commtest.Plan{Counts: slices.Compact(counts)}
+}
+
+func (v verifier) runJob(job *jobFlags, stdout, stderr io.Writer) int {
+	ctx := context.Background()
+	c, err := job.join(ctx, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "commnode verify:", err)
+		return 1
+	}
+	ok, err := v.verify(ctx, c, stdout, stderr)
+	if err == nil {
+		err = c.Finalize(ctx)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "commnode verify:", err)
+		return 1
+	}
+	if !ok {
+		return 1
+	}
+	return 0
+}
+
+// runLocal runs the ranks in this process; each writes to buffers of its
+// own, printed in rank order once all are done.
+func (v verifier) runLocal(n int, job *jobFlags, stdout, stderr io.Writer) int {
+	outs, errs := make([]bytes.Buffer, n), make([]bytes.Buffer, n)
+	oks := make([]bool, n)
+	err := gocomms.RunLocal(context.Background(), n, func(ctx context.Context, c *gocomms.Comm) error {
+		r := c.Rank()
+		var err error
+		oks[r], err = v.verify(ctx, c, &outs[r], &errs[r])
+		return err
+	}, gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
+	for r := range n {
+		stdout.Write(outs[r].Bytes())
+		stderr.Write(errs[r].Bytes())
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "commnode verify:", err)
+		return 1
+	}
+	if slices.Contains(oks, false) {
+		return 1
+	}
+	return 0
+}
+
+// verify sweeps c, prints the wrong results this rank saw, and learns from
+// the other ranks which cases were wrong anywhere, so that every rank
+// prints the same table and reports the same outcome. An error means this
+// rank could not take part to the end; its peers then fail too, when its
+// links go or their wait times out.
+func (v verifier) verify(ctx context.Context, c *gocomms.Comm, stdout, stderr io.Writer) (ok bool, err error) {
+	plan := v.plan(c.Size())
+	cases, err := plan.Cases()
+	if err != nil {
+		return false, err
+	}
+	rep, err := commtest.Sweep(ctx, c, plan)
+	for _, m := range rep.Mismatches {
+		fmt.Fprintln(stderr, "commnode verify:", m)
+	}
+	if err != nil {
+		return false, err
+	}
+	wrong := make([]int32, len(cases)) // ranks that saw case i wrong
+	for i, r := range rep.Results {
+		if r.Wrong {
+			wrong[i] = 1
+		}
+	}
+	if err := c.AllReduce(ctx, gocomms.FromSlice(wrong), gocomms.Sum); err != nil {
+		return false, fmt.Errorf("combining the ranks' results: %w", err)
+	}
+	all := commtest.Report{Results: make([]commtest.Result, len(cases))}
+	for i, cs := range cases {
+		// Its own results stand even if the all-reduce that combined them is what is broken.
+		all.Results[i] = commtest.Result{Case: cs, Wrong: wrong[i] > 0 || rep.Results[i].Wrong}
+	}
+	if c.Rank() == 0 || v.verbose {
+		printVerify(stdout, all, c.Size())
+	}
+	return all.Wrong() == 0, nil
+}
+
+func printVerify(w io.Writer, all commtest.Report, size int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "collective\tcases\twrong\t\n")
+	for _, t := range all.Tally() {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", t.Collective, t.Cases, t.Wrong)
+	}
+	tw.Flush()
+	if wrong := all.Wrong(); wrong > 0 {
+		fmt.Fprintf(w, "verify: %d of %d cases WRONG\n", wrong, len(all.Results))
+		return
+	}
+	fmt.Fprintf(w, "verify: %d cases on %d ranks, all correct\n", len(all.Results), size)
+}

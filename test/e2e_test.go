@@ -1,0 +1,92 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestVerifyAcrossProcesses runs the correctness sweep with one process
+// per rank, started by commnode launch, at sizes including 1, a non-power
+// of two and a prime.
+func TestVerifyAcrossProcesses(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 4, 7} {
+		t.Run(fmt.Sprintf("%d_ranks", n), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			out, err := runLaunch(t, ctx, n, "verify", "-timeout", "30s")
+			if err != nil {
+				t.Fatalf("launch -n %d verify: %v\n%s", n, err, out)
+			}
+			if !regexp.MustCompile(fmt.Sprintf(`\[rank 0\] verify: \d+ cases on %d ranks, all correct`, n)).Match(out) {
+				t.Fatalf("no verdict from rank 0:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestKilledRankFailsTheOthers kills one rank mid-run: every other rank
+// must exit non-zero within its timeout, naming the rank that died.
+func TestKilledRankFailsTheOthers(t *testing.T) {
+	const timeout = 5 * time.Second
+	procs := startRanks(t, 3, []int{0, 1, 2}, "bench", "-timeout", timeout.String(),
+		"-b", "4M", "-e", "4M", "-n", "3000", "-w", "1", "-c", "0")
+	time.Sleep(2 * time.Second) // rendezvous done, the timed loop running
+	for _, p := range procs {
+		select {
+		case <-p.done:
+			t.Fatalf("rank %d ended before the kill: %v\n%s", p.rank, p.err, p.stderr.String())
+		default:
+		}
+	}
+	if err := procs[1].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := time.Now()
+	wait(t, procs, timeout+10*time.Second)
+	for _, p := range []*rankProc{procs[0], procs[2]} {
+		if exitCode(p.err) <= 0 {
+			t.Errorf("rank %d exited with %v after rank 1 was killed, want a non-zero status", p.rank, p.err)
+		}
+		if !strings.Contains(p.stderr.String(), "rank 1") {
+			t.Errorf("rank %d's error does not name rank 1:\n%s", p.rank, p.stderr.String())
+		}
+		t.Logf("rank %d failed %v after the kill: %s", p.rank, time.Since(killedAt).Round(time.Millisecond), lastLine(p.stderr.String()))
+	}
+}
+
+// TestRankThatNeverStarts leaves one rank out: the others must time out
+// with an error naming it, whether it is a plain rank or rank 0, which
+// serves the store.
+func TestRankThatNeverStarts(t *testing.T) {
+	for _, missing := range []int{1, 0} {
+		t.Run(fmt.Sprintf("rank_%d", missing), func(t *testing.T) {
+			var started []int
+			for r := range 3 {
+				if r != missing {
+					started = append(started, r)
+				}
+			}
+			procs := startRanks(t, 3, started, "verify", "-timeout", "3s")
+			wait(t, procs, 30*time.Second)
+			for _, p := range procs {
+				if exitCode(p.err) <= 0 {
+					t.Errorf("rank %d exited with %v, want a non-zero status", p.rank, p.err)
+				}
+				want := regexp.MustCompile(fmt.Sprintf(`ranks? \[?%d\]?`, missing))
+				if !want.MatchString(p.stderr.String()) {
+					t.Errorf("rank %d's error does not name rank %d:\n%s", p.rank, missing, p.stderr.String())
+				}
+			}
+		})
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}

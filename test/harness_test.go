@@ -1,0 +1,142 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// commnode is the binary TestMain builds for every test.
+var commnode string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "commnode-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	commnode = filepath.Join(dir, "commnode")
+	build := exec.Command("go", "build", "-o", commnode, "github.com/gocomms/gocomms/cmd/commnode")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building commnode:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freePort asks the kernel for a port nobody listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// rankProc is one rank started by hand, as a launcher would.
+type rankProc struct {
+	rank           int
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	done           chan struct{}
+	err            error // Wait's
+	elapsed        time.Duration
+}
+
+// startRanks starts the ranks listed of a job of size ranks, each running
+// commnode with args, with torchrun's variables set.
+func startRanks(t *testing.T, size int, ranks []int, args ...string) []*rankProc {
+	t.Helper()
+	port := freePort(t)
+	procs := make([]*rankProc, len(ranks))
+	for i, r := range ranks {
+		p := &rankProc{rank: r, done: make(chan struct{})}
+		p.cmd = exec.Command(commnode, args...)
+		p.cmd.Env = append(os.Environ(),
+			"RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(size),
+			"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(size),
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		start := time.Now()
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			p.err = p.cmd.Wait()
+			p.elapsed = time.Since(start)
+			close(p.done)
+		}()
+		procs[i] = p
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return procs
+}
+
+// wait waits for every process, failing the test if one outlives limit.
+func wait(t *testing.T, procs []*rankProc, limit time.Duration) {
+	t.Helper()
+	deadline := time.After(limit)
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-deadline:
+			t.Fatalf("rank %d still running after %v\nstderr:\n%s", p.rank, limit, p.stderr.String())
+		}
+	}
+}
+
+// runLaunch runs commnode launch -n n -- commnode args... and returns its
+// combined output.
+func runLaunch(t *testing.T, ctx context.Context, n int, args ...string) ([]byte, error) {
+	t.Helper()
+	all := append([]string{"launch", "-n", strconv.Itoa(n), "--", commnode}, args...)
+	cmd := exec.CommandContext(ctx, commnode, all...)
+	var out bytes.Buffer
+	var mu sync.Mutex
+	cmd.Stdout, cmd.Stderr = lockedWriter{&mu, &out}, lockedWriter{&mu, &out}
+	err := cmd.Run()
+	return out.Bytes(), err
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return -int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
