@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"strings"
 	"syscall"
@@ -89,4 +90,17 @@ func TestRankThatNeverStarts(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestDemo runs the README's first command: 4 processes verify and bench.
+func TestDemo(t *testing.T) {
+	out, err := exec.Command(commnode, "demo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("commnode demo: %v\n%s", err, out)
+	}
+	for _, want := range []string{"verify: ", "cases on 4 ranks, all correct", "# Out of bounds values : 0 OK"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("commnode demo printed no %q:\n%s", want, out)
+		}
+	}
 }

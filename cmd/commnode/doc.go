@@ -1,8 +1,16 @@
 // Command commnode is one gocomms rank per process, and the operator's
-// tool around it. This version has one subcommand:
+// tool around it. A rank learns its place from the variables launchers set
+// (torchrun, mpirun, srun, or commnode launch; see package store/bootstrap)
+// and meets the others through the TCPStore at MASTER_ADDR:MASTER_PORT.
 //
-//	commnode demo [-ranks N]   run N in-process ranks (default 4), perform
-//	                           every collective once on real data, check
-//	                           each result against a plain reference, and
-//	                           print a table; exit 0 only if all are right
+//	commnode demo [-ranks N]          launch N local ranks (default 4) that
+//	                                  verify every collective, then bench
+//	commnode launch -n N -- CMD...    start N local ranks, torchrun style
+//	commnode verify [-local N]        check every collective, dtype, op and
+//	                                  count against a plain reference
+//	commnode bench [-b -e -f --op]    time collectives as nccl-tests does
+//	commnode info                     this host and what a rank would use
+//	commnode store [-port P]          serve a TCPStore until interrupted
+//
+// docs/commnode.md describes each in full.
 package main
