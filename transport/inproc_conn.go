@@ -24,7 +24,16 @@ func newInprocPair(dialerAddr, listenerAddr string) (dialer, acceptor *inprocCon
 func (c *inprocConn) LocalAddr() string  { return c.local }
 func (c *inprocConn) RemoteAddr() string { return c.remote }
 
-func (c *inprocConn) Send(f Frame) error { return c.out.send(f) }
+func (c *inprocConn) Send(f Frame) error {
+	if f.Sent != nil {
+		// The receiver owns what it is handed: lend nothing across.
+		owned := GetBuffer(len(f.Payload))
+		copy(owned, f.Payload)
+		f.Sent()
+		f.Payload, f.Sent = owned, nil
+	}
+	return c.out.send(f)
+}
 
 func (c *inprocConn) Start(h Handler) { c.in.start(h) }
 

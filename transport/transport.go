@@ -47,6 +47,22 @@ type Frame struct {
 	// gives it to the handler. Payloads from GetBuffer may be returned with
 	// PutBuffer by whoever owns them last.
 	Payload []byte
+	// Sent, when set on a frame given to Send, makes Payload borrowed
+	// instead: the transport neither keeps nor pools it, and calls Sent
+	// exactly once, from any goroutine, when it no longer reads it (the
+	// bytes are written or copied, or dropped on failure). The sender must
+	// not modify Payload until then. Large sends skip a copy this way.
+	Sent func()
+}
+
+// Release gives up a frame that Send was handed: it calls Sent if the
+// payload is borrowed, and returns it to the pool otherwise.
+func Release(f Frame) {
+	if f.Sent != nil {
+		f.Sent()
+		return
+	}
+	PutBuffer(f.Payload)
 }
 
 // Handler receives what arrives on a connection. Both methods are called

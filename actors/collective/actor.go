@@ -20,6 +20,14 @@ func Props(rt *actors.Runtime, req *Request) *actor.Props {
 
 type timedOut struct{}
 
+// sendDone says the transport no longer reads a borrowed send's payload.
+type sendDone struct{ step int }
+
+// lendMin is the smallest send whose payload the transport borrows from
+// the operation's memory instead of copying: above it the copy costs more
+// than the extra message that says the send is done.
+const lendMin = 64 << 10
+
 type runner struct {
 	rt  *actors.Runtime
 	req *Request
@@ -32,11 +40,20 @@ type runner struct {
 	stopTimer func() bool
 	recvPeers []int // ranks this collective receives from, found at start
 	probe     *probe
+	lent      int // sends whose payload the transport still reads
 	stuckOn   []int // the ranks it waited for when it timed out
 	ended     bool
 }
 
 func (c *runner) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(sendDone); ok {
+		c.lent--
+		if !c.ended {
+			c.ready = c.prog.Complete(m.step, c.ready)
+			c.run(ctx)
+		}
+		return
+	}
 	if c.ended {
 		if d, ok := ctx.Message().(*link.Delivered); ok {
 			transport.PutBuffer(d.Frame.Payload)
@@ -168,22 +185,35 @@ func (c *runner) run(ctx actor.Context) {
 	for len(c.ready) > 0 {
 		i := c.ready[len(c.ready)-1]
 		c.ready = c.ready[:len(c.ready)-1]
-		c.execute(ctx, i)
-		c.ready = c.prog.Complete(i, c.ready)
+		if c.execute(ctx, i) {
+			c.ready = c.prog.Complete(i, c.ready)
+		}
 	}
 	if c.prog.Done() {
 		c.finish(ctx)
 	}
 }
 
-func (c *runner) execute(ctx actor.Context, i int) {
+// execute runs step i and reports whether it is complete. A large send
+// lends its region to the transport and completes when sendDone comes
+// back: until then, the schedule's dependencies keep later steps from
+// writing that region.
+func (c *runner) execute(ctx actor.Context, i int) bool {
 	s := &c.req.Schedule.Steps[i]
 	switch s.Prim {
 	case algorithms.Send:
 		src := c.region(s.Src)
-		payload := transport.GetBuffer(len(src))
-		copy(payload, src)
-		ctx.Send(c.req.Links[s.Peer], &link.Send{Frame: transport.Frame{Header: c.req.header(i), Payload: payload}})
+		f := transport.Frame{Header: c.req.header(i)}
+		if len(src) >= lendMin {
+			self, sys := ctx.Self(), c.rt.System.Root
+			f.Payload, f.Sent = src, func() { sys.Send(self, sendDone{step: i}) }
+			c.lent++
+		} else {
+			f.Payload = transport.GetBuffer(len(src))
+			copy(f.Payload, src)
+		}
+		ctx.Send(c.req.Links[s.Peer], &link.Send{Frame: f})
+		return f.Sent == nil
 	case algorithms.Recv:
 		copy(c.region(s.Dst), c.held[i])
 		c.release(i)
@@ -194,6 +224,7 @@ func (c *runner) execute(ctx actor.Context, i int) {
 	case algorithms.Copy:
 		copy(c.region(s.Dst), c.region(s.Src))
 	}
+	return true
 }
 
 func (c *runner) release(i int) {
@@ -252,8 +283,10 @@ func (c *runner) end(ctx actor.Context, err error) {
 			c.release(i)
 		}
 	}
-	for _, s := range c.scratch {
-		transport.PutBuffer(s)
+	if c.lent == 0 { // else a transport may still read scratch: leave it to the collector
+		for _, s := range c.scratch {
+			transport.PutBuffer(s)
+		}
 	}
 	c.scratch = nil
 	c.req.Done(err)

@@ -25,7 +25,9 @@ func KeyOf(h transport.Header) Key {
 	return Key{Kind: h.Kind, Seq: h.Seq, Tag: h.Tag}
 }
 
-// Send asks the link to send a frame; the payload's ownership moves with it.
+// Send asks the link to send a frame; the payload's ownership moves with
+// it, or, if the frame's Sent is set, the payload is lent (see
+// transport.Frame).
 type Send struct{ Frame transport.Frame }
 
 // Route asks the link to deliver the frames of Key to To, stashed ones first.
@@ -90,7 +92,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		l.deliver(ctx, m)
 	case *Send:
 		if l.failed != nil {
-			transport.PutBuffer(m.Frame.Payload)
+			transport.Release(m.Frame)
 			return
 		}
 		if err := l.conn.Send(m.Frame); err != nil {

@@ -67,7 +67,7 @@ func (c *conn) RemoteAddr() string { return c.remote }
 
 func (c *conn) Send(f transport.Frame) error {
 	if len(f.Payload) > c.maxPayload {
-		transport.PutBuffer(f.Payload)
+		transport.Release(f)
 		return fmt.Errorf("transport/tcp: send to peer %s: payload of %d bytes exceeds the limit of %d: %w",
 			c.remote, len(f.Payload), c.maxPayload, ErrTooLarge)
 	}

@@ -18,6 +18,7 @@ const maxFramesPerWrite = 512
 type outFrame struct {
 	hdr     [headerLen]byte
 	payload []byte
+	sent    func() // set when payload is borrowed
 }
 
 // writer owns a connection's write side. Send encodes the header and
@@ -57,12 +58,12 @@ func (w *writer) send(f transport.Frame) error {
 	if w.err != nil {
 		err := w.err
 		w.mu.Unlock()
-		transport.PutBuffer(f.Payload)
+		transport.Release(f)
 		return err
 	}
 	// Encoded in place: a header built on the stack would escape, through
 	// the checksum, into an allocation per frame.
-	w.queue = append(w.queue, outFrame{payload: f.Payload})
+	w.queue = append(w.queue, outFrame{payload: f.Payload, sent: f.Sent})
 	putHeader(w.queue[len(w.queue)-1].hdr[:], f.Header, len(f.Payload), sum)
 	if len(w.queue) == 1 {
 		w.wake.Signal() // run waits only for an empty queue to fill
@@ -165,11 +166,11 @@ func (w *writer) write(frames []outFrame) error {
 	return nil
 }
 
-// release returns written or dropped payloads to the pool and clears
-// frames for reuse.
+// release gives back written or dropped payloads, to the pool or to their
+// lenders, and clears frames for reuse.
 func release(frames []outFrame) {
 	for i := range frames {
-		transport.PutBuffer(frames[i].payload)
+		transport.Release(transport.Frame{Payload: frames[i].payload, Sent: frames[i].sent})
 	}
 	clear(frames)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gocomms/gocomms/transport"
@@ -269,4 +270,49 @@ func testStartDuringSend(t *testing.T, nw transport.Network) {
 	}
 	checkStream(t, r.waitFrames(t, streamLen), 1, streamLen)
 	r.check(t)
+}
+
+// testLentPayloads: a payload sent with Sent set is lent, not given. Sent
+// is called exactly once, after which the sender may reuse the memory; the
+// peer still receives what was there when it was sent, and a Send that
+// fails after Close gives the payload back through Sent too.
+func testLentPayloads(t *testing.T, nw transport.Network) {
+	sizes := []int{0, 1, 4096, 1 << 20}
+	d, a := connect(t, nw)
+	r := newRecorder()
+	a.Start(r)
+	d.Start(newRecorder())
+	calls := make([]atomic.Int32, len(sizes)+1)
+	returned := make(chan int, len(sizes)+1)
+	lend := func(i int, payload []byte) transport.Frame {
+		return transport.Frame{Header: header(3, i), Payload: payload, Sent: func() {
+			calls[i].Add(1)
+			returned <- i
+		}}
+	}
+	bufs := make([][]byte, len(sizes))
+	for i, n := range sizes {
+		bufs[i] = make([]byte, n)
+		copy(bufs[i], pattern(n, uint64(i)))
+		if err := d.Send(lend(i, bufs[i])); err != nil {
+			t.Fatalf("Send of %d lent bytes: %v", n, err)
+		}
+	}
+	for range sizes {
+		i := <-returned
+		clear(bufs[i]) // the lender's to reuse now
+	}
+	for i, f := range r.waitFrames(t, len(sizes)) {
+		if !bytes.Equal(f.Payload, pattern(sizes[i], uint64(i))) {
+			t.Errorf("lent payload %d of %d bytes arrived changed", i, sizes[i])
+		}
+	}
+	d.Close()
+	_ = d.Send(lend(len(sizes), make([]byte, 16)))
+	<-returned
+	for i := range calls {
+		if n := calls[i].Load(); n != 1 {
+			t.Errorf("Sent of frame %d called %d times, want once", i, n)
+		}
+	}
 }

@@ -27,6 +27,7 @@ func Run(t *testing.T, newNetwork func(t *testing.T) transport.Network) {
 		{"FIFO", testFIFO},
 		{"BothDirections", testBothDirections},
 		{"Payloads", testPayloads},
+		{"LentPayloads", testLentPayloads},
 		{"ConcurrentSenders", testConcurrentSenders},
 		{"ManyConns", testManyConns},
 		{"PingPong", testPingPong},
