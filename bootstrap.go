@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -213,30 +214,49 @@ func splitMesh(ctx context.Context, parent *Config, group []int, cfg *Config, ex
 	return &mesh{id: id, conns: conns}, nil
 }
 
-// connect dials every higher rank and accepts every lower one. The hello
-// carries the communicator id and the dialer's rank.
-func connect(ctx context.Context, net transport.Network, ln transport.Listener, rank int, addrs []string, id uint64) (conns []transport.Conn, err error) {
-	conns = make([]transport.Conn, len(addrs))
-	defer func() {
-		if err != nil {
-			for _, c := range conns {
-				if c != nil {
-					c.Close()
-				}
-			}
-		}
-	}()
+// connect dials every higher rank and accepts every lower one, all at
+// once: dialing in turn would chain each rank's wait on the one above it.
+// The hello carries the communicator id and the dialer's rank.
+func connect(ctx context.Context, net transport.Network, ln transport.Listener, rank int, addrs []string, id uint64) ([]transport.Conn, error) {
+	conns := make([]transport.Conn, len(addrs))
+	errs := make([]error, len(addrs)+1) // one per dial, then the accepts'
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	hello := binary.LittleEndian.AppendUint64(nil, id)
 	hello = binary.LittleEndian.AppendUint32(hello, uint32(rank))
+	var wg sync.WaitGroup
 	for peer := rank + 1; peer < len(addrs); peer++ {
-		if conns[peer], err = net.Dial(ctx, addrs[peer], hello); err != nil {
-			return nil, fmt.Errorf("connect to rank %d at %s: %w", peer, addrs[peer], err)
-		}
+		wg.Go(func() {
+			var err error
+			if conns[peer], err = net.Dial(ctx, addrs[peer], hello); err != nil {
+				errs[peer] = fmt.Errorf("connect to rank %d at %s: %w", peer, addrs[peer], err)
+				cancel()
+			}
+		})
 	}
+	wg.Go(func() {
+		if errs[len(addrs)] = acceptLower(ctx, ln, rank, id, conns); errs[len(addrs)] != nil {
+			cancel()
+		}
+	})
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, err
+	}
+	return conns, nil
+}
+
+// acceptLower accepts the connection of every rank below rank into conns.
+func acceptLower(ctx context.Context, ln transport.Listener, rank int, id uint64, conns []transport.Conn) error {
 	for range rank {
 		c, h, err := ln.Accept(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("accept from lower ranks: %w", err)
+			return fmt.Errorf("accept from lower ranks: %w", err)
 		}
 		peer, err := checkHello(h, id, rank)
 		if err == nil && conns[peer] != nil {
@@ -244,11 +264,11 @@ func connect(ctx context.Context, net transport.Network, ln transport.Listener, 
 		}
 		if err != nil {
 			c.Close()
-			return nil, fmt.Errorf("accept: %w", err)
+			return fmt.Errorf("accept: %w", err)
 		}
 		conns[peer] = c
 	}
-	return conns, nil
+	return nil
 }
 
 func checkHello(h []byte, id uint64, rank int) (int, error) {

@@ -47,6 +47,12 @@ func (j *jobFlags) register(fs *flag.FlagSet) {
 // join creates this process's communicator from the launcher's environment
 // (torchrun, mpirun, srun or commnode launch).
 func (j *jobFlags) join(ctx context.Context, stderr io.Writer) (*gocomms.Comm, error) {
-	return gocomms.NewComm(ctx, gocomms.NativeBackend, gocomms.CPU, j.name,
-		gocomms.WithTimeout(j.timeout), gocomms.WithLogger(newLogger(stderr, j.verbose)))
+	logger := newLogger(stderr, j.verbose)
+	start := time.Now()
+	c, err := gocomms.NewComm(ctx, gocomms.NativeBackend, gocomms.CPU, j.name,
+		gocomms.WithTimeout(j.timeout), gocomms.WithLogger(logger))
+	if err == nil {
+		logger.Debug("joined the job", "rank", c.Rank(), "size", c.Size(), "took", time.Since(start))
+	}
+	return c, err
 }
