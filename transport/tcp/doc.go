@@ -7,7 +7,8 @@
 // connection is one TCP stream per Dial, served by:
 //
 //	Send (checksum, header) -> queue -> writer goroutine: vectored writes of
-//	                           headers and payloads, payloads back to the pool
+//	                           headers and payloads, then each payload back
+//	                           to the pool, or to its lender (Frame.Sent)
 //	socket -> reader goroutine: header, payload into a pooled buffer,
 //	                            checksum -> inbox -> Handler, in order
 //
@@ -61,9 +62,9 @@
 //
 // # Ends
 //
-// Every error a handler or a failed Send sees wraps transport.ErrClosed,
-// and names the peer's address; checks that fail add ErrChecksum,
-// ErrProtocol or ErrTooLarge. Close makes Sends fail at once, lets the
+// Every error a handler sees, and every error of a Send on a closed or
+// failed connection, wraps transport.ErrClosed and names the peer's
+// address; checks that fail add ErrChecksum, ErrProtocol or ErrTooLarge. Close makes Sends fail at once, lets the
 // writer finish what was queued before it and send FIN, and tells the
 // local handler; the peer's handler gets every frame sent before the
 // close, then its error. The socket is released once the peer has closed

@@ -12,9 +12,9 @@ import (
 	"github.com/gocomms/gocomms/transport"
 )
 
-// Network is a transport.Network over TCP. Create it with New; it holds
-// only configuration, so one Network may serve any number of listeners and
-// connections.
+// Network is a transport.Network over TCP. Create it with New: the zero
+// value has no configuration. It holds only configuration, so one Network
+// may serve any number of listeners and connections.
 type Network struct {
 	cfg config
 	err error // invalid options, returned by every Listen and Dial

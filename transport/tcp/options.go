@@ -15,7 +15,8 @@ type Option func(*config)
 
 // config is a Network's validated settings.
 type config struct {
-	// listenHost is the host Listen("") binds; "" binds every interface.
+	// listenHost is the host Listen binds when the address names none;
+	// "" binds every interface.
 	listenHost string
 	// listenInterface, if set, names the network interface whose first
 	// address Listen binds instead of listenHost.
@@ -169,8 +170,9 @@ func WithSocketBuffers(read, write int) Option {
 	return func(c *config) { c.readBuffer, c.writeBuffer = read, write }
 }
 
-// WithKeepAlive sets TCP keepalive on every connection. The default probes
-// after 15 s idle, every 5 s, and gives up after 3 unanswered probes.
+// WithKeepAlive sets TCP keepalive on every connection; the zero value
+// turns it off. The default probes after 15 s idle, every 5 s, and gives
+// up after 3 unanswered probes.
 func WithKeepAlive(ka net.KeepAliveConfig) Option {
 	return func(c *config) { c.keepAlive = ka }
 }

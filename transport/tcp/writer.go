@@ -26,7 +26,8 @@ type outFrame struct {
 // usually just written and is in cache, then appends to the queue, so it
 // never waits for the network or the peer. One goroutine takes everything
 // queued and writes it with vectored writes, headers and payloads side by
-// side without copying, then returns the payloads to the pool.
+// side without copying, then gives each payload back: to the pool, or to
+// its lender.
 type writer struct {
 	sock *net.TCPConn
 
