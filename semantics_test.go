@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/transport/tcp"
 )
 
 // local runs fn on n ranks and fails the test with every rank's error.
@@ -468,4 +469,28 @@ func TestPeerAbortBreaksTheCommunicator(t *testing.T) {
 		}
 		return finalizeExpectingFailures(ctx, c)
 	})
+}
+
+// TestFinalizeDoesNotWaitForBusyPeers finalizes one rank over TCP while
+// its peer goes on working: the finalizing rank's last frames must reach
+// the peer, and its Finalize must not wait for the peer to finish.
+func TestFinalizeDoesNotWaitForBusyPeers(t *testing.T) {
+	local(t, 2, func(ctx context.Context, c *gocomms.Comm) error {
+		x := gocomms.FromSlice(make([]float32, 1<<18)) // lent, not copied
+		if err := c.AllReduce(ctx, x, gocomms.Sum); err != nil {
+			return err
+		}
+		if c.Rank() == 1 {
+			time.Sleep(3 * time.Second) // busy elsewhere
+			return c.Finalize(ctx)
+		}
+		start := time.Now()
+		if err := c.Finalize(ctx); err != nil {
+			return err
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			return fmt.Errorf("finalize took %v while the peer was busy", took)
+		}
+		return nil
+	}, gocomms.WithNetwork(tcp.New()))
 }

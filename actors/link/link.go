@@ -159,6 +159,9 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 		return
 	}
 	l.failed = err
+	// Nothing more can arrive; closing lets a peer that is finalizing see
+	// its connection drained now rather than after its close timeout.
+	l.conn.Close()
 	failed := &Failed{Peer: l.peer, Err: err}
 	ctx.Send(ctx.Parent(), failed)
 	for _, to := range l.routes {
