@@ -40,7 +40,7 @@ type runner struct {
 	stopTimer func() bool
 	recvPeers []int // ranks this collective receives from, found at start
 	probe     *probe
-	lent      int // sends whose payload the transport still reads
+	lent      int   // sends whose payload the transport still reads
 	stuckOn   []int // the ranks it waited for when it timed out
 	ended     bool
 }
