@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"runtime"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -51,5 +52,20 @@ func TestBufferNoAllocs(t *testing.T) {
 		if allocs != 0 {
 			t.Errorf("GetBuffer(%d)/PutBuffer allocates %v times", n, allocs)
 		}
+	}
+}
+
+// TestBufferReserveSurvivesGC: a large buffer put back is handed out again
+// after garbage collections, which empty a sync.Pool.
+func TestBufferReserveSurvivesGC(t *testing.T) {
+	b := transport.GetBuffer(1 << 20)
+	p := &b[:1][0]
+	transport.PutBuffer(b)
+	runtime.GC()
+	runtime.GC()
+	c := transport.GetBuffer(1 << 20)
+	defer transport.PutBuffer(c)
+	if &c[:1][0] != p {
+		t.Fatal("a 1 MiB buffer did not survive two collections in the pool")
 	}
 }
