@@ -103,6 +103,14 @@ type Drainer interface {
 	Drained() <-chan struct{}
 }
 
+// Borrower is implemented by connections that write a lent payload
+// (Frame.Sent) without copying it. Lending to any other connection only
+// adds the message that gives the payload back, so senders lend only to
+// borrowers.
+type Borrower interface {
+	BorrowsPayloads()
+}
+
 // Listener accepts connections dialled to its address.
 type Listener interface {
 	// Accept returns the next connection and the dialer's hello. It returns

@@ -204,7 +204,7 @@ func (c *runner) execute(ctx actor.Context, i int) bool {
 	case algorithms.Send:
 		src := c.region(s.Src)
 		f := transport.Frame{Header: c.req.header(i)}
-		if len(src) >= lendMin {
+		if len(src) >= lendMin && c.req.Lend[s.Peer] {
 			self, sys := ctx.Self(), c.rt.System.Root
 			f.Payload, f.Sent = src, func() { sys.Send(self, sendDone{step: i}) }
 			c.lent++

@@ -38,6 +38,7 @@ type Request struct {
 
 	Timeout time.Duration
 	Links   []*actor.PID // link actor per rank; nil at this rank
+	Lend    []bool       // per rank: its connection borrows large payloads (transport.Borrower)
 
 	// Started is called when the operation begins to run; Done exactly once
 	// when it ends, with nil or an *commerr.OpError.

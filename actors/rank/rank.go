@@ -80,6 +80,7 @@ type rankActor struct {
 
 	links    []*actor.PID // fixed once spawned: running operations share it
 	linkLive []bool       // by peer: the link actor has not stopped
+	lend     []bool       // by peer: its connection borrows large payloads
 	queue    []*collective.Request
 	running  *collective.Request
 	runner   *actor.PID // the running operation's collective actor
@@ -150,11 +151,13 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		r.links = make([]*actor.PID, r.cfg.Size)
 		r.linkLive = make([]bool, r.cfg.Size)
+		r.lend = make([]bool, r.cfg.Size)
 		r.left = make([]bool, r.cfg.Size)
 		for peer, conn := range r.cfg.Conns {
 			if conn != nil {
 				r.links[peer] = ctx.SpawnPrefix(link.Props(r.rt, peer, conn), fmt.Sprintf("%s%d-", linkPrefix, peer))
 				r.linkLive[peer] = true
+				_, r.lend[peer] = conn.(transport.Borrower)
 			}
 		}
 	case *actor.Terminated:
@@ -242,7 +245,7 @@ func (r *rankActor) closed(ctx actor.Context) {
 }
 
 func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
-	req.Links = r.links
+	req.Links, req.Lend = r.links, r.lend
 	if req.P2P != nil {
 		for i := range req.P2P {
 			m := &req.P2P[i]

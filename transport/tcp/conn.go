@@ -62,6 +62,10 @@ func newConn(sock *net.TCPConn, cfg *config) *conn {
 	return c
 }
 
+// BorrowsPayloads marks the connection as a transport.Borrower: the writer
+// sends a lent payload from where it lies.
+func (c *conn) BorrowsPayloads() {}
+
 func (c *conn) LocalAddr() string  { return c.local }
 func (c *conn) RemoteAddr() string { return c.remote }
 
