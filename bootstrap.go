@@ -16,12 +16,6 @@ import (
 	"github.com/gocomms/gocomms/transport"
 )
 
-// mesh is a communicator's connections: one per peer, nil at this rank.
-type mesh struct {
-	id    uint64
-	conns []transport.Conn
-}
-
 // newCommID draws a communicator id from a fresh UUID.
 func newCommID() uint64 {
 	u := uuid.New()
@@ -40,7 +34,7 @@ func newCommID() uint64 {
 // counted per name, so that a name used again gets fresh keys.
 func rendezvous(ctx context.Context, cfg *Config) (*mesh, error) {
 	if cfg.Size == 1 {
-		return &mesh{id: newCommID(), conns: make([]transport.Conn, 1)}, nil
+		return &mesh{id: newCommID(), conns: make([]transport.Conn, 1), at: []int{0}}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
@@ -72,7 +66,11 @@ func rendezvous(ctx context.Context, cfg *Config) (*mesh, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mesh{id: r.id, conns: conns}, nil
+	at := make([]int, cfg.Size)
+	for i := range at {
+		at[i] = i
+	}
+	return newPeers(conns).open(r.id, cfg.Rank, at)
 }
 
 // roster is what rank 0 publishes: the communicator's id and every rank's
@@ -177,41 +175,32 @@ func missingText(missing []int) string {
 	return fmt.Sprintf(" (ranks %v have not joined)", missing)
 }
 
-// splitMesh connects the members of group, a split of the parent described
-// by parent: the members exchange addresses over the parent, and the
-// group's first member's id names the new communicator.
-func splitMesh(ctx context.Context, parent *Config, group []int, cfg *Config, exchange Exchange) (*mesh, error) {
+// splitMesh gives the members of group, a split of the parent whose mesh
+// is parent and whose rank is rank, virtual connections over the parent's:
+// the members exchange fresh ids over the parent, and the group's first
+// member's names the new communicator.
+func splitMesh(ctx context.Context, parent *mesh, rank int, group []int, exchange Exchange) (*mesh, error) {
 	var mine []byte
-	var ln transport.Listener
 	if group != nil {
-		var err error
-		if ln, err = parent.Network.Listen(""); err != nil {
-			return nil, fmt.Errorf("listen: %w", err)
-		}
-		defer ln.Close()
 		mine = binary.LittleEndian.AppendUint64(nil, newCommID())
-		mine = append(mine, ln.Addr()...)
 	}
 	all, err := exchange(ctx, mine)
 	if err != nil || group == nil {
 		return nil, err
 	}
-	addrs := make([]string, len(group))
+	at := make([]int, len(group))
 	for i, g := range group {
-		if len(all[g]) < 8 {
+		if len(all[g]) != 8 {
 			return nil, fmt.Errorf("split: rank %d did not join group %v", g, group)
 		}
-		addrs[i] = string(all[g][8:])
+		at[i] = parent.at[g]
 	}
 	id := binary.LittleEndian.Uint64(all[group[0]])
-	me := slices.Index(group, parent.Rank)
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	conns, err := connect(ctx, parent.Network, ln, me, addrs, id)
-	if err != nil {
-		return nil, err
+	me := slices.Index(group, rank)
+	if len(group) == 1 {
+		return &mesh{id: id, conns: make([]transport.Conn, 1), at: at}, nil
 	}
-	return &mesh{id: id, conns: conns}, nil
+	return parent.peers.open(id, me, at)
 }
 
 // connect dials every higher rank and accepts every lower one, all at

@@ -13,7 +13,6 @@ import (
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/reduce"
-	"github.com/gocomms/gocomms/transport"
 )
 
 // NativeBackend is the name the built-in engine registers under.
@@ -37,7 +36,7 @@ const (
 type native struct {
 	cfg    *Config
 	commID uint64
-	conns  []transport.Conn
+	mesh   *mesh
 	pid    *actor.PID
 }
 
@@ -57,7 +56,7 @@ func startNative(cfg *Config, m *mesh) *native {
 	props := rank.Props(rt, rank.Config{Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Conns: m.conns})
 	props = props.Configure(actor.WithGuardian(supervisor.New(rt, supervisor.Policy{})))
 	pid := rt.System.Root.SpawnPrefix(props, "comm-"+cfg.Name+"-r"+strconv.Itoa(cfg.Rank)+"-")
-	return &native{cfg: cfg, commID: m.id, conns: m.conns, pid: pid}
+	return &native{cfg: cfg, commID: m.id, mesh: m, pid: pid}
 }
 
 func (n *native) Name() string { return NativeBackend }
@@ -183,20 +182,17 @@ func (n *native) Finalize(ctx context.Context) error {
 	}
 	// The links have closed their connections; the last frames may still
 	// be on their way out of the process.
-	for _, c := range n.conns {
-		if d, ok := c.(transport.Drainer); ok {
-			select {
-			case <-d.Drained():
-			case <-ctx.Done():
-				return fmt.Errorf("gocomms: finalize %q: frames to %s not yet sent: %w", n.cfg.Name, c.RemoteAddr(), context.Cause(ctx))
-			}
-		}
+	if n.mesh.peers == nil {
+		return nil
+	}
+	if err := n.mesh.peers.release(ctx); err != nil {
+		return fmt.Errorf("gocomms: finalize %q: %w", n.cfg.Name, err)
 	}
 	return nil
 }
 
 func (n *native) Split(ctx context.Context, group []int, cfg *Config, exchange Exchange) (Backend, error) {
-	m, err := splitMesh(ctx, n.cfg, group, cfg, exchange)
+	m, err := splitMesh(ctx, n.mesh, n.cfg.Rank, group, exchange)
 	if err != nil || m == nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/tcp"
 )
 
@@ -493,4 +494,59 @@ func TestFinalizeDoesNotWaitForBusyPeers(t *testing.T) {
 		}
 		return nil
 	}, gocomms.WithNetwork(tcp.New()))
+}
+
+// countingNetwork counts dials, to show which communicators open
+// connections of their own.
+type countingNetwork struct {
+	transport.Network
+	dials atomic.Int64
+}
+
+func (n *countingNetwork) Dial(ctx context.Context, addr string, hello []byte) (transport.Conn, error) {
+	n.dials.Add(1)
+	return n.Network.Dial(ctx, addr, hello)
+}
+
+// TestSplitsReuseConnections: splits talk over their parent's connections,
+// and those stay open until the last communicator sharing them finalizes,
+// whichever finalizes first.
+func TestSplitsReuseConnections(t *testing.T) {
+	nw := &countingNetwork{Network: tcp.New()}
+	const n = 4
+	var connected sync.WaitGroup
+	connected.Add(n)
+	local(t, n, func(ctx context.Context, c *gocomms.Comm) error {
+		connected.Done()
+		connected.Wait()
+		dialed := nw.dials.Load()
+		half, err := c.SplitByColor(ctx, c.Rank()%2, 0)
+		if err != nil {
+			return err
+		}
+		x := []int32{int32(c.Rank())}
+		if err := half.AllReduce(ctx, gocomms.FromSlice(x), gocomms.Sum); err != nil {
+			return err
+		}
+		if want := int32(2 + 2*(c.Rank()%2)); x[0] != want {
+			return fmt.Errorf("rank %d: all-reduce over its half gave %d, want %d", c.Rank(), x[0], want)
+		}
+		if more := nw.dials.Load() - dialed; more != 0 {
+			return fmt.Errorf("splitting dialed %d more connections", more)
+		}
+		// The parent finalizes first on even ranks, last on odd ones.
+		order := []*gocomms.Comm{c, half}
+		if c.Rank()%2 == 1 {
+			order = []*gocomms.Comm{half, c}
+		}
+		for _, cc := range order {
+			if err := cc.Barrier(ctx); err != nil {
+				return err
+			}
+			if err := cc.Finalize(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, gocomms.WithNetwork(nw))
 }
