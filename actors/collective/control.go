@@ -54,6 +54,20 @@ func DecodeFailure(p []byte) (rank int, reason string, err error) {
 	return int(binary.LittleEndian.Uint32(p)), string(p[4:]), nil
 }
 
+// EncodePeerFailed returns the payload of a ControlPeerFailed frame.
+func EncodePeerFailed(rank int) []byte {
+	return binary.LittleEndian.AppendUint32(nil, uint32(rank))
+}
+
+// DecodePeerFailed parses a ControlPeerFailed payload, rejecting ranks
+// outside a communicator of size.
+func DecodePeerFailed(size int, p []byte) (int, error) {
+	if len(p) != 4 || binary.LittleEndian.Uint32(p) >= uint32(size) {
+		return 0, fmt.Errorf("collective: malformed failed-rank report of %d bytes", len(p))
+	}
+	return int(binary.LittleEndian.Uint32(p)), nil
+}
+
 // ProbeStatus is how far a probed rank has got with a collective.
 type ProbeStatus uint8
 

@@ -102,6 +102,8 @@ func (c *runner) timeout(ctx actor.Context) {
 		ranks = slices.Sorted(slices.Values(c.probe.notReached))
 		err = fmt.Errorf("%w: ranks %v have not started this collective", err, ranks)
 	}
-	c.stuckOn = waiting
+	if c.req.P2P == nil { // probes ask about collectives only
+		c.stuckOn = waiting
+	}
 	c.fail(ctx, err, ranks, false)
 }

@@ -1,7 +1,6 @@
 package rank
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -25,7 +24,7 @@ func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
 		return
 	}
 	r.breakComm(ctx, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err), m.Peer)
-	payload := binary.LittleEndian.AppendUint32(nil, uint32(m.Peer))
+	payload := collective.EncodePeerFailed(m.Peer)
 	for peer, l := range r.links {
 		if l != nil && peer != m.Peer && r.linkLive[peer] {
 			ctx.Send(l, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlPeerFailed, payload))
@@ -35,14 +34,14 @@ func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
 
 // peerReportedFailure handles a peer's word that a rank failed.
 func (r *rankActor) peerReportedFailure(ctx actor.Context, reporter int, payload []byte) {
-	if len(payload) != 4 || int(binary.LittleEndian.Uint32(payload)) >= r.cfg.Size {
-		r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", reporter)
+	failed, err := collective.DecodePeerFailed(r.cfg.Size, payload)
+	if err != nil {
+		r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", reporter, "err", err)
 		return
 	}
 	if r.closing || r.aborted != nil || r.broken != nil {
 		return
 	}
-	failed := int(binary.LittleEndian.Uint32(payload))
 	r.breakComm(ctx, fmt.Errorf("%w: rank %d (reported by rank %d)", commerr.ErrPeerFailed, failed, reporter), failed)
 }
 
