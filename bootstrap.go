@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/transport"
+	"github.com/gocomms/gocomms/transport/lazy"
+	"github.com/gocomms/gocomms/transport/mux"
 )
 
 // newCommID draws a communicator id from a fresh UUID.
@@ -26,15 +27,16 @@ func newCommID() uint64 {
 // publishes its listening address in the store under the communicator's
 // name; rank 0 collects them and publishes the roster (the communicator id
 // and every address) as one value, or why it gave up, so that the store
-// sees O(size) requests and every rank learns who never joined; then the
-// lower rank of every pair dials the higher.
+// sees O(size) requests and every rank learns who never joined. Ranks
+// connect later, to the peers they talk to, when they first do
+// (transport/lazy).
 //
 // Keys are derived from the name, never from a process-wide counter (which
 // deadlocks when only some ranks create a communicator), plus a generation
 // counted per name, so that a name used again gets fresh keys.
 func rendezvous(ctx context.Context, cfg *Config) (*mesh, error) {
 	if cfg.Size == 1 {
-		return &mesh{id: newCommID(), conns: make([]transport.Conn, 1), at: []int{0}}, nil
+		return &mesh{id: newCommID(), at: []int{0}}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
@@ -42,7 +44,16 @@ func rendezvous(ctx context.Context, cfg *Config) (*mesh, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	defer ln.Close()
+	m, err := publish(ctx, cfg, ln)
+	if err != nil {
+		ln.Close()
+	}
+	return m, err
+}
+
+// publish publishes the address of ln, which it serves from then on if it
+// succeeds, and learns every rank's.
+func publish(ctx context.Context, cfg *Config, ln transport.Listener) (*mesh, error) {
 
 	st := store.WithPrefix(cfg.Store, "gocomms/"+cfg.Name)
 	joined, err := st.Add(ctx, "joined", 1)
@@ -62,15 +73,20 @@ func rendezvous(ctx context.Context, cfg *Config) (*mesh, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
-	conns, err := connect(ctx, cfg.Network, ln, cfg.Rank, r.addrs, r.id)
+	p := newPeers()
+	p.group, err = lazy.New(lazy.Config{
+		Network: cfg.Network, Listener: ln, ID: r.id, Self: cfg.Rank, Addrs: r.addrs,
+		OnConnect: p.connectedTo,
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
+	p.muxes = make([]*mux.Mux, cfg.Size)
 	at := make([]int, cfg.Size)
 	for i := range at {
 		at[i] = i
 	}
-	return newPeers(conns).open(r.id, cfg.Rank, at)
+	return p.open(r.id, cfg.Rank, at), nil
 }
 
 // roster is what rank 0 publishes: the communicator's id and every rank's
@@ -176,7 +192,7 @@ func missingText(missing []int) string {
 }
 
 // splitMesh gives the members of group, a split of the parent whose mesh
-// is parent and whose rank is rank, virtual connections over the parent's:
+// is parent and whose rank is rank, connections over the parent's:
 // the members exchange fresh ids over the parent, and the group's first
 // member's names the new communicator.
 func splitMesh(ctx context.Context, parent *mesh, rank int, group []int, exchange Exchange) (*mesh, error) {
@@ -198,78 +214,7 @@ func splitMesh(ctx context.Context, parent *mesh, rank int, group []int, exchang
 	id := binary.LittleEndian.Uint64(all[group[0]])
 	me := slices.Index(group, rank)
 	if len(group) == 1 {
-		return &mesh{id: id, conns: make([]transport.Conn, 1), at: at}, nil
+		return &mesh{id: id, at: at}, nil
 	}
-	return parent.peers.open(id, me, at)
-}
-
-// connect dials every higher rank and accepts every lower one, all at
-// once: dialing in turn would chain each rank's wait on the one above it.
-// The hello carries the communicator id and the dialer's rank.
-func connect(ctx context.Context, net transport.Network, ln transport.Listener, rank int, addrs []string, id uint64) ([]transport.Conn, error) {
-	conns := make([]transport.Conn, len(addrs))
-	errs := make([]error, len(addrs)+1) // one per dial, then the accepts'
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	hello := binary.LittleEndian.AppendUint64(nil, id)
-	hello = binary.LittleEndian.AppendUint32(hello, uint32(rank))
-	var wg sync.WaitGroup
-	for peer := rank + 1; peer < len(addrs); peer++ {
-		wg.Go(func() {
-			var err error
-			if conns[peer], err = net.Dial(ctx, addrs[peer], hello); err != nil {
-				errs[peer] = fmt.Errorf("connect to rank %d at %s: %w", peer, addrs[peer], err)
-				cancel()
-			}
-		})
-	}
-	wg.Go(func() {
-		if errs[len(addrs)] = acceptLower(ctx, ln, rank, id, conns); errs[len(addrs)] != nil {
-			cancel()
-		}
-	})
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, c := range conns {
-			if c != nil {
-				c.Close()
-			}
-		}
-		return nil, err
-	}
-	return conns, nil
-}
-
-// acceptLower accepts the connection of every rank below rank into conns.
-func acceptLower(ctx context.Context, ln transport.Listener, rank int, id uint64, conns []transport.Conn) error {
-	for range rank {
-		c, h, err := ln.Accept(ctx)
-		if err != nil {
-			return fmt.Errorf("accept from lower ranks: %w", err)
-		}
-		peer, err := checkHello(h, id, rank)
-		if err == nil && conns[peer] != nil {
-			err = fmt.Errorf("rank %d connected twice", peer)
-		}
-		if err != nil {
-			c.Close()
-			return fmt.Errorf("accept: %w", err)
-		}
-		conns[peer] = c
-	}
-	return nil
-}
-
-func checkHello(h []byte, id uint64, rank int) (int, error) {
-	if len(h) != 12 {
-		return 0, errors.New("malformed hello")
-	}
-	if got := binary.LittleEndian.Uint64(h); got != id {
-		return 0, fmt.Errorf("hello from another communicator (id %x, want %x)", got, id)
-	}
-	peer := int(binary.LittleEndian.Uint32(h[8:]))
-	if peer >= rank {
-		return 0, fmt.Errorf("hello from rank %d, which should accept rather than dial", peer)
-	}
-	return peer, nil
+	return parent.peers.open(id, me, at), nil
 }

@@ -53,9 +53,10 @@ func newNative(ctx context.Context, cfg *Config) (Backend, error) {
 
 func startNative(cfg *Config, m *mesh) *native {
 	rt := cfg.Runtime
-	props := rank.Props(rt, rank.Config{Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Conns: m.conns})
+	props := rank.Props(rt, rank.Config{Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn})
 	props = props.Configure(actor.WithGuardian(supervisor.New(rt, supervisor.Policy{})))
 	pid := rt.System.Root.SpawnPrefix(props, "comm-"+cfg.Name+"-r"+strconv.Itoa(cfg.Rank)+"-")
+	m.watch(func(peer int) { rt.System.Root.Send(pid, &rank.Connected{Peer: peer}) })
 	return &native{cfg: cfg, commID: m.id, mesh: m, pid: pid}
 }
 
@@ -182,10 +183,7 @@ func (n *native) Finalize(ctx context.Context) error {
 	}
 	// The links have closed their connections; the last frames may still
 	// be on their way out of the process.
-	if n.mesh.peers == nil {
-		return nil
-	}
-	if err := n.mesh.peers.release(ctx); err != nil {
+	if err := n.mesh.release(ctx); err != nil {
 		return fmt.Errorf("gocomms: finalize %q: %w", n.cfg.Name, err)
 	}
 	return nil

@@ -6,87 +6,141 @@ import (
 	"sync"
 
 	"github.com/gocomms/gocomms/transport"
+	"github.com/gocomms/gocomms/transport/lazy"
 	"github.com/gocomms/gocomms/transport/mux"
 )
 
-// peers is one connection to each peer of a communicator made by NewComm,
-// multiplexed so that the communicators split from it reuse it: a split
-// opens virtual connections over its parent's instead of dialing. The last
-// communicator to finalize closes the connections.
+// peers is the connections of the process that NewComm made a
+// communicator for: one to each peer, dialled when first needed (see
+// transport/lazy), multiplexed so that the communicators split from it
+// reuse it. The last communicator to finalize closes them.
 type peers struct {
+	group *lazy.Group
+
 	mu    sync.Mutex
 	refs  int
-	muxes []*mux.Mux // by rank in the communicator NewComm made; nil at this rank
+	muxes []*mux.Mux       // by index in the communicator NewComm made; made on first use
+	comms map[uint64]*mesh // the communicators sharing the connections, by id
 }
 
-// newPeers multiplexes conns (nil at this rank) for the communicators that
-// will share them.
-func newPeers(conns []transport.Conn) *peers {
-	p := &peers{muxes: make([]*mux.Mux, len(conns))}
-	for i, c := range conns {
-		if c != nil {
-			p.muxes[i] = mux.New(c)
-		}
-	}
-	return p
-}
+func newPeers() *peers { return &peers{comms: map[uint64]*mesh{}} }
 
-// mesh is one communicator's connections: a virtual connection to each
-// peer (nil at this rank) over the shared peers, whose indices the
-// communicator's ranks map to through at.
+// mesh is one communicator's view of the shared peers: its rank r is the
+// peers' index at[r].
 type mesh struct {
 	id    uint64
-	conns []transport.Conn
+	me    int    // this process's rank in the communicator
 	peers *peers // nil for a communicator of one rank
-	at    []int  // communicator rank -> index into peers.muxes
+	at    []int
+	// connected tells the communicator's rank actor that the connection to
+	// one of its ranks came up; set by watch.
+	connected func(rank int)
 }
 
-// open gives communicator id, whose rank r is peers' at[r], a virtual
-// connection to every rank but me, and takes a reference to p.
-func (p *peers) open(id uint64, me int, at []int) (*mesh, error) {
-	m := &mesh{id: id, conns: make([]transport.Conn, len(at)), peers: p, at: at}
-	for r, i := range at {
-		if r == me {
-			continue
-		}
-		c, err := p.muxes[i].Open(id)
-		if err != nil {
-			for _, c := range m.conns {
-				if c != nil {
-					c.Close()
-				}
-			}
-			return nil, fmt.Errorf("connection to rank %d: %w", r, err)
-		}
-		m.conns[r] = c
-	}
+// open registers communicator id, whose rank r is the peers' index at[r]
+// and whose rank here is me, and takes a reference to p.
+func (p *peers) open(id uint64, me int, at []int) *mesh {
+	m := &mesh{id: id, me: me, peers: p, at: at}
 	p.mu.Lock()
 	p.refs++
+	p.comms[id] = m
 	p.mu.Unlock()
-	return m, nil
+	return m
 }
 
-// release drops a communicator's reference; the last one closes every
-// connection and waits until their last frames have left the process.
-func (p *peers) release(ctx context.Context) error {
+// conn opens m's virtual connection to rank over the shared connection,
+// which dials on its first frame.
+func (m *mesh) conn(rank int) (transport.Conn, error) {
+	p, i := m.peers, m.at[rank]
 	p.mu.Lock()
+	x := p.muxes[i]
+	if x == nil {
+		c, err := p.group.Conn(i)
+		if err != nil {
+			p.mu.Unlock()
+			return nil, fmt.Errorf("connection to rank %d: %w", rank, err)
+		}
+		x = mux.New(c)
+		p.muxes[i] = x
+	}
+	p.mu.Unlock()
+	c, err := x.Open(m.id)
+	if err != nil {
+		return nil, fmt.Errorf("connection to rank %d: %w", rank, err)
+	}
+	return c, nil
+}
+
+// watch calls connected for every rank of m whose connection is up, now
+// and whenever another comes up, until m is released.
+func (m *mesh) watch(connected func(rank int)) {
+	p := m.peers
+	if p == nil {
+		return
+	}
+	var up []int
+	p.mu.Lock()
+	m.connected = connected
+	for r, i := range m.at {
+		if r != m.me && p.group.Up(i) {
+			up = append(up, r)
+		}
+	}
+	p.mu.Unlock()
+	for _, r := range up {
+		connected(r)
+	}
+}
+
+// connectedTo passes on the news that the connection to index i came up to
+// every communicator that has a rank there.
+func (p *peers) connectedTo(i int) {
+	var tell []func()
+	p.mu.Lock()
+	for _, m := range p.comms {
+		if m.connected == nil {
+			continue
+		}
+		for r, at := range m.at {
+			if at == i && r != m.me {
+				tell = append(tell, func() { m.connected(r) })
+			}
+		}
+	}
+	p.mu.Unlock()
+	for _, t := range tell {
+		t()
+	}
+}
+
+// release drops m's reference; the last one closes every connection and
+// waits until their last frames have left the process.
+func (m *mesh) release(ctx context.Context) error {
+	p := m.peers
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	delete(p.comms, m.id)
 	p.refs--
 	last := p.refs == 0
+	muxes := p.muxes
 	p.mu.Unlock()
 	if !last {
 		return nil
 	}
-	for _, m := range p.muxes {
-		if m != nil {
-			m.Close()
+	for _, x := range muxes {
+		if x != nil {
+			x.Close()
 		}
 	}
-	for _, m := range p.muxes {
-		if m == nil {
+	p.group.Close()
+	for _, x := range muxes {
+		if x == nil {
 			continue
 		}
 		select {
-		case <-m.Drained():
+		case <-x.Drained():
 		case <-ctx.Done():
 			return fmt.Errorf("frames not yet sent when closing: %w", context.Cause(ctx))
 		}

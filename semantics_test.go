@@ -508,15 +508,20 @@ func (n *countingNetwork) Dial(ctx context.Context, addr string, hello []byte) (
 	return n.Network.Dial(ctx, addr, hello)
 }
 
-// TestSplitsReuseConnections: splits talk over their parent's connections,
-// and those stay open until the last communicator sharing them finalizes,
-// whichever finalizes first.
+// TestSplitsReuseConnections: splits talk over the connections their
+// parent made, and those stay open until the last communicator sharing
+// them finalizes, whichever finalizes first.
 func TestSplitsReuseConnections(t *testing.T) {
 	nw := &countingNetwork{Network: tcp.New()}
 	const n = 4
 	var connected sync.WaitGroup
 	connected.Add(n)
 	local(t, n, func(ctx context.Context, c *gocomms.Comm) error {
+		// An all-to-all connects every pair of ranks.
+		out := make([]int32, n)
+		if err := c.AllToAllSingle(ctx, gocomms.FromSlice(out), gocomms.FromSlice(make([]int32, n))); err != nil {
+			return err
+		}
 		connected.Done()
 		connected.Wait()
 		dialed := nw.dials.Load()

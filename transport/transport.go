@@ -106,7 +106,8 @@ type Drainer interface {
 // Borrower is implemented by connections that write a lent payload
 // (Frame.Sent) without copying it. Lending to any other connection only
 // adds the message that gives the payload back, so senders lend only to
-// borrowers.
+// borrowers. A Network whose connections all borrow implements it too, so
+// that a connection made later can be known to borrow now.
 type Borrower interface {
 	BorrowsPayloads()
 }

@@ -64,7 +64,7 @@ func (c *runner) Receive(ctx actor.Context) {
 	case *link.Delivered:
 		c.arrive(ctx, m)
 	case *Fail:
-		c.fail(ctx, m.Err, m.Ranks, m.Tell)
+		c.fail(ctx, m)
 	case *link.Failed:
 		// Frames the peer sent before it went away came first: fail only if
 		// one is still missing. The rank knows best why the peer went (it
@@ -146,7 +146,7 @@ func (c *runner) arrive(ctx actor.Context, d *link.Delivered) {
 	h := d.Frame.Header
 	if h.Sig != req.Sig {
 		transport.PutBuffer(d.Frame.Payload)
-		c.fail(ctx, commerr.Invalid("arguments differ across ranks: %s", Mismatch(h.Sig, req.Sig, d.Peer)), []int{d.Peer}, true)
+		c.fail(ctx, &Fail{Err: commerr.Invalid("arguments differ across ranks: %s", Mismatch(h.Sig, req.Sig, d.Peer)), Ranks: []int{d.Peer}, Tell: true})
 		return
 	}
 	tag := int(h.Tag)
@@ -158,12 +158,12 @@ func (c *runner) arrive(ctx actor.Context, d *link.Delivered) {
 	c.ready, step, err = c.prog.Arrive(d.Peer, tag, c.ready)
 	if err != nil {
 		transport.PutBuffer(d.Frame.Payload)
-		c.fail(ctx, commerr.Invalid("unexpected message %d from rank %d: %v", h.Tag, d.Peer, err), []int{d.Peer}, true)
+		c.fail(ctx, &Fail{Err: commerr.Invalid("unexpected message %d from rank %d: %v", h.Tag, d.Peer, err), Ranks: []int{d.Peer}, Tell: true})
 		return
 	}
 	if want := req.Schedule.Steps[step].Dst.Len * c.elemSize; len(d.Frame.Payload) != want {
 		transport.PutBuffer(d.Frame.Payload)
-		c.fail(ctx, commerr.Invalid("rank %d sent %d bytes where this rank expects %d: sizes differ across ranks", d.Peer, len(d.Frame.Payload), want), []int{d.Peer}, true)
+		c.fail(ctx, &Fail{Err: commerr.Invalid("rank %d sent %d bytes where this rank expects %d: sizes differ across ranks", d.Peer, len(d.Frame.Payload), want), Ranks: []int{d.Peer}, Tell: true})
 		return
 	}
 	c.held[step] = d.Frame.Payload
@@ -254,19 +254,27 @@ func (c *runner) finish(ctx actor.Context) {
 }
 
 // fail ends the operation with err. A failure this rank detected in what a
-// peer sent (tell) is reported to every rank, so that all of them fail
-// instead of waiting for a message that will not come.
-func (c *runner) fail(ctx actor.Context, err error, ranks []int, tell bool) {
+// peer sent (tell), or a peer's report of one (forward), goes on to the
+// operation's peers, so that all of them fail instead of waiting for a
+// message that will not come.
+func (c *runner) fail(ctx actor.Context, m *Fail) {
 	req := c.req
-	if tell && req.P2P == nil {
-		payload := EncodeFailure(req.Rank, err.Error())
-		for _, l := range req.Links {
-			if l != nil {
-				ctx.Send(l, ControlFrame(req.CommID, req.CollSeq, ControlFailed, payload))
-			}
+	if req.P2P == nil {
+		switch {
+		case m.Forward != nil:
+			TellFailure(ctx, req, m.Forward)
+		case m.Tell:
+			TellFailure(ctx, req, EncodeFailure(req.Rank, m.Err.Error()))
 		}
 	}
-	c.end(ctx, &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: ranks, Err: err})
+	c.end(ctx, &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: m.Ranks, Err: m.Err})
+}
+
+// TellFailure sends a ControlFailed report about req to req's peers.
+func TellFailure(ctx actor.Context, req *Request, report []byte) {
+	for _, peer := range req.Peers() {
+		ctx.Send(req.Links[peer], ControlFrame(req.CommID, req.CollSeq, ControlFailed, report))
+	}
 }
 
 func (c *runner) end(ctx actor.Context, err error) {

@@ -88,6 +88,14 @@ const (
 // ProbeAnswer, unless it has already ended: its Finished says then.
 type Probe struct{ Peer int }
 
+// Ask asks the rank to probe Peer about collective CollSeq: the rank holds
+// the links, and the rank asked may be one the collective has no link to,
+// when it follows a chain of stuck ranks.
+type Ask struct {
+	Peer    int
+	CollSeq uint64
+}
+
 // ProbeAnswer is a running collective's answer to a Probe: Seq is the
 // operation's.
 type ProbeAnswer struct {

@@ -63,7 +63,7 @@ func (c *runner) ask(ctx actor.Context, peer int) {
 	pr.state[peer] = asked
 	pr.sent++
 	pr.pending++
-	ctx.Send(c.req.Links[peer], ControlFrame(c.req.CommID, c.req.CollSeq, ControlProbe, nil))
+	ctx.Send(ctx.Parent(), &Ask{Peer: peer, CollSeq: c.req.CollSeq})
 }
 
 func (c *runner) probeReplied(ctx actor.Context, m *ProbeReply) {
@@ -105,5 +105,5 @@ func (c *runner) timeout(ctx actor.Context) {
 	if c.req.P2P == nil { // probes ask about collectives only
 		c.stuckOn = waiting
 	}
-	c.fail(ctx, err, ranks, false)
+	c.fail(ctx, &Fail{Err: err, Ranks: ranks})
 }

@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -37,13 +38,42 @@ type Request struct {
 	Sig     uint64 // signature every frame carries and every receiver checks
 
 	Timeout time.Duration
-	Links   []*actor.PID // link actor per rank; nil at this rank
-	Lend    []bool       // per rank: its connection borrows large payloads (transport.Borrower)
+	// Links holds the link actor of every rank in Peers, and Lend says
+	// whether its connection borrows large payloads (transport.Borrower).
+	// Entries for other ranks may change while the operation runs: links
+	// are spawned on first use, so the operation reads only its own.
+	Links []*actor.PID
+	Lend  []bool
 
 	// Started is called when the operation begins to run; Done exactly once
 	// when it ends, with nil or an *commerr.OpError.
 	Started func()
 	Done    func(error)
+
+	peers []int // found by Peers
+}
+
+// Peers lists the ranks the operation exchanges messages with, in
+// increasing order: the links it needs, and whom it tells of its failure.
+func (r *Request) Peers() []int {
+	if r.peers != nil {
+		return r.peers
+	}
+	r.peers = []int{}
+	if r.P2P != nil {
+		for _, m := range r.P2P {
+			r.peers = append(r.peers, m.Peer)
+		}
+	} else {
+		for _, s := range r.Schedule.Steps {
+			if s.Prim == algorithms.Send || s.Prim.Receives() {
+				r.peers = append(r.peers, s.Peer)
+			}
+		}
+	}
+	slices.Sort(r.peers)
+	r.peers = slices.Compact(r.peers)
+	return r.peers
 }
 
 // P2PMessage is the wire identity of one point-to-point message of a batch:
@@ -74,12 +104,16 @@ type PeerLost struct {
 }
 
 // Fail asks a running operation to fail with Err, naming Ranks. With Tell,
-// the failure is reported to every rank, whose copies of a collective then
-// fail too instead of waiting for this one.
+// the failure is reported to the operation's peers, whose copies of a
+// collective then fail too instead of waiting for this one; Forward passes
+// on a peer's report (a ControlFailed payload) instead. Each rank passes a
+// report on once, to its own peers, so that it floods every rank of the
+// collective over the links the collective uses, whatever its size.
 type Fail struct {
-	Err   error
-	Ranks []int
-	Tell  bool
+	Err     error
+	Ranks   []int
+	Tell    bool
+	Forward []byte
 }
 
 // header returns the header of the frame that step i sends.

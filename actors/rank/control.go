@@ -43,6 +43,14 @@ func (r *rankActor) runsCollective(collSeq uint64) bool {
 	return r.running != nil && r.running.P2P == nil && r.running.CollSeq == collSeq
 }
 
+// report is a peer's word that a collective failed, kept until this rank
+// starts the collective, and then passed on to its peers.
+type report struct {
+	err      error
+	reporter int
+	payload  []byte
+}
+
 func (r *rankActor) peerReported(ctx actor.Context, peer int, collSeq uint64, payload []byte) {
 	reporter, reason, err := collective.DecodeFailure(payload)
 	if err != nil {
@@ -52,9 +60,11 @@ func (r *rankActor) peerReported(ctx actor.Context, peer int, collSeq uint64, pa
 	failure := commerr.Invalid("rank %d reported: %s", reporter, reason)
 	switch {
 	case collSeq >= r.collSeq:
-		r.reported[collSeq] = failure
+		if _, ok := r.reported[collSeq]; !ok {
+			r.reported[collSeq] = report{err: failure, reporter: reporter, payload: slices.Clone(payload)}
+		}
 	case r.runsCollective(collSeq):
-		ctx.Send(r.runner, &collective.Fail{Err: failure, Ranks: []int{reporter}})
+		ctx.Send(r.runner, &collective.Fail{Err: failure, Ranks: []int{reporter}, Forward: slices.Clone(payload)})
 	}
 }
 

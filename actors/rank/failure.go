@@ -14,8 +14,10 @@ import (
 // has the communicator: as with NCCL, every later operation fails (until
 // the communicator is rebuilt), instead of each one waiting out its
 // timeout for a rank that is gone or for a survivor that gave up. The rank
-// that sees the failure tells the others, so that ranks that do not talk
-// to the failed one directly stop too.
+// that sees the failure tells the peers it has links to, and each of them
+// tells theirs, once: the word floods the ranks that talk to each other,
+// over links that exist anyway, so that ranks that do not talk to the
+// failed one directly stop too.
 
 // peerFailed handles the failure of the link to a peer.
 func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
@@ -24,9 +26,15 @@ func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
 		return
 	}
 	r.breakComm(ctx, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err), m.Peer)
-	payload := collective.EncodePeerFailed(m.Peer)
+	r.spreadFailure(ctx, m.Peer, m.Peer)
+}
+
+// spreadFailure tells every live link but the failed rank's and the
+// teller's that failed has failed.
+func (r *rankActor) spreadFailure(ctx actor.Context, failed, teller int) {
+	payload := collective.EncodePeerFailed(failed)
 	for peer, l := range r.links {
-		if l != nil && peer != m.Peer && r.linkLive[peer] {
+		if l != nil && peer != failed && peer != teller && r.linkLive[peer] {
 			ctx.Send(l, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlPeerFailed, payload))
 		}
 	}
@@ -43,6 +51,7 @@ func (r *rankActor) peerReportedFailure(ctx actor.Context, reporter int, payload
 		return
 	}
 	r.breakComm(ctx, fmt.Errorf("%w: rank %d (reported by rank %d)", commerr.ErrPeerFailed, failed, reporter), failed)
+	r.spreadFailure(ctx, failed, reporter)
 }
 
 // breakComm fails the running operation and every queued one, and every

@@ -24,8 +24,17 @@ type Config struct {
 	CommID uint64
 	Rank   int
 	Size   int
-	Conns  []transport.Conn // connection to each rank; nil at Rank
+	// Connect returns the connection to a peer. The rank calls it once per
+	// peer, when an operation first needs that peer or when the peer
+	// connected (Connected), so that a rank holds links only to the peers
+	// it talks to.
+	Connect func(peer int) (transport.Conn, error)
 }
+
+// Connected tells the rank that a peer opened a connection to it, so that
+// what the peer sends before this rank needs it arrives: a probe about a
+// collective this rank has not started, say.
+type Connected struct{ Peer int }
 
 // Submit queues an operation. Req is complete but for what the rank actor
 // numbers: CollSeq, the P2P ordinals and Links. A point-to-point operation
@@ -90,7 +99,7 @@ type rankActor struct {
 	collSeq      uint64 // collectives started
 	ordinals     map[p2pKey]uint64
 
-	reported map[uint64]error // collective sequence number -> a peer's failure report
+	reported map[uint64]report // collective sequence number -> a peer's failure report
 	// The last collective that timed out here, and whom it waited for.
 	stuckSeq uint64
 	stuckOn  []int
@@ -113,7 +122,7 @@ func newRank(rt *actors.Runtime, cfg Config) *rankActor {
 		rt:       rt,
 		cfg:      cfg,
 		ordinals: map[p2pKey]uint64{},
-		reported: map[uint64]error{},
+		reported: map[uint64]report{},
 	}
 }
 
@@ -127,6 +136,10 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		r.peerLost(ctx, m)
 	case *collective.ProbeAnswer:
 		r.probeAnswered(ctx, m)
+	case *collective.Ask:
+		if r.aborted == nil && !r.closing && r.connect(ctx, m.Peer) == nil {
+			ctx.Send(r.links[m.Peer], collective.ControlFrame(r.cfg.CommID, m.CollSeq, collective.ControlProbe, nil))
+		}
 	case *link.Delivered:
 		r.control(ctx, m)
 	case *link.Failed:
@@ -138,6 +151,10 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	case *Finalize:
 		r.finalize = m.Done
 		r.next(ctx)
+	case *Connected:
+		if r.finalize == nil && r.aborted == nil {
+			_ = r.connect(ctx, m.Peer) // a failure breaks the communicator
+		}
 	case closeGraceOver:
 		if r.finalize != nil {
 			for peer, live := range r.linkLive {
@@ -153,13 +170,6 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		r.linkLive = make([]bool, r.cfg.Size)
 		r.lend = make([]bool, r.cfg.Size)
 		r.left = make([]bool, r.cfg.Size)
-		for peer, conn := range r.cfg.Conns {
-			if conn != nil {
-				r.links[peer] = ctx.SpawnPrefix(link.Props(r.rt, peer, conn), fmt.Sprintf("%s%d-", linkPrefix, peer))
-				r.linkLive[peer] = true
-				_, r.lend[peer] = conn.(transport.Borrower)
-			}
-		}
 	case *actor.Terminated:
 		if r.runner != nil && r.runner.Equal(m.Who) {
 			r.runnerStopped(ctx)
@@ -244,7 +254,30 @@ func (r *rankActor) closed(ctx actor.Context) {
 	ctx.Stop(ctx.Self())
 }
 
+// connect spawns the link to peer unless there is one. A peer that cannot
+// be connected has failed, and the error says so.
+func (r *rankActor) connect(ctx actor.Context, peer int) error {
+	if r.links[peer] != nil {
+		return nil
+	}
+	conn, err := r.cfg.Connect(peer)
+	if err != nil {
+		r.peerFailed(ctx, &link.Failed{Peer: peer, Err: err})
+		return fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err)
+	}
+	r.links[peer] = ctx.SpawnPrefix(link.Props(r.rt, peer, conn), fmt.Sprintf("%s%d-", linkPrefix, peer))
+	r.linkLive[peer] = true
+	_, r.lend[peer] = conn.(transport.Borrower)
+	return nil
+}
+
 func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
+	for _, peer := range req.Peers() {
+		if err := r.connect(ctx, peer); err != nil {
+			r.reject(req, err, []int{peer})
+			return
+		}
+	}
 	req.Links, req.Lend = r.links, r.lend
 	if req.P2P != nil {
 		for i := range req.P2P {
@@ -256,9 +289,10 @@ func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
 	} else {
 		req.CollSeq = r.collSeq
 		r.collSeq++
-		if err := r.reported[req.CollSeq]; err != nil {
+		if rep, ok := r.reported[req.CollSeq]; ok {
 			delete(r.reported, req.CollSeq)
-			r.reject(req, err, nil)
+			collective.TellFailure(ctx, req, rep.payload)
+			r.reject(req, rep.err, []int{rep.reporter})
 			return
 		}
 	}

@@ -23,7 +23,14 @@ type Network struct {
 	advertise     string // host to report for a listener bound to every interface
 }
 
-var _ transport.Network = (*Network)(nil)
+var (
+	_ transport.Network  = (*Network)(nil)
+	_ transport.Borrower = (*Network)(nil)
+)
+
+// BorrowsPayloads marks the network as a transport.Borrower: every
+// connection it makes writes lent payloads without copying them.
+func (*Network) BorrowsPayloads() {}
 
 // New returns a TCP network configured by opts. Invalid options do not
 // stop New: every Listen and Dial then fails with the reason.

@@ -1,0 +1,288 @@
+package lazy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gocomms/gocomms/transport"
+)
+
+// state is where a conn stands. It only moves forward, along
+// idle, dialing, waiting, flushing, up, ended, skipping some: which is what
+// lets a timer or a late callback check that the state it was meant for
+// still holds.
+type state uint8
+
+const (
+	idle     state = iota // never used: nothing on the network
+	dialing               // our dial is in flight, or awaits the peer's answer
+	waiting               // the peer refused our dial: its own is on its way
+	flushing              // the connection is chosen; the queue is going out on it
+	up                    // Sends go straight to the connection
+	ended                 // closed or failed, for good
+)
+
+// conn is the lazy connection to one peer. Frames sent before the
+// connection is up wait in queue, in order, and go out first; frames
+// received go through the inbox, which keeps the handler's calls in order
+// and one at a time whatever underlying connection they came from.
+//
+// mu is never held across a call into an underlying connection, the
+// Network or the handler: an inproc Send may run the peer's handler in the
+// caller's goroutine, the peer's handler may Send back, and that Send may
+// run our link's handler, which takes mu. Nor across a frame's Sent.
+type conn struct {
+	g       *Group
+	peer    int
+	in      inbox
+	drained chan struct{}
+
+	mu       sync.Mutex
+	st       state
+	closed   bool              // Close was called
+	pending  bool              // counted in g.pending until the state leaves dialing or waiting
+	drainSet bool              // closing drained is arranged
+	err      error             // what Sends return: set once closed or ended
+	queue    []transport.Frame // Sends waiting for the connection, in order
+	cur      *link             // the chosen connection, from flushing on
+	dialLink *link             // our dialled connection while it awaits the answer
+	cancel   context.CancelFunc
+	timer    *time.Timer // bounds dialing, then waiting
+}
+
+var (
+	_ transport.Conn    = (*conn)(nil)
+	_ transport.Drainer = (*conn)(nil)
+)
+
+// borrowingConn is a conn whose underlying connections are
+// transport.Borrowers. Lent frames pass through the queue and on to them
+// untouched, so the conn borrows when they do.
+type borrowingConn struct{ *conn }
+
+var _ transport.Borrower = borrowingConn{}
+
+func (borrowingConn) BorrowsPayloads() {}
+
+func newConn(g *Group, peer int) *conn {
+	return &conn{g: g, peer: peer, drained: make(chan struct{})}
+}
+
+func (c *conn) addr() string { return c.g.addrs[c.peer] }
+
+// describe names the peer in errors.
+func (c *conn) describe() string {
+	return fmt.Sprintf("peer %d (%s)", c.peer, c.addr())
+}
+
+// LocalAddr is the connection's, once there is one, and the listener's
+// before.
+func (c *conn) LocalAddr() string {
+	if u := c.current(); u != nil {
+		return u.LocalAddr()
+	}
+	return c.g.ln.Addr()
+}
+
+// RemoteAddr is the connection's, once there is one, and the peer's
+// listener address before.
+func (c *conn) RemoteAddr() string {
+	if u := c.current(); u != nil {
+		return u.RemoteAddr()
+	}
+	return c.addr()
+}
+
+func (c *conn) current() transport.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil {
+		return nil
+	}
+	return c.cur.u
+}
+
+func (c *conn) Start(h transport.Handler) { c.in.start(h) }
+
+// Drained is closed after Close once the frames sent before it have left:
+// when the connection's own Drained is, if it is a transport.Drainer, and
+// otherwise once it is closed; at once if there never was a connection;
+// and when a dial that had frames waiting gives up.
+func (c *conn) Drained() <-chan struct{} { return c.drained }
+
+// Send queues f until the connection is up, dialling on the first Send,
+// and then hands it to the connection unchanged, lent payload and all.
+func (c *conn) Send(f transport.Frame) error {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		transport.Release(f)
+		return err
+	}
+	if c.st == up {
+		u := c.cur.u
+		c.mu.Unlock()
+		if err := u.Send(f); err != nil {
+			// The connection's own error: ErrClosed if it has ended, and
+			// then its link hears of it too.
+			return fmt.Errorf("transport/lazy: send to %s: %w", c.describe(), err)
+		}
+		return nil
+	}
+	c.queue = append(c.queue, f)
+	if c.st != idle {
+		c.mu.Unlock()
+		return nil
+	}
+	c.st = dialing
+	ctx, cancel := context.WithTimeout(context.Background(), c.g.timeout)
+	c.cancel = cancel
+	c.timer = time.AfterFunc(c.g.timeout, func() { c.expire(dialing) })
+	c.mu.Unlock()
+	go c.dial(ctx, cancel)
+	return nil
+}
+
+// Close closes the connection if there is one. Frames still waiting for a
+// connection keep the dial, or the wait for the peer's, going within the
+// dial timeout, and the connection closes after them. The handler gets
+// one error wrapping transport.ErrClosed, unless it has another coming.
+func (c *conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	err := fmt.Errorf("transport/lazy: conn to %s closed locally: %w", c.describe(), transport.ErrClosed)
+	if c.err == nil {
+		c.err = err
+	}
+	var t teardown
+	switch {
+	case c.st == flushing:
+		// The flusher closes the connection once the queue is out.
+	case (c.st == dialing || c.st == waiting) && len(c.queue) > 0:
+		c.pending = true
+		c.g.pend()
+	case c.st == ended:
+		t.drain, t.drainOf = c.arrangeDrainLocked()
+	default:
+		t = c.endLocked(err, true)
+	}
+	c.mu.Unlock()
+	c.in.closeLocal(err)
+	t.run(c)
+	return nil
+}
+
+// up reports whether a connection is chosen and the conn still open.
+func (c *conn) up() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.closed && (c.st == flushing || c.st == up)
+}
+
+// teardown is what ending a conn leaves to do once mu is released.
+type teardown struct {
+	frames  []transport.Frame // queued Sends, to give back
+	conns   []transport.Conn  // underlying connections, to close
+	settled bool              // the conn leaves g.pending
+	drain   bool              // close drained ...
+	drainOf transport.Conn    // ... once this connection's Drained is, if it is a Drainer
+}
+
+func (t teardown) run(c *conn) {
+	for _, f := range t.frames {
+		transport.Release(f)
+	}
+	for _, u := range t.conns {
+		u.Close()
+	}
+	if t.settled {
+		c.g.settled()
+	}
+	if t.drain {
+		c.drainAfter(t.drainOf)
+	}
+}
+
+// failLocked ends c with err and tells the handler after the frames it
+// has. Called with mu held; releases it.
+func (c *conn) failLocked(err error) {
+	t := c.endLocked(err, false)
+	c.mu.Unlock()
+	t.run(c)
+	c.in.fail(err)
+}
+
+// endLocked ends c: Sends fail with err, unless closed already, and what is
+// queued or dialled is let go, and so is the connection if closeCur is
+// set. A connection that failed is not closed here: it still delivers the
+// frames it has, then reports its end to its link. The caller runs the
+// teardown after releasing mu, then tells the inbox. Called with mu held.
+func (c *conn) endLocked(err error, closeCur bool) teardown {
+	t := teardown{frames: c.queue}
+	c.queue = nil
+	c.st = ended
+	if c.err == nil {
+		c.err = err
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if c.cancel != nil {
+		c.cancel()
+	}
+	if c.dialLink != nil {
+		t.conns = append(t.conns, c.dialLink.u)
+		c.dialLink = nil
+	}
+	if closeCur && c.cur != nil {
+		t.conns = append(t.conns, c.cur.u)
+	}
+	t.settled = c.unpendLocked()
+	if c.closed {
+		t.drain, t.drainOf = c.arrangeDrainLocked()
+	}
+	return t
+}
+
+// unpendLocked reports whether c was counted in g.pending, and uncounts
+// it. Called with mu held.
+func (c *conn) unpendLocked() bool {
+	was := c.pending
+	c.pending = false
+	return was
+}
+
+// arrangeDrainLocked reports whether closing drained is still to arrange,
+// and after which connection. Called with mu held.
+func (c *conn) arrangeDrainLocked() (bool, transport.Conn) {
+	if c.drainSet {
+		return false, nil
+	}
+	c.drainSet = true
+	if c.cur == nil {
+		return true, nil
+	}
+	return true, c.cur.u
+}
+
+// drainAfter closes drained once u's frames have left: at once unless u is
+// a Drainer, whose Drained a goroutine then waits on. That wait ends within
+// u's own close timeout.
+func (c *conn) drainAfter(u transport.Conn) {
+	d, ok := u.(transport.Drainer)
+	if !ok {
+		close(c.drained)
+		return
+	}
+	go func() {
+		<-d.Drained()
+		close(c.drained)
+	}()
+}

@@ -1,0 +1,289 @@
+package lazy
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/gocomms/gocomms/transport"
+)
+
+// defaultDialTimeout applies when Config.DialTimeout is zero.
+const defaultDialTimeout = 30 * time.Second
+
+// helloLen is the hello's size: the group id, then the dialer's index.
+const helloLen = 12
+
+// Config describes one member of a group.
+type Config struct {
+	// Network dials the peers. A Network that implements
+	// transport.Borrower promises that its connections do, and makes the
+	// Group's Conns borrowers too.
+	Network transport.Network
+	// Listener is this member's, already listening at Addrs[Self]. New
+	// takes it over, and Close closes it; if New fails, it stays the
+	// caller's.
+	Listener transport.Listener
+	// ID is the group's id. It is in every hello and answer, and a hello
+	// carrying another id is refused, so that two groups sharing addresses
+	// never connect to each other.
+	ID uint64
+	// Self is this member's index in Addrs.
+	Self int
+	// Addrs holds every member's listener address, by index.
+	Addrs []string
+	// DialTimeout bounds a dial with the wait for the peer's answer, and
+	// separately the wait for the peer's own connection after it refused
+	// ours. Zero means 30 s.
+	DialTimeout time.Duration
+	// OnConnect, if set, is called with a peer's index when the connection
+	// to it comes up, whichever side dialled it: once per peer at most,
+	// since a Conn does not reconnect. It is called from any goroutine and
+	// never under a lock, and must not block.
+	OnConnect func(peer int)
+}
+
+// Group is one member's side of a group whose members connect on first
+// use. Create it with New. Its methods are safe for concurrent use.
+type Group struct {
+	net       transport.Network
+	ln        transport.Listener
+	id        uint64
+	self      int
+	addrs     []string
+	timeout   time.Duration
+	onConnect func(peer int)
+	hello     []byte
+	borrows   bool // the Network's connections are transport.Borrowers
+
+	ctx      context.Context // ends the accept goroutine's wait
+	cancel   context.CancelFunc
+	stopOnce sync.Once
+	stopErr  error // the listener's Close error
+
+	// mu guards the fields below. It may be taken with a Conn's lock held,
+	// never the other way round.
+	mu       sync.Mutex
+	conns    []*conn // by peer index, created on first use
+	closed   bool    // Close has begun
+	shutting bool    // Close has closed every Conn: the listener goes once pending is 0
+	pending  int     // closed Conns whose frames await a connection
+}
+
+// New starts the member described by cfg: it validates cfg and starts one
+// goroutine, which accepts the connections peers dial. Nothing is dialled
+// until a Conn's first Send.
+func New(cfg Config) (*Group, error) {
+	switch {
+	case cfg.Network == nil:
+		return nil, errors.New("transport/lazy: no Network")
+	case cfg.Listener == nil:
+		return nil, errors.New("transport/lazy: no Listener")
+	case len(cfg.Addrs) == 0:
+		return nil, errors.New("transport/lazy: no member addresses")
+	case uint64(len(cfg.Addrs)) > math.MaxUint32:
+		return nil, fmt.Errorf("transport/lazy: %d members; a hello has room for %d", len(cfg.Addrs), uint64(math.MaxUint32))
+	case cfg.Self < 0 || cfg.Self >= len(cfg.Addrs):
+		return nil, fmt.Errorf("transport/lazy: member index %d out of range for %d members", cfg.Self, len(cfg.Addrs))
+	case cfg.DialTimeout < 0:
+		return nil, fmt.Errorf("transport/lazy: negative dial timeout %v", cfg.DialTimeout)
+	}
+	for i, a := range cfg.Addrs {
+		if a == "" {
+			return nil, fmt.Errorf("transport/lazy: member %d has no address", i)
+		}
+	}
+	g := &Group{
+		net:       cfg.Network,
+		ln:        cfg.Listener,
+		id:        cfg.ID,
+		self:      cfg.Self,
+		addrs:     append([]string(nil), cfg.Addrs...),
+		timeout:   cfg.DialTimeout,
+		onConnect: cfg.OnConnect,
+		conns:     make([]*conn, len(cfg.Addrs)),
+	}
+	if g.timeout == 0 {
+		g.timeout = defaultDialTimeout
+	}
+	_, g.borrows = cfg.Network.(transport.Borrower)
+	g.hello = binary.LittleEndian.AppendUint64(make([]byte, 0, helloLen), g.id)
+	g.hello = binary.LittleEndian.AppendUint32(g.hello, uint32(g.self))
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	go g.serve()
+	return g, nil
+}
+
+// Conn returns the connection to peer: the same value for every call with
+// the same peer. It is created on the first call, and dials on its first
+// Send. Conn fails with ErrPeer when peer is out of range or this member's
+// own index, and with an error wrapping transport.ErrClosed after Close.
+func (g *Group) Conn(peer int) (transport.Conn, error) {
+	if peer < 0 || peer >= len(g.addrs) || peer == g.self {
+		return nil, fmt.Errorf("transport/lazy: conn to member %d of %d from member %d: %w", peer, len(g.addrs), g.self, ErrPeer)
+	}
+	c := g.lookup(peer)
+	if c == nil {
+		return nil, fmt.Errorf("transport/lazy: conn to peer %d (%s): group closed: %w", peer, g.addrs[peer], transport.ErrClosed)
+	}
+	if g.borrows {
+		return borrowingConn{c}, nil
+	}
+	return c, nil
+}
+
+// Up reports whether the connection to peer is established and not closed
+// or failed. It is false for an index Conn would refuse.
+func (g *Group) Up(peer int) bool {
+	if peer < 0 || peer >= len(g.addrs) {
+		return false
+	}
+	g.mu.Lock()
+	c := g.conns[peer]
+	g.mu.Unlock()
+	return c != nil && c.up()
+}
+
+// Close closes every Conn, as their Close does, and the listener. A Conn
+// whose frames still wait for their connection keeps them going, within
+// the dial timeout, and so does the listener: the peer's own connection
+// may be the one that carries them. Until then it refuses every other
+// connection, and Close returns without waiting; the Conns' Drained say
+// when their frames have left. Close returns the listener's Close error
+// when it closes the listener itself.
+func (g *Group) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	var conns []*conn
+	for _, c := range g.conns {
+		if c != nil {
+			conns = append(conns, c)
+		}
+	}
+	g.mu.Unlock()
+
+	for _, c := range conns {
+		c.Close()
+	}
+	g.mu.Lock()
+	g.shutting = true
+	idle := g.pending == 0
+	g.mu.Unlock()
+	if idle {
+		return g.stopAccepting()
+	}
+	return nil
+}
+
+// lookup returns the conn to peer, creating it; nil after Close.
+func (g *Group) lookup(peer int) *conn {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	return g.connLocked(peer)
+}
+
+// connLocked returns the conn to peer, creating it. Called with g.mu held.
+func (g *Group) connLocked(peer int) *conn {
+	c := g.conns[peer]
+	if c == nil {
+		c = newConn(g, peer)
+		g.conns[peer] = c
+	}
+	return c
+}
+
+// pend counts a closed conn whose frames await a connection.
+func (g *Group) pend() {
+	g.mu.Lock()
+	g.pending++
+	g.mu.Unlock()
+}
+
+// settled uncounts one; the last after Close closes the listener.
+func (g *Group) settled() {
+	g.mu.Lock()
+	g.pending--
+	last := g.shutting && g.pending == 0
+	g.mu.Unlock()
+	if last {
+		g.stopAccepting()
+	}
+}
+
+func (g *Group) stopAccepting() error {
+	g.stopOnce.Do(func() {
+		g.cancel()
+		g.stopErr = g.ln.Close()
+	})
+	return g.stopErr
+}
+
+// serve is the accept goroutine. It ends when the listener does: a
+// listener that fails Accept for any reason is of no further use.
+func (g *Group) serve() {
+	for {
+		u, hello, err := g.ln.Accept(g.ctx)
+		if err != nil {
+			return
+		}
+		g.admit(u, hello)
+	}
+}
+
+// admit hands a connection whose hello is good to its peer's conn, and
+// closes any other.
+func (g *Group) admit(u transport.Conn, hello []byte) {
+	peer, ok := g.parseHello(hello)
+	if !ok {
+		u.Close()
+		return
+	}
+	// After Close, the conns that exist may still await this very
+	// connection; there is nothing to create for any other peer.
+	g.mu.Lock()
+	c := g.conns[peer]
+	if c == nil && !g.closed {
+		c = g.connLocked(peer)
+	}
+	g.mu.Unlock()
+	if c == nil {
+		g.refuse(u, tagGone)
+		return
+	}
+	c.incoming(u)
+}
+
+// parseHello returns the dialer's index from a hello of this group.
+func (g *Group) parseHello(hello []byte) (int, bool) {
+	if len(hello) != helloLen || binary.LittleEndian.Uint64(hello) != g.id {
+		return 0, false
+	}
+	peer := binary.LittleEndian.Uint32(hello[8:])
+	if uint64(peer) >= uint64(len(g.addrs)) || int(peer) == g.self {
+		return 0, false
+	}
+	return int(peer), true
+}
+
+// refuse answers a dial with a refusal, tagGone or tagCrossed, and closes
+// it. The answer tells the dialer whether to wait for our own dial.
+func (g *Group) refuse(u transport.Conn, tag uint32) {
+	_ = u.Send(transport.Frame{Header: g.answer(tag)}) // failing, it ends the dial all the same
+	u.Close()
+}
+
+// answer is the header of the first frame on an accepted connection.
+func (g *Group) answer(tag uint32) transport.Header {
+	return transport.Header{Comm: g.id, Kind: KindWelcome, Tag: tag}
+}
