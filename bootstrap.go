@@ -23,13 +23,14 @@ func newCommID() uint64 {
 	return binary.LittleEndian.Uint64(u[:8])
 }
 
-// rendezvous connects every rank of a new communicator. Each rank
-// publishes its listening address in the store under the communicator's
-// name; rank 0 collects them and publishes the roster (the communicator id
-// and every address) as one value, or why it gave up, so that the store
-// sees O(size) requests and every rank learns who never joined. Ranks
+// rendezvous gathers the ranks of a new communicator. Each rank publishes
+// its listening address in the store under the communicator's name; rank
+// 0 waits until all have and publishes the roster (the communicator's id)
+// or why it gave up, so that every rank learns who never joined. Ranks
 // connect later, to the peers they talk to, when they first do
-// (transport/lazy).
+// (transport/lazy), and only then read those peers' addresses: the store
+// serves O(size) requests and bytes to start a communicator, and one
+// lookup per connection after.
 //
 // Keys are derived from the name, never from a process-wide counter (which
 // deadlocks when only some ranks create a communicator), plus a generation
@@ -64,19 +65,19 @@ func publish(ctx context.Context, cfg *Config, ln transport.Listener) (*mesh, er
 	if err := st.Set(ctx, "addr/"+strconv.Itoa(cfg.Rank), []byte(ln.Addr())); err != nil {
 		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
-	var r roster
+	var id uint64
 	if cfg.Rank == 0 {
-		r, err = collectRoster(ctx, st, cfg.Size)
+		id, err = collectRoster(ctx, st, cfg.Size)
 	} else {
-		r, err = awaitRoster(ctx, st, cfg.Rank, cfg.Size)
+		id, err = awaitRoster(ctx, st, cfg.Rank, cfg.Size)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
 	p := newPeers()
 	p.group, err = lazy.New(lazy.Config{
-		Network: cfg.Network, Listener: ln, ID: r.id, Self: cfg.Rank, Addrs: r.addrs,
-		OnConnect: p.connectedTo,
+		Network: cfg.Network, Listener: ln, ID: id, Members: cfg.Size, Self: cfg.Rank,
+		Resolve: resolver(st), OnConnect: p.connectedTo,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rendezvous: %w", err)
@@ -86,29 +87,24 @@ func publish(ctx context.Context, cfg *Config, ln transport.Listener) (*mesh, er
 	for i := range at {
 		at[i] = i
 	}
-	return p.open(r.id, cfg.Rank, at), nil
+	return p.open(id, cfg.Rank, at), nil
 }
 
-// roster is what rank 0 publishes: the communicator's id and every rank's
-// address.
-type roster struct {
-	id    uint64
-	addrs []string
-}
-
-// The roster key's value starts with one of these.
+// The roster key's value is one of these: rank 0 gave up, then why, as
+// text; or every rank joined, then the communicator's id.
 const (
-	rosterFailed = 0 // then why, as text
-	rosterOK     = 1 // then the id and each address, length-prefixed
+	rosterFailed = 0
+	rosterOK     = 1
 )
 
-func collectRoster(ctx context.Context, st store.Store, size int) (roster, error) {
+// collectRoster waits until every rank has published its address and
+// publishes the communicator's id, or why it gave up.
+func collectRoster(ctx context.Context, st store.Store, size int) (uint64, error) {
 	keys := make([]string, size)
 	for r := range size {
 		keys[r] = "addr/" + strconv.Itoa(r)
 	}
-	vals, err := st.MultiGet(ctx, keys...)
-	if err != nil {
+	if err := st.Wait(ctx, keys...); err != nil {
 		missing := absent(ctx, st, size)
 		err = fmt.Errorf("waiting for every rank%s: %w", missingText(missing), err)
 		// Tell the others why, so they fail now and name the same ranks,
@@ -127,44 +123,37 @@ func collectRoster(ctx context.Context, st store.Store, size int) (roster, error
 			}
 			st.Wait(tell, seen...)
 		}
-		return roster{}, err
+		return 0, err
 	}
-	r := roster{id: newCommID(), addrs: make([]string, size)}
-	v := binary.LittleEndian.AppendUint64([]byte{rosterOK}, r.id)
-	for i, a := range vals {
-		r.addrs[i] = string(a)
-		v = binary.AppendUvarint(v, uint64(len(a)))
-		v = append(v, a...)
+	id := newCommID()
+	if err := st.Set(ctx, "roster", binary.LittleEndian.AppendUint64([]byte{rosterOK}, id)); err != nil {
+		return 0, err
 	}
-	if err := st.Set(ctx, "roster", v); err != nil {
-		return roster{}, err
-	}
-	return r, nil
+	return id, nil
 }
 
-func awaitRoster(ctx context.Context, st store.Store, rank, size int) (roster, error) {
+func awaitRoster(ctx context.Context, st store.Store, rank, size int) (uint64, error) {
 	v, err := st.Get(ctx, "roster")
 	if err != nil {
-		return roster{}, fmt.Errorf("waiting for rank 0 to collect every rank's address%s: %w", missingText(absent(ctx, st, size)), err)
+		return 0, fmt.Errorf("waiting for rank 0 to see every rank join%s: %w", missingText(absent(ctx, st, size)), err)
 	}
 	if len(v) > 0 && v[0] == rosterFailed {
 		st.Set(ctx, "seen/"+strconv.Itoa(rank), nil)
-		return roster{}, errors.New(string(v[1:]))
+		return 0, errors.New(string(v[1:]))
 	}
-	if len(v) < 9 || v[0] != rosterOK {
-		return roster{}, errors.New("malformed roster")
+	if len(v) != 9 || v[0] != rosterOK {
+		return 0, errors.New("malformed roster")
 	}
-	r := roster{id: binary.LittleEndian.Uint64(v[1:9]), addrs: make([]string, size)}
-	rest := v[9:]
-	for i := range size {
-		n, k := binary.Uvarint(rest)
-		if k <= 0 || uint64(len(rest)-k) < n {
-			return roster{}, errors.New("malformed roster")
-		}
-		r.addrs[i] = string(rest[k : k+int(n)])
-		rest = rest[k+int(n):]
+	return binary.LittleEndian.Uint64(v[1:]), nil
+}
+
+// resolver looks a rank's address up in the store when this rank first
+// dials it.
+func resolver(st store.Store) func(ctx context.Context, rank int) (string, error) {
+	return func(ctx context.Context, rank int) (string, error) {
+		v, err := st.Get(ctx, "addr/"+strconv.Itoa(rank))
+		return string(v), err
 	}
-	return r, nil
 }
 
 // absent lists the ranks that have not published their address, for an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocomms/gocomms/transport"
@@ -38,6 +39,7 @@ type conn struct {
 	peer    int
 	in      inbox
 	drained chan struct{}
+	address atomic.Pointer[string] // set by the dial, read by errors without mu
 
 	mu       sync.Mutex
 	st       state
@@ -70,11 +72,20 @@ func newConn(g *Group, peer int) *conn {
 	return &conn{g: g, peer: peer, drained: make(chan struct{})}
 }
 
-func (c *conn) addr() string { return c.g.addrs[c.peer] }
+// addr is the peer's listener address, once the dial has resolved it.
+func (c *conn) addr() string {
+	if a := c.address.Load(); a != nil {
+		return *a
+	}
+	return ""
+}
 
 // describe names the peer in errors.
 func (c *conn) describe() string {
-	return fmt.Sprintf("peer %d (%s)", c.peer, c.addr())
+	if a := c.addr(); a != "" {
+		return fmt.Sprintf("peer %d (%s)", c.peer, a)
+	}
+	return fmt.Sprintf("peer %d", c.peer)
 }
 
 // LocalAddr is the connection's, once there is one, and the listener's
@@ -87,7 +98,7 @@ func (c *conn) LocalAddr() string {
 }
 
 // RemoteAddr is the connection's, once there is one, and the peer's
-// listener address before.
+// listener address before, once resolved.
 func (c *conn) RemoteAddr() string {
 	if u := c.current(); u != nil {
 		return u.RemoteAddr()

@@ -9,7 +9,7 @@
 // listener; a Conn per peer dials on its first Send and also takes the
 // connection that peer dials to us:
 //
-//	g, err := lazy.New(lazy.Config{Network: nw, Listener: l, ID: id, Self: i, Addrs: addrs})
+//	g, err := lazy.New(lazy.Config{Network: nw, Listener: l, ID: id, Members: n, Self: i, Resolve: lookup})
 //	c, err := g.Conn(j) // the same transport.Conn for every call; nothing dialled yet
 //	c.Start(handler)    // frames from j, whichever side dialled
 //	c.Send(f)           // the first Send dials j; f waits, in order, until connected
@@ -75,7 +75,8 @@
 //     goroutine. Queued frames are given back (transport.Release) if the
 //     Conn ends first.
 //   - The Conn fails, and its handler gets an error naming the peer's
-//     index and address, when the dial fails, when the peer hangs up
+//     index and address, when its address cannot be resolved, when the
+//     dial fails, when the peer hangs up
 //     without an answer or does not answer within the dial timeout, when
 //     it refuses us for its own dial and does not dial us within the dial
 //     timeout, when its conn to us has ended, and when the connection
@@ -93,7 +94,7 @@
 //   - Conns are transport.Borrowers exactly when the Network is one: such a
 //     Network promises that its connections borrow payloads.
 //   - LocalAddr and RemoteAddr are the connection's, once there is one, and
-//     the listener's and the peer's listener address before.
+//     the listener's and the peer's listener address (once resolved) before.
 //
 // Locks are never held across a call into an underlying connection, a
 // handler or the Network: an inproc Send may run the peer's handler, and

@@ -42,7 +42,7 @@ func member(t *testing.T, nw transport.Network, self int, addrs []string, timeou
 		t.Fatal(err)
 	}
 	addrs[self] = l.Addr()
-	g, err := lazy.New(lazy.Config{Network: nw, Listener: l, ID: groupID, Self: self, Addrs: addrs, DialTimeout: timeout})
+	g, err := lazy.New(lazy.Config{Network: nw, Listener: l, ID: groupID, Self: self, Members: len(addrs), Resolve: fixed(addrs), DialTimeout: timeout})
 	if err != nil {
 		l.Close()
 		t.Fatal(err)
@@ -74,6 +74,37 @@ func checkEnd(t *testing.T, err error, peer, addr string, want ...error) {
 	}
 	if !strings.Contains(err.Error(), "peer "+peer) || !strings.Contains(err.Error(), addr) {
 		t.Errorf("error %q does not name peer %s at %s", err, peer, addr)
+	}
+}
+
+// TestResolveFails: a peer whose address cannot be resolved fails the
+// conn with the resolver's error, naming the peer, and gives the queued
+// frames back.
+func TestResolveFails(t *testing.T) {
+	checkLeaks(t)
+	nw := transport.NewInproc()
+	l, err := nw.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := errors.New("store unreachable")
+	g, err := lazy.New(lazy.Config{Network: nw, Listener: l, ID: groupID, Members: 2,
+		Resolve: func(context.Context, int) (string, error) { return "", lost }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	c, _ := g.Conn(1)
+	r := newRec()
+	c.Start(r)
+	var lent lender
+	c.Send(lent.frame(0, 1, 0))
+	_, err = r.waitError(t)
+	if !errors.Is(err, lost) || !errors.Is(err, transport.ErrClosed) || !strings.Contains(err.Error(), "peer 1") {
+		t.Errorf("error %q: want the resolver's, wrapping ErrClosed and naming peer 1", err)
+	}
+	if n := lent.returned.Load(); n != 1 {
+		t.Errorf("Sent called %d times for 1 lent frame", n)
 	}
 }
 

@@ -24,7 +24,8 @@ type Config struct {
 	// transport.Borrower promises that its connections do, and makes the
 	// Group's Conns borrowers too.
 	Network transport.Network
-	// Listener is this member's, already listening at Addrs[Self]. New
+	// Listener is this member's, already listening at the address that
+	// Resolve gives for Self to the other members. New
 	// takes it over, and Close closes it; if New fails, it stays the
 	// caller's.
 	Listener transport.Listener
@@ -32,10 +33,15 @@ type Config struct {
 	// carrying another id is refused, so that two groups sharing addresses
 	// never connect to each other.
 	ID uint64
-	// Self is this member's index in Addrs.
-	Self int
-	// Addrs holds every member's listener address, by index.
-	Addrs []string
+	// Members is the group's size, and Self this member's index in it.
+	Members int
+	Self    int
+	// Resolve returns a peer's listener address. It is called once per
+	// peer, when this member first dials it, so that a member learns only
+	// the addresses of the peers it talks to: with a rendezvous store
+	// behind it, what the store serves grows with the connections made,
+	// not with the square of the group's size.
+	Resolve func(ctx context.Context, peer int) (string, error)
 	// DialTimeout bounds a dial with the wait for the peer's answer, and
 	// separately the wait for the peer's own connection after it refused
 	// ours. Zero means 30 s.
@@ -54,7 +60,8 @@ type Group struct {
 	ln        transport.Listener
 	id        uint64
 	self      int
-	addrs     []string
+	members   int
+	resolve   func(ctx context.Context, peer int) (string, error)
 	timeout   time.Duration
 	onConnect func(peer int)
 	hello     []byte
@@ -83,29 +90,27 @@ func New(cfg Config) (*Group, error) {
 		return nil, errors.New("transport/lazy: no Network")
 	case cfg.Listener == nil:
 		return nil, errors.New("transport/lazy: no Listener")
-	case len(cfg.Addrs) == 0:
-		return nil, errors.New("transport/lazy: no member addresses")
-	case uint64(len(cfg.Addrs)) > math.MaxUint32:
-		return nil, fmt.Errorf("transport/lazy: %d members; a hello has room for %d", len(cfg.Addrs), uint64(math.MaxUint32))
-	case cfg.Self < 0 || cfg.Self >= len(cfg.Addrs):
-		return nil, fmt.Errorf("transport/lazy: member index %d out of range for %d members", cfg.Self, len(cfg.Addrs))
+	case cfg.Resolve == nil:
+		return nil, errors.New("transport/lazy: no Resolve")
+	case cfg.Members <= 0:
+		return nil, fmt.Errorf("transport/lazy: %d members", cfg.Members)
+	case uint64(cfg.Members) > math.MaxUint32:
+		return nil, fmt.Errorf("transport/lazy: %d members; a hello has room for %d", cfg.Members, uint64(math.MaxUint32))
+	case cfg.Self < 0 || cfg.Self >= cfg.Members:
+		return nil, fmt.Errorf("transport/lazy: member index %d out of range for %d members", cfg.Self, cfg.Members)
 	case cfg.DialTimeout < 0:
 		return nil, fmt.Errorf("transport/lazy: negative dial timeout %v", cfg.DialTimeout)
-	}
-	for i, a := range cfg.Addrs {
-		if a == "" {
-			return nil, fmt.Errorf("transport/lazy: member %d has no address", i)
-		}
 	}
 	g := &Group{
 		net:       cfg.Network,
 		ln:        cfg.Listener,
 		id:        cfg.ID,
 		self:      cfg.Self,
-		addrs:     append([]string(nil), cfg.Addrs...),
+		members:   cfg.Members,
+		resolve:   cfg.Resolve,
 		timeout:   cfg.DialTimeout,
 		onConnect: cfg.OnConnect,
-		conns:     make([]*conn, len(cfg.Addrs)),
+		conns:     make([]*conn, cfg.Members),
 	}
 	if g.timeout == 0 {
 		g.timeout = defaultDialTimeout
@@ -123,12 +128,12 @@ func New(cfg Config) (*Group, error) {
 // Send. Conn fails with ErrPeer when peer is out of range or this member's
 // own index, and with an error wrapping transport.ErrClosed after Close.
 func (g *Group) Conn(peer int) (transport.Conn, error) {
-	if peer < 0 || peer >= len(g.addrs) || peer == g.self {
-		return nil, fmt.Errorf("transport/lazy: conn to member %d of %d from member %d: %w", peer, len(g.addrs), g.self, ErrPeer)
+	if peer < 0 || peer >= g.members || peer == g.self {
+		return nil, fmt.Errorf("transport/lazy: conn to member %d of %d from member %d: %w", peer, g.members, g.self, ErrPeer)
 	}
 	c := g.lookup(peer)
 	if c == nil {
-		return nil, fmt.Errorf("transport/lazy: conn to peer %d (%s): group closed: %w", peer, g.addrs[peer], transport.ErrClosed)
+		return nil, fmt.Errorf("transport/lazy: conn to peer %d: group closed: %w", peer, transport.ErrClosed)
 	}
 	if g.borrows {
 		return borrowingConn{c}, nil
@@ -139,7 +144,7 @@ func (g *Group) Conn(peer int) (transport.Conn, error) {
 // Up reports whether the connection to peer is established and not closed
 // or failed. It is false for an index Conn would refuse.
 func (g *Group) Up(peer int) bool {
-	if peer < 0 || peer >= len(g.addrs) {
+	if peer < 0 || peer >= g.members {
 		return false
 	}
 	g.mu.Lock()
@@ -270,7 +275,7 @@ func (g *Group) parseHello(hello []byte) (int, bool) {
 		return 0, false
 	}
 	peer := binary.LittleEndian.Uint32(hello[8:])
-	if uint64(peer) >= uint64(len(g.addrs)) || int(peer) == g.self {
+	if uint64(peer) >= uint64(g.members) || int(peer) == g.self {
 		return 0, false
 	}
 	return int(peer), true

@@ -427,7 +427,8 @@ func newCluster(t tb, nw transport.Network, n int, opts clusterOptions) *cluster
 			Listener:    listeners[i],
 			ID:          groupID,
 			Self:        i,
-			Addrs:       c.addrs,
+			Members:     len(c.addrs),
+			Resolve:     fixed(c.addrs),
 			DialTimeout: opts.dialTimeout,
 			OnConnect:   func(peer int) { c.connects[i][peer].Add(1) },
 		})
@@ -528,4 +529,10 @@ func eventually(t tb, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// fixed resolves peers to addrs, which the caller may fill in until the
+// first dial.
+func fixed(addrs []string) func(context.Context, int) (string, error) {
+	return func(_ context.Context, peer int) (string, error) { return addrs[peer], nil }
 }

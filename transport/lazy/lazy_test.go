@@ -24,8 +24,8 @@ func TestTwoMembers(t *testing.T) {
 		if got, want := a.LocalAddr(), c.addrs[0]; got != want {
 			t.Errorf("LocalAddr before connecting = %q, want the listener's %q", got, want)
 		}
-		if got, want := a.RemoteAddr(), c.addrs[1]; got != want {
-			t.Errorf("RemoteAddr before connecting = %q, want the peer's listener %q", got, want)
+		if got := a.RemoteAddr(); got != "" {
+			t.Errorf("RemoteAddr before resolving = %q, want none", got)
 		}
 		if c.groups[0].Up(1) || c.groups[1].Up(0) {
 			t.Error("Up before any Send")
@@ -115,17 +115,17 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	good := lazy.Config{Network: nw, Listener: l, ID: groupID, Self: 1, Addrs: []string{"inproc/a", l.Addr(), "inproc/c"}}
+	good := lazy.Config{Network: nw, Listener: l, ID: groupID, Self: 1, Members: 3, Resolve: fixed([]string{"inproc/a", l.Addr(), "inproc/c"})}
 	for _, tc := range []struct {
 		name string
 		edit func(*lazy.Config)
 	}{
 		{"no network", func(c *lazy.Config) { c.Network = nil }},
 		{"no listener", func(c *lazy.Config) { c.Listener = nil }},
-		{"no members", func(c *lazy.Config) { c.Addrs = nil; c.Self = 0 }},
+		{"no members", func(c *lazy.Config) { c.Members = 0; c.Self = 0 }},
 		{"self negative", func(c *lazy.Config) { c.Self = -1 }},
 		{"self out of range", func(c *lazy.Config) { c.Self = 3 }},
-		{"empty address", func(c *lazy.Config) { c.Addrs = []string{"inproc/a", l.Addr(), ""} }},
+		{"no resolver", func(c *lazy.Config) { c.Resolve = nil }},
 		{"negative timeout", func(c *lazy.Config) { c.DialTimeout = -1 }},
 	} {
 		cfg := good

@@ -46,7 +46,14 @@ func (l *link) HandleError(err error) { l.c.lost(l, err) }
 // dial is the dial goroutine: it dials the peer and starts the connection,
 // whose first frame will be the peer's answer.
 func (c *conn) dial(ctx context.Context, cancel context.CancelFunc) {
-	u, err := c.g.net.Dial(ctx, c.addr(), c.g.hello)
+	var u transport.Conn
+	addr, err := c.g.resolve(ctx, c.peer)
+	if err != nil {
+		err = fmt.Errorf("resolve its address: %w", err)
+	} else {
+		c.address.Store(&addr)
+		u, err = c.g.net.Dial(ctx, addr, c.g.hello)
+	}
 	cancel() // the connection outlives the dial's context
 	c.mu.Lock()
 	if c.st != dialing {
