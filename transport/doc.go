@@ -22,6 +22,9 @@
 // GetBuffer go back with PutBuffer; the pool is the package's only global
 // state.
 //
+// Inbox (inbox.go) is the delivery queue connections embed to keep that
+// contract: in order, one call at a time, no lock held across a call.
+//
 // Inproc (inproc.go, inproc_conn.go) starts no goroutines: Send calls the
 // peer's handler in the sender's goroutine when that end is started and
 // idle, and otherwise queues the frame for whoever is delivering. No lock is

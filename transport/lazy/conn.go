@@ -37,7 +37,7 @@ const (
 type conn struct {
 	g       *Group
 	peer    int
-	in      inbox
+	in      transport.Inbox
 	drained chan struct{}
 	address atomic.Pointer[string] // set by the dial, read by errors without mu
 
@@ -115,7 +115,7 @@ func (c *conn) current() transport.Conn {
 	return c.cur.u
 }
 
-func (c *conn) Start(h transport.Handler) { c.in.start(h) }
+func (c *conn) Start(h transport.Handler) { c.in.Start(h) }
 
 // Drained is closed after Close once the frames sent before it have left:
 // when the connection's own Drained is, if it is a transport.Drainer, and
@@ -185,7 +185,7 @@ func (c *conn) Close() error {
 		t = c.endLocked(err, true)
 	}
 	c.mu.Unlock()
-	c.in.closeLocal(err)
+	c.in.CloseLocal(err, nil)
 	t.run(c)
 	return nil
 }
@@ -227,7 +227,7 @@ func (c *conn) failLocked(err error) {
 	t := c.endLocked(err, false)
 	c.mu.Unlock()
 	t.run(c)
-	c.in.fail(err)
+	c.in.Fail(err)
 }
 
 // endLocked ends c: Sends fail with err, unless closed already, and what is

@@ -225,7 +225,7 @@ func (c *conn) received(l *link, f transport.Frame) {
 		transport.PutBuffer(f.Payload)
 		return
 	}
-	c.in.push(f)
+	c.in.Push(f)
 }
 
 // sendFailed handles a Send that failed on l's connection while flushing.
@@ -245,7 +245,7 @@ func (c *conn) sendFailed(l *link, err error) {
 		t := c.endLocked(err, true)
 		c.mu.Unlock()
 		t.run(c)
-		c.in.fail(err)
+		c.in.Fail(err)
 		return
 	}
 	t := c.endLocked(err, false)
@@ -272,7 +272,7 @@ func (c *conn) lost(l *link, err error) {
 		}
 		c.mu.Unlock()
 		t.run(c)
-		c.in.fail(err)
+		c.in.Fail(err)
 	default:
 		c.mu.Unlock() // a connection we let go of
 	}

@@ -34,7 +34,7 @@ type conn struct {
 	closeTimeout  time.Duration
 
 	w         *writer
-	in        inbox
+	in        transport.Inbox
 	fr        frameReader
 	closeOnce sync.Once
 	released  chan struct{} // closed once the socket is closed
@@ -78,7 +78,7 @@ func (c *conn) Send(f transport.Frame) error {
 	return c.w.send(f)
 }
 
-func (c *conn) Start(h transport.Handler) { c.in.start(h) }
+func (c *conn) Start(h transport.Handler) { c.in.Start(h) }
 
 // Drained is closed once the socket is released: after Close, when every
 // frame sent before it was written and the peer has closed its end, which
@@ -94,7 +94,7 @@ func (c *conn) Close() error {
 		c.w.stop(err)
 		// The FIN waits for the handler call in progress, if any, so that
 		// the peer learns of the close after the call that closed returns.
-		c.in.closeLocal(err, func() { c.w.finish(c.closeTimeout) })
+		c.in.CloseLocal(err, func() { c.w.finish(c.closeTimeout) })
 		c.sock.SetReadDeadline(time.Now().Add(c.closeTimeout))
 	})
 	return nil
@@ -109,14 +109,14 @@ func (c *conn) read() {
 		if f, err = c.fr.next(); err != nil {
 			break
 		}
-		c.in.push(f)
+		c.in.Push(f)
 	}
 	if err == io.EOF {
 		err = c.ended("closed by the peer", nil)
 	} else {
 		err = c.ended("receive", err)
 	}
-	c.in.fail(c.w.fail(err)) // the first recorded end wins: a local close, a write error, or this
+	c.in.Fail(c.w.fail(err)) // the first recorded end wins: a local close, a write error, or this
 	<-c.w.done
 	c.sock.Close()
 	close(c.released)

@@ -1,24 +1,21 @@
-package tcp
+package transport
 
-import (
-	"sync"
+import "sync"
 
-	"github.com/gocomms/gocomms/transport"
-)
-
-// inbox hands a connection's received frames, then its one error, to the
-// handler: in order, one call at a time, and never under a lock, so that a
-// handler may Send or Close from inside a call. Whoever finds it started
-// and idle becomes the deliverer and delivers until nothing is left:
-// normally the reader goroutine, directly; Start or Close when they find
-// frames or the error waiting.
+// Inbox hands a connection's received frames, then its one error, to the
+// handler, as the Conn contract requires: in order, one call at a time,
+// and never under a lock, so that a handler may Send or Close from inside
+// a call. Whoever finds it started and idle becomes the deliverer and
+// delivers until nothing is left: normally the goroutine that received
+// the frame, directly; Start or Close when they find frames or the error
+// waiting. Connections embed one; the zero value is ready to use.
 //
-// Invariant: a started inbox that nobody is delivering has an empty queue.
-type inbox struct {
+// Invariant: a started Inbox that nobody is delivering has an empty queue.
+type Inbox struct {
 	mu         sync.Mutex
-	handler    transport.Handler
+	handler    Handler
 	delivering bool
-	queue      []transport.Frame
+	queue      []Frame
 	head       int // queue[head:] awaits delivery
 
 	err        error  // the connection's end, delivered after the queue
@@ -27,12 +24,13 @@ type inbox struct {
 	afterClose func() // from closeLocal, run once no handler call is in progress
 }
 
-// push delivers or queues a frame from the reader.
-func (b *inbox) push(f transport.Frame) {
+// Push delivers or queues a received frame, whose payload the handler
+// will own; after CloseLocal it drops it.
+func (b *Inbox) Push(f Frame) {
 	b.mu.Lock()
 	if b.shut {
 		b.mu.Unlock()
-		transport.PutBuffer(f.Payload)
+		PutBuffer(f.Payload)
 		return
 	}
 	if b.handler == nil || b.delivering {
@@ -49,7 +47,8 @@ func (b *inbox) push(f transport.Frame) {
 	b.drain()
 }
 
-func (b *inbox) start(h transport.Handler) {
+// Start sets the handler, once, and delivers what is waiting.
+func (b *Inbox) Start(h Handler) {
 	if h == nil {
 		return
 	}
@@ -62,22 +61,22 @@ func (b *inbox) start(h transport.Handler) {
 	b.drain()
 }
 
-// fail records how the connection ended, unless that is already known; the
+// Fail records how the connection ended, unless that is already known; the
 // handler gets it after the frames queued before it.
-func (b *inbox) fail(err error) {
+func (b *Inbox) Fail(err error) {
 	b.mu.Lock()
 	b.finish(err)
 }
 
-// closeLocal drops undelivered frames and any that arrive later; the
+// CloseLocal drops undelivered frames and any that arrive later; the
 // handler gets err next, unless it has its error already. Then, once no
 // handler call is in progress, it runs then: at once, or when the call in
 // progress (perhaps the one calling Close) returns.
-func (b *inbox) closeLocal(err error, then func()) {
+func (b *Inbox) CloseLocal(err error, then func()) {
 	b.mu.Lock()
 	b.shut = true
 	for i := b.head; i < len(b.queue); i++ {
-		transport.PutBuffer(b.queue[i].Payload)
+		PutBuffer(b.queue[i].Payload)
 	}
 	b.resetQueue()
 	b.afterClose = then
@@ -86,7 +85,7 @@ func (b *inbox) closeLocal(err error, then func()) {
 
 // finish records err unless an error is recorded, and delivers it if
 // nobody else is about to. Called with b.mu held; releases it.
-func (b *inbox) finish(err error) {
+func (b *Inbox) finish(err error) {
 	if b.err == nil {
 		b.err = err
 	}
@@ -103,13 +102,13 @@ func (b *inbox) finish(err error) {
 // drain makes the caller the deliverer until nothing is left to deliver.
 // Called with b.mu held and the inbox idle or owned by the caller; releases
 // b.mu.
-func (b *inbox) drain() {
+func (b *Inbox) drain() {
 	b.delivering = true
 	h := b.handler
 	for {
 		if b.head < len(b.queue) {
 			f := b.queue[b.head]
-			b.queue[b.head] = transport.Frame{} // the payload is the handler's now
+			b.queue[b.head] = Frame{} // the payload is the handler's now
 			b.head++
 			if b.head == len(b.queue) {
 				b.resetQueue()
@@ -135,7 +134,7 @@ func (b *inbox) drain() {
 
 // idle runs afterClose, if set, now that no handler call is in progress.
 // Called with b.mu held; releases it.
-func (b *inbox) idle() {
+func (b *Inbox) idle() {
 	then := b.afterClose
 	b.afterClose = nil
 	b.mu.Unlock()
@@ -144,7 +143,7 @@ func (b *inbox) idle() {
 	}
 }
 
-func (b *inbox) resetQueue() {
+func (b *Inbox) resetQueue() {
 	clear(b.queue[b.head:])
 	b.queue = b.queue[:0]
 	b.head = 0
