@@ -12,7 +12,6 @@ import (
 	"github.com/gocomms/gocomms/actors/supervisor"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
-	"github.com/gocomms/gocomms/reduce"
 )
 
 // NativeBackend is the name the built-in engine registers under.
@@ -95,23 +94,9 @@ func (n *native) request(op *Op, done Completion) (*collective.Request, error) {
 		ElemSize: op.DType.Size(), ChunkBytes: chunk, InPlace: op.InPlace,
 		Algorithm: n.hint(op, HintAlgorithm),
 	}
-	if req.Schedule, err = algorithms.Build(spec); err != nil {
+	if err := req.Plan(spec); err != nil {
 		return nil, commerr.Invalid("%v", err)
 	}
-	var counts []int
-	if op.Kind != algorithms.AllToAll {
-		counts = op.Counts
-	}
-	var red reduce.Kind
-	if op.Reduce.Valid() {
-		red = op.Reduce.Kind()
-		switch {
-		case op.Kind == algorithms.AllReduce, op.Kind == algorithms.ReduceScatter,
-			op.Kind == algorithms.Reduce && op.Root == n.cfg.Rank:
-			req.Results = []int{0}
-		}
-	}
-	req.Sig = collective.Sig(op.Kind, op.DType, red, op.Root, counts)
 	return req, nil
 }
 

@@ -116,6 +116,33 @@ type Fail struct {
 	Forward []byte
 }
 
+// Plan builds the schedule of the collective spec describes, marks the
+// Output blocks that hold a finished reduction here, and signs the
+// operation: every frame carries the signature, and every receiver checks
+// it. DType and Reduce must be set.
+func (r *Request) Plan(spec algorithms.Spec) error {
+	s, err := algorithms.Build(spec)
+	if err != nil {
+		return err
+	}
+	r.Schedule = s
+	var counts []int
+	if spec.Kind != algorithms.AllToAll {
+		counts = spec.Counts
+	}
+	var red reduce.Kind
+	if r.Reduce.Valid() {
+		red = r.Reduce.Kind()
+		switch {
+		case spec.Kind == algorithms.AllReduce, spec.Kind == algorithms.ReduceScatter,
+			spec.Kind == algorithms.Reduce && spec.Root == spec.Rank:
+			r.Results = []int{0}
+		}
+	}
+	r.Sig = Sig(spec.Kind, r.DType, red, spec.Root, counts)
+	return nil
+}
+
 // header returns the header of the frame that step i sends.
 func (r *Request) header(i int) transport.Header {
 	if r.P2P != nil {
