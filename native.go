@@ -9,7 +9,6 @@ import (
 
 	"github.com/gocomms/gocomms/actors/collective"
 	"github.com/gocomms/gocomms/actors/rank"
-	"github.com/gocomms/gocomms/actors/supervisor"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
 )
@@ -52,9 +51,7 @@ func newNative(ctx context.Context, cfg *Config) (Backend, error) {
 
 func startNative(cfg *Config, m *mesh) *native {
 	rt := cfg.Runtime
-	props := rank.Props(rt, rank.Config{Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn})
-	props = props.Configure(actor.WithGuardian(supervisor.New(rt, supervisor.Policy{})))
-	pid := rt.System.Root.SpawnPrefix(props, "comm-"+cfg.Name+"-r"+strconv.Itoa(cfg.Rank)+"-")
+	pid := rank.Spawn(rt, rank.Config{Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn})
 	m.watch(func(peer int) { rt.System.Root.Send(pid, &rank.Connected{Peer: peer}) })
 	return &native{cfg: cfg, commID: m.id, mesh: m, pid: pid}
 }

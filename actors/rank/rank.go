@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,13 @@ func Props(rt *actors.Runtime, cfg Config) *actor.Props {
 	strategy := supervisor.New(rt, supervisor.DefaultLinkPolicy)
 	strategy.Temporary = func(child *actor.PID) bool { return strings.Contains(child.Id, "/"+opPrefix) }
 	return rt.Props(func() actor.Actor { return newRank(rt, cfg) }, actor.WithSupervisor(strategy))
+}
+
+// Spawn starts the rank actor at the root of rt's actor system, under a
+// guardian with the runtime's deterministic restart policy.
+func Spawn(rt *actors.Runtime, cfg Config) *actor.PID {
+	props := Props(rt, cfg).Configure(actor.WithGuardian(supervisor.New(rt, supervisor.Policy{})))
+	return rt.System.Root.SpawnPrefix(props, "comm-"+cfg.Comm+"-r"+strconv.Itoa(cfg.Rank)+"-")
 }
 
 // Children's name prefixes: links are restarted when they fail, operations

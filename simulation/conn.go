@@ -1,0 +1,121 @@
+package simulation
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gocomms/gocomms/transport"
+)
+
+// conn is one rank's end of a simulated connection: frames reach the
+// other end at the times the network gives, in order, on the loop.
+type conn struct {
+	net        *network
+	rank, peer int
+	other      *conn
+
+	handler transport.Handler
+	queue   []transport.Frame // arrived before Start
+	// lastArrival keeps the frames this end sends in order, as TCP would:
+	// none arrives before the one sent before it.
+	lastArrival time.Duration
+	err         error // ended: no more frames either way
+	errPending  bool  // err arrived before Start
+	shut        bool  // this end's rank crashed: it neither sends nor receives
+}
+
+var _ transport.Conn = (*conn)(nil)
+
+func (c *conn) LocalAddr() string  { return "sim/" + strconv.Itoa(c.rank) }
+func (c *conn) RemoteAddr() string { return "sim/" + strconv.Itoa(c.peer) }
+
+// Send schedules f's arrival at the other end. A lent payload is copied
+// at once (the simulated wire reads it now) and given back.
+func (c *conn) Send(f transport.Frame) error {
+	if c.err != nil || c.shut {
+		transport.Release(f)
+		if c.err != nil {
+			return c.err
+		}
+		return fmt.Errorf("simulation: rank %d is down: %w", c.rank, transport.ErrClosed)
+	}
+	if f.Sent != nil {
+		p := transport.GetBuffer(len(f.Payload))
+		copy(p, f.Payload)
+		f.Sent()
+		f.Payload, f.Sent = p, nil
+	}
+	at := max(c.net.arrival(c.rank, c.peer, len(f.Payload)), c.lastArrival)
+	c.lastArrival = at
+	other := c.other
+	c.net.loop.At(at, func() { other.arrive(f) })
+	return nil
+}
+
+func (c *conn) arrive(f transport.Frame) {
+	if c.err != nil || c.shut {
+		transport.PutBuffer(f.Payload)
+		return
+	}
+	if c.handler == nil {
+		c.queue = append(c.queue, f)
+		return
+	}
+	c.handler.HandleFrame(f)
+}
+
+// Start delivers what arrived so far, then later frames as they arrive.
+func (c *conn) Start(h transport.Handler) {
+	if c.handler != nil || h == nil {
+		return
+	}
+	c.handler = h
+	for _, f := range c.queue {
+		h.HandleFrame(f)
+	}
+	c.queue = nil
+	if c.errPending {
+		c.errPending = false
+		h.HandleError(c.err)
+	}
+}
+
+// Close ends both ends: the other one after the frames already sent.
+func (c *conn) Close() error {
+	if c.err != nil {
+		return nil
+	}
+	c.fail(fmt.Errorf("simulation: connection rank %d -> %d closed locally: %w", c.rank, c.peer, transport.ErrClosed))
+	c.other.resetAfterInFlight(fmt.Errorf("simulation: connection rank %d -> %d closed by peer: %w", c.other.rank, c.rank, transport.ErrClosed))
+	return nil
+}
+
+// resetAfterInFlight fails c once the frames its peer already sent have
+// arrived.
+func (c *conn) resetAfterInFlight(err error) {
+	c.net.loop.At(c.other.lastArrival, func() { c.fail(err) })
+}
+
+// fail ends c with err and tells its handler, once.
+func (c *conn) fail(err error) {
+	if c.err != nil {
+		return
+	}
+	if !errors.Is(err, transport.ErrClosed) {
+		err = fmt.Errorf("%w: %w", err, transport.ErrClosed)
+	}
+	c.err = err
+	switch {
+	case c.shut:
+		for _, f := range c.queue {
+			transport.PutBuffer(f.Payload)
+		}
+		c.queue = nil
+	case c.handler == nil: // Start delivers the queue, then err
+		c.errPending = true
+	default:
+		c.handler.HandleError(err)
+	}
+}

@@ -1,0 +1,163 @@
+package simulation
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/tensor"
+)
+
+// dataset lays out each rank's buffers, fills them with values a plain
+// loop can sum exactly, and checks results against that loop. Each rank's
+// buffers serve every iteration: an operation's output is checked when it
+// ends, and cleared when the next one starts.
+type dataset struct {
+	cfg      *Config
+	elem     int
+	in, out  [][][]byte // by rank: blocks
+	expected [][]float64
+}
+
+func newDataset(cfg *Config) *dataset {
+	d := &dataset{
+		cfg:  cfg,
+		elem: cfg.DType.Size(),
+		in:   make([][][]byte, cfg.Ranks),
+		out:  make([][][]byte, cfg.Ranks),
+	}
+	for r := range cfg.Ranks {
+		s := d.spec(r)
+		d.in[r] = d.alloc(s.Blocks(algorithms.Input))
+		d.out[r] = d.alloc(s.Blocks(algorithms.Output))
+		for b, blk := range d.in[r] {
+			for i := range len(blk) / d.elem {
+				d.put(blk, i, value(r, b*cfg.Count+i))
+			}
+		}
+		if cfg.Op == algorithms.Broadcast && r == cfg.Root {
+			for i := range cfg.Count {
+				d.put(d.out[r][0], i, value(r, i))
+			}
+		}
+	}
+	return d
+}
+
+// value is element i of rank r's input: small enough that sums over
+// 100,000 ranks stay exact in float32.
+func value(r, i int) float64 { return float64((r*7+i*13)%101 + 1) }
+
+func (d *dataset) spec(r int) algorithms.Spec {
+	cfg := d.cfg
+	counts := []int{cfg.Count}
+	if cfg.Op == algorithms.AllGather || cfg.Op == algorithms.ReduceScatter {
+		counts = make([]int, cfg.Ranks)
+		for i := range counts {
+			counts[i] = cfg.Count
+		}
+	}
+	if cfg.Op == algorithms.Barrier {
+		counts = nil
+	}
+	return algorithms.Spec{
+		Kind: cfg.Op, Rank: r, Size: cfg.Ranks, Root: cfg.Root, Counts: counts,
+		ElemSize: d.elem, ChunkBytes: cfg.ChunkBytes, Algorithm: cfg.Algorithm,
+	}
+}
+
+func (d *dataset) alloc(blocks []int) [][]byte {
+	if blocks == nil {
+		return nil
+	}
+	out := make([][]byte, len(blocks))
+	for i, n := range blocks {
+		out[i] = make([]byte, n*d.elem)
+	}
+	return out
+}
+
+// clearOutput zeroes rank r's output before an operation, unless it is the
+// operation's input (the root of a broadcast).
+func (d *dataset) clearOutput(r int) {
+	if d.cfg.Op == algorithms.Broadcast && r == d.cfg.Root {
+		return
+	}
+	for _, b := range d.out[r] {
+		clear(b)
+	}
+}
+
+// want is element i of output block b on rank r, as a plain loop over every
+// rank's input computes it.
+func (d *dataset) want(r, b, i int) float64 {
+	cfg := d.cfg
+	sum := func(at int) float64 {
+		s := 0.0
+		for q := range cfg.Ranks {
+			s += value(q, at)
+		}
+		return s
+	}
+	switch cfg.Op {
+	case algorithms.AllReduce, algorithms.Reduce:
+		return sum(i)
+	case algorithms.Broadcast:
+		return value(cfg.Root, i)
+	case algorithms.AllGather:
+		return value(b, i)
+	case algorithms.ReduceScatter:
+		return sum(r*cfg.Count + i)
+	}
+	return 0
+}
+
+// check compares rank r's output with the plain loop's; "" if it matches.
+func (d *dataset) check(r int) string {
+	cfg := d.cfg
+	if d.expected == nil && (cfg.Op == algorithms.AllReduce || cfg.Op == algorithms.Reduce) {
+		// Every rank gets the same sums: compute them once.
+		d.expected = [][]float64{make([]float64, cfg.Count)}
+		for i := range cfg.Count {
+			d.expected[0][i] = d.want(r, 0, i)
+		}
+	}
+	for b, blk := range d.out[r] {
+		for i := range len(blk) / d.elem {
+			var want float64
+			if d.expected != nil {
+				want = d.expected[0][i]
+			} else {
+				want = d.want(r, b, i)
+			}
+			if got := d.get(blk, i); got != want {
+				return fmt.Sprintf("output block %d element %d is %g, want %g", b, i, got, want)
+			}
+		}
+	}
+	return ""
+}
+
+func (d *dataset) put(b []byte, i int, v float64) {
+	switch d.cfg.DType {
+	case tensor.Int64:
+		binary.NativeEndian.PutUint64(b[i*8:], uint64(int64(v)))
+	case tensor.Float64:
+		binary.NativeEndian.PutUint64(b[i*8:], math.Float64bits(v))
+	case tensor.Float32:
+		binary.NativeEndian.PutUint32(b[i*4:], math.Float32bits(float32(v)))
+	}
+}
+
+func (d *dataset) get(b []byte, i int) float64 {
+	switch d.cfg.DType {
+	case tensor.Int64:
+		return float64(int64(binary.NativeEndian.Uint64(b[i*8:])))
+	case tensor.Float64:
+		return math.Float64frombits(binary.NativeEndian.Uint64(b[i*8:]))
+	case tensor.Float32:
+		return float64(math.Float32frombits(binary.NativeEndian.Uint32(b[i*4:])))
+	}
+	return math.NaN()
+}

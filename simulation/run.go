@@ -1,0 +1,264 @@
+package simulation
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/actors/collective"
+	"github.com/gocomms/gocomms/actors/rank"
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/tensor"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// Config is everything a run depends on besides the build: a run is a
+// function of (Config, Seed).
+type Config struct {
+	Ranks    int
+	Topology Topology
+	// Op is the collective every rank runs Iterations times, one after
+	// another, on Count elements of DType (per rank for AllGather and
+	// ReduceScatter blocks), summing where it reduces.
+	Op         algorithms.Kind
+	Count      int
+	DType      tensor.DType
+	Algorithm  string // "" lets the selector choose
+	ChunkBytes int    // 0: the schedule's default
+	Root       int
+	Iterations int
+	Timeout    time.Duration // per operation, in virtual time
+	Seed       uint64
+	Faults     Plan
+	// Jitter delays each frame by up to this much more, drawn from the
+	// seed, reordering what TCP lets reorder: frames of different
+	// connections.
+	Jitter time.Duration
+	// Limit bounds the run in virtual time: an operation still pending by
+	// then has hung.
+	Limit time.Duration
+	// Record, if set, sees every event the trace hashes.
+	Record func(Event)
+}
+
+// Result is what a run did and what it broke.
+type Result struct {
+	SimTime time.Duration // when the last operation ended
+	Hash    uint64        // the trace's fingerprint
+	Events  int64         // messages actors received
+	Frames  int64         // frames the network carried
+	Bytes   int64         // their payload bytes
+	Ranks   []Outcome
+	// Violations lists every broken invariant: a wrong result, an error
+	// that names no failed rank, an operation that never ended.
+	Violations []string
+}
+
+// Outcome is one rank's run.
+type Outcome struct {
+	Crashed   bool
+	Completed int   // operations that ended without error
+	Err       error // the first operation's error, if any failed
+	Pending   int   // operations that never ended
+}
+
+// OK reports whether the run broke no invariant.
+func (r *Result) OK() bool { return len(r.Violations) == 0 }
+
+func (c *Config) validate() error {
+	switch {
+	case c.Ranks < 1:
+		return fmt.Errorf("simulation: %d ranks", c.Ranks)
+	case c.Count < 0:
+		return fmt.Errorf("simulation: count %d", c.Count)
+	case c.Iterations < 1:
+		return fmt.Errorf("simulation: %d iterations", c.Iterations)
+	case c.Timeout <= 0 || c.Limit <= 0:
+		return fmt.Errorf("simulation: timeout %v and limit %v must be positive", c.Timeout, c.Limit)
+	case c.Jitter < 0:
+		return fmt.Errorf("simulation: negative jitter %v", c.Jitter)
+	}
+	switch c.DType {
+	case tensor.Int64, tensor.Float32, tensor.Float64:
+	default:
+		return fmt.Errorf("simulation: dtype %v: the simulator checks int64, float32 and float64", c.DType)
+	}
+	if err := c.Topology.validate(c.Ranks); err != nil {
+		return err
+	}
+	return c.Faults.validate(c.Ranks)
+}
+
+// run is one simulation in progress.
+type run struct {
+	cfg   *Config
+	loop  *Loop
+	rt    *actors.Runtime
+	net   *network
+	trace *Trace
+	pids  []*actor.PID
+	data  *dataset
+	ends  [][]error // by rank, by iteration: nil until the operation ends
+	ended [][]bool
+	wrong []string      // results that differ from the plain loop's
+	last  time.Duration // when the last operation ended
+}
+
+// Run simulates cfg and checks its invariants.
+func Run(cfg Config) (*Result, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	loop := NewLoop(cfg.Seed)
+	trace := newTrace(loop)
+	trace.record = cfg.Record
+	logger := slog.New(slog.DiscardHandler)
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	defer sys.Shutdown()
+	r := &run{
+		cfg:   &cfg,
+		loop:  loop,
+		trace: trace,
+		rt: &actors.Runtime{
+			System: sys, Clock: loop, Dispatcher: loop, Rand: loop, Logger: logger,
+			Middleware: []actor.ReceiverMiddleware{trace.middleware},
+		},
+		net:   newNetwork(loop, cfg.Topology, cfg.Ranks),
+		pids:  make([]*actor.PID, cfg.Ranks),
+		ends:  make([][]error, cfg.Ranks),
+		ended: make([][]bool, cfg.Ranks),
+	}
+	r.net.jitter = cfg.Jitter
+	r.net.onConnect = func(to, peer int) {
+		sys.Root.Send(r.pids[to], &rank.Connected{Peer: peer})
+	}
+	r.data = newDataset(&cfg)
+	for i := range cfg.Ranks {
+		r.spawn(i)
+	}
+	for i := range cfg.Ranks {
+		for it := range cfg.Iterations {
+			if err := r.submit(i, it); err != nil {
+				return nil, err
+			}
+		}
+	}
+	cfg.Faults.arm(r)
+	loop.Run(cfg.Limit)
+	return r.result(), nil
+}
+
+func (r *run) spawn(i int) {
+	r.ends[i] = make([]error, r.cfg.Iterations)
+	r.ended[i] = make([]bool, r.cfg.Iterations)
+	r.pids[i] = rank.Spawn(r.rt, rank.Config{
+		Comm: "sim", CommID: 1, Rank: i, Size: r.cfg.Ranks,
+		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(i, peer) },
+	})
+}
+
+// submit issues rank i's iteration it.
+func (r *run) submit(i, it int) error {
+	cfg := r.cfg
+	spec := r.data.spec(i)
+	req := &collective.Request{
+		Comm: "sim", CommID: 1, Rank: i, Op: cfg.Op.String(), Seq: uint64(it),
+		DType: cfg.DType, Reduce: reduce.New(reduce.Sum), Size: cfg.Ranks, Timeout: cfg.Timeout,
+		In: r.data.in[i], Out: r.data.out[i],
+		Started: func() { r.data.clearOutput(i) },
+		Done:    func(err error) { r.done(i, it, err) },
+	}
+	if err := req.Plan(spec); err != nil {
+		return fmt.Errorf("simulation: %w", err)
+	}
+	r.rt.System.Root.Send(r.pids[i], &rank.Submit{Req: req})
+	return nil
+}
+
+// done records how rank i's iteration it ended, and checks its result
+// while its buffers hold it.
+func (r *run) done(i, it int, err error) {
+	if r.net.crashed[i] {
+		return // a crashed rank reports nothing
+	}
+	r.ended[i][it], r.ends[i][it] = true, err
+	r.last = r.loop.Elapsed()
+	if err == nil {
+		if bad := r.data.check(i); bad != "" {
+			r.wrong = append(r.wrong, fmt.Sprintf("rank %d: %v #%d: %s", i, r.cfg.Op, it, bad))
+		}
+	}
+}
+
+// crash stops rank i at once: its actors stop and its connections reset.
+func (r *run) crash(i int) {
+	if r.net.crashed[i] {
+		return
+	}
+	r.net.crash(i)
+	r.rt.System.Root.Stop(r.pids[i])
+}
+
+// result checks the invariants on what the run left.
+func (r *run) result() *Result {
+	res := &Result{
+		SimTime: r.last, Hash: r.trace.Hash(), Events: r.trace.Events(),
+		Frames: r.net.frames, Bytes: r.net.bytes, Ranks: make([]Outcome, r.cfg.Ranks),
+	}
+	var crashed []int
+	for i, c := range r.net.crashed {
+		if c {
+			crashed = append(crashed, i)
+		}
+	}
+	for i := range r.cfg.Ranks {
+		o := &res.Ranks[i]
+		o.Crashed = r.net.crashed[i]
+		for it := range r.cfg.Iterations {
+			err := r.ends[i][it]
+			switch {
+			case !r.ended[i][it]:
+				o.Pending++
+				if !o.Crashed {
+					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %v #%d never ended (virtual time %v)", i, r.cfg.Op, it, r.loop.Elapsed()))
+				}
+			case err != nil:
+				if o.Err == nil {
+					o.Err = err
+				}
+				if !o.Crashed && !namesFailure(err, crashed) {
+					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %v #%d failed without naming a crashed rank (crashed: %v): %v", i, r.cfg.Op, it, crashed, err))
+				}
+			default:
+				o.Completed++
+			}
+		}
+	}
+	res.Violations = append(res.Violations, r.wrong...)
+	return res
+}
+
+// namesFailure reports whether err blames a rank that crashed: a failed
+// peer or a timeout naming it.
+func namesFailure(err error, crashed []int) bool {
+	var oe *commerr.OpError
+	if !errors.As(err, &oe) {
+		return false
+	}
+	if !errors.Is(err, commerr.ErrPeerFailed) && !errors.Is(err, commerr.ErrTimeout) {
+		return false
+	}
+	for _, r := range oe.Ranks {
+		if slices.Contains(crashed, r) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,59 @@
+package simulation
+
+import (
+	"encoding/binary"
+	"hash"
+	"hash/fnv"
+	"reflect"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Trace fingerprints a run: every message an actor receives adds (virtual
+// time, receiving actor, message type) to a 64-bit FNV-1a hash, so that
+// two runs of one seed can be compared with one number, and the first
+// divergence found by comparing recorded events.
+type Trace struct {
+	loop   *Loop
+	h      hash.Hash64
+	buf    []byte
+	events int64
+	record func(Event) // if set, sees every event
+}
+
+// Event is one message received by an actor.
+type Event struct {
+	At    int64 // virtual nanoseconds
+	Actor string
+	Kind  string // the message's Go type
+}
+
+func newTrace(l *Loop) *Trace { return &Trace{loop: l, h: fnv.New64a()} }
+
+// Hash is the fingerprint of the events so far.
+func (t *Trace) Hash() uint64 { return t.h.Sum64() }
+
+// Events counts the events so far.
+func (t *Trace) Events() int64 { return t.events }
+
+// middleware records each message before the actor handles it.
+func (t *Trace) middleware(next actor.ReceiverFunc) actor.ReceiverFunc {
+	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+		t.add(c.Self().Id, env.Message)
+		next(c, env)
+	}
+}
+
+func (t *Trace) add(who string, msg any) {
+	kind := reflect.TypeOf(msg).String()
+	at := int64(t.loop.Elapsed())
+	t.buf = binary.LittleEndian.AppendUint64(t.buf[:0], uint64(at))
+	t.buf = append(t.buf, who...)
+	t.buf = append(t.buf, 0)
+	t.buf = append(t.buf, kind...)
+	t.h.Write(t.buf)
+	t.events++
+	if t.record != nil {
+		t.record(Event{At: at, Actor: who, Kind: kind})
+	}
+}
