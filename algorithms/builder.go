@@ -17,17 +17,19 @@ import (
 type Builder struct {
 	rank, size int
 	steps      []Step
-	sendTag    []int
-	recvTag    []int
-	scratch    []int
-	layout     [2][]int // declared Input and Output blocks
-	declared   [2]bool
-	token      int
-	tracks     [3][]*track // Input is never written, so never tracked
-	readers    []readerNode
-	tmp        []int32
-	arena      []int32
-	built      bool
+	// Next tag per peer: maps, so that a schedule costs what its peers do,
+	// not what the communicator's size does.
+	sendTag  map[int]int
+	recvTag  map[int]int
+	scratch  []int
+	layout   [2][]int // declared Input and Output blocks
+	declared [2]bool
+	token    int
+	tracks   [3][]*track // Input is never written, so never tracked
+	readers  []readerNode
+	tmp      []int32
+	arena    []int32
+	built    bool
 }
 
 // NewBuilder returns a Builder for rank of size ranks.
@@ -38,8 +40,8 @@ func NewBuilder(rank, size int) *Builder {
 	return &Builder{
 		rank:    rank,
 		size:    size,
-		sendTag: make([]int, size),
-		recvTag: make([]int, size),
+		sendTag: map[int]int{},
+		recvTag: map[int]int{},
 		token:   -1,
 	}
 }

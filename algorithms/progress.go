@@ -1,6 +1,9 @@
 package algorithms
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Progress is the execution state of one run of a Schedule. The executor
 // drives it: it reports message arrivals and step completions, and Progress
@@ -126,14 +129,12 @@ func (p *Progress) Remaining() int { return len(p.state) - p.done }
 // rank still expects: the material for a "timed out waiting for ranks …"
 // error.
 func (p *Progress) Waiting(peers []int) []int {
-	ix := p.ix
-	for peer := 0; peer+1 < len(ix.recvOff); peer++ {
-		for _, i := range ix.recv[ix.recvOff[peer]:ix.recvOff[peer+1]] {
-			if i >= 0 && p.state[i]&arrived == 0 {
-				peers = append(peers, peer)
-				break
-			}
+	from := len(peers)
+	for i := range p.s.Steps {
+		if st := &p.s.Steps[i]; st.Prim.Receives() && p.state[i]&arrived == 0 {
+			peers = append(peers, st.Peer)
 		}
 	}
-	return peers
+	slices.Sort(peers[from:])
+	return append(peers[:from], slices.Compact(peers[from:])...)
 }

@@ -200,12 +200,16 @@ type Schedule struct {
 // index is what Progress needs and is computed once per Schedule: dependency
 // counts, dependents in CSR form, and the receiving step of each (peer, tag).
 type index struct {
-	ndeps   []int32
-	outOff  []int32 // dependents of step i are out[outOff[i]:outOff[i+1]]
-	out     []int32
-	recvOff []int32 // receiving step of (peer, tag) is recv[recvOff[peer]+tag], -1 if none
-	recv    []int32
+	ndeps  []int32
+	outOff []int32 // dependents of step i are out[outOff[i]:outOff[i+1]]
+	out    []int32
+	// recv finds the receiving step of (peer, tag). It is a map, not an
+	// array by peer, so that a rank of a large communicator pays for the
+	// peers it receives from, not for every rank.
+	recv map[recvKey]int32
 }
+
+type recvKey struct{ peer, tag int32 }
 
 func newIndex(s *Schedule) *index {
 	n := len(s.Steps)
@@ -213,7 +217,6 @@ func newIndex(s *Schedule) *index {
 		ndeps:  make([]int32, n),
 		outOff: make([]int32, n+1),
 	}
-	peers := s.Size
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		ix.ndeps[i] = int32(len(st.Deps))
@@ -227,7 +230,6 @@ func newIndex(s *Schedule) *index {
 			if st.Peer < 0 || st.Tag < 0 {
 				panic(fmt.Sprintf("algorithms: step %d receives from peer %d tag %d", i, st.Peer, st.Tag))
 			}
-			peers = max(peers, st.Peer+1)
 		}
 	}
 	for i := 0; i < n; i++ {
@@ -243,28 +245,14 @@ func newIndex(s *Schedule) *index {
 		}
 	}
 
-	// Tags per peer are dense (0..k-1) in built schedules; a hand-made
-	// schedule with holes just leaves -1 entries.
-	ix.recvOff = make([]int32, peers+1)
+	ix.recv = make(map[recvKey]int32)
 	for i := range s.Steps {
 		if st := &s.Steps[i]; st.Prim.Receives() {
-			ix.recvOff[st.Peer+1] = max(ix.recvOff[st.Peer+1], int32(st.Tag+1))
-		}
-	}
-	for p := 0; p < peers; p++ {
-		ix.recvOff[p+1] += ix.recvOff[p]
-	}
-	ix.recv = make([]int32, ix.recvOff[peers])
-	for i := range ix.recv {
-		ix.recv[i] = -1
-	}
-	for i := range s.Steps {
-		if st := &s.Steps[i]; st.Prim.Receives() {
-			slot := &ix.recv[ix.recvOff[st.Peer]+int32(st.Tag)]
-			if *slot >= 0 {
-				panic(fmt.Sprintf("algorithms: steps %d and %d both receive from peer %d tag %d", *slot, i, st.Peer, st.Tag))
+			k := recvKey{int32(st.Peer), int32(st.Tag)}
+			if prev, ok := ix.recv[k]; ok {
+				panic(fmt.Sprintf("algorithms: steps %d and %d both receive from peer %d tag %d", prev, i, st.Peer, st.Tag))
 			}
-			*slot = int32(i)
+			ix.recv[k] = int32(i)
 		}
 	}
 	return ix
@@ -272,12 +260,8 @@ func newIndex(s *Schedule) *index {
 
 // recvStep returns the step receiving (peer, tag), or -1.
 func (ix *index) recvStep(peer, tag int) int {
-	if peer < 0 || peer+1 >= len(ix.recvOff) || tag < 0 {
-		return -1
+	if i, ok := ix.recv[recvKey{int32(peer), int32(tag)}]; ok {
+		return int(i)
 	}
-	lo, hi := ix.recvOff[peer], ix.recvOff[peer+1]
-	if tag >= int(hi-lo) {
-		return -1
-	}
-	return int(ix.recv[int(lo)+tag])
+	return -1
 }

@@ -50,12 +50,13 @@ type Config struct {
 
 // Result is what a run did and what it broke.
 type Result struct {
-	SimTime time.Duration // when the last operation ended
-	Hash    uint64        // the trace's fingerprint
-	Events  int64         // messages actors received
-	Frames  int64         // frames the network carried
-	Bytes   int64         // their payload bytes
-	Ranks   []Outcome
+	Algorithm string        // the schedule that ran: Config.Algorithm, or the selector's choice
+	SimTime   time.Duration // when the last operation ended
+	Hash      uint64        // the trace's fingerprint
+	Events    int64         // messages actors received
+	Frames    int64         // frames the network carried
+	Bytes     int64         // their payload bytes
+	Ranks     []Outcome
 	// Violations lists every broken invariant: a wrong result, an error
 	// that names no failed rank, an operation that never ended.
 	Violations []string
@@ -209,8 +210,12 @@ func (r *run) crash(i int) {
 // result checks the invariants on what the run left.
 func (r *run) result() *Result {
 	res := &Result{
-		SimTime: r.last, Hash: r.trace.Hash(), Events: r.trace.Events(),
+		Algorithm: r.cfg.Algorithm,
+		SimTime:   r.last, Hash: r.trace.Hash(), Events: r.trace.Events(),
 		Frames: r.net.frames, Bytes: r.net.bytes, Ranks: make([]Outcome, r.cfg.Ranks),
+	}
+	if res.Algorithm == "" {
+		res.Algorithm = algorithms.Select(r.data.spec(0))
 	}
 	var crashed []int
 	for i, c := range r.net.crashed {

@@ -134,10 +134,11 @@ func (c *runner) routeFrames(ctx actor.Context, on bool) {
 }
 
 func (c *runner) toLink(ctx actor.Context, peer int, key link.Key, on bool) {
+	l, _ := c.req.link(peer)
 	if on {
-		ctx.Send(c.req.Links[peer], &link.Route{Key: key, To: ctx.Self()})
+		ctx.Send(l, &link.Route{Key: key, To: ctx.Self()})
 	} else {
-		ctx.Send(c.req.Links[peer], &link.Unroute{Key: key})
+		ctx.Send(l, &link.Unroute{Key: key})
 	}
 }
 
@@ -204,7 +205,8 @@ func (c *runner) execute(ctx actor.Context, i int) bool {
 	case algorithms.Send:
 		src := c.region(s.Src)
 		f := transport.Frame{Header: c.req.header(i)}
-		if len(src) >= lendMin && c.req.Lend[s.Peer] {
+		l, lend := c.req.link(s.Peer)
+		if len(src) >= lendMin && lend {
 			self, sys := ctx.Self(), c.rt.System.Root
 			f.Payload, f.Sent = src, func() { sys.Send(self, sendDone{step: i}) }
 			c.lent++
@@ -212,7 +214,7 @@ func (c *runner) execute(ctx actor.Context, i int) bool {
 			f.Payload = transport.GetBuffer(len(src))
 			copy(f.Payload, src)
 		}
-		ctx.Send(c.req.Links[s.Peer], &link.Send{Frame: f})
+		ctx.Send(l, &link.Send{Frame: f})
 		return f.Sent == nil
 	case algorithms.Recv:
 		copy(c.region(s.Dst), c.held[i])
@@ -272,8 +274,8 @@ func (c *runner) fail(ctx actor.Context, m *Fail) {
 
 // TellFailure sends a ControlFailed report about req to req's peers.
 func TellFailure(ctx actor.Context, req *Request, report []byte) {
-	for _, peer := range req.Peers() {
-		ctx.Send(req.Links[peer], ControlFrame(req.CommID, req.CollSeq, ControlFailed, report))
+	for _, l := range req.Links {
+		ctx.Send(l, ControlFrame(req.CommID, req.CollSeq, ControlFailed, report))
 	}
 }
 

@@ -38,10 +38,9 @@ type Request struct {
 	Sig     uint64 // signature every frame carries and every receiver checks
 
 	Timeout time.Duration
-	// Links holds the link actor of every rank in Peers, and Lend says
-	// whether its connection borrows large payloads (transport.Borrower).
-	// Entries for other ranks may change while the operation runs: links
-	// are spawned on first use, so the operation reads only its own.
+	// Links holds the link actor of each rank of Peers, in that order, and
+	// Lend says whether its connection borrows large payloads
+	// (transport.Borrower).
 	Links []*actor.PID
 	Lend  []bool
 
@@ -114,6 +113,13 @@ type Fail struct {
 	Ranks   []int
 	Tell    bool
 	Forward []byte
+}
+
+// link returns the link actor to peer, one of Peers, and whether its
+// connection borrows large payloads.
+func (r *Request) link(peer int) (*actor.PID, bool) {
+	i, _ := slices.BinarySearch(r.peers, peer)
+	return r.Links[i], r.Lend[i]
 }
 
 // Plan builds the schedule of the collective spec describes, marks the

@@ -22,7 +22,7 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 	case collective.ControlProbe:
 		r.answerProbe(ctx, d.Peer, h.Seq)
 	case collective.ControlBye:
-		r.left[d.Peer] = true
+		r.links.byPeer[d.Peer].left = true
 	case collective.ControlPeerFailed:
 		r.peerReportedFailure(ctx, d.Peer, d.Frame.Payload)
 	case collective.ControlProbeReply:
@@ -116,7 +116,7 @@ func (r *rankActor) answerProbes(ctx actor.Context, m *collective.Finished) {
 }
 
 func (r *rankActor) replyProbe(ctx actor.Context, peer int, collSeq uint64, status collective.ProbeStatus, waiting []int) {
-	if l := r.links[peer]; l != nil {
-		ctx.Send(l, collective.ControlFrame(r.cfg.CommID, collSeq, collective.ControlProbeReply, collective.EncodeProbeReply(status, waiting)))
+	if l := r.links.byPeer[peer]; l != nil {
+		ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, collSeq, collective.ControlProbeReply, collective.EncodeProbeReply(status, waiting)))
 	}
 }

@@ -22,7 +22,7 @@ import (
 // peerFailed handles the failure of the link to a peer.
 func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
 	r.rt.Logger.Debug("connection to peer failed", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", m.Peer, "err", m.Err)
-	if r.left[m.Peer] || r.closing || r.aborted != nil || r.broken != nil {
+	if l := r.links.byPeer[m.Peer]; l != nil && l.left || r.closing || r.aborted != nil || r.broken != nil {
 		return
 	}
 	r.breakComm(ctx, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err), m.Peer)
@@ -33,9 +33,9 @@ func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
 // teller's that failed has failed.
 func (r *rankActor) spreadFailure(ctx actor.Context, failed, teller int) {
 	payload := collective.EncodePeerFailed(failed)
-	for peer, l := range r.links {
-		if l != nil && peer != failed && peer != teller && r.linkLive[peer] {
-			ctx.Send(l, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlPeerFailed, payload))
+	for _, l := range r.links.order {
+		if l.peer != failed && l.peer != teller && l.live {
+			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlPeerFailed, payload))
 		}
 	}
 }
@@ -67,9 +67,9 @@ func (r *rankActor) breakComm(ctx actor.Context, err error, failed int) {
 // sayBye tells every peer that this rank is finalizing, so that they take
 // the end of its connections for what it is.
 func (r *rankActor) sayBye(ctx actor.Context) {
-	for peer, l := range r.links {
-		if l != nil && r.linkLive[peer] {
-			ctx.Send(l, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlBye, nil))
+	for _, l := range r.links.order {
+		if l.live {
+			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlBye, nil))
 		}
 	}
 }

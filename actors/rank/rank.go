@@ -3,7 +3,6 @@ package rank
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -95,12 +94,10 @@ type rankActor struct {
 	rt  *actors.Runtime
 	cfg Config
 
-	links    []*actor.PID // fixed once spawned: running operations share it
-	linkLive []bool       // by peer: the link actor has not stopped
-	lend     []bool       // by peer: its connection borrows large payloads
-	queue    []*collective.Request
-	running  *collective.Request
-	runner   *actor.PID // the running operation's collective actor
+	links   links
+	queue   []*collective.Request
+	running *collective.Request
+	runner  *actor.PID // the running operation's collective actor
 	// runningEnded reports whether the running operation completed its Work.
 	runningEnded func() bool
 	seq          uint64 // operations submitted
@@ -116,7 +113,6 @@ type rankActor struct {
 	// Set once a peer failed: every later operation fails with broken.
 	broken      error
 	brokenRanks []int
-	left        []bool // by peer: it said goodbye, so its close is no failure
 
 	aborted  error
 	finalize func()
@@ -146,7 +142,7 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		r.probeAnswered(ctx, m)
 	case *collective.Ask:
 		if r.aborted == nil && !r.closing && r.connect(ctx, m.Peer) == nil {
-			ctx.Send(r.links[m.Peer], collective.ControlFrame(r.cfg.CommID, m.CollSeq, collective.ControlProbe, nil))
+			ctx.Send(r.links.byPeer[m.Peer].pid, collective.ControlFrame(r.cfg.CommID, m.CollSeq, collective.ControlProbe, nil))
 		}
 	case *link.Delivered:
 		r.control(ctx, m)
@@ -165,35 +161,29 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		}
 	case closeGraceOver:
 		if r.finalize != nil {
-			for peer, live := range r.linkLive {
-				if live {
-					r.rt.Logger.Warn("link did not stop within the grace period; finalizing without it", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", peer)
-					r.linkLive[peer] = false
+			for _, l := range r.links.order {
+				if l.live {
+					r.rt.Logger.Warn("link did not stop within the grace period; finalizing without it", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", l.peer)
+					r.links.stopped(l)
 				}
 			}
 			r.closed(ctx)
 		}
 	case *actor.Started:
-		r.links = make([]*actor.PID, r.cfg.Size)
-		r.linkLive = make([]bool, r.cfg.Size)
-		r.lend = make([]bool, r.cfg.Size)
-		r.left = make([]bool, r.cfg.Size)
+		r.links = newLinks()
 	case *actor.Terminated:
 		if r.runner != nil && r.runner.Equal(m.Who) {
 			r.runnerStopped(ctx)
 			return
 		}
-		for peer, l := range r.links {
-			if l != nil && l.Equal(m.Who) {
-				r.linkLive[peer] = false
-				switch {
-				case r.closing:
-					r.closed(ctx)
-				case r.aborted == nil:
-					// A link the supervisor gave up on.
-					r.peerFailed(ctx, &link.Failed{Peer: peer, Err: fmt.Errorf("link to rank %d stopped after repeated failures", peer)})
-				}
-				return
+		if l := r.links.byPID[m.Who.Id]; l != nil {
+			r.links.stopped(l)
+			switch {
+			case r.closing:
+				r.closed(ctx)
+			case r.aborted == nil:
+				// A link the supervisor gave up on.
+				r.peerFailed(ctx, &link.Failed{Peer: l.peer, Err: fmt.Errorf("link to rank %d stopped after repeated failures", l.peer)})
 			}
 		}
 	}
@@ -253,7 +243,7 @@ type closeGraceOver struct{}
 // and stopped. Stopping the rank actor earlier would stop its links at once,
 // dropping frames still queued in their mailboxes.
 func (r *rankActor) closed(ctx actor.Context) {
-	if slices.Contains(r.linkLive, true) {
+	if r.links.live > 0 {
 		return
 	}
 	r.stopGrace()
@@ -265,7 +255,7 @@ func (r *rankActor) closed(ctx actor.Context) {
 // connect spawns the link to peer unless there is one. A peer that cannot
 // be connected has failed, and the error says so.
 func (r *rankActor) connect(ctx actor.Context, peer int) error {
-	if r.links[peer] != nil {
+	if r.links.byPeer[peer] != nil {
 		return nil
 	}
 	conn, err := r.cfg.Connect(peer)
@@ -273,9 +263,8 @@ func (r *rankActor) connect(ctx actor.Context, peer int) error {
 		r.peerFailed(ctx, &link.Failed{Peer: peer, Err: err})
 		return fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err)
 	}
-	r.links[peer] = ctx.SpawnPrefix(link.Props(r.rt, peer, conn), fmt.Sprintf("%s%d-", linkPrefix, peer))
-	r.linkLive[peer] = true
-	_, r.lend[peer] = conn.(transport.Borrower)
+	_, lend := conn.(transport.Borrower)
+	r.links.add(peer, ctx.SpawnPrefix(link.Props(r.rt, peer, conn), fmt.Sprintf("%s%d-", linkPrefix, peer)), lend)
 	return nil
 }
 
@@ -286,7 +275,12 @@ func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
 			return
 		}
 	}
-	req.Links, req.Lend = r.links, r.lend
+	peers := req.Peers()
+	req.Links, req.Lend = make([]*actor.PID, len(peers)), make([]bool, len(peers))
+	for i, peer := range peers {
+		l := r.links.byPeer[peer]
+		req.Links[i], req.Lend[i] = l.pid, l.lend
+	}
 	if req.P2P != nil {
 		for i := range req.P2P {
 			m := &req.P2P[i]
@@ -366,18 +360,16 @@ func (r *rankActor) cancel(ctx actor.Context, m *Cancel) {
 	}
 }
 
-// stopLinks closes every connection. The links slice stays as it is: an
-// operation still running may send to a stopped link, which drops the frame.
+// stopLinks closes every connection. The links stay known: an operation
+// still running may send to a stopped link, which drops the frame.
 // Finalize poisons the links, an ordinary message, so that frames already in
 // their mailboxes are sent first; abort stops them at once.
 func (r *rankActor) stopLinks(ctx actor.Context, flush bool) {
-	for _, l := range r.links {
-		switch {
-		case l == nil:
-		case flush:
-			ctx.Poison(l)
-		default:
-			ctx.Stop(l)
+	for _, l := range r.links.order {
+		if flush {
+			ctx.Poison(l.pid)
+		} else {
+			ctx.Stop(l.pid)
 		}
 	}
 }

@@ -77,8 +77,11 @@ func redOpName(op gocomms.ReduceOp) string {
 }
 
 // ParseBytes parses a size as nccl-tests does: a number of bytes, with an
-// optional suffix K, M or G (powers of 1024, either case).
+// optional suffix K, M or G (powers of 1024, either case), also written
+// KiB, MiB or GiB.
 func ParseBytes(s string) (int64, error) {
+	orig := s
+	s = strings.TrimSuffix(s, "iB")
 	mult := int64(1)
 	if n := len(s); n > 0 {
 		switch s[n-1] {
@@ -91,14 +94,16 @@ func ParseBytes(s string) (int64, error) {
 		}
 		if mult > 1 {
 			s = s[:n-1]
+		} else if len(s) != len(orig) {
+			s = orig // "iB" without a multiple: let the parse fail
 		}
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("bad size %q: want bytes, optionally with K, M or G", s)
+		return 0, fmt.Errorf("bad size %q: want bytes, optionally with K, M or G (or KiB, MiB, GiB)", orig)
 	}
 	if v > math.MaxInt64/mult {
-		return 0, fmt.Errorf("size %q is too large", s)
+		return 0, fmt.Errorf("size %q is too large", orig)
 	}
 	return v * mult, nil
 }

@@ -15,13 +15,13 @@ func TestParseBytes(t *testing.T) {
 		want int64
 	}{
 		{"8", 8}, {"0", 0}, {"1K", 1 << 10}, {"64k", 64 << 10}, {"64M", 64 << 20}, {"3m", 3 << 20},
-		{"2G", 2 << 30}, {"1g", 1 << 30},
+		{"2G", 2 << 30}, {"1g", 1 << 30}, {"1MiB", 1 << 20}, {"64KiB", 64 << 10}, {"2GiB", 2 << 30},
 	} {
 		if got, err := ParseBytes(tc.in); err != nil || got != tc.want {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
 		}
 	}
-	for _, in := range []string{"", "K", "-1", "1.5M", "1T", "1KB", "9223372036854775807G"} {
+	for _, in := range []string{"", "K", "-1", "1.5M", "1T", "1KB", "8iB", "MiB", "9223372036854775807G"} {
 		if got, err := ParseBytes(in); err == nil {
 			t.Errorf("ParseBytes(%q) = %d, want an error", in, got)
 		}

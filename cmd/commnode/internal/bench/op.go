@@ -62,6 +62,15 @@ func (o Op) MarshalText() ([]byte, error) {
 // Reduces reports whether the op combines contributions with a reduction.
 func (o Op) Reduces() bool { return o.valid() && opInfo[o].reduces }
 
+// Kind is the collective's schedule kind, and false for an op no schedule
+// runs.
+func (o Op) Kind() (algorithms.Kind, bool) {
+	if !o.valid() || opInfo[o].kind == 0 {
+		return 0, false
+	}
+	return opInfo[o].kind, true
+}
+
 // Rooted reports whether the op has a root rank.
 func (o Op) Rooted() bool { return o.valid() && opInfo[o].rooted }
 

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gocomms/gocomms/cmd/commnode/internal/bench"
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/simulation"
+	"github.com/gocomms/gocomms/tensor"
+)
+
+// simFlags are `commnode sim`'s flags; replay prints them back.
+type simFlags struct {
+	ranks, nodes int
+	op, bytes    string
+	dtype, algo  string
+	topology     string
+	chunk        int
+	root, iters  int
+	faults       string
+	seed         uint64
+	seeds        int
+	jitter       time.Duration
+	timeout      time.Duration
+	limit        time.Duration
+	json         bool
+}
+
+// simCommand runs `commnode sim`: the engine's real actors on virtual time
+// over a simulated network, one seed or a sweep of them.
+func simCommand(args []string, stdout, stderr io.Writer) int {
+	var f simFlags
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&f.ranks, "ranks", 8, "simulated ranks")
+	fs.IntVar(&f.nodes, "nodes", 1, "nodes the ranks spread over evenly")
+	fs.StringVar(&f.op, "op", "all_reduce", "collective: all_reduce, reduce, broadcast, all_gather, reduce_scatter or barrier")
+	fs.StringVar(&f.bytes, "bytes", "1M", "bytes per rank, as nccl-tests counts them (K, M, G or KiB, MiB, GiB)")
+	fs.StringVar(&f.dtype, "dtype", "float32", "element type: int64, float32 or float64")
+	fs.StringVar(&f.algo, "algo", "", "schedule (default: the selector's choice)")
+	fs.StringVar(&f.topology, "topology", "dgx-h100", "network preset: dgx-h100 or rail")
+	fs.IntVar(&f.chunk, "chunk", 0, "largest message in bytes (0: the schedule's default)")
+	fs.IntVar(&f.root, "root", 0, "root of rooted collectives")
+	fs.IntVar(&f.iters, "iters", 1, "operations each rank runs, one after another")
+	fs.StringVar(&f.faults, "faults", "", `fault plan, e.g. "crash:rank=17,at=2ms"`)
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the run (the first, with --seeds)")
+	fs.IntVar(&f.seeds, "seeds", 0, "sweep this many seeds from --seed, in parallel, and report the failing ones")
+	fs.DurationVar(&f.jitter, "jitter", 0, "extra delay per frame, up to this much, drawn from the seed")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-operation timeout, virtual time")
+	fs.DurationVar(&f.limit, "limit", 10*time.Minute, "virtual-time bound: an operation pending after it has hung")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := f.config()
+	if err != nil {
+		fmt.Fprintf(stderr, "commnode sim: %v\n", err)
+		return 2
+	}
+	if f.seeds > 0 {
+		return sweep(f, cfg, stdout, stderr)
+	}
+	start := time.Now()
+	res, err := simulation.Run(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "commnode sim: %v\n", err)
+		return 2
+	}
+	report := newSimReport(f, cfg, res, time.Since(start))
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return 1
+		}
+	} else {
+		report.print(stdout)
+	}
+	if !res.OK() {
+		return 1
+	}
+	return 0
+}
+
+func (f *simFlags) config() (simulation.Config, error) {
+	var cfg simulation.Config
+	ops, err := bench.ParseOps(f.op)
+	if err != nil || len(ops) != 1 {
+		return cfg, fmt.Errorf("--op %q: want one collective", f.op)
+	}
+	kind, ok := ops[0].Kind()
+	if !ok {
+		return cfg, fmt.Errorf("--op %q has no schedule to simulate", f.op)
+	}
+	size, err := bench.ParseBytes(f.bytes)
+	if err != nil {
+		return cfg, fmt.Errorf("--bytes: %w", err)
+	}
+	dt, err := tensor.ParseDType(f.dtype)
+	if err != nil {
+		return cfg, fmt.Errorf("--dtype: %w", err)
+	}
+	var topo simulation.Topology
+	switch f.topology {
+	case "dgx-h100":
+		topo = simulation.DGXH100(f.nodes)
+	case "rail":
+		topo = simulation.RailCluster(f.nodes)
+	default:
+		return cfg, fmt.Errorf("--topology %q: want dgx-h100 or rail", f.topology)
+	}
+	plan, err := simulation.ParsePlan(f.faults)
+	if err != nil {
+		return cfg, fmt.Errorf("--faults: %w", err)
+	}
+	_, _, count := ops[0].Counts(int(size/int64(dt.Size())), f.ranks)
+	return simulation.Config{
+		Ranks: f.ranks, Topology: topo, Op: kind, Count: count, DType: dt,
+		Algorithm: f.algo, ChunkBytes: f.chunk, Root: f.root, Iterations: f.iters,
+		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit,
+	}, nil
+}
+
+// replay is the command that runs seed again with every other flag as
+// given.
+func (f simFlags) replay(seed uint64) string {
+	args := []string{"commnode sim",
+		"--ranks", strconv.Itoa(f.ranks), "--nodes", strconv.Itoa(f.nodes), "--topology", f.topology,
+		"--op", f.op, "--bytes", f.bytes, "--dtype", f.dtype, "--iters", strconv.Itoa(f.iters),
+		"--root", strconv.Itoa(f.root), "--chunk", strconv.Itoa(f.chunk),
+		"--timeout", f.timeout.String(), "--limit", f.limit.String(), "--jitter", f.jitter.String(),
+	}
+	if f.algo != "" {
+		args = append(args, "--algo", f.algo)
+	}
+	if f.faults != "" {
+		args = append(args, "--faults", strconv.Quote(f.faults))
+	}
+	return strings.Join(append(args, "--seed", strconv.FormatUint(seed, 10)), " ")
+}
+
+// simReport is one run, as printed.
+type simReport struct {
+	Ranks      int      `json:"ranks"`
+	Nodes      int      `json:"nodes"`
+	Op         string   `json:"op"`
+	Bytes      int64    `json:"bytes"`
+	Algorithm  string   `json:"algorithm"`
+	Seed       uint64   `json:"seed"`
+	Faults     string   `json:"faults"`
+	SimTimeUS  float64  `json:"sim_time_us"` // per operation
+	AlgBW      float64  `json:"algbw"`       // GB/s
+	BusBW      float64  `json:"busbw"`       // GB/s
+	Outcomes   []string `json:"outcomes"`    // ranks grouped by how they ended
+	TraceHash  string   `json:"trace_hash"`
+	Events     int64    `json:"events"`
+	Frames     int64    `json:"frames"`
+	WallS      float64  `json:"wall_s"`
+	FramesPerS float64  `json:"frames_per_s"`
+	Violations []string `json:"violations"`
+	Replay     string   `json:"replay"`
+}
+
+func newSimReport(f simFlags, cfg simulation.Config, res *simulation.Result, wall time.Duration) *simReport {
+	ops, _ := bench.ParseOps(f.op)
+	send, _, _ := ops[0].Counts(int(mustBytes(f.bytes)/int64(cfg.DType.Size())), f.ranks)
+	bytes := int64(send * cfg.DType.Size())
+	perOp := res.SimTime / time.Duration(cfg.Iterations)
+	r := &simReport{
+		Ranks: cfg.Ranks, Nodes: cfg.Topology.Nodes, Op: ops[0].String(), Bytes: bytes,
+		Algorithm: res.Algorithm, Seed: cfg.Seed, Faults: cfg.Faults.String(),
+		SimTimeUS: float64(perOp) / float64(time.Microsecond),
+		Outcomes:  outcomes(res), TraceHash: fmt.Sprintf("%016x", res.Hash),
+		Events: res.Events, Frames: res.Frames, WallS: wall.Seconds(),
+		Violations: res.Violations, Replay: f.replay(cfg.Seed),
+	}
+	if perOp > 0 {
+		r.AlgBW = float64(bytes) / perOp.Seconds() / 1e9
+		r.BusBW = r.AlgBW * ops[0].BusFactor(cfg.Ranks)
+	}
+	if wall > 0 {
+		r.FramesPerS = float64(res.Frames) / wall.Seconds()
+	}
+	return r
+}
+
+func mustBytes(s string) int64 {
+	n, _ := bench.ParseBytes(s)
+	return n
+}
+
+func (r *simReport) print(w io.Writer) {
+	fmt.Fprintf(w, "simulated %s of %d bytes on %d ranks over %d nodes: algorithm %s, seed %d", r.Op, r.Bytes, r.Ranks, r.Nodes, r.Algorithm, r.Seed)
+	if r.Faults != "" {
+		fmt.Fprintf(w, ", faults %q", r.Faults)
+	}
+	fmt.Fprintf(w, "\nsim time  %.3f µs per operation   algbw %.3f GB/s   busbw %.3f GB/s\n", r.SimTimeUS, r.AlgBW, r.BusBW)
+	for _, o := range r.Outcomes {
+		fmt.Fprintf(w, "ranks     %s\n", o)
+	}
+	fmt.Fprintf(w, "trace     %s (%d events, %d frames)\n", r.TraceHash, r.Events, r.Frames)
+	fmt.Fprintf(w, "wall      %.3f s (%.0f frames/s)\n", r.WallS, r.FramesPerS)
+	for _, v := range r.Violations {
+		fmt.Fprintf(w, "VIOLATION %s\n", v)
+	}
+	if len(r.Violations) > 0 {
+		fmt.Fprintf(w, "replay    %s\n", r.Replay)
+	}
+}
+
+// outcomes groups the ranks by how they ended: "0-6,8: completed 1",
+// "7: crashed", "9: failed, naming ranks [7] (peer failed)".
+func outcomes(res *simulation.Result) []string {
+	groups := map[string][]int{}
+	var order []string
+	for i, o := range res.Ranks {
+		var k string
+		switch {
+		case o.Crashed:
+			k = "crashed"
+		case o.Pending > 0:
+			k = fmt.Sprintf("never ended %d", o.Pending)
+		case o.Err != nil:
+			k = "failed: " + why(o.Err)
+		default:
+			k = fmt.Sprintf("completed %d", o.Completed)
+		}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	out := make([]string, len(order))
+	for i, k := range order {
+		out[i] = fmt.Sprintf("%s: %s", spans(groups[k]), k)
+	}
+	return out
+}
+
+// why says what kind of error err is and whom it names.
+func why(err error) string {
+	var oe *commerr.OpError
+	if !errors.As(err, &oe) {
+		return err.Error()
+	}
+	kind := "error"
+	for _, k := range []error{commerr.ErrPeerFailed, commerr.ErrTimeout, commerr.ErrInvalidArgument, commerr.ErrAborted} {
+		if errors.Is(err, k) {
+			kind = strings.TrimPrefix(k.Error(), "gocomms: ")
+		}
+	}
+	return fmt.Sprintf("%s, naming ranks %v", kind, oe.Ranks)
+}
+
+// spans writes sorted ranks compactly: "0-6,8".
+func spans(ranks []int) string {
+	var b strings.Builder
+	for i := 0; i < len(ranks); {
+		j := i
+		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(ranks[i]))
+		if j > i {
+			b.WriteString("-" + strconv.Itoa(ranks[j]))
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+// sweep runs f.seeds seeds from cfg.Seed on every CPU, and prints each
+// failing seed with its replay command.
+func sweep(f simFlags, cfg simulation.Config, stdout, stderr io.Writer) int {
+	start := time.Now()
+	seeds := make(chan uint64)
+	type failure struct {
+		seed uint64
+		why  string
+	}
+	var (
+		mu       sync.Mutex
+		failures []failure
+		done     int
+		wg       sync.WaitGroup
+	)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for seed := range seeds {
+				c := cfg
+				c.Seed = seed
+				res, err := simulation.Run(c)
+				mu.Lock()
+				switch {
+				case err != nil:
+					failures = append(failures, failure{seed, err.Error()})
+				case !res.OK():
+					failures = append(failures, failure{seed, strings.Join(res.Violations, "; ")})
+				}
+				done++
+				if done%100 == 0 || done == f.seeds {
+					fmt.Fprintf(stderr, "\r%d/%d seeds, %d failing", done, f.seeds, len(failures))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range f.seeds {
+		seeds <- cfg.Seed + uint64(i)
+	}
+	close(seeds)
+	wg.Wait()
+	fmt.Fprintln(stderr)
+	slices.SortFunc(failures, func(a, b failure) int { return int(a.seed - b.seed) })
+	for _, fl := range failures {
+		fmt.Fprintf(stdout, "seed %d: %s\n  replay: %s\n", fl.seed, fl.why, f.replay(fl.seed))
+	}
+	fmt.Fprintf(stdout, "%d seeds, %d failing, %.1f s\n", f.seeds, len(failures), time.Since(start).Seconds())
+	if len(failures) > 0 {
+		return 1
+	}
+	return 0
+}
