@@ -158,7 +158,8 @@ type simReport struct {
 	Algorithm  string   `json:"algorithm"`
 	Seed       uint64   `json:"seed"`
 	Faults     string   `json:"faults"`
-	SimTimeUS  float64  `json:"sim_time_us"` // per operation
+	SimTimeUS  float64  `json:"sim_time_us"` // per operation, when every rank completed every one
+	EndedUS    float64  `json:"ended_us"`    // when the last operation ended
 	AlgBW      float64  `json:"algbw"`       // GB/s
 	BusBW      float64  `json:"busbw"`       // GB/s
 	Outcomes   []string `json:"outcomes"`    // ranks grouped by how they ended
@@ -179,12 +180,18 @@ func newSimReport(f simFlags, cfg simulation.Config, res *simulation.Result, wal
 	r := &simReport{
 		Ranks: cfg.Ranks, Nodes: cfg.Topology.Nodes, Op: ops[0].String(), Bytes: bytes,
 		Algorithm: res.Algorithm, Seed: cfg.Seed, Faults: cfg.Faults.String(),
-		SimTimeUS: float64(perOp) / float64(time.Microsecond),
+		EndedUS:   float64(res.SimTime) / float64(time.Microsecond),
 		Outcomes:  outcomes(res), TraceHash: fmt.Sprintf("%016x", res.Hash),
 		Events: res.Events, Frames: res.Frames, WallS: wall.Seconds(),
 		Violations: res.Violations, Replay: f.replay(cfg.Seed),
 	}
+	for _, o := range res.Ranks {
+		if o.Completed != cfg.Iterations {
+			perOp = 0 // a failed run has no time per operation
+		}
+	}
 	if perOp > 0 {
+		r.SimTimeUS = float64(perOp) / float64(time.Microsecond)
 		r.AlgBW = float64(bytes) / perOp.Seconds() / 1e9
 		r.BusBW = r.AlgBW * ops[0].BusFactor(cfg.Ranks)
 	}
@@ -204,7 +211,11 @@ func (r *simReport) print(w io.Writer) {
 	if r.Faults != "" {
 		fmt.Fprintf(w, ", faults %q", r.Faults)
 	}
-	fmt.Fprintf(w, "\nsim time  %.3f µs per operation   algbw %.3f GB/s   busbw %.3f GB/s\n", r.SimTimeUS, r.AlgBW, r.BusBW)
+	if r.SimTimeUS > 0 {
+		fmt.Fprintf(w, "\nsim time  %.3f µs per operation   algbw %.3f GB/s   busbw %.3f GB/s\n", r.SimTimeUS, r.AlgBW, r.BusBW)
+	} else {
+		fmt.Fprintf(w, "\nsim time  the last operation ended at %.3f µs\n", r.EndedUS)
+	}
 	for _, o := range r.Outcomes {
 		fmt.Fprintf(w, "ranks     %s\n", o)
 	}
