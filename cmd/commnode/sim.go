@@ -180,8 +180,8 @@ func newSimReport(f simFlags, cfg simulation.Config, res *simulation.Result, wal
 	r := &simReport{
 		Ranks: cfg.Ranks, Nodes: cfg.Topology.Nodes, Op: ops[0].String(), Bytes: bytes,
 		Algorithm: res.Algorithm, Seed: cfg.Seed, Faults: cfg.Faults.String(),
-		EndedUS:   float64(res.SimTime) / float64(time.Microsecond),
-		Outcomes:  outcomes(res), TraceHash: fmt.Sprintf("%016x", res.Hash),
+		EndedUS:  float64(res.SimTime) / float64(time.Microsecond),
+		Outcomes: outcomes(res), TraceHash: fmt.Sprintf("%016x", res.Hash),
 		Events: res.Events, Frames: res.Frames, WallS: wall.Seconds(),
 		Violations: res.Violations, Replay: f.replay(cfg.Seed),
 	}
