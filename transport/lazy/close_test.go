@@ -37,12 +37,12 @@ func TestCloseWhileDialling(t *testing.T) {
 		}
 		gt.release(c.addrs[1])
 
-		got, err := c.recs[1][0].waitError(t)
+		got, err := c.recs[1][0].WaitError(t)
 		checkFrames(t, got, 0, 1, map[int]int{0: n})
 		if !errors.Is(err, transport.ErrClosed) {
 			t.Errorf("peer's error %v does not wrap ErrClosed", err)
 		}
-		if _, err := c.recs[0][1].waitError(t); !errors.Is(err, transport.ErrClosed) || !strings.Contains(err.Error(), "closed locally") {
+		if _, err := c.recs[0][1].WaitError(t); !errors.Is(err, transport.ErrClosed) || !strings.Contains(err.Error(), "closed locally") {
 			t.Errorf("closer's error %v: want a local close wrapping ErrClosed", err)
 		}
 		select {
@@ -76,7 +76,7 @@ func TestCloseUnused(t *testing.T) {
 		default:
 			t.Error("Drained not closed at once")
 		}
-		if _, err := c.recs[0][1].waitError(t); !errors.Is(err, transport.ErrClosed) {
+		if _, err := c.recs[0][1].WaitError(t); !errors.Is(err, transport.ErrClosed) {
 			t.Errorf("handler's error %v does not wrap ErrClosed", err)
 		}
 		var lent lender
@@ -92,7 +92,7 @@ func TestCloseUnused(t *testing.T) {
 
 		start := time.Now()
 		c.conns[1][0].Send(frame(1, 0, 0, 0))
-		_, err := c.recs[1][0].waitError(t)
+		_, err := c.recs[1][0].WaitError(t)
 		checkEnd(t, err, "0", c.addrs[0], transport.ErrRefused)
 		if elapsed := time.Since(start); elapsed > waitTimeout/2 {
 			t.Errorf("the refused dial failed after %v, as if it waited for the dial timeout", elapsed)
@@ -119,13 +119,13 @@ func TestGroupClose(t *testing.T) {
 		for i := range n {
 			for j := range n {
 				if i != j {
-					c.recs[i][j].waitFrames(t, 1)
+					c.recs[i][j].WaitFrames(t, 1)
 				}
 			}
 		}
 		c.groups[0].Close()
 		for j := 1; j < n; j++ {
-			if got, err := c.recs[j][0].waitError(t); len(got) != 1 || !errors.Is(err, transport.ErrClosed) {
+			if got, err := c.recs[j][0].WaitError(t); len(got) != 1 || !errors.Is(err, transport.ErrClosed) {
 				t.Errorf("member %d: %d frames, then %v; want 1, then ErrClosed", j, len(got), err)
 			}
 			if c.groups[0].Up(j) || c.groups[j].Up(0) {
@@ -161,7 +161,7 @@ func TestGroupCloseWhileCrossing(t *testing.T) {
 			c.conns[0][1].Send(frame(0, 1, 0, 0))
 			c.conns[1][0].Send(frame(1, 0, 0, 0))
 			c.groups[1].Close()
-			checkFrames(t, c.recs[0][1].waitFrames(t, 1), 1, 0, map[int]int{0: 1})
+			checkFrames(t, c.recs[0][1].WaitFrames(t, 1), 1, 0, map[int]int{0: 1})
 			c.closeAll()
 			c.check()
 		}

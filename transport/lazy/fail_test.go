@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/lazy"
+	"github.com/gocomms/gocomms/transport/transporttest"
 )
 
 // hello is the hello member from of the test group sends.
@@ -95,11 +96,11 @@ func TestResolveFails(t *testing.T) {
 	}
 	defer g.Close()
 	c, _ := g.Conn(1)
-	r := newRec()
+	r := transporttest.NewRecorder()
 	c.Start(r)
 	var lent lender
 	c.Send(lent.frame(0, 1, 0))
-	_, err = r.waitError(t)
+	_, err = r.WaitError(t)
 	if !errors.Is(err, lost) || !errors.Is(err, transport.ErrClosed) || !strings.Contains(err.Error(), "peer 1") {
 		t.Errorf("error %q: want the resolver's, wrapping ErrClosed and naming peer 1", err)
 	}
@@ -119,13 +120,13 @@ func TestDialRefused(t *testing.T) {
 		addrs := []string{"", nowhere(t, nw)}
 		g := member(t, nw, 0, addrs, 0)
 		c, _ := g.Conn(1)
-		r := newRec()
+		r := transporttest.NewRecorder()
 		c.Start(r)
 		var lent lender
 		c.Send(frame(0, 1, 0, 0))
 		c.Send(lent.frame(0, 1, 1))
 		c.Send(lent.frame(0, 1, 2))
-		got, err := r.waitError(t)
+		got, err := r.WaitError(t)
 		if len(got) != 0 {
 			t.Errorf("%d frames before the error", len(got))
 		}
@@ -150,7 +151,7 @@ func TestDialRefused(t *testing.T) {
 		}
 		c.Close()
 		<-d
-		r.check(t)
+		r.Check(t)
 	})
 }
 
@@ -164,11 +165,11 @@ func TestStartAfterFailure(t *testing.T) {
 	c, _ := g.Conn(1)
 	c.Send(frame(0, 1, 0, 0))
 	eventually(t, "the conn to fail", func() bool { return c.Send(frame(0, 1, 0, 1)) != nil })
-	r := newRec()
+	r := transporttest.NewRecorder()
 	c.Start(r)
-	_, err := r.waitError(t)
+	_, err := r.WaitError(t)
 	checkEnd(t, err, "1", addrs[1], transport.ErrRefused)
-	r.check(t)
+	r.Check(t)
 }
 
 // rawPeer listens on nw like a member of the group would, and hands each
@@ -243,12 +244,12 @@ func TestAnswers(t *testing.T) {
 			}
 			g := member(t, nw, tc.self, addrs, dialTimeout)
 			c, _ := g.Conn(peer)
-			r := newRec()
+			r := transporttest.NewRecorder()
 			c.Start(r)
 			var lent lender
 			start := time.Now()
 			c.Send(lent.frame(tc.self, peer, 0))
-			_, err := r.waitError(t)
+			_, err := r.WaitError(t)
 			elapsed := time.Since(start)
 			checkEnd(t, err, string(rune('0'+peer)), addrs[peer], tc.wraps...)
 			if !strings.Contains(err.Error(), tc.says) {
@@ -263,7 +264,7 @@ func TestAnswers(t *testing.T) {
 			if n := lent.returned.Load(); n != 1 {
 				t.Errorf("Sent called %d times for 1 lent frame", n)
 			}
-			r.check(t)
+			r.Check(t)
 		})
 	}
 }
@@ -293,9 +294,9 @@ func TestBadHellos(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: Dial: %v", tc.name, err)
 			}
-			r := newRec()
+			r := transporttest.NewRecorder()
 			u.Start(r)
-			if got, _ := r.waitError(t); len(got) != 0 {
+			if got, _ := r.WaitError(t); len(got) != 0 {
 				t.Errorf("%s: answered with %+v", tc.name, got[0].Header)
 			}
 			u.Close()
@@ -306,9 +307,9 @@ func TestBadHellos(t *testing.T) {
 			t.Fatalf("good dial: %v", err)
 		}
 		defer u.Close()
-		ru := newRec()
+		ru := transporttest.NewRecorder()
 		u.Start(ru)
-		welcome := ru.waitFrames(t, 1)[0]
+		welcome := ru.WaitFrames(t, 1)[0]
 		if want := (transport.Header{Comm: groupID, Kind: lazy.KindWelcome}); welcome.Header != want || len(welcome.Payload) != 0 {
 			t.Fatalf("first frame %+v with %d bytes, want the welcome %+v", welcome.Header, len(welcome.Payload), want)
 		}
@@ -316,13 +317,13 @@ func TestBadHellos(t *testing.T) {
 			t.Error("not Up after welcoming")
 		}
 		c, _ := g.Conn(2)
-		rc := newRec()
+		rc := transporttest.NewRecorder()
 		c.Start(rc)
 		u.Send(frame(2, 0, 0, 0))
-		checkFrames(t, rc.waitFrames(t, 1), 2, 0, map[int]int{0: 1})
+		checkFrames(t, rc.WaitFrames(t, 1), 2, 0, map[int]int{0: 1})
 		c.Send(frame(0, 2, 0, 0))
-		checkFrames(t, ru.waitFrames(t, 2)[1:], 0, 2, map[int]int{0: 1})
-		rc.check(t)
+		checkFrames(t, ru.WaitFrames(t, 2)[1:], 0, 2, map[int]int{0: 1})
+		rc.Check(t)
 	})
 }
 
@@ -336,12 +337,12 @@ func TestConnFails(t *testing.T) {
 		nw := newProbe(newNetwork())
 		c := newCluster(t, nw, 2, clusterOptions{})
 		c.conns[0][1].Send(frame(0, 1, 0, 0))
-		c.recs[1][0].waitFrames(t, 1)
+		c.recs[1][0].WaitFrames(t, 1)
 		for i := range n {
 			c.conns[1][0].Send(frame(1, 0, 0, i))
 		}
 		c.conns[1][0].Close()
-		got, err := c.recs[0][1].waitError(t)
+		got, err := c.recs[0][1].WaitError(t)
 		checkFrames(t, got, 1, 0, map[int]int{0: n})
 		checkEnd(t, err, "1", c.addrs[1])
 		if err := c.conns[0][1].Send(frame(0, 1, 0, 1)); !errors.Is(err, transport.ErrClosed) {
@@ -374,7 +375,7 @@ func TestFailureAfterFrames(t *testing.T) {
 		}
 		c.conns[0][1].Close()
 		close(nw.holdStart)
-		got, err := c.recs[1][0].waitError(t)
+		got, err := c.recs[1][0].WaitError(t)
 		checkFrames(t, got, 0, 1, map[int]int{0: n})
 		if !errors.Is(err, transport.ErrClosed) {
 			t.Errorf("error %v does not wrap ErrClosed", err)

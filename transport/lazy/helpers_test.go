@@ -14,6 +14,7 @@ import (
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/lazy"
 	"github.com/gocomms/gocomms/transport/tcp"
+	"github.com/gocomms/gocomms/transport/transporttest"
 )
 
 // waitTimeout bounds every wait; it only matters when something is lost.
@@ -63,119 +64,6 @@ func checkLeaks(t testing.TB) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
-}
-
-// rec is a Handler that keeps what it receives and notes calls that break
-// the contract: overlapping calls, frames after the error, two errors.
-type rec struct {
-	// reply, if set, is called from HandleFrame before the frame is kept,
-	// the way a link actor might answer at once; it may Send.
-	reply func(f transport.Frame)
-
-	mu         sync.Mutex
-	frames     []transport.Frame
-	errs       []error
-	violations []string
-	inCall     bool
-	changed    chan struct{}
-}
-
-func newRec() *rec { return &rec{changed: make(chan struct{}, 1)} }
-
-func (r *rec) HandleFrame(f transport.Frame) {
-	r.enter("HandleFrame")
-	if len(r.errs) > 0 {
-		r.violations = append(r.violations, fmt.Sprintf("frame seq %d after HandleError", f.Header.Seq))
-	}
-	r.mu.Unlock()
-	if r.reply != nil {
-		r.reply(f)
-	}
-	r.mu.Lock()
-	r.frames = append(r.frames, f)
-	r.leave()
-}
-
-func (r *rec) HandleError(err error) {
-	r.enter("HandleError")
-	r.errs = append(r.errs, err)
-	if len(r.errs) > 1 {
-		r.violations = append(r.violations, fmt.Sprintf("HandleError called %d times: %v", len(r.errs), r.errs))
-	}
-	r.leave()
-}
-
-func (r *rec) enter(what string) {
-	r.mu.Lock()
-	if r.inCall {
-		r.violations = append(r.violations, what+" while another handler call was in progress")
-	}
-	r.inCall = true
-}
-
-func (r *rec) leave() {
-	r.inCall = false
-	r.mu.Unlock()
-	select {
-	case r.changed <- struct{}{}:
-	default:
-	}
-}
-
-// wait blocks until cond, evaluated under r.mu, holds.
-func (r *rec) wait(t tb, what string, cond func() bool) {
-	t.Helper()
-	timer := time.NewTimer(waitTimeout)
-	defer timer.Stop()
-	for {
-		r.mu.Lock()
-		ok := cond()
-		n, errs := len(r.frames), r.errs
-		r.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-r.changed:
-		case <-timer.C:
-			t.Fatalf("timed out waiting for %s (have %d frames, errors %v)", what, n, errs)
-		}
-	}
-}
-
-// waitFrames waits for n frames, failing if the conn ends first.
-func (r *rec) waitFrames(t tb, n int) []transport.Frame {
-	t.Helper()
-	r.wait(t, fmt.Sprintf("%d frames", n), func() bool { return len(r.frames) >= n || len(r.errs) > 0 })
-	frames, errs := r.snapshot()
-	if len(frames) < n {
-		t.Fatalf("conn ended after %d of %d frames: %v", len(frames), n, errs[0])
-	}
-	return frames
-}
-
-// waitError waits for HandleError and returns the frames before it and
-// its error.
-func (r *rec) waitError(t tb) ([]transport.Frame, error) {
-	t.Helper()
-	r.wait(t, "HandleError", func() bool { return len(r.errs) > 0 })
-	frames, errs := r.snapshot()
-	return frames, errs[0]
-}
-
-func (r *rec) snapshot() ([]transport.Frame, []error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]transport.Frame(nil), r.frames...), append([]error(nil), r.errs...)
-}
-
-func (r *rec) check(t tb) {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, v := range r.violations {
-		t.Errorf("%s", v)
-	}
 }
 
 // frame is frame seq of stream (from, to, lane): the header names the
@@ -393,9 +281,9 @@ type cluster struct {
 	nw       transport.Network
 	groups   []*lazy.Group
 	addrs    []string
-	conns    [][]transport.Conn // conns[i][j]: member i's conn to j
-	recs     [][]*rec           // recs[i][j]: its handler
-	connects [][]atomic.Int32   // connects[i][j]: OnConnect(j) calls at i
+	conns    [][]transport.Conn          // conns[i][j]: member i's conn to j
+	recs     [][]*transporttest.Recorder // recs[i][j]: its handler
+	connects [][]atomic.Int32            // connects[i][j]: OnConnect(j) calls at i
 }
 
 type clusterOptions struct {
@@ -419,7 +307,7 @@ func newCluster(t tb, nw transport.Network, n int, opts clusterOptions) *cluster
 	}
 	c.connects = make([][]atomic.Int32, n)
 	c.conns = make([][]transport.Conn, n)
-	c.recs = make([][]*rec, n)
+	c.recs = make([][]*transporttest.Recorder, n)
 	for i := range n {
 		c.connects[i] = make([]atomic.Int32, n)
 		g, err := lazy.New(lazy.Config{
@@ -438,7 +326,7 @@ func newCluster(t tb, nw transport.Network, n int, opts clusterOptions) *cluster
 		c.groups[i] = g
 		t.Cleanup(func() { g.Close() })
 		c.conns[i] = make([]transport.Conn, n)
-		c.recs[i] = make([]*rec, n)
+		c.recs[i] = make([]*transporttest.Recorder, n)
 		for j := range n {
 			if j == i {
 				continue
@@ -447,7 +335,7 @@ func newCluster(t tb, nw transport.Network, n int, opts clusterOptions) *cluster
 			if err != nil {
 				t.Fatalf("member %d: Conn(%d): %v", i, j, err)
 			}
-			c.conns[i][j], c.recs[i][j] = conn, newRec()
+			c.conns[i][j], c.recs[i][j] = conn, transporttest.NewRecorder()
 			conn.Start(c.recs[i][j])
 		}
 	}
@@ -460,7 +348,7 @@ func (c *cluster) check() {
 	for _, rs := range c.recs {
 		for _, r := range rs {
 			if r != nil {
-				r.check(c.t)
+				r.Check(c.t)
 			}
 		}
 	}

@@ -39,13 +39,13 @@ func TestTwoMembers(t *testing.T) {
 				t.Fatalf("Send %d: %v", i, err)
 			}
 		}
-		checkFrames(t, c.recs[1][0].waitFrames(t, n), 0, 1, map[int]int{0: n})
+		checkFrames(t, c.recs[1][0].WaitFrames(t, n), 0, 1, map[int]int{0: n})
 		for i := range n {
 			if err := b.Send(frame(1, 0, 0, i)); err != nil {
 				t.Fatalf("reply %d: %v", i, err)
 			}
 		}
-		checkFrames(t, c.recs[0][1].waitFrames(t, n), 1, 0, map[int]int{0: n})
+		checkFrames(t, c.recs[0][1].WaitFrames(t, n), 1, 0, map[int]int{0: n})
 
 		if !c.groups[0].Up(1) || !c.groups[1].Up(0) {
 			t.Error("not Up after the exchange")
@@ -79,10 +79,11 @@ func TestPingPong(t *testing.T) {
 		c := newCluster(t, newNetwork(), 2, clusterOptions{})
 		for i, j := range []int{1, 0} {
 			conn := c.conns[i][j]
-			c.recs[i][j].reply = func(f transport.Frame) {
+			c.recs[i][j].Reply = func(f transport.Frame) error {
 				if next := int(f.Header.Seq) + 1; next < rounds {
-					conn.Send(frame(i, j, 0, next))
+					return conn.Send(frame(i, j, 0, next))
 				}
+				return nil
 			}
 		}
 		// Member 1 answers with the odd frames of its lane, member 0 with
@@ -90,8 +91,8 @@ func TestPingPong(t *testing.T) {
 		if err := c.conns[0][1].Send(frame(0, 1, 0, 0)); err != nil {
 			t.Fatal(err)
 		}
-		got1 := c.recs[1][0].waitFrames(t, rounds/2)
-		got0 := c.recs[0][1].waitFrames(t, rounds/2)
+		got1 := c.recs[1][0].WaitFrames(t, rounds/2)
+		got0 := c.recs[0][1].WaitFrames(t, rounds/2)
 		for k, f := range got1 {
 			if want := uint64(2 * k); f.Header.Seq != want || f.Header.Comm != 0<<32|1 {
 				t.Fatalf("member 1 got seq %d comm %#x as frame %d, want seq %d", f.Header.Seq, f.Header.Comm, k, want)

@@ -62,7 +62,7 @@ func TestLentBeforeConnected(t *testing.T) {
 			}
 			gt.release(c.addrs[1])
 
-			got := c.recs[1][0].waitFrames(t, 1)[0]
+			got := c.recs[1][0].WaitFrames(t, 1)[0]
 			if !bytes.Equal(got.Payload, want) {
 				t.Errorf("peer got %q, want %q", got.Payload, want)
 			}

@@ -98,10 +98,10 @@ func TestProperty(t *testing.T) {
 					total += k
 				}
 				if !closed[to] {
-					checkFrames(rt, r.waitFrames(rt, total), from, to, want[to][from])
+					checkFrames(rt, r.WaitFrames(rt, total), from, to, want[to][from])
 					continue
 				}
-				got, _ := r.snapshot()
+				got, _ := r.Snapshot()
 				checkPrefix(rt, got, from, to, want[to][from])
 			}
 		}

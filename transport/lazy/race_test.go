@@ -60,7 +60,7 @@ func simultaneous(t *testing.T, inner transport.Network, n, k int) {
 			if i == j {
 				continue
 			}
-			checkFrames(t, c.recs[j][i].waitFrames(t, k), i, j, map[int]int{0: k})
+			checkFrames(t, c.recs[j][i].WaitFrames(t, k), i, j, map[int]int{0: k})
 		}
 	}
 	for i := range n {

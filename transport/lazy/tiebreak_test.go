@@ -40,8 +40,8 @@ func TestTieBreak(t *testing.T) {
 				}
 				c.conns[0][1].Send(frame(0, 1, 0, 1))
 				c.conns[1][0].Send(frame(1, 0, 0, 1))
-				checkFrames(t, c.recs[1][0].waitFrames(t, 2), 0, 1, map[int]int{0: 2})
-				checkFrames(t, c.recs[0][1].waitFrames(t, 2), 1, 0, map[int]int{0: 2})
+				checkFrames(t, c.recs[1][0].WaitFrames(t, 2), 0, 1, map[int]int{0: 2})
+				checkFrames(t, c.recs[0][1].WaitFrames(t, 2), 1, 0, map[int]int{0: 2})
 
 				if d := nw.dials.Load(); d != 2 {
 					t.Errorf("%d dials, want 2", d)

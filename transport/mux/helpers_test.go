@@ -3,114 +3,16 @@ package mux_test
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/mux"
+	"github.com/gocomms/gocomms/transport/transporttest"
 )
 
 // waitTimeout bounds every wait; it only matters when something is lost.
 const waitTimeout = 10 * time.Second
-
-// rec is a Handler that keeps what it receives and notes calls that break
-// the contract.
-type rec struct {
-	mu         sync.Mutex
-	frames     []transport.Frame
-	errs       []error
-	violations []string
-	changed    chan struct{}
-}
-
-func newRec() *rec { return &rec{changed: make(chan struct{}, 1)} }
-
-func (r *rec) HandleFrame(f transport.Frame) {
-	r.mu.Lock()
-	if len(r.errs) > 0 {
-		r.violations = append(r.violations, fmt.Sprintf("frame seq %d after HandleError", f.Header.Seq))
-	}
-	r.frames = append(r.frames, f)
-	r.mu.Unlock()
-	r.wake()
-}
-
-func (r *rec) HandleError(err error) {
-	r.mu.Lock()
-	r.errs = append(r.errs, err)
-	if len(r.errs) > 1 {
-		r.violations = append(r.violations, fmt.Sprintf("HandleError called %d times: %v", len(r.errs), r.errs))
-	}
-	r.mu.Unlock()
-	r.wake()
-}
-
-func (r *rec) wake() {
-	select {
-	case r.changed <- struct{}{}:
-	default:
-	}
-}
-
-// wait blocks until cond, evaluated under r.mu, holds.
-func (r *rec) wait(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	timer := time.NewTimer(waitTimeout)
-	defer timer.Stop()
-	for {
-		r.mu.Lock()
-		ok := cond()
-		n, errs := len(r.frames), r.errs
-		r.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-r.changed:
-		case <-timer.C:
-			t.Fatalf("timed out waiting for %s (have %d frames, errors %v)", what, n, errs)
-		}
-	}
-}
-
-// waitError waits for HandleError and returns the frames before it and
-// its error.
-func (r *rec) waitError(t testing.TB) ([]transport.Frame, error) {
-	t.Helper()
-	r.wait(t, "HandleError", func() bool { return len(r.errs) > 0 })
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]transport.Frame(nil), r.frames...), r.errs[0]
-}
-
-// waitFrames waits for n frames, failing if the conn ends first.
-func (r *rec) waitFrames(t testing.TB, n int) []transport.Frame {
-	t.Helper()
-	r.wait(t, fmt.Sprintf("%d frames", n), func() bool { return len(r.frames) >= n || len(r.errs) > 0 })
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.frames) < n {
-		t.Fatalf("conn ended after %d of %d frames: %v", len(r.frames), n, r.errs[0])
-	}
-	return append([]transport.Frame(nil), r.frames...)
-}
-
-func (r *rec) snapshot() ([]transport.Frame, []error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]transport.Frame(nil), r.frames...), append([]error(nil), r.errs...)
-}
-
-func (r *rec) check(t testing.TB) {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, v := range r.violations {
-		t.Error(v)
-	}
-}
 
 // inprocPair returns the two ends of a fresh in-process connection, both
 // closed after t.
@@ -147,12 +49,12 @@ func muxPair(t testing.TB, opts ...mux.Option) (a, b *mux.Mux) {
 // rawPeer returns a mux over one end of a fresh in-process connection and
 // the other end, plain and started, so that a test can see the wire and
 // send on it whatever it likes.
-func rawPeer(t testing.TB, opts ...mux.Option) (*mux.Mux, transport.Conn, *rec) {
+func rawPeer(t testing.TB, opts ...mux.Option) (*mux.Mux, transport.Conn, *transporttest.Recorder) {
 	t.Helper()
 	ca, cb := inprocPair(t)
 	m := mux.New(ca, opts...)
 	t.Cleanup(func() { m.Close() })
-	r := newRec()
+	r := transporttest.NewRecorder()
 	cb.Start(r)
 	return m, cb, r
 }

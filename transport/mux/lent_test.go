@@ -9,6 +9,7 @@ import (
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/mux"
 	"github.com/gocomms/gocomms/transport/tcp"
+	"github.com/gocomms/gocomms/transport/transporttest"
 )
 
 // tcpPair returns the two ends of a fresh loopback TCP connection, both
@@ -57,13 +58,13 @@ func TestLentPayloads(t *testing.T) {
 				}}
 			}
 			c1, c2 := open(t, a, 1), open(t, a, 2)
-			r := newRec()
+			r := transporttest.NewRecorder()
 			open(t, b, 1).Start(r)
 
 			if err := c1.Send(lend(transport.Header{Comm: 1, Kind: transport.PointToPoint})); err != nil {
 				t.Errorf("Send: %v", err)
 			}
-			if got := r.waitFrames(t, 1); !bytes.Equal(got[0].Payload, []byte("lent")) {
+			if got := r.WaitFrames(t, 1); !bytes.Equal(got[0].Payload, []byte("lent")) {
 				t.Errorf("lent payload arrived as %q", got[0].Payload)
 			}
 			if err := c1.Send(lend(transport.Header{Comm: 2, Kind: transport.PointToPoint})); err == nil {
@@ -79,9 +80,9 @@ func TestLentPayloads(t *testing.T) {
 			}
 			// b's connection has failed, or is about to.
 			late := open(t, b, 3)
-			lr := newRec()
+			lr := transporttest.NewRecorder()
 			late.Start(lr)
-			lr.waitError(t)
+			lr.WaitError(t)
 			if err := late.Send(lend(transport.Header{Comm: 3})); err == nil {
 				t.Error("Send after the connection failed succeeded")
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/mux"
+	"github.com/gocomms/gocomms/transport/transporttest"
 )
 
 // TestInterleavedComms: streams on several comms of one connection, in
@@ -17,11 +18,11 @@ func TestInterleavedComms(t *testing.T) {
 	comms := []uint64{1, 0xfeed, 1 << 63, 42, 7}
 	a, b := muxPair(t)
 	var wg sync.WaitGroup
-	recs := map[*mux.Mux][]*rec{a: make([]*rec, len(comms)), b: make([]*rec, len(comms))}
+	recs := map[*mux.Mux][]*transporttest.Recorder{a: make([]*transporttest.Recorder, len(comms)), b: make([]*transporttest.Recorder, len(comms))}
 	errs := make(chan error, 2*len(comms))
 	for m := range recs {
 		for i, comm := range comms {
-			r := newRec()
+			r := transporttest.NewRecorder()
 			recs[m][i] = r
 			wg.Go(func() {
 				c, err := m.Open(comm)
@@ -43,8 +44,8 @@ func TestInterleavedComms(t *testing.T) {
 	}
 	for _, rs := range recs {
 		for i, r := range rs {
-			checkStream(t, r.waitFrames(t, each), comms[i], each)
-			r.check(t)
+			checkStream(t, r.WaitFrames(t, each), comms[i], each)
+			r.Check(t)
 		}
 	}
 }
@@ -63,25 +64,25 @@ func TestHeldUntilOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r7 := newRec()
+	r7 := transporttest.NewRecorder()
 	open(t, b, 7).Start(r7)
-	got, err := r7.waitError(t)
+	got, err := r7.WaitError(t)
 	checkStream(t, got, 7, 100)
 	if !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("comm 7 ended with %v, want ErrClosed", err)
 	}
 
-	r8 := newRec()
+	r8 := transporttest.NewRecorder()
 	open(t, b, 8).Start(r8)
 	if err := sendStream(live, 8, 10, 20); err != nil {
 		t.Fatal(err)
 	}
-	checkStream(t, r8.waitFrames(t, 20), 8, 20)
-	if _, errs := r8.snapshot(); len(errs) > 0 {
+	checkStream(t, r8.WaitFrames(t, 20), 8, 20)
+	if _, errs := r8.Snapshot(); len(errs) > 0 {
 		t.Errorf("comm 8 ended: %v", errs[0])
 	}
-	r7.check(t)
-	r8.check(t)
+	r7.Check(t)
+	r8.Check(t)
 }
 
 // TestCloseLeavesOthers: closing one virtual conn ends that comm at both
@@ -89,10 +90,10 @@ func TestHeldUntilOpen(t *testing.T) {
 func TestCloseLeavesOthers(t *testing.T) {
 	a, b := muxPair(t)
 	var ac, bc [2]transport.Conn
-	var ar, br [2]*rec
+	var ar, br [2]*transporttest.Recorder
 	for i := range 2 {
 		ac[i], bc[i] = open(t, a, uint64(i)), open(t, b, uint64(i))
-		ar[i], br[i] = newRec(), newRec()
+		ar[i], br[i] = transporttest.NewRecorder(), transporttest.NewRecorder()
 		ac[i].Start(ar[i])
 		bc[i].Start(br[i])
 	}
@@ -102,12 +103,12 @@ func TestCloseLeavesOthers(t *testing.T) {
 	if err := ac[0].Close(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := br[0].waitError(t)
+	got, err := br[0].WaitError(t)
 	checkStream(t, got, 0, 50)
 	if !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("peer's comm 0 ended with %v, want ErrClosed", err)
 	}
-	if _, err := ar[0].waitError(t); !errors.Is(err, transport.ErrClosed) {
+	if _, err := ar[0].WaitError(t); !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("local comm 0 ended with %v, want ErrClosed", err)
 	}
 	for i, c := range []transport.Conn{ac[0], bc[0]} {
@@ -124,16 +125,16 @@ func TestCloseLeavesOthers(t *testing.T) {
 	if err := sendStream(bc[1], 1, 0, 10); err != nil {
 		t.Fatal(err)
 	}
-	checkStream(t, br[1].waitFrames(t, 10), 1, 10)
-	checkStream(t, ar[1].waitFrames(t, 10), 1, 10)
-	r := newRec()
+	checkStream(t, br[1].WaitFrames(t, 10), 1, 10)
+	checkStream(t, ar[1].WaitFrames(t, 10), 1, 10)
+	r := transporttest.NewRecorder()
 	open(t, b, 2).Start(r)
 	if err := sendStream(open(t, a, 2), 2, 0, 1); err != nil {
 		t.Fatal(err)
 	}
-	checkStream(t, r.waitFrames(t, 1), 2, 1)
+	checkStream(t, r.WaitFrames(t, 1), 2, 1)
 	for _, r := range append(ar[:], append(br[:], r)...) {
-		r.check(t)
+		r.Check(t)
 	}
 }
 
@@ -162,7 +163,7 @@ func TestUnderlyingFailure(t *testing.T) {
 	under := &tap{Conn: ca, err: make(chan error, 1)}
 	a, b := mux.New(under), mux.New(cb)
 	t.Cleanup(func() { a.Close() })
-	ra := []*rec{newRec(), newRec()}
+	ra := []*transporttest.Recorder{transporttest.NewRecorder(), transporttest.NewRecorder()}
 	for i, r := range ra {
 		open(t, a, uint64(i)).Start(r)
 	}
@@ -176,17 +177,17 @@ func TestUnderlyingFailure(t *testing.T) {
 	cause := <-under.err
 
 	for i, r := range ra {
-		got, err := r.waitError(t)
+		got, err := r.WaitError(t)
 		checkStream(t, got, uint64(i), []int{10, 0}[i])
 		if !errors.Is(err, cause) {
 			t.Errorf("comm %d ended with %v, want it to wrap %v", i, err, cause)
 		}
-		r.check(t)
+		r.Check(t)
 	}
-	late := newRec()
+	late := transporttest.NewRecorder()
 	c := open(t, a, 3)
 	c.Start(late)
-	got, err := late.waitError(t)
+	got, err := late.WaitError(t)
 	checkStream(t, got, 3, 5)
 	if !errors.Is(err, cause) {
 		t.Errorf("comm opened after the failure ended with %v, want it to wrap %v", err, cause)
@@ -194,14 +195,14 @@ func TestUnderlyingFailure(t *testing.T) {
 	if err := c.Send(frame(3, 0)); !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("Send after the failure: %v, want ErrClosed", err)
 	}
-	late.check(t)
+	late.Check(t)
 }
 
 // TestMuxClose: Close ends every virtual conn locally, and the peer's
 // after the frames sent before it.
 func TestMuxClose(t *testing.T) {
 	a, b := muxPair(t)
-	ra, rb := []*rec{newRec(), newRec()}, []*rec{newRec(), newRec()}
+	ra, rb := []*transporttest.Recorder{transporttest.NewRecorder(), transporttest.NewRecorder()}, []*transporttest.Recorder{transporttest.NewRecorder(), transporttest.NewRecorder()}
 	for i := range 2 {
 		c := open(t, a, uint64(i))
 		c.Start(ra[i])
@@ -214,16 +215,16 @@ func TestMuxClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if _, err := ra[i].waitError(t); !errors.Is(err, transport.ErrClosed) {
+		if _, err := ra[i].WaitError(t); !errors.Is(err, transport.ErrClosed) {
 			t.Errorf("local comm %d ended with %v, want ErrClosed", i, err)
 		}
-		got, err := rb[i].waitError(t)
+		got, err := rb[i].WaitError(t)
 		checkStream(t, got, uint64(i), 5*i)
 		if !errors.Is(err, transport.ErrClosed) {
 			t.Errorf("peer's comm %d ended with %v, want ErrClosed", i, err)
 		}
-		ra[i].check(t)
-		rb[i].check(t)
+		ra[i].Check(t)
+		rb[i].Check(t)
 	}
 	select {
 	case <-a.Drained():
@@ -258,7 +259,7 @@ func TestOpenOnce(t *testing.T) {
 func TestSendChecksHeader(t *testing.T) {
 	a, b := muxPair(t)
 	c := open(t, a, 5)
-	r := newRec()
+	r := transporttest.NewRecorder()
 	open(t, b, 5).Start(r)
 	bad := []transport.Header{
 		{Comm: 6, Kind: transport.Collective},
@@ -272,8 +273,8 @@ func TestSendChecksHeader(t *testing.T) {
 	if err := c.Send(frame(5, 0)); err != nil {
 		t.Fatal(err)
 	}
-	checkStream(t, r.waitFrames(t, 1), 5, 1)
-	if _, errs := r.snapshot(); len(errs) > 0 {
+	checkStream(t, r.WaitFrames(t, 1), 5, 1)
+	if _, errs := r.Snapshot(); len(errs) > 0 {
 		t.Errorf("peer ended: %v", errs[0])
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/mux"
+	"github.com/gocomms/gocomms/transport/transporttest"
 )
 
 var marker = transport.Header{Kind: mux.KindClose}
@@ -26,7 +27,7 @@ func TestWireClose(t *testing.T) {
 	}
 	c.Close()
 	c.Close()
-	got := wire.waitFrames(t, 4)
+	got := wire.WaitFrames(t, 4)
 	checkStream(t, got[:3], 5, 3)
 	if h := got[3].Header; h != markerFor(5).Header || len(got[3].Payload) != 0 {
 		t.Errorf("close marker is %+v with %d payload bytes, want %+v and none", h, len(got[3].Payload), markerFor(5).Header)
@@ -35,12 +36,12 @@ func TestWireClose(t *testing.T) {
 	// The peer closes comm 6 first: the local conn learns of it, its Sends
 	// fail, and its Close sends nothing.
 	c6 := open(t, m, 6)
-	r6 := newRec()
+	r6 := transporttest.NewRecorder()
 	c6.Start(r6)
 	if err := raw.Send(markerFor(6)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r6.waitError(t); !errors.Is(err, transport.ErrClosed) {
+	if _, err := r6.WaitError(t); !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("comm 6 ended with %v, want ErrClosed", err)
 	}
 	if err := c6.Send(frame(6, 0)); !errors.Is(err, transport.ErrClosed) {
@@ -52,10 +53,10 @@ func TestWireClose(t *testing.T) {
 	if err := raw.Send(markerFor(8)); err != nil {
 		t.Fatal(err)
 	}
-	r8 := newRec()
+	r8 := transporttest.NewRecorder()
 	c8 := open(t, m, 8)
 	c8.Start(r8)
-	if got, err := r8.waitError(t); len(got) != 0 || !errors.Is(err, transport.ErrClosed) {
+	if got, err := r8.WaitError(t); len(got) != 0 || !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("comm 8, closed before Open, gave %d frames and %v; want none and ErrClosed", len(got), err)
 	}
 	c8.Close()
@@ -64,10 +65,10 @@ func TestWireClose(t *testing.T) {
 	if err := sendStream(open(t, m, 9), 9, 0, 1); err != nil {
 		t.Fatal(err)
 	}
-	checkStream(t, wire.waitFrames(t, 5)[4:], 9, 1)
-	wire.check(t)
-	r6.check(t)
-	r8.check(t)
+	checkStream(t, wire.WaitFrames(t, 5)[4:], 9, 1)
+	wire.Check(t)
+	r6.Check(t)
+	r8.Check(t)
 }
 
 // TestLateFramesDropped: frames that a peer sent for a comm in a race with
@@ -75,34 +76,34 @@ func TestWireClose(t *testing.T) {
 // comm's HandleError.
 func TestLateFramesDropped(t *testing.T) {
 	m, raw, wire := rawPeer(t)
-	r1 := newRec()
+	r1 := transporttest.NewRecorder()
 	c1 := open(t, m, 1)
 	c1.Start(r1)
 	c1.Close()
-	r2 := newRec()
+	r2 := transporttest.NewRecorder()
 	open(t, m, 2).Start(r2)
 	for _, f := range []transport.Frame{frame(1, 0), frame(2, 0), markerFor(2), frame(2, 1), markerFor(3), frame(3, 0), frame(4, 0)} {
 		if err := raw.Send(f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r3 := newRec()
+	r3 := transporttest.NewRecorder()
 	open(t, m, 3).Start(r3)
 	// Comm 4 was sent to last: once its frame is in, so are the others.
-	r4 := newRec()
+	r4 := transporttest.NewRecorder()
 	open(t, m, 4).Start(r4)
-	checkStream(t, r4.waitFrames(t, 1), 4, 1)
+	checkStream(t, r4.WaitFrames(t, 1), 4, 1)
 
 	for i, want := range []int{0, 1, 0} {
-		r := []*rec{r1, r2, r3}[i]
-		got, err := r.waitError(t)
+		r := []*transporttest.Recorder{r1, r2, r3}[i]
+		got, err := r.WaitError(t)
 		checkStream(t, got, uint64(i+1), want)
 		if !errors.Is(err, transport.ErrClosed) {
 			t.Errorf("comm %d ended with %v, want ErrClosed", i+1, err)
 		}
-		r.check(t)
+		r.Check(t)
 	}
-	if got := wire.waitFrames(t, 1); len(got) != 1 || got[0].Header != markerFor(1).Header {
+	if got := wire.WaitFrames(t, 1); len(got) != 1 || got[0].Header != markerFor(1).Header {
 		t.Errorf("the wire carried %d frames, want only comm 1's marker", len(got))
 	}
 }

@@ -18,7 +18,7 @@ func testCloseNotifiesPeer(t *testing.T, nw transport.Network) {
 				d, a = a, d
 			}
 			// d closes, a is notified.
-			rd, ra := newRecorder(), newRecorder()
+			rd, ra := NewRecorder(), NewRecorder()
 			d.Start(rd)
 			a.Start(ra)
 			if err := sendStream(d, 1, n); err != nil {
@@ -30,19 +30,19 @@ func testCloseNotifiesPeer(t *testing.T, nw transport.Network) {
 			if err := d.Close(); err != nil {
 				t.Errorf("second Close: %v", err)
 			}
-			err := ra.waitError(t)
+			_, err := ra.WaitError(t)
 			if !errors.Is(err, transport.ErrClosed) {
 				t.Errorf("peer's HandleError got %v, want ErrClosed", err)
 			}
-			got, _ := ra.snapshot()
+			got, _ := ra.Snapshot()
 			checkStream(t, got, 1, n)
 
 			// Closing the notified end must not notify it again.
 			if err := a.Close(); err != nil {
 				t.Errorf("peer Close: %v", err)
 			}
-			ra.check(t)
-			rd.check(t)
+			ra.Check(t)
+			rd.Check(t)
 		})
 	}
 }
@@ -56,22 +56,22 @@ func testCloseBeforeStart(t *testing.T, nw transport.Network) {
 		t.Fatalf("Send: %v", err)
 	}
 	d.Close()
-	r := newRecorder()
+	r := NewRecorder()
 	a.Start(r)
-	if err := r.waitError(t); !errors.Is(err, transport.ErrClosed) {
+	if _, err := r.WaitError(t); !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("HandleError got %v, want ErrClosed", err)
 	}
-	got, _ := r.snapshot()
+	got, _ := r.Snapshot()
 	checkStream(t, got, 1, n)
-	r.check(t)
+	r.Check(t)
 }
 
 // testCloseFromHandler: a handler may close its own connection when a frame
 // tells it to; the peer is notified after the frames before it.
 func testCloseFromHandler(t *testing.T, nw transport.Network) {
 	d, a := connect(t, nw)
-	rd, ra := newRecorder(), newRecorder()
-	ra.reply = func(f transport.Frame) error {
+	rd, ra := NewRecorder(), NewRecorder()
+	ra.Reply = func(f transport.Frame) error {
 		if f.Header.Seq == 9 {
 			return a.Close()
 		}
@@ -84,30 +84,30 @@ func testCloseFromHandler(t *testing.T, nw transport.Network) {
 			t.Fatalf("Send %d: %v", i, err)
 		}
 	}
-	if err := rd.waitError(t); !errors.Is(err, transport.ErrClosed) {
+	if _, err := rd.WaitError(t); !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("dialer's HandleError got %v, want ErrClosed", err)
 	}
-	got, _ := rd.snapshot()
+	got, _ := rd.Snapshot()
 	checkStream(t, got, 2, 9)
-	gotA, _ := ra.snapshot()
+	gotA, _ := ra.Snapshot()
 	checkStream(t, gotA, 1, 10)
-	rd.check(t)
-	ra.check(t)
+	rd.Check(t)
+	ra.Check(t)
 }
 
 // testSendAfterClose: Send fails after the local Close, and after the peer's
 // close has been reported.
 func testSendAfterClose(t *testing.T, nw transport.Network) {
 	d, a := connect(t, nw)
-	ra := newRecorder()
+	ra := NewRecorder()
 	a.Start(ra)
 	d.Close()
 	if err := d.Send(frame(1, 0)); !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("Send after Close returned %v, want ErrClosed", err)
 	}
-	ra.waitError(t)
+	ra.WaitError(t)
 	if err := a.Send(frame(2, 0)); !errors.Is(err, transport.ErrClosed) {
 		t.Errorf("Send after the peer closed returned %v, want ErrClosed", err)
 	}
-	ra.check(t)
+	ra.Check(t)
 }

@@ -14,18 +14,18 @@ const streamLen = 10_000
 
 func testFIFO(t *testing.T, nw transport.Network) {
 	d, a := connect(t, nw)
-	r := newRecorder()
+	r := NewRecorder()
 	a.Start(r)
 	if err := sendStream(d, 1, streamLen); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	checkStream(t, r.waitFrames(t, streamLen), 1, streamLen)
-	r.check(t)
+	checkStream(t, r.WaitFrames(t, streamLen), 1, streamLen)
+	r.Check(t)
 }
 
 func testBothDirections(t *testing.T, nw transport.Network) {
 	d, a := connect(t, nw)
-	rd, ra := newRecorder(), newRecorder()
+	rd, ra := NewRecorder(), NewRecorder()
 	d.Start(rd)
 	a.Start(ra)
 	var wg sync.WaitGroup
@@ -38,16 +38,16 @@ func testBothDirections(t *testing.T, nw transport.Network) {
 			t.Fatalf("Send: %v", err)
 		}
 	}
-	checkStream(t, ra.waitFrames(t, streamLen), 1, streamLen)
-	checkStream(t, rd.waitFrames(t, streamLen), 2, streamLen)
-	rd.check(t)
-	ra.check(t)
+	checkStream(t, ra.WaitFrames(t, streamLen), 1, streamLen)
+	checkStream(t, rd.WaitFrames(t, streamLen), 2, streamLen)
+	rd.Check(t)
+	ra.Check(t)
 }
 
 func testPayloads(t *testing.T, nw transport.Network) {
 	sizes := []int{0, 0, 1, 63, 64, 65, 4095, 4096, 1<<20 + 3, 8 << 20}
 	d, a := connect(t, nw)
-	rd, ra := newRecorder(), newRecorder()
+	rd, ra := NewRecorder(), NewRecorder()
 	d.Start(rd)
 	a.Start(ra)
 	send := func(c transport.Conn, dir uint64) {
@@ -66,8 +66,8 @@ func testPayloads(t *testing.T, nw transport.Network) {
 	}
 	send(d, 1)
 	send(a, 2)
-	for dir, r := range map[uint64]*recorder{1: ra, 2: rd} {
-		for i, f := range r.waitFrames(t, len(sizes)) {
+	for dir, r := range map[uint64]*Recorder{1: ra, 2: rd} {
+		for i, f := range r.WaitFrames(t, len(sizes)) {
 			if f.Header != header(dir, i) {
 				t.Errorf("direction %d: frame %d has header %+v, want %+v", dir, i, f.Header, header(dir, i))
 			}
@@ -77,7 +77,7 @@ func testPayloads(t *testing.T, nw transport.Network) {
 			}
 			transport.PutBuffer(want)
 		}
-		r.check(t)
+		r.Check(t)
 	}
 }
 
@@ -86,7 +86,7 @@ func testPayloads(t *testing.T, nw transport.Network) {
 func testConcurrentSenders(t *testing.T, nw transport.Network) {
 	const senders, each = 8, 1000
 	d, a := connect(t, nw)
-	r := newRecorder()
+	r := NewRecorder()
 	a.Start(r)
 	var wg sync.WaitGroup
 	errs := make([]error, senders)
@@ -100,7 +100,7 @@ func testConcurrentSenders(t *testing.T, nw transport.Network) {
 		}
 	}
 	byStream := make([][]transport.Frame, senders)
-	for _, f := range r.waitFrames(t, senders*each) {
+	for _, f := range r.WaitFrames(t, senders*each) {
 		if f.Header.Comm >= senders {
 			t.Fatalf("frame from unknown stream %d", f.Header.Comm)
 		}
@@ -109,7 +109,7 @@ func testConcurrentSenders(t *testing.T, nw transport.Network) {
 	for s, got := range byStream {
 		checkStream(t, got, uint64(s), each)
 	}
-	r.check(t)
+	r.Check(t)
 }
 
 func testManyConns(t *testing.T, nw transport.Network) {
@@ -158,10 +158,10 @@ func testManyConns(t *testing.T, nw transport.Network) {
 	}
 
 	// Every connection streams both ways at once.
-	rd, ra := make([]*recorder, conns), make([]*recorder, conns)
+	rd, ra := make([]*Recorder, conns), make([]*Recorder, conns)
 	sendErrs := make([]error, 2*conns)
 	for i := range conns {
-		rd[i], ra[i] = newRecorder(), newRecorder()
+		rd[i], ra[i] = NewRecorder(), NewRecorder()
 		dialed[i].Start(rd[i])
 		accepted[i].Start(ra[i])
 		wg.Go(func() { sendErrs[2*i] = sendStream(dialed[i], uint64(2*i), each) })
@@ -174,10 +174,10 @@ func testManyConns(t *testing.T, nw transport.Network) {
 		}
 	}
 	for i := range conns {
-		checkStream(t, ra[i].waitFrames(t, each), uint64(2*i), each)
-		checkStream(t, rd[i].waitFrames(t, each), uint64(2*i+1), each)
-		ra[i].check(t)
-		rd[i].check(t)
+		checkStream(t, ra[i].WaitFrames(t, each), uint64(2*i), each)
+		checkStream(t, rd[i].WaitFrames(t, each), uint64(2*i+1), each)
+		ra[i].Check(t)
+		rd[i].Check(t)
 	}
 }
 
@@ -187,7 +187,7 @@ func testManyConns(t *testing.T, nw transport.Network) {
 func testPingPong(t *testing.T, nw transport.Network) {
 	const rounds = 10_000
 	d, a := connect(t, nw)
-	rd, ra := newRecorder(), newRecorder()
+	rd, ra := NewRecorder(), NewRecorder()
 	replier := func(c transport.Conn) func(transport.Frame) error {
 		return func(f transport.Frame) error {
 			if f.Header.Seq >= rounds {
@@ -196,7 +196,7 @@ func testPingPong(t *testing.T, nw transport.Network) {
 			return c.Send(transport.Frame{Header: header(0, int(f.Header.Seq)+1), Payload: seqPayload(f.Header.Seq + 1)})
 		}
 	}
-	rd.reply, ra.reply = replier(d), replier(a)
+	rd.Reply, ra.Reply = replier(d), replier(a)
 	d.Start(rd)
 	a.Start(ra)
 	// Kick off from another goroutine: if the transport deadlocks inside
@@ -204,13 +204,13 @@ func testPingPong(t *testing.T, nw transport.Network) {
 	errc := make(chan error, 1)
 	go func() { errc <- d.Send(transport.Frame{Header: header(0, 0), Payload: seqPayload(0)}) }()
 	// The acceptor gets the even numbers 0..rounds, the dialer the odd ones.
-	checkPings(t, "acceptor", ra.waitFrames(t, rounds/2+1), 0)
-	checkPings(t, "dialer", rd.waitFrames(t, rounds/2), 1)
+	checkPings(t, "acceptor", ra.WaitFrames(t, rounds/2+1), 0)
+	checkPings(t, "dialer", rd.WaitFrames(t, rounds/2), 1)
 	if err := <-errc; err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	rd.check(t)
-	ra.check(t)
+	rd.Check(t)
+	ra.Check(t)
 }
 
 func checkPings(t *testing.T, who string, got []transport.Frame, first uint64) {
@@ -230,17 +230,17 @@ func testStartAfterSend(t *testing.T, nw transport.Network) {
 	if err := sendStream(d, 1, n); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	r := newRecorder()
+	r := NewRecorder()
 	a.Start(r)
-	checkStream(t, r.waitFrames(t, n), 1, n)
+	checkStream(t, r.WaitFrames(t, n), 1, n)
 
 	// Later frames follow the queued ones.
 	if err := d.Send(frame(2, 0)); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	got := r.waitFrames(t, n+1)
+	got := r.WaitFrames(t, n+1)
 	checkStream(t, got[n:], 2, 1)
-	r.check(t)
+	r.Check(t)
 }
 
 // testStartDuringSend: Start racing with a stream keeps the stream in order.
@@ -263,13 +263,13 @@ func testStartDuringSend(t *testing.T, nw transport.Network) {
 		errc <- nil
 	}()
 	<-started
-	r := newRecorder()
+	r := NewRecorder()
 	a.Start(r)
 	if err := <-errc; err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	checkStream(t, r.waitFrames(t, streamLen), 1, streamLen)
-	r.check(t)
+	checkStream(t, r.WaitFrames(t, streamLen), 1, streamLen)
+	r.Check(t)
 }
 
 // testLentPayloads: a payload sent with Sent set is lent, not given. Sent
@@ -279,9 +279,9 @@ func testStartDuringSend(t *testing.T, nw transport.Network) {
 func testLentPayloads(t *testing.T, nw transport.Network) {
 	sizes := []int{0, 1, 4096, 1 << 20}
 	d, a := connect(t, nw)
-	r := newRecorder()
+	r := NewRecorder()
 	a.Start(r)
-	d.Start(newRecorder())
+	d.Start(NewRecorder())
 	calls := make([]atomic.Int32, len(sizes)+1)
 	returned := make(chan int, len(sizes)+1)
 	lend := func(i int, payload []byte) transport.Frame {
@@ -302,7 +302,7 @@ func testLentPayloads(t *testing.T, nw transport.Network) {
 		i := <-returned
 		clear(bufs[i]) // the lender's to reuse now
 	}
-	for i, f := range r.waitFrames(t, len(sizes)) {
+	for i, f := range r.WaitFrames(t, len(sizes)) {
 		if !bytes.Equal(f.Payload, pattern(sizes[i], uint64(i))) {
 			t.Errorf("lent payload %d of %d bytes arrived changed", i, sizes[i])
 		}

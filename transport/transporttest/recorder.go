@@ -3,7 +3,6 @@ package transporttest
 import (
 	"fmt"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/gocomms/gocomms/transport"
@@ -13,13 +12,23 @@ import (
 // transport loses a frame or a notification, and then the test fails.
 const waitTimeout = 30 * time.Second
 
-// recorder is a Handler that keeps what it receives and notices contract
-// violations (overlapping calls, frames after the error) instead of failing
-// from a goroutine it does not own.
-type recorder struct {
-	// reply, if set, is called from HandleFrame before the frame is kept,
-	// the way a link actor might answer at once; it may Send.
-	reply func(f transport.Frame) error
+// TB is what a Recorder needs of a test: *testing.T has it, and so has
+// rapid's *T, which is no testing.TB.
+type TB interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// Recorder is a Handler that keeps what it receives and notices contract
+// violations (overlapping calls, frames after the error, two errors)
+// instead of failing from a goroutine it does not own. The suite uses it,
+// and so do the tests of transports built on others.
+type Recorder struct {
+	// Reply, if set, is called from HandleFrame before the frame is kept,
+	// the way a link actor might answer at once; it may Send. An error it
+	// returns is a violation.
+	Reply func(f transport.Frame) error
 
 	mu         sync.Mutex
 	frames     []transport.Frame
@@ -29,13 +38,14 @@ type recorder struct {
 	changed    chan struct{} // a token after every event
 }
 
-var _ transport.Handler = (*recorder)(nil)
+var _ transport.Handler = (*Recorder)(nil)
 
-func newRecorder() *recorder {
-	return &recorder{changed: make(chan struct{}, 1)}
+// NewRecorder returns an empty Recorder.
+func NewRecorder() *Recorder {
+	return &Recorder{changed: make(chan struct{}, 1)}
 }
 
-func (r *recorder) HandleFrame(f transport.Frame) {
+func (r *Recorder) HandleFrame(f transport.Frame) {
 	r.enter("HandleFrame")
 	if len(r.errs) > 0 {
 		r.violations = append(r.violations, fmt.Sprintf("HandleFrame(seq %d) after HandleError", f.Header.Seq))
@@ -43,8 +53,8 @@ func (r *recorder) HandleFrame(f transport.Frame) {
 	r.mu.Unlock()
 
 	var err error
-	if r.reply != nil {
-		err = r.reply(f)
+	if r.Reply != nil {
+		err = r.Reply(f)
 	}
 
 	r.mu.Lock()
@@ -55,7 +65,7 @@ func (r *recorder) HandleFrame(f transport.Frame) {
 	r.leave()
 }
 
-func (r *recorder) HandleError(err error) {
+func (r *Recorder) HandleError(err error) {
 	r.enter("HandleError")
 	r.errs = append(r.errs, err)
 	if len(r.errs) > 1 {
@@ -65,7 +75,7 @@ func (r *recorder) HandleError(err error) {
 }
 
 // enter locks r and marks a handler call in progress.
-func (r *recorder) enter(what string) {
+func (r *Recorder) enter(what string) {
 	r.mu.Lock()
 	if r.inCall {
 		r.violations = append(r.violations, what+" called while another handler call was in progress")
@@ -74,7 +84,7 @@ func (r *recorder) enter(what string) {
 }
 
 // leave ends a handler call, unlocks r and wakes a waiter.
-func (r *recorder) leave() {
+func (r *Recorder) leave() {
 	r.inCall = false
 	r.mu.Unlock()
 	select {
@@ -84,7 +94,7 @@ func (r *recorder) leave() {
 }
 
 // wait blocks until cond, evaluated under r.mu, holds.
-func (r *recorder) wait(t testing.TB, what string, cond func() bool) {
+func (r *Recorder) wait(t TB, what string, cond func() bool) {
 	t.Helper()
 	timer := time.NewTimer(waitTimeout)
 	defer timer.Stop()
@@ -104,9 +114,9 @@ func (r *recorder) wait(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// waitFrames waits for n frames and fails early if the connection fails
-// before they arrive.
-func (r *recorder) waitFrames(t testing.TB, n int) []transport.Frame {
+// WaitFrames waits for n frames, fails early if the connection fails
+// before they arrive, and returns every frame so far.
+func (r *Recorder) WaitFrames(t TB, n int) []transport.Frame {
 	t.Helper()
 	r.wait(t, fmt.Sprintf("%d frames", n), func() bool { return len(r.frames) >= n || len(r.errs) > 0 })
 	r.mu.Lock()
@@ -117,28 +127,29 @@ func (r *recorder) waitFrames(t testing.TB, n int) []transport.Frame {
 	return append([]transport.Frame(nil), r.frames...)
 }
 
-// waitError waits for HandleError and returns its error.
-func (r *recorder) waitError(t testing.TB) error {
+// WaitError waits for HandleError and returns the frames that came
+// before it and its error.
+func (r *Recorder) WaitError(t TB) ([]transport.Frame, error) {
 	t.Helper()
 	r.wait(t, "HandleError", func() bool { return len(r.errs) > 0 })
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.errs[0]
+	return append([]transport.Frame(nil), r.frames...), r.errs[0]
 }
 
-// snapshot returns what has been received so far.
-func (r *recorder) snapshot() (frames []transport.Frame, errs []error) {
+// Snapshot returns what has been received so far.
+func (r *Recorder) Snapshot() (frames []transport.Frame, errs []error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]transport.Frame(nil), r.frames...), append([]error(nil), r.errs...)
 }
 
-// check reports contract violations seen so far.
-func (r *recorder) check(t testing.TB) {
+// Check reports the contract violations seen so far as test errors.
+func (r *Recorder) Check(t TB) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, v := range r.violations {
-		t.Error(v)
+		t.Errorf("%s", v)
 	}
 }

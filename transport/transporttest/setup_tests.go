@@ -27,7 +27,7 @@ func testDialAccept(t *testing.T, nw transport.Network) {
 	}
 
 	// The connection works both ways.
-	rd, ra := newRecorder(), newRecorder()
+	rd, ra := NewRecorder(), NewRecorder()
 	d.Start(rd)
 	a.Start(ra)
 	if err := d.Send(frame(1, 0)); err != nil {
@@ -36,10 +36,10 @@ func testDialAccept(t *testing.T, nw transport.Network) {
 	if err := a.Send(frame(2, 0)); err != nil {
 		t.Fatalf("acceptor Send: %v", err)
 	}
-	checkStream(t, ra.waitFrames(t, 1), 1, 1)
-	checkStream(t, rd.waitFrames(t, 1), 2, 1)
-	rd.check(t)
-	ra.check(t)
+	checkStream(t, ra.WaitFrames(t, 1), 1, 1)
+	checkStream(t, rd.WaitFrames(t, 1), 2, 1)
+	rd.Check(t)
+	ra.Check(t)
 
 	// A second connection to the same listener, with no hello.
 	_, _, got = dialAccept(t, nw, l, nil)
@@ -157,8 +157,8 @@ func testListenerCloseDropsBacklog(t *testing.T, nw transport.Network) {
 		return // refused outright: fine
 	}
 	defer d.c.Close()
-	r := newRecorder()
+	r := NewRecorder()
 	d.c.Start(r)
-	r.waitError(t) // any error: the transport decides how the failure reads
-	r.check(t)
+	r.WaitError(t) // any error: the transport decides how the failure reads
+	r.Check(t)
 }
