@@ -14,7 +14,6 @@ import (
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/lazy"
-	"github.com/gocomms/gocomms/transport/mux"
 )
 
 // newCommID draws a communicator id from a fresh UUID.
@@ -52,10 +51,9 @@ func rendezvous(ctx context.Context, cfg *Config) (*mesh, error) {
 	return m, err
 }
 
-// publish publishes the address of ln, which it serves from then on if it
-// succeeds, and learns every rank's.
+// publish publishes the address of ln, waits for the roster, and serves
+// ln for the communicator's connections from then on if it succeeds.
 func publish(ctx context.Context, cfg *Config, ln transport.Listener) (*mesh, error) {
-
 	st := store.WithPrefix(cfg.Store, "gocomms/"+cfg.Name)
 	joined, err := st.Add(ctx, "joined", 1)
 	if err != nil {
@@ -74,7 +72,7 @@ func publish(ctx context.Context, cfg *Config, ln transport.Listener) (*mesh, er
 	if err != nil {
 		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
-	p := newPeers()
+	p := newPeers(cfg.Size)
 	p.group, err = lazy.New(lazy.Config{
 		Network: cfg.Network, Listener: ln, ID: id, Members: cfg.Size, Self: cfg.Rank,
 		Resolve: resolver(st), OnConnect: p.connectedTo,
@@ -82,7 +80,6 @@ func publish(ctx context.Context, cfg *Config, ln transport.Listener) (*mesh, er
 	if err != nil {
 		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
-	p.muxes = make([]*mux.Mux, cfg.Size)
 	at := make([]int, cfg.Size)
 	for i := range at {
 		at[i] = i

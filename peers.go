@@ -18,12 +18,13 @@ type peers struct {
 	group *lazy.Group
 
 	mu    sync.Mutex
-	refs  int
 	muxes []*mux.Mux       // by index in the communicator NewComm made; made on first use
-	comms map[uint64]*mesh // the communicators sharing the connections, by id
+	comms map[uint64]*mesh // the communicators sharing the connections, by id: the last to go closes them
 }
 
-func newPeers() *peers { return &peers{comms: map[uint64]*mesh{}} }
+func newPeers(size int) *peers {
+	return &peers{muxes: make([]*mux.Mux, size), comms: map[uint64]*mesh{}}
+}
 
 // mesh is one communicator's view of the shared peers: its rank r is the
 // peers' index at[r].
@@ -38,11 +39,10 @@ type mesh struct {
 }
 
 // open registers communicator id, whose rank r is the peers' index at[r]
-// and whose rank here is me, and takes a reference to p.
+// and whose rank here is me, among those sharing p.
 func (p *peers) open(id uint64, me int, at []int) *mesh {
 	m := &mesh{id: id, me: me, peers: p, at: at}
 	p.mu.Lock()
-	p.refs++
 	p.comms[id] = m
 	p.mu.Unlock()
 	return m
@@ -113,8 +113,8 @@ func (p *peers) connectedTo(i int) {
 	}
 }
 
-// release drops m's reference; the last one closes every connection and
-// waits until their last frames have left the process.
+// release unregisters m; the last communicator to go closes every
+// connection and waits until their last frames have left the process.
 func (m *mesh) release(ctx context.Context) error {
 	p := m.peers
 	if p == nil {
@@ -122,8 +122,7 @@ func (m *mesh) release(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	delete(p.comms, m.id)
-	p.refs--
-	last := p.refs == 0
+	last := len(p.comms) == 0
 	muxes := p.muxes
 	p.mu.Unlock()
 	if !last {

@@ -1,7 +1,6 @@
 package simulation
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -103,9 +102,7 @@ func (c *conn) fail(err error) {
 	if c.err != nil {
 		return
 	}
-	if !errors.Is(err, transport.ErrClosed) {
-		err = fmt.Errorf("%w: %w", err, transport.ErrClosed)
-	}
+	err = transport.Closed(err)
 	c.err = err
 	switch {
 	case c.shut:

@@ -17,7 +17,7 @@ type dataset struct {
 	cfg      *Config
 	elem     int
 	in, out  [][][]byte // by rank: blocks
-	expected [][]float64
+	expected []float64  // all-reduce's and reduce's sums, the same on every rank
 }
 
 func newDataset(cfg *Config) *dataset {
@@ -117,17 +117,16 @@ func (d *dataset) want(r, b, i int) float64 {
 func (d *dataset) check(r int) string {
 	cfg := d.cfg
 	if d.expected == nil && (cfg.Op == algorithms.AllReduce || cfg.Op == algorithms.Reduce) {
-		// Every rank gets the same sums: compute them once.
-		d.expected = [][]float64{make([]float64, cfg.Count)}
+		d.expected = make([]float64, cfg.Count)
 		for i := range cfg.Count {
-			d.expected[0][i] = d.want(r, 0, i)
+			d.expected[i] = d.want(r, 0, i)
 		}
 	}
 	for b, blk := range d.out[r] {
 		for i := range len(blk) / d.elem {
 			var want float64
 			if d.expected != nil {
-				want = d.expected[0][i]
+				want = d.expected[i]
 			} else {
 				want = d.want(r, b, i)
 			}

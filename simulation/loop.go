@@ -49,12 +49,6 @@ func (l *Loop) Elapsed() time.Duration { return l.now }
 // Uint64 draws from the run's seeded source.
 func (l *Loop) Uint64() uint64 { return l.rng.Uint64() }
 
-// IntN draws from [0, n) from the run's seeded source.
-func (l *Loop) IntN(n int) int { return l.rng.IntN(n) }
-
-// Float64 draws from [0, 1) from the run's seeded source.
-func (l *Loop) Float64() float64 { return l.rng.Float64() }
-
 // AfterFunc runs f on the loop once d of virtual time has passed.
 func (l *Loop) AfterFunc(d time.Duration, f func()) (stop func() bool) {
 	t := l.At(l.now+max(d, 0), f)

@@ -75,9 +75,11 @@ func (n *network) end(rank int, lo *conn) *conn {
 	return lo.other
 }
 
+func (n *network) sameNode(a, b int) bool { return a/n.perNode == b/n.perNode }
+
 // link is the link between two ranks: intra-node or through the NICs.
 func (n *network) link(a, b int) Link {
-	if a/n.perNode == b/n.perNode {
+	if n.sameNode(a, b) {
 		return n.topo.Intra
 	}
 	l := n.topo.NIC
@@ -94,7 +96,7 @@ func (n *network) arrival(a, b, size int) time.Duration {
 	l := n.link(a, b)
 	pa, pb := &n.ports[a], &n.ports[b]
 	send, recv := &pa.nicSend, &pb.nicRecv
-	if a/n.perNode == b/n.perNode {
+	if n.sameNode(a, b) {
 		send, recv = &pa.intraSend, &pb.intraRecv
 	}
 	wire := time.Duration(float64(size) / l.Bandwidth * float64(time.Second))

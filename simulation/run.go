@@ -44,8 +44,6 @@ type Config struct {
 	// Limit bounds the run in virtual time: an operation still pending by
 	// then has hung.
 	Limit time.Duration
-	// Record, if set, sees every event the trace hashes.
-	Record func(Event)
 }
 
 // Result is what a run did and what it broke.
@@ -106,10 +104,15 @@ type run struct {
 	trace *Trace
 	pids  []*actor.PID
 	data  *dataset
-	ends  [][]error // by rank, by iteration: nil until the operation ends
-	ended [][]bool
+	ends  [][]opEnd     // by rank, by iteration
 	wrong []string      // results that differ from the plain loop's
 	last  time.Duration // when the last operation ended
+}
+
+// opEnd is how an operation ended, once it has.
+type opEnd struct {
+	ended bool
+	err   error
 }
 
 // Run simulates cfg and checks its invariants.
@@ -119,7 +122,6 @@ func Run(cfg Config) (*Result, error) {
 	}
 	loop := NewLoop(cfg.Seed)
 	trace := newTrace(loop)
-	trace.record = cfg.Record
 	logger := slog.New(slog.DiscardHandler)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	defer sys.Shutdown()
@@ -131,10 +133,9 @@ func Run(cfg Config) (*Result, error) {
 			System: sys, Clock: loop, Dispatcher: loop, Rand: loop, Logger: logger,
 			Middleware: []actor.ReceiverMiddleware{trace.middleware},
 		},
-		net:   newNetwork(loop, cfg.Topology, cfg.Ranks),
-		pids:  make([]*actor.PID, cfg.Ranks),
-		ends:  make([][]error, cfg.Ranks),
-		ended: make([][]bool, cfg.Ranks),
+		net:  newNetwork(loop, cfg.Topology, cfg.Ranks),
+		pids: make([]*actor.PID, cfg.Ranks),
+		ends: make([][]opEnd, cfg.Ranks),
 	}
 	r.net.jitter = cfg.Jitter
 	r.net.onConnect = func(to, peer int) {
@@ -157,8 +158,7 @@ func Run(cfg Config) (*Result, error) {
 }
 
 func (r *run) spawn(i int) {
-	r.ends[i] = make([]error, r.cfg.Iterations)
-	r.ended[i] = make([]bool, r.cfg.Iterations)
+	r.ends[i] = make([]opEnd, r.cfg.Iterations)
 	r.pids[i] = rank.Spawn(r.rt, rank.Config{
 		Comm: "sim", CommID: 1, Rank: i, Size: r.cfg.Ranks,
 		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(i, peer) },
@@ -189,7 +189,7 @@ func (r *run) done(i, it int, err error) {
 	if r.net.crashed[i] {
 		return // a crashed rank reports nothing
 	}
-	r.ended[i][it], r.ends[i][it] = true, err
+	r.ends[i][it] = opEnd{ended: true, err: err}
 	r.last = r.loop.Elapsed()
 	if err == nil {
 		if bad := r.data.check(i); bad != "" {
@@ -227,9 +227,9 @@ func (r *run) result() *Result {
 		o := &res.Ranks[i]
 		o.Crashed = r.net.crashed[i]
 		for it := range r.cfg.Iterations {
-			err := r.ends[i][it]
+			err := r.ends[i][it].err
 			switch {
-			case !r.ended[i][it]:
+			case !r.ends[i][it].ended:
 				o.Pending++
 				if !o.Crashed {
 					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %v #%d never ended (virtual time %v)", i, r.cfg.Op, it, r.loop.Elapsed()))

@@ -11,21 +11,12 @@ import (
 
 // Trace fingerprints a run: every message an actor receives adds (virtual
 // time, receiving actor, message type) to a 64-bit FNV-1a hash, so that
-// two runs of one seed can be compared with one number, and the first
-// divergence found by comparing recorded events.
+// two runs of one seed can be compared with one number.
 type Trace struct {
 	loop   *Loop
 	h      hash.Hash64
 	buf    []byte
 	events int64
-	record func(Event) // if set, sees every event
-}
-
-// Event is one message received by an actor.
-type Event struct {
-	At    int64 // virtual nanoseconds
-	Actor string
-	Kind  string // the message's Go type
 }
 
 func newTrace(l *Loop) *Trace { return &Trace{loop: l, h: fnv.New64a()} }
@@ -46,14 +37,10 @@ func (t *Trace) middleware(next actor.ReceiverFunc) actor.ReceiverFunc {
 
 func (t *Trace) add(who string, msg any) {
 	kind := reflect.TypeOf(msg).String()
-	at := int64(t.loop.Elapsed())
-	t.buf = binary.LittleEndian.AppendUint64(t.buf[:0], uint64(at))
+	t.buf = binary.LittleEndian.AppendUint64(t.buf[:0], uint64(t.loop.Elapsed()))
 	t.buf = append(t.buf, who...)
 	t.buf = append(t.buf, 0)
 	t.buf = append(t.buf, kind...)
 	t.h.Write(t.buf)
 	t.events++
-	if t.record != nil {
-		t.record(Event{At: at, Actor: who, Kind: kind})
-	}
 }

@@ -112,6 +112,15 @@ type Borrower interface {
 	BorrowsPayloads()
 }
 
+// Closed returns err, made to wrap ErrClosed if it does not: the error a
+// failed connection's Sends and handler report.
+func Closed(err error) error {
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, ErrClosed)
+}
+
 // Listener accepts connections dialled to its address.
 type Listener interface {
 	// Accept returns the next connection and the dialer's hello. It returns

@@ -118,7 +118,7 @@ type Fail struct {
 // link returns the link actor to peer, one of Peers, and whether its
 // connection borrows large payloads.
 func (r *Request) link(peer int) (*actor.PID, bool) {
-	i, _ := slices.BinarySearch(r.peers, peer)
+	i, _ := slices.BinarySearch(r.Peers(), peer)
 	return r.Links[i], r.Lend[i]
 }
 

@@ -27,12 +27,13 @@ func newLinks() links {
 	return links{byPeer: map[int]*peerLink{}, byPID: map[string]*peerLink{}}
 }
 
-func (ls *links) add(peer int, pid *actor.PID, lend bool) {
+func (ls *links) add(peer int, pid *actor.PID, lend bool) *peerLink {
 	l := &peerLink{peer: peer, pid: pid, live: true, lend: lend}
 	ls.byPeer[peer] = l
 	ls.byPID[pid.Id] = l
 	ls.order = append(ls.order, l)
 	ls.live++
+	return l
 }
 
 // stopped records that l's actor stopped.

@@ -141,8 +141,11 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	case *collective.ProbeAnswer:
 		r.probeAnswered(ctx, m)
 	case *collective.Ask:
-		if r.aborted == nil && !r.closing && r.connect(ctx, m.Peer) == nil {
-			ctx.Send(r.links.byPeer[m.Peer].pid, collective.ControlFrame(r.cfg.CommID, m.CollSeq, collective.ControlProbe, nil))
+		if r.aborted != nil || r.closing {
+			return
+		}
+		if l, err := r.connect(ctx, m.Peer); err == nil {
+			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, m.CollSeq, collective.ControlProbe, nil))
 		}
 	case *link.Delivered:
 		r.control(ctx, m)
@@ -157,7 +160,7 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		r.next(ctx)
 	case *Connected:
 		if r.finalize == nil && r.aborted == nil {
-			_ = r.connect(ctx, m.Peer) // a failure breaks the communicator
+			r.connect(ctx, m.Peer) // a failure breaks the communicator
 		}
 	case closeGraceOver:
 		if r.finalize != nil {
@@ -252,33 +255,30 @@ func (r *rankActor) closed(ctx actor.Context) {
 	ctx.Stop(ctx.Self())
 }
 
-// connect spawns the link to peer unless there is one. A peer that cannot
-// be connected has failed, and the error says so.
-func (r *rankActor) connect(ctx actor.Context, peer int) error {
-	if r.links.byPeer[peer] != nil {
-		return nil
+// connect returns the link to peer, spawning it if there is none. A peer
+// that cannot be connected has failed, and the error says so.
+func (r *rankActor) connect(ctx actor.Context, peer int) (*peerLink, error) {
+	if l := r.links.byPeer[peer]; l != nil {
+		return l, nil
 	}
 	conn, err := r.cfg.Connect(peer)
 	if err != nil {
 		r.peerFailed(ctx, &link.Failed{Peer: peer, Err: err})
-		return fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err)
+		return nil, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err)
 	}
 	_, lend := conn.(transport.Borrower)
-	r.links.add(peer, ctx.SpawnPrefix(link.Props(r.rt, peer, conn), fmt.Sprintf("%s%d-", linkPrefix, peer)), lend)
-	return nil
+	return r.links.add(peer, ctx.SpawnPrefix(link.Props(r.rt, peer, conn), fmt.Sprintf("%s%d-", linkPrefix, peer)), lend), nil
 }
 
 func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
-	for _, peer := range req.Peers() {
-		if err := r.connect(ctx, peer); err != nil {
-			r.reject(req, err, []int{peer})
-			return
-		}
-	}
 	peers := req.Peers()
 	req.Links, req.Lend = make([]*actor.PID, len(peers)), make([]bool, len(peers))
 	for i, peer := range peers {
-		l := r.links.byPeer[peer]
+		l, err := r.connect(ctx, peer)
+		if err != nil {
+			r.reject(req, err, []int{peer})
+			return
+		}
 		req.Links[i], req.Lend[i] = l.pid, l.lend
 	}
 	if req.P2P != nil {

@@ -62,7 +62,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	cfg, err := f.config()
+	cfg, op, size, err := f.config()
 	if err != nil {
 		fmt.Fprintf(stderr, "commnode sim: %v\n", err)
 		return 2
@@ -76,7 +76,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "commnode sim: %v\n", err)
 		return 2
 	}
-	report := newSimReport(f, cfg, res, time.Since(start))
+	report := newSimReport(f, cfg, op, size, res, time.Since(start))
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -92,23 +92,24 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func (f *simFlags) config() (simulation.Config, error) {
-	var cfg simulation.Config
+// config is the run the flags describe, with the collective and its size
+// in bytes as nccl-tests counts them.
+func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err error) {
 	ops, err := bench.ParseOps(f.op)
 	if err != nil || len(ops) != 1 {
-		return cfg, fmt.Errorf("--op %q: want one collective", f.op)
+		return cfg, 0, 0, fmt.Errorf("--op %q: want one collective", f.op)
 	}
-	kind, ok := ops[0].Kind()
+	op = ops[0]
+	kind, ok := op.Kind()
 	if !ok {
-		return cfg, fmt.Errorf("--op %q has no schedule to simulate", f.op)
+		return cfg, 0, 0, fmt.Errorf("--op %q has no schedule to simulate", f.op)
 	}
-	size, err := bench.ParseBytes(f.bytes)
-	if err != nil {
-		return cfg, fmt.Errorf("--bytes: %w", err)
+	if size, err = bench.ParseBytes(f.bytes); err != nil {
+		return cfg, 0, 0, fmt.Errorf("--bytes: %w", err)
 	}
 	dt, err := tensor.ParseDType(f.dtype)
 	if err != nil {
-		return cfg, fmt.Errorf("--dtype: %w", err)
+		return cfg, 0, 0, fmt.Errorf("--dtype: %w", err)
 	}
 	var topo simulation.Topology
 	switch f.topology {
@@ -117,18 +118,18 @@ func (f *simFlags) config() (simulation.Config, error) {
 	case "rail":
 		topo = simulation.RailCluster(f.nodes)
 	default:
-		return cfg, fmt.Errorf("--topology %q: want dgx-h100 or rail", f.topology)
+		return cfg, 0, 0, fmt.Errorf("--topology %q: want dgx-h100 or rail", f.topology)
 	}
 	plan, err := simulation.ParsePlan(f.faults)
 	if err != nil {
-		return cfg, fmt.Errorf("--faults: %w", err)
+		return cfg, 0, 0, fmt.Errorf("--faults: %w", err)
 	}
-	_, _, count := ops[0].Counts(int(size/int64(dt.Size())), f.ranks)
+	_, _, count := op.Counts(int(size/int64(dt.Size())), f.ranks)
 	return simulation.Config{
 		Ranks: f.ranks, Topology: topo, Op: kind, Count: count, DType: dt,
 		Algorithm: f.algo, ChunkBytes: f.chunk, Root: f.root, Iterations: f.iters,
 		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit,
-	}, nil
+	}, op, size, nil
 }
 
 // replay is the command that runs seed again with every other flag as
@@ -172,13 +173,12 @@ type simReport struct {
 	Replay     string   `json:"replay"`
 }
 
-func newSimReport(f simFlags, cfg simulation.Config, res *simulation.Result, wall time.Duration) *simReport {
-	ops, _ := bench.ParseOps(f.op)
-	send, _, _ := ops[0].Counts(int(mustBytes(f.bytes)/int64(cfg.DType.Size())), f.ranks)
+func newSimReport(f simFlags, cfg simulation.Config, op bench.Op, size int64, res *simulation.Result, wall time.Duration) *simReport {
+	send, _, _ := op.Counts(int(size/int64(cfg.DType.Size())), f.ranks)
 	bytes := int64(send * cfg.DType.Size())
 	perOp := res.SimTime / time.Duration(cfg.Iterations)
 	r := &simReport{
-		Ranks: cfg.Ranks, Nodes: cfg.Topology.Nodes, Op: ops[0].String(), Bytes: bytes,
+		Ranks: cfg.Ranks, Nodes: cfg.Topology.Nodes, Op: op.String(), Bytes: bytes,
 		Algorithm: res.Algorithm, Seed: cfg.Seed, Faults: cfg.Faults.String(),
 		EndedUS:  float64(res.SimTime) / float64(time.Microsecond),
 		Outcomes: outcomes(res), TraceHash: fmt.Sprintf("%016x", res.Hash),
@@ -193,17 +193,12 @@ func newSimReport(f simFlags, cfg simulation.Config, res *simulation.Result, wal
 	if perOp > 0 {
 		r.SimTimeUS = float64(perOp) / float64(time.Microsecond)
 		r.AlgBW = float64(bytes) / perOp.Seconds() / 1e9
-		r.BusBW = r.AlgBW * ops[0].BusFactor(cfg.Ranks)
+		r.BusBW = r.AlgBW * op.BusFactor(cfg.Ranks)
 	}
 	if wall > 0 {
 		r.FramesPerS = float64(res.Frames) / wall.Seconds()
 	}
 	return r
-}
-
-func mustBytes(s string) int64 {
-	n, _ := bench.ParseBytes(s)
-	return n
 }
 
 func (r *simReport) print(w io.Writer) {

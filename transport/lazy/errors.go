@@ -1,11 +1,6 @@
 package lazy
 
-import (
-	"errors"
-	"fmt"
-
-	"github.com/gocomms/gocomms/transport"
-)
+import "errors"
 
 // Errors of this package, beside the transport package's sentinels.
 var (
@@ -17,12 +12,3 @@ var (
 	// lazy Group, or not one of ours.
 	ErrProtocol = errors.New("transport/lazy: unexpected answer")
 )
-
-// closedErr makes err one that wraps transport.ErrClosed, as every error a
-// Conn's Sends and handler see does.
-func closedErr(err error) error {
-	if errors.Is(err, transport.ErrClosed) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", err, transport.ErrClosed)
-}

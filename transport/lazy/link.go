@@ -66,7 +66,7 @@ func (c *conn) dial(ctx context.Context, cancel context.CancelFunc) {
 		return
 	}
 	if err != nil {
-		c.failLocked(closedErr(fmt.Errorf("transport/lazy: dial %s: %w", c.describe(), err)))
+		c.failLocked(transport.Closed(fmt.Errorf("transport/lazy: dial %s: %w", c.describe(), err)))
 		return
 	}
 	l := &link{c: c, u: u, awaiting: true}
@@ -235,7 +235,7 @@ func (c *conn) received(l *link, f transport.Frame) {
 // connection here, since the frame's sender cannot be told.
 func (c *conn) sendFailed(l *link, err error) {
 	gone := errors.Is(err, transport.ErrClosed)
-	err = closedErr(fmt.Errorf("transport/lazy: send to %s: %w", c.describe(), err))
+	err = transport.Closed(fmt.Errorf("transport/lazy: send to %s: %w", c.describe(), err))
 	c.mu.Lock()
 	if c.cur != l || c.st == ended {
 		c.mu.Unlock()
@@ -260,12 +260,12 @@ func (c *conn) lost(l *link, err error) {
 	case c.st == dialing && c.dialLink == l:
 		// It ended without an answer: the peer's listener closed with it
 		// in the backlog, or the peer is not a member of this group.
-		c.failLocked(closedErr(fmt.Errorf("transport/lazy: %s hung up without answering our connection: %w: %w",
+		c.failLocked(transport.Closed(fmt.Errorf("transport/lazy: %s hung up without answering our connection: %w: %w",
 			c.describe(), err, transport.ErrRefused)))
 	case c.cur == l:
 		// Every frame it delivered is in the inbox: the handler hears of
 		// the end after them, unless c was closed here first.
-		err = closedErr(fmt.Errorf("transport/lazy: connection with %s: %w", c.describe(), err))
+		err = transport.Closed(fmt.Errorf("transport/lazy: connection with %s: %w", c.describe(), err))
 		var t teardown
 		if c.st != ended {
 			t = c.endLocked(err, false)
