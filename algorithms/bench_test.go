@@ -48,3 +48,20 @@ func BenchmarkProgressAllReduceRing(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBuildRabenseifner100k builds rank 0's schedule of a 100,000-rank
+// all-reduce of 1 MiB of float32: a rank that folds an extra rank in, so
+// the longest of them.
+func BenchmarkBuildRabenseifner100k(b *testing.B) {
+	spec := Spec{Kind: AllReduce, Rank: 0, Size: 100_000, Counts: []int{1 << 18}, ElemSize: 4, Algorithm: "rabenseifner"}
+	b.ReportAllocs()
+	var steps int
+	for b.Loop() {
+		s, err := Build(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		steps = len(s.Steps)
+	}
+	b.ReportMetric(float64(steps), "steps")
+}

@@ -227,10 +227,16 @@ func TestSelect(t *testing.T) {
 	}{
 		{n: 0, p: 4, elem: 4, want: "recursive_doubling"},
 		{n: 3, p: 4, elem: 4, want: "recursive_doubling"},
-		{n: 16 << 10, p: 4, elem: 4, want: "recursive_doubling"}, // exactly 64 KiB
-		{n: 16<<10 + 1, p: 4, elem: 4, want: "ring"},
-		{n: 1 << 20, p: 8, elem: 1, want: "ring"},
+		{n: 16 << 10, p: 4, elem: 4, want: "recursive_doubling"},      // exactly 64 KiB
+		{n: 16<<10 + 1, p: 4, elem: 4, want: "rabenseifner"},          // 16 KiB segments
+		{n: 1 << 20, p: 8, elem: 1, want: "ring"},                     // exactly 128 KiB segments
+		{n: 1<<20 - 1, p: 8, elem: 1, want: "rabenseifner"},           // some segments 1 B short
 		{n: 1 << 20, p: 2 << 20, elem: 1, want: "recursive_doubling"}, // fewer elements than ranks
+		{n: 16 << 20, p: 16, elem: 4, want: "ring"},                   // 64 MiB, 4 MiB segments
+		{n: 16 << 20, p: 1000, elem: 4, want: "rabenseifner"},         // 64 MiB, 67 KB segments
+		{n: 1 << 18, p: 100_000, elem: 4, want: "rabenseifner"},       // 1 MiB, 10 B segments
+		{n: 99_999, p: 100_000, elem: 4, want: "recursive_doubling"},  // 400 KB, fewer elements than ranks
+		{n: 1 << 30, p: 3, elem: 8, want: "ring"},                     // 8 GiB, 2.7 GiB segments
 	} {
 		s := Spec{Kind: AllReduce, Size: tc.p, Counts: []int{tc.n}, ElemSize: tc.elem}
 		if got := Select(s); got != tc.want {

@@ -73,6 +73,8 @@ func TestPipelining(t *testing.T) {
 		{AllReduce, "ring", 8, 2 * 7},
 		{AllReduce, "recursive_doubling", 8, 3},
 		{AllReduce, "recursive_doubling", 6, 2 + 2}, // fold and unfold
+		{AllReduce, "rabenseifner", 8, 2 * 3},
+		{AllReduce, "rabenseifner", 6, 2*2 + 2},
 		{Reduce, "binomial_tree", 8, 3},
 		{Broadcast, "binomial_tree", 8, 3},
 		{AllGather, "ring", 8, 7},
