@@ -92,7 +92,9 @@ func (c *runner) start(ctx actor.Context) {
 	c.held = make([][]byte, len(req.Schedule.Steps))
 	c.scratch = make([][]byte, len(req.Schedule.Scratch))
 	for i, n := range req.Schedule.Scratch {
-		c.scratch[i] = transport.GetBuffer(n * c.elemSize)
+		if !req.Phantom {
+			c.scratch[i] = transport.GetBuffer(n * c.elemSize)
+		}
 	}
 	c.routeFrames(ctx, true)
 	if req.Timeout > 0 {
@@ -201,16 +203,23 @@ func (c *runner) run(ctx actor.Context) {
 // writing that region.
 func (c *runner) execute(ctx actor.Context, i int) bool {
 	s := &c.req.Schedule.Steps[i]
+	if c.req.Phantom && s.Prim != algorithms.Send {
+		c.release(i) // a phantom payload carries nothing to copy or reduce
+		return true
+	}
 	switch s.Prim {
 	case algorithms.Send:
 		src := c.region(s.Src)
 		f := transport.Frame{Header: c.req.header(i)}
 		l, lend := c.req.link(s.Peer)
-		if len(src) >= lendMin && lend {
+		switch {
+		case c.req.Phantom:
+			f.Payload = src
+		case len(src) >= lendMin && lend:
 			self, sys := ctx.Self(), c.rt.System.Root
 			f.Payload, f.Sent = src, func() { sys.Send(self, sendDone{step: i}) }
 			c.lent++
-		} else {
+		default:
 			f.Payload = transport.GetBuffer(len(src))
 			copy(f.Payload, src)
 		}
@@ -235,6 +244,9 @@ func (c *runner) release(i int) {
 }
 
 func (c *runner) region(r algorithms.Region) []byte {
+	if c.req.Phantom {
+		return transport.Phantom(r.Len * c.elemSize)
+	}
 	var block []byte
 	switch r.Buf {
 	case algorithms.Input:
@@ -250,6 +262,9 @@ func (c *runner) region(r algorithms.Region) []byte {
 func (c *runner) finish(ctx actor.Context) {
 	req := c.req
 	for _, b := range req.Results {
+		if req.Phantom {
+			break
+		}
 		reduce.Finish(req.Reduce, req.DType, req.Out[b], req.Size)
 	}
 	c.end(ctx, nil)

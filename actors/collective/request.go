@@ -29,6 +29,11 @@ type Request struct {
 	// Results are the Output blocks that hold a finished reduction on this
 	// rank, where reduce.Finish applies.
 	Results []int
+	// Phantom runs the schedule without moving data: every region is a
+	// transport.Phantom view of its size, sends carry it, and receives
+	// neither copy nor reduce. The simulator sets it to time operations
+	// whose buffers would not fit in memory; In and Out go unused.
+	Phantom bool
 
 	// Frames of a collective carry Kind Collective and Seq CollSeq; a
 	// point-to-point operation sets P2P instead, one entry per step of its

@@ -125,7 +125,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"-local", "2", "-n", "0"},
 		{"-local", "2", "-w", "-1"},
 		{"-local", "2", "-c", "2"},
-		{"-local", "2", "--op", "allreduce"},
+		{"-local", "2", "--op", "allreduced"},
 		{"-local", "2", "--dtype", "float128"},
 		{"-local", "2", "--redop", "product"},
 		{"-local", "2", "--redop", "band"}, // not defined for float32

@@ -39,8 +39,13 @@ func TestParseOps(t *testing.T) {
 			t.Errorf("ParseOps(%q) = %v, %v", o, got, err)
 		}
 	}
-	if _, err := ParseOps("allreduce"); err == nil || !strings.Contains(err.Error(), "all_reduce") {
-		t.Errorf("ParseOps(allreduce): %v, want an error listing the names", err)
+	for _, alias := range []string{"allreduce", "all-reduce", "AllReduce"} {
+		if got, err := ParseOps(alias); err != nil || !slices.Equal(got, []Op{AllReduce}) {
+			t.Errorf("ParseOps(%q) = %v, %v; want all_reduce", alias, got, err)
+		}
+	}
+	if _, err := ParseOps("allreduced"); err == nil || !strings.Contains(err.Error(), "all_reduce") {
+		t.Errorf("ParseOps(allreduced): %v, want an error listing the names", err)
 	}
 }
 

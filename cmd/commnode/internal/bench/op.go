@@ -82,7 +82,9 @@ func (o Op) Algorithms() []string {
 	return algorithms.Algorithms(opInfo[o].kind)
 }
 
-// ParseOps parses --op: one op name, or "all" for every op in order.
+// ParseOps parses --op: one op name, or "all" for every op in order. Names
+// match with or without their separators: all_reduce, all-reduce and
+// allreduce are one op.
 func ParseOps(s string) ([]Op, error) {
 	if s == "all" {
 		ops := make([]Op, 0, SendRecv)
@@ -93,12 +95,17 @@ func ParseOps(s string) ([]Op, error) {
 	}
 	names := make([]string, 0, SendRecv)
 	for o := AllReduce; o <= SendRecv; o++ {
-		if opInfo[o].name == s {
+		if bare(opInfo[o].name) == bare(s) {
 			return []Op{o}, nil
 		}
 		names = append(names, opInfo[o].name)
 	}
 	return nil, fmt.Errorf("unknown op %q (have %s, all)", s, strings.Join(names, ", "))
+}
+
+// bare is an op name without separators, in lower case.
+func bare(name string) string {
+	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name))
 }
 
 // Counts returns, for a buffer of count elements on p ranks, the elements

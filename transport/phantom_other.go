@@ -1,0 +1,5 @@
+//go:build !unix
+
+package transport
+
+func mapPhantom() []byte { return make([]byte, phantomBytes) }
