@@ -20,9 +20,10 @@ type conn struct {
 	// lastArrival keeps the frames this end sends in order, as TCP would:
 	// none arrives before the one sent before it.
 	lastArrival time.Duration
-	err         error // ended: no more frames either way
-	errPending  bool  // err arrived before Start
-	shut        bool  // this end's rank crashed: it neither sends nor receives
+	openAt      time.Duration // no frame leaves before the dial completes
+	err         error         // ended: no more frames either way
+	errPending  bool          // err arrived before Start
+	shut        bool          // this end's rank crashed: it neither sends nor receives
 }
 
 var _ transport.Conn = (*conn)(nil)
@@ -46,16 +47,26 @@ func (c *conn) Send(f transport.Frame) error {
 		f.Sent()
 		f.Payload, f.Sent = p, nil
 	}
-	at := max(c.net.arrival(c.rank, c.peer, len(f.Payload)), c.lastArrival)
+	t := c.net.send(c.rank, c.peer, len(f.Payload), c.openAt)
+	at := max(t.arrival, c.lastArrival)
 	c.lastArrival = at
+	if c.net.onFrame != nil {
+		c.net.onFrame(c.rank, c.peer, len(f.Payload), c.net.loop.Elapsed(), at)
+	}
 	other := c.other
-	c.net.loop.At(at, func() { other.arrive(f) })
+	c.net.loop.At(at, func() { other.arrive(f, t.corrupt) })
 	return nil
 }
 
-func (c *conn) arrive(f transport.Frame) {
-	if c.err != nil || c.shut {
+// arrive hands f to the handler. A corrupt frame fails the connection
+// instead, as the real transport's checksum does, naming the sender.
+func (c *conn) arrive(f transport.Frame, corrupt bool) {
+	if c.err != nil || c.shut || corrupt {
 		transport.PutBuffer(f.Payload)
+		if corrupt && c.err == nil && !c.shut {
+			c.fail(fmt.Errorf("simulation: frame from rank %d: %w", c.peer, errChecksum))
+			c.other.resetAfterInFlight(fmt.Errorf("simulation: rank %d reset the connection: %w", c.rank, errDropped))
+		}
 		return
 	}
 	if c.handler == nil {

@@ -6,23 +6,29 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms/transport"
+	"github.com/gocomms/gocomms/transport/lazy"
 )
 
 // network carries frames between simulated ranks at the times the
-// topology gives, on the loop. A pair of ranks gets its connection when
-// either first needs it, as transport/lazy gives real ranks theirs.
+// topology gives, on the loop, and injects the plan's faults. A pair of
+// ranks gets its connection when either first needs it, as transport/lazy
+// gives real ranks theirs, and a new one when it dials again after the
+// last one broke.
 type network struct {
 	loop      *Loop
 	topo      Topology
+	faults    Plan
 	perNode   int
 	ports     []ports          // by rank
-	pairs     map[[2]int]*conn // by (lower rank, higher rank): the lower rank's end
+	pairs     map[[2]int]*conn // by (lower rank, higher rank): the lower rank's end of the newest connection
 	byRank    [][]*conn        // each rank's ends, in the order made: maps do not iterate in a fixed order
 	crashed   []bool
+	restarted []bool        // a new process, which knows no communicator, answers for the rank
 	jitter    time.Duration // each frame waits up to this much more, drawn from the seed
 	frames    int64
 	bytes     int64
 	onConnect func(rank, peer int) // the peer's connection to rank came up
+	onFrame   func(from, to, size int, sent, arrival time.Duration)
 }
 
 // ports is when each of a rank's ports is next free, in virtual time.
@@ -31,41 +37,89 @@ type ports struct {
 	nicSend, nicRecv     time.Duration
 }
 
-func newNetwork(l *Loop, topo Topology, ranks int) *network {
+func newNetwork(l *Loop, topo Topology, ranks int, faults Plan) *network {
 	return &network{
-		loop:    l,
-		topo:    topo,
-		perNode: ranks / topo.Nodes,
-		ports:   make([]ports, ranks),
-		pairs:   map[[2]int]*conn{},
-		byRank:  make([][]*conn, ranks),
-		crashed: make([]bool, ranks),
+		loop:      l,
+		topo:      topo,
+		faults:    faults,
+		perNode:   ranks / topo.Nodes,
+		ports:     make([]ports, ranks),
+		pairs:     map[[2]int]*conn{},
+		byRank:    make([][]*conn, ranks),
+		crashed:   make([]bool, ranks),
+		restarted: make([]bool, ranks),
 	}
 }
 
-// errCrashed is what the peers of a crashed rank see.
-var errCrashed = errors.New("connection reset: peer crashed")
+// The errors peers see when a fault breaks their connection.
+var (
+	errCrashed   = errors.New("connection reset: peer crashed")
+	errRefused   = errors.New("connection refused: peer is down")
+	errUnknown   = errors.New("connection reset: the peer's process knows no such communicator")
+	errCut       = errors.New("no route to host: the network is partitioned")
+	errDropped   = errors.New("connection reset: the link dropped")
+	errChecksum  = errors.New("frame checksum mismatch: payload corrupted")
+	errStoreDown = errors.New("store unreachable: cannot read the peer's address")
+)
 
-// connect returns rank's end of its connection to peer.
+// connect returns rank's end of its connection to peer: the open one, or
+// a new one that the faults may refuse.
 func (n *network) connect(rank, peer int) (transport.Conn, error) {
 	key := [2]int{min(rank, peer), max(rank, peer)}
-	lo := n.pairs[key]
-	if lo == nil {
-		lo = &conn{net: n, rank: key[0], peer: key[1]}
-		hi := &conn{net: n, rank: key[1], peer: key[0], other: lo}
-		lo.other = hi
-		n.pairs[key] = lo
-		n.byRank[lo.rank] = append(n.byRank[lo.rank], lo)
-		n.byRank[hi.rank] = append(n.byRank[hi.rank], hi)
-		if n.crashed[peer] {
-			// A dial to a crashed rank is refused after a round trip.
-			end := n.end(rank, lo)
-			n.loop.AfterFunc(2*n.link(rank, peer).Latency, func() { end.fail(fmt.Errorf("dial rank %d: %w", peer, errCrashed)) })
-		} else if n.onConnect != nil {
-			n.onConnect(peer, rank)
+	if lo := n.pairs[key]; lo != nil && lo.err == nil && lo.other.err == nil {
+		return n.end(rank, lo), nil
+	}
+	lo := &conn{net: n, rank: key[0], peer: key[1]}
+	hi := &conn{net: n, rank: key[1], peer: key[0], other: lo}
+	lo.other = hi
+	n.pairs[key] = lo
+	n.byRank[lo.rank] = append(n.byRank[lo.rank], lo)
+	n.byRank[hi.rank] = append(n.byRank[hi.rank], hi)
+	end := n.end(rank, lo)
+	now := n.loop.Elapsed()
+	// A first dial reads the peer's address from the store, which may be
+	// down: the dial waits for it, and gives up after the dial timeout.
+	open := now
+	for i := range n.faults {
+		if f := &n.faults[i]; f.Kind == StoreOutage && f.active(open) {
+			open = f.Until()
 		}
 	}
-	return n.end(rank, lo), nil
+	lo.openAt, hi.openAt = open, open
+	if open-now >= lazy.DefaultDialTimeout {
+		n.loop.At(now+lazy.DefaultDialTimeout, func() { end.fail(fmt.Errorf("dial rank %d: %w", peer, errStoreDown)) })
+		return end, nil
+	}
+	rtt := 2 * n.link(rank, peer).Latency
+	if err := n.refusal(rank, peer, open); err != nil {
+		n.loop.At(open+rtt, func() { end.fail(fmt.Errorf("dial rank %d: %w", peer, err)) })
+		return end, nil
+	}
+	if n.onConnect != nil {
+		n.loop.At(open, func() {
+			if end.err == nil {
+				n.onConnect(peer, rank)
+			}
+		})
+	}
+	return end, nil
+}
+
+// refusal is why a dial from rank to peer at time t fails, or nil.
+func (n *network) refusal(rank, peer int, t time.Duration) error {
+	switch {
+	case n.restarted[peer]:
+		return errUnknown
+	case n.crashed[peer]:
+		return errRefused
+	}
+	for i := range n.faults {
+		f := &n.faults[i]
+		if (f.Kind == Flap || f.Kind == Partition) && f.active(t) && f.touches(rank, peer) {
+			return errCut
+		}
+	}
+	return nil
 }
 
 func (n *network) end(rank int, lo *conn) *conn {
@@ -87,29 +141,107 @@ func (n *network) link(a, b int) Link {
 	return l
 }
 
-// arrival reserves the ports a frame of size bytes from a to b uses, sent
-// now, and returns when its last byte reaches b. The frame is serialized
+// transfer is what the network decides about one frame when it is sent.
+type transfer struct {
+	arrival time.Duration
+	corrupt bool // the receiver's checksum will reject it
+}
+
+// send reserves the ports a frame of size bytes from a to b uses, sent
+// now on a connection open from open, and returns when its last byte
+// reaches b. The frame is serialized
 // on a's send port after what it sent before, crosses after the latency,
-// and is received on b's receive port after what b received before.
-func (n *network) arrival(a, b, size int) time.Duration {
+// and is received on b's receive port after what b received before. The
+// plan's faults then slow, repeat, delay or hold it.
+func (n *network) send(a, b, size int, open time.Duration) transfer {
 	now := n.loop.Elapsed()
 	l := n.link(a, b)
 	pa, pb := &n.ports[a], &n.ports[b]
-	send, recv := &pa.nicSend, &pb.nicRecv
+	sendPort, recvPort := &pa.nicSend, &pb.nicRecv
 	if n.sameNode(a, b) {
-		send, recv = &pa.intraSend, &pb.intraRecv
+		sendPort, recvPort = &pa.intraSend, &pb.intraRecv
 	}
+	overhead := n.topo.Overhead
 	wire := time.Duration(float64(size) / l.Bandwidth * float64(time.Second))
-	start := max(now+n.topo.Overhead, *send)
-	*send = start + wire
-	end := max(start+wire+l.Latency, *recv+wire)
-	*recv = end
+	var extra time.Duration // after the last byte left: retransmits, delays
+	var t transfer
+	for i := range n.faults {
+		f := &n.faults[i]
+		if !f.active(now) || !f.touches(a, b) {
+			continue
+		}
+		switch f.Kind {
+		case Slow:
+			wire = time.Duration(float64(wire) * f.Factor)
+			if len(f.Ranks) == 0 || len(f.Ranks) == 1 && f.Ranks[0] == a {
+				overhead = time.Duration(float64(overhead) * f.Factor) // a slow sender
+			}
+		case Duplicate:
+			if n.loop.rng.Float64() < f.P {
+				wire *= 2
+			}
+		case Loss:
+			for n.loop.rng.Float64() < f.P {
+				extra += n.topo.Retransmit + wire
+			}
+		case Delay:
+			extra += f.By
+		case Jitter:
+			extra += time.Duration(n.loop.rng.Int64N(int64(f.By)))
+		case Corrupt:
+			t.corrupt = t.corrupt || n.loop.rng.Float64() < f.P
+		}
+	}
+	start := max(now+overhead, *sendPort, open, n.held(a, b, now))
+	*sendPort = start + wire
+	end := max(start+wire+l.Latency, *recvPort+wire)
+	*recvPort = end
+	end += extra
 	if n.jitter > 0 {
 		end += time.Duration(n.loop.rng.Int64N(int64(n.jitter)))
 	}
+	t.arrival = n.unpaused(b, end)
 	n.frames++
 	n.bytes += int64(size)
-	return end
+	return t
+}
+
+// held is when a frame from a to b sent at now may leave: after a pause
+// of a, or a clog or one-way partition that holds it, ends.
+func (n *network) held(a, b int, now time.Duration) time.Duration {
+	at := now
+	for i := range n.faults {
+		f := &n.faults[i]
+		if !f.active(now) {
+			continue
+		}
+		switch f.Kind {
+		case Pause:
+			if f.Rank == a {
+				at = max(at, f.Until())
+			}
+		case Clog:
+			if f.touches(a, b) {
+				at = max(at, f.Until())
+			}
+		case OneWay:
+			if f.inGroup(a) && !f.inGroup(b) {
+				at = max(at, f.Until())
+			}
+		}
+	}
+	return at
+}
+
+// unpaused is when b reads a frame that lands at t: at once, or when the
+// pause it lands in ends.
+func (n *network) unpaused(b int, t time.Duration) time.Duration {
+	for i := range n.faults {
+		if f := &n.faults[i]; f.Kind == Pause && f.Rank == b && f.active(t) {
+			t = f.Until()
+		}
+	}
+	return t
 }
 
 // crash takes rank off the network: frames to it are dropped, and each
@@ -120,5 +252,23 @@ func (n *network) crash(rank int) {
 	for _, dead := range n.byRank[rank] {
 		dead.shut = true
 		dead.other.resetAfterInFlight(errCrashed)
+	}
+}
+
+// connected reports whether ranks a and b ever had a connection.
+func (n *network) connected(a, b int) bool {
+	return n.pairs[[2]int{min(a, b), max(a, b)}] != nil
+}
+
+// cut resets every open connection the fault touches, both ends, each
+// after the frames its peer already sent.
+func (n *network) cut(f *Fault, err error) {
+	for a := range n.byRank {
+		for _, c := range n.byRank[a] {
+			if c.rank < c.peer && c.err == nil && c.other.err == nil && f.touches(c.rank, c.peer) {
+				c.resetAfterInFlight(err)
+				c.other.resetAfterInFlight(err)
+			}
+		}
 	}
 }

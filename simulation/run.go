@@ -1,10 +1,9 @@
 package simulation
 
 import (
-	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -13,7 +12,6 @@ import (
 	"github.com/gocomms/gocomms/actors/collective"
 	"github.com/gocomms/gocomms/actors/rank"
 	"github.com/gocomms/gocomms/algorithms"
-	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 	"github.com/gocomms/gocomms/transport"
@@ -34,15 +32,23 @@ type Config struct {
 	ChunkBytes int    // 0: the schedule's default
 	Root       int
 	Iterations int
-	Timeout    time.Duration // per operation, in virtual time
-	Seed       uint64
-	Faults     Plan
+	// Phantom moves no data: frames carry only their length, which the
+	// network charges in full, and results go unchecked. It times
+	// operations whose buffers would not fit in memory (PhantomAbove).
+	Phantom bool
+	Timeout time.Duration // per operation, in virtual time
+	Seed    uint64
+	Faults  Plan
 	// Jitter delays each frame by up to this much more, drawn from the
 	// seed, reordering what TCP lets reorder: frames of different
 	// connections.
 	Jitter time.Duration
-	// Limit bounds the run in virtual time: an operation still pending by
-	// then has hung.
+	// Trace, when set, receives the run's timeline in Chrome trace format
+	// (see chrome.go): meant for runs of up to a few thousand ranks.
+	Trace io.Writer
+	// Limit is the liveness bound: every operation must have ended this
+	// long after the last fault healed (after time zero without faults),
+	// or it has hung.
 	Limit time.Duration
 }
 
@@ -97,16 +103,17 @@ func (c *Config) validate() error {
 
 // run is one simulation in progress.
 type run struct {
-	cfg   *Config
-	loop  *Loop
-	rt    *actors.Runtime
-	net   *network
-	trace *Trace
-	pids  []*actor.PID
-	data  *dataset
-	ends  [][]opEnd     // by rank, by iteration
-	wrong []string      // results that differ from the plain loop's
-	last  time.Duration // when the last operation ended
+	cfg    *Config
+	loop   *Loop
+	rt     *actors.Runtime
+	net    *network
+	trace  *Trace
+	pids   []*actor.PID
+	data   *dataset
+	chrome *chromeTrace  // nil unless Config.Trace is set
+	ends   [][]opEnd     // by rank, by iteration
+	wrong  []string      // results that differ from the plain loop's
+	last   time.Duration // when the last operation ended
 }
 
 // opEnd is how an operation ended, once it has.
@@ -133,7 +140,7 @@ func Run(cfg Config) (*Result, error) {
 			System: sys, Clock: loop, Dispatcher: loop, Rand: loop, Logger: logger,
 			Middleware: []actor.ReceiverMiddleware{trace.middleware},
 		},
-		net:  newNetwork(loop, cfg.Topology, cfg.Ranks),
+		net:  newNetwork(loop, cfg.Topology, cfg.Ranks, cfg.Faults),
 		pids: make([]*actor.PID, cfg.Ranks),
 		ends: make([][]opEnd, cfg.Ranks),
 	}
@@ -142,6 +149,13 @@ func Run(cfg Config) (*Result, error) {
 		sys.Root.Send(r.pids[to], &rank.Connected{Peer: peer})
 	}
 	r.data = newDataset(&cfg)
+	if cfg.Trace != nil {
+		r.chrome = newChromeTrace(cfg.Trace, cfg.Ranks, cfg.Iterations)
+		r.net.onFrame = r.chrome.frame
+		for _, f := range cfg.Faults {
+			r.chrome.fault(f, f.At)
+		}
+	}
 	for i := range cfg.Ranks {
 		r.spawn(i)
 	}
@@ -153,13 +167,26 @@ func Run(cfg Config) (*Result, error) {
 		}
 	}
 	cfg.Faults.arm(r)
-	loop.Run(cfg.Limit)
+	loop.Run(cfg.Faults.healed() + cfg.Limit)
+	if r.chrome != nil {
+		if err := r.chrome.close(); err != nil {
+			return nil, fmt.Errorf("simulation: writing the trace: %w", err)
+		}
+	}
 	return r.result(), nil
 }
 
 func (r *run) spawn(i int) {
 	r.ends[i] = make([]opEnd, r.cfg.Iterations)
-	r.pids[i] = rank.Spawn(r.rt, rank.Config{
+	rt := r.rt
+	for _, f := range r.cfg.Faults {
+		if f.Kind == Skew && f.Rank == i {
+			skewed := *r.rt
+			skewed.Clock = &skewedClock{loop: r.loop, from: f.At, rate: f.Factor}
+			rt = &skewed
+		}
+	}
+	r.pids[i] = rank.Spawn(rt, rank.Config{
 		Comm: "sim", CommID: 1, Rank: i, Size: r.cfg.Ranks,
 		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(i, peer) },
 	})
@@ -171,9 +198,9 @@ func (r *run) submit(i, it int) error {
 	spec := r.data.spec(i)
 	req := &collective.Request{
 		Comm: "sim", CommID: 1, Rank: i, Op: cfg.Op.String(), Seq: uint64(it),
-		DType: cfg.DType, Reduce: reduce.New(reduce.Sum), Size: cfg.Ranks, Timeout: cfg.Timeout,
+		DType: cfg.DType, Reduce: reduce.New(reduce.Sum), Size: cfg.Ranks, Timeout: cfg.Timeout, Phantom: cfg.Phantom,
 		In: r.data.in[i], Out: r.data.out[i],
-		Started: func() { r.data.clearOutput(i) },
+		Started: func() { r.started(i, it) },
 		Done:    func(err error) { r.done(i, it, err) },
 	}
 	if err := req.Plan(spec); err != nil {
@@ -181,6 +208,13 @@ func (r *run) submit(i, it int) error {
 	}
 	r.rt.System.Root.Send(r.pids[i], &rank.Submit{Req: req})
 	return nil
+}
+
+func (r *run) started(i, it int) {
+	r.data.clearOutput(i)
+	if r.chrome != nil {
+		r.chrome.started(i, it, r.loop.Elapsed())
+	}
 }
 
 // done records how rank i's iteration it ended, and checks its result
@@ -191,6 +225,9 @@ func (r *run) done(i, it int, err error) {
 	}
 	r.ends[i][it] = opEnd{ended: true, err: err}
 	r.last = r.loop.Elapsed()
+	if r.chrome != nil {
+		r.chrome.ended(i, it, r.cfg.Op.String(), r.last, err)
+	}
 	if err == nil {
 		if bad := r.data.check(i); bad != "" {
 			r.wrong = append(r.wrong, fmt.Sprintf("rank %d: %v #%d: %s", i, r.cfg.Op, it, bad))
@@ -217,12 +254,6 @@ func (r *run) result() *Result {
 	if res.Algorithm == "" {
 		res.Algorithm = algorithms.Select(r.data.spec(0))
 	}
-	var crashed []int
-	for i, c := range r.net.crashed {
-		if c {
-			crashed = append(crashed, i)
-		}
-	}
 	for i := range r.cfg.Ranks {
 		o := &res.Ranks[i]
 		o.Crashed = r.net.crashed[i]
@@ -238,8 +269,8 @@ func (r *run) result() *Result {
 				if o.Err == nil {
 					o.Err = err
 				}
-				if !o.Crashed && !namesFailure(err, crashed) {
-					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %v #%d failed without naming a crashed rank (crashed: %v): %v", i, r.cfg.Op, it, crashed, err))
+				if !o.Crashed && !r.cfg.Faults.explains(err, r.net.connected) {
+					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %v #%d failed, and no fault explains it (faults: %q): %v", i, r.cfg.Op, it, r.cfg.Faults, err))
 				}
 			default:
 				o.Completed++
@@ -248,22 +279,4 @@ func (r *run) result() *Result {
 	}
 	res.Violations = append(res.Violations, r.wrong...)
 	return res
-}
-
-// namesFailure reports whether err blames a rank that crashed: a failed
-// peer or a timeout naming it.
-func namesFailure(err error, crashed []int) bool {
-	var oe *commerr.OpError
-	if !errors.As(err, &oe) {
-		return false
-	}
-	if !errors.Is(err, commerr.ErrPeerFailed) && !errors.Is(err, commerr.ErrTimeout) {
-		return false
-	}
-	for _, r := range oe.Ranks {
-		if slices.Contains(crashed, r) {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package simulation
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -131,12 +132,12 @@ func TestPlanRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Plan{{Crash, 17, 2 * time.Millisecond}, {Crash, 3, time.Microsecond}}
-	if !slices.Equal(p, want) {
+	want := Plan{{Kind: Crash, Rank: 17, At: 2 * time.Millisecond}, {Kind: Crash, Rank: 3, At: time.Microsecond}}
+	if !reflect.DeepEqual(p, want) {
 		t.Fatalf("parsed %v, want %v", p, want)
 	}
 	q, err := ParsePlan(p.String())
-	if err != nil || !slices.Equal(q, p) {
+	if err != nil || !reflect.DeepEqual(q, p) {
 		t.Fatalf("%q parsed back as %v, %v", p.String(), q, err)
 	}
 	for _, bad := range []string{"melt:rank=1,at=1ms", "crash:rank=1", "crash:rank=x,at=1ms", "crash:rank=1,at=1ms,color=red", "crash:rank"} {

@@ -36,6 +36,9 @@ type Topology struct {
 	NIC              Link
 	Oversubscription float64 // >= 1
 	Overhead         time.Duration
+	// Retransmit is how long the transport waits before it sends a lost
+	// frame again: a tuned fabric's retransmission timeout.
+	Retransmit time.Duration
 }
 
 // DGXH100 is a cluster of DGX H100-like nodes: 8 ranks each, NVLink 4
@@ -48,6 +51,7 @@ func DGXH100(nodes int) Topology {
 		NIC:              Link{Latency: 5 * time.Microsecond, Bandwidth: 50e9},
 		Oversubscription: 1,
 		Overhead:         time.Microsecond,
+		Retransmit:       time.Millisecond,
 	}
 }
 
@@ -60,6 +64,7 @@ func RailCluster(nodes int) Topology {
 		NIC:              Link{Latency: 6 * time.Microsecond, Bandwidth: 25e9},
 		Oversubscription: 2,
 		Overhead:         time.Microsecond,
+		Retransmit:       time.Millisecond,
 	}
 }
 
@@ -70,8 +75,8 @@ func (t Topology) validate(ranks int) error {
 	if t.Oversubscription < 1 {
 		return fmt.Errorf("simulation: oversubscription %g is below 1", t.Oversubscription)
 	}
-	if t.Overhead < 0 {
-		return fmt.Errorf("simulation: negative per-frame overhead %v", t.Overhead)
+	if t.Overhead < 0 || t.Retransmit < 0 {
+		return fmt.Errorf("simulation: negative per-frame overhead %v or retransmit timeout %v", t.Overhead, t.Retransmit)
 	}
 	if err := t.Intra.validate("intra-node"); err != nil {
 		return err

@@ -75,12 +75,15 @@ const (
 	// NotReached: the rank has not started the collective (it has not
 	// called it, or earlier operations still run).
 	NotReached ProbeStatus = iota
-	// Stuck: the rank started the collective and waits, or waited until it
-	// timed out, for the ranks the reply lists.
+	// Stuck: the rank runs the collective and waits for the ranks the
+	// reply lists.
 	Stuck
 	// Ended: the rank has finished the collective, or it failed there for
 	// another reason than a timeout.
 	Ended
+	// GaveUp: the rank timed out in the collective, waiting for the ranks
+	// the reply lists: it sends nothing more for it.
+	GaveUp
 )
 
 // Probe asks the running collective whom it waits for, to answer a
@@ -108,7 +111,7 @@ type ProbeAnswer struct {
 type ProbeReply struct {
 	Peer    int
 	Status  ProbeStatus
-	Waiting []int // the ranks Peer waits for, when Stuck
+	Waiting []int // the ranks Peer waits for, or waited for when it gave up
 }
 
 // EncodeProbeReply returns the payload of a ControlProbeReply frame.
@@ -123,7 +126,7 @@ func EncodeProbeReply(status ProbeStatus, waiting []int) []byte {
 // DecodeProbeReply parses a ControlProbeReply payload from peer, rejecting
 // ranks outside a communicator of size.
 func DecodeProbeReply(peer, size int, p []byte) (*ProbeReply, error) {
-	if len(p) == 0 || ProbeStatus(p[0]) > Ended {
+	if len(p) == 0 || ProbeStatus(p[0]) > GaveUp {
 		return nil, fmt.Errorf("collective: malformed probe reply from rank %d", peer)
 	}
 	reply := &ProbeReply{Peer: peer, Status: ProbeStatus(p[0])}

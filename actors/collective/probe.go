@@ -14,12 +14,15 @@ import (
 // waiting for someone else. Before it fails, it asks the ranks it waits for
 // how far they have got and follows those that are waiting in turn, so that
 // the error names the ranks that never started the collective (as NCCL's
-// fault analyzer does), not merely a neighbour stuck behind them.
+// fault analyzer does), or else those that gave up on it early (a rank
+// whose clock runs fast times out on healthy peers), not merely a
+// neighbour stuck behind them.
 type probe struct {
 	state      []probeState // by rank
 	sent       int
 	pending    int
 	notReached []int
+	gaveUp     []int
 	stopTimer  func() bool
 }
 
@@ -76,6 +79,9 @@ func (c *runner) probeReplied(ctx actor.Context, m *ProbeReply) {
 	switch m.Status {
 	case NotReached:
 		pr.notReached = append(pr.notReached, m.Peer)
+	case GaveUp:
+		pr.gaveUp = append(pr.gaveUp, m.Peer)
+		fallthrough
 	case Stuck:
 		for _, peer := range m.Waiting {
 			c.ask(ctx, peer)
@@ -93,14 +99,19 @@ func (c *runner) answerProbe(ctx actor.Context, peer int) {
 }
 
 // timeout fails the operation, naming the ranks that have not started it
-// if the probe found any, and otherwise the ranks it waits for.
+// if the probe found any, else those that gave up on it, and otherwise the
+// ranks it waits for.
 func (c *runner) timeout(ctx actor.Context) {
 	waiting := c.prog.Waiting(nil)
 	err := fmt.Errorf("%w after %v waiting for ranks %v", commerr.ErrTimeout, c.req.Timeout, waiting)
 	ranks := waiting
-	if c.probe != nil && len(c.probe.notReached) > 0 {
-		ranks = slices.Sorted(slices.Values(c.probe.notReached))
+	switch pr := c.probe; {
+	case pr != nil && len(pr.notReached) > 0:
+		ranks = slices.Sorted(slices.Values(pr.notReached))
 		err = fmt.Errorf("%w: ranks %v have not started this collective", err, ranks)
+	case pr != nil && len(pr.gaveUp) > 0:
+		ranks = slices.Sorted(slices.Values(pr.gaveUp))
+		err = fmt.Errorf("%w: ranks %v gave up on this collective", err, ranks)
 	}
 	if c.req.P2P == nil { // probes ask about collectives only
 		c.stuckOn = waiting

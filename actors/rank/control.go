@@ -80,8 +80,8 @@ func (r *rankActor) answerProbe(ctx actor.Context, peer int, collSeq uint64) {
 	switch {
 	case collSeq >= r.collSeq:
 		status = collective.NotReached
-	case collSeq == r.stuckSeq && r.stuckOn != nil:
-		status, waiting = collective.Stuck, r.stuckOn
+	case r.gaveUp[collSeq] != nil:
+		status, waiting = collective.GaveUp, r.gaveUp[collSeq]
 	}
 	r.replyProbe(ctx, peer, collSeq, status, waiting)
 }
@@ -96,11 +96,17 @@ func (r *rankActor) probeAnswered(ctx actor.Context, m *collective.ProbeAnswer) 
 	}
 }
 
+// gaveUpKept bounds the timed-out collectives a rank remembers: a peer
+// asks about one within its own timeout, long before this rank has started
+// that many more.
+const gaveUpKept = 64
+
 // answerProbes answers the probes that the operation m reports the end of
 // never got to, now that this rank knows how the operation ended.
 func (r *rankActor) answerProbes(ctx actor.Context, m *collective.Finished) {
 	if m.StuckOn != nil {
-		r.stuckSeq, r.stuckOn = m.CollSeq, m.StuckOn
+		r.gaveUp[m.CollSeq] = m.StuckOn
+		delete(r.gaveUp, m.CollSeq-gaveUpKept)
 	}
 	r.probes = slices.DeleteFunc(r.probes, func(p pendingProbe) bool {
 		if p.seq != m.Seq {
@@ -108,7 +114,7 @@ func (r *rankActor) answerProbes(ctx actor.Context, m *collective.Finished) {
 		}
 		status := collective.Ended
 		if m.StuckOn != nil {
-			status = collective.Stuck
+			status = collective.GaveUp
 		}
 		r.replyProbe(ctx, p.peer, p.collSeq, status, m.StuckOn)
 		return true

@@ -105,9 +105,9 @@ type rankActor struct {
 	ordinals     map[p2pKey]uint64
 
 	reported map[uint64]report // collective sequence number -> a peer's failure report
-	// The last collective that timed out here, and whom it waited for.
-	stuckSeq uint64
-	stuckOn  []int
+	// The collectives that timed out here, among the last gaveUpKept
+	// started, and whom each waited for: peers stuck behind them ask.
+	gaveUp map[uint64][]int
 	// Probes handed to the running collective and not yet answered.
 	probes []pendingProbe
 	// Set once a peer failed: every later operation fails with broken.
@@ -127,6 +127,7 @@ func newRank(rt *actors.Runtime, cfg Config) *rankActor {
 		cfg:      cfg,
 		ordinals: map[p2pKey]uint64{},
 		reported: map[uint64]report{},
+		gaveUp:   map[uint64][]int{},
 	}
 }
 

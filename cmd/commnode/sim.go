@@ -25,6 +25,7 @@ type simFlags struct {
 	op, bytes    string
 	dtype, algo  string
 	topology     string
+	data         string
 	chunk        int
 	root, iters  int
 	faults       string
@@ -48,7 +49,8 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.bytes, "bytes", "1M", "bytes per rank, as nccl-tests counts them (K, M, G or KiB, MiB, GiB)")
 	fs.StringVar(&f.dtype, "dtype", "float32", "element type: int64, float32 or float64")
 	fs.StringVar(&f.algo, "algo", "", "schedule (default: the selector's choice)")
-	fs.StringVar(&f.topology, "topology", "dgx-h100", "network preset: dgx-h100 or rail")
+	fs.StringVar(&f.topology, "topology", "dgx-h100", "network preset: dgx-h100, rail or loopback (--nodes ignored: one node)")
+	fs.StringVar(&f.data, "data", "auto", "real (carried and checked), phantom (only lengths travel) or auto (phantom above 1 GiB of buffers)")
 	fs.IntVar(&f.chunk, "chunk", 0, "largest message in bytes (0: the schedule's default)")
 	fs.IntVar(&f.root, "root", 0, "root of rooted collectives")
 	fs.IntVar(&f.iters, "iters", 1, "operations each rank runs, one after another")
@@ -96,7 +98,10 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 // in bytes as nccl-tests counts them.
 func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err error) {
 	ops, err := bench.ParseOps(f.op)
-	if err != nil || len(ops) != 1 {
+	if err != nil {
+		return cfg, 0, 0, fmt.Errorf("--op: %w", err)
+	}
+	if len(ops) != 1 {
 		return cfg, 0, 0, fmt.Errorf("--op %q: want one collective", f.op)
 	}
 	op = ops[0]
@@ -117,19 +122,31 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 		topo = simulation.DGXH100(f.nodes)
 	case "rail":
 		topo = simulation.RailCluster(f.nodes)
+	case "loopback":
+		topo = simulation.Loopback(f.ranks)
 	default:
-		return cfg, 0, 0, fmt.Errorf("--topology %q: want dgx-h100 or rail", f.topology)
+		return cfg, 0, 0, fmt.Errorf("--topology %q: want dgx-h100, rail or loopback", f.topology)
 	}
 	plan, err := simulation.ParsePlan(f.faults)
 	if err != nil {
 		return cfg, 0, 0, fmt.Errorf("--faults: %w", err)
 	}
 	_, _, count := op.Counts(int(size/int64(dt.Size())), f.ranks)
-	return simulation.Config{
+	cfg = simulation.Config{
 		Ranks: f.ranks, Topology: topo, Op: kind, Count: count, DType: dt,
 		Algorithm: f.algo, ChunkBytes: f.chunk, Root: f.root, Iterations: f.iters,
 		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit,
-	}, op, size, nil
+	}
+	switch f.data {
+	case "real":
+	case "phantom":
+		cfg.Phantom = true
+	case "auto":
+		cfg.Phantom = cfg.DataBytes() > simulation.PhantomAbove
+	default:
+		return cfg, 0, 0, fmt.Errorf("--data %q: want real, phantom or auto", f.data)
+	}
+	return cfg, op, size, nil
 }
 
 // replay is the command that runs seed again with every other flag as
@@ -138,7 +155,7 @@ func (f simFlags) replay(seed uint64) string {
 	args := []string{"commnode sim",
 		"--ranks", strconv.Itoa(f.ranks), "--nodes", strconv.Itoa(f.nodes), "--topology", f.topology,
 		"--op", f.op, "--bytes", f.bytes, "--dtype", f.dtype, "--iters", strconv.Itoa(f.iters),
-		"--root", strconv.Itoa(f.root), "--chunk", strconv.Itoa(f.chunk),
+		"--root", strconv.Itoa(f.root), "--chunk", strconv.Itoa(f.chunk), "--data", f.data,
 		"--timeout", f.timeout.String(), "--limit", f.limit.String(), "--jitter", f.jitter.String(),
 	}
 	if f.algo != "" {

@@ -12,8 +12,8 @@ import (
 	"github.com/gocomms/gocomms/transport"
 )
 
-// defaultDialTimeout applies when Config.DialTimeout is zero.
-const defaultDialTimeout = 30 * time.Second
+// DefaultDialTimeout applies when Config.DialTimeout is zero.
+const DefaultDialTimeout = 30 * time.Second
 
 // helloLen is the hello's size: the group id, then the dialer's index.
 const helloLen = 12
@@ -113,7 +113,7 @@ func New(cfg Config) (*Group, error) {
 		conns:     make([]*conn, cfg.Members),
 	}
 	if g.timeout == 0 {
-		g.timeout = defaultDialTimeout
+		g.timeout = DefaultDialTimeout
 	}
 	_, g.borrows = cfg.Network.(transport.Borrower)
 	g.hello = binary.LittleEndian.AppendUint64(make([]byte, 0, helloLen), g.id)
