@@ -29,6 +29,14 @@
 // (TCP's guarantee); jitter reorders frames of different connections. Each
 // frame costs the sender a fixed software overhead.
 //
+// # Drawn plans and shrinking
+//
+// RandomPlan (chaos.go) draws a fault plan from a seed, on a stream of its
+// own, so that a sweep of seeds tries a new plan with each. Shrink
+// (shrink.go) cuts the plan of a failing run down to a minimal one by
+// running it again and again; between runs, and only there, it reads the
+// wall clock, to keep to its budget.
+//
 // This package must not be imported by the engine: it sits above actors,
 // algorithms and transport, and it uses no wall time, goroutine or
 // randomness that does not come from the run's seed.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -35,6 +36,8 @@ type simFlags struct {
 	timeout      time.Duration
 	limit        time.Duration
 	json         bool
+	trace        string
+	chaos        chaosFlags
 }
 
 // simCommand runs `commnode sim`: the engine's real actors on virtual time
@@ -61,7 +64,13 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-operation timeout, virtual time")
 	fs.DurationVar(&f.limit, "limit", 10*time.Minute, "virtual-time bound: an operation pending after it has hung")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
+	fs.StringVar(&f.trace, "trace", "", "write the run's timeline to this file in Chrome trace format (open it in Perfetto)")
+	f.chaos.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := f.chaos.check(); err != nil {
+		fmt.Fprintf(stderr, "commnode sim: %v\n", err)
 		return 2
 	}
 	cfg, op, size, err := f.config()
@@ -70,7 +79,21 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if f.seeds > 0 {
+		if f.trace != "" {
+			fmt.Fprintln(stderr, "commnode sim: --trace records one run, not a sweep")
+			return 2
+		}
 		return sweep(f, cfg, stdout, stderr)
+	}
+	cfg.Faults = f.chaos.plan(cfg.Faults, cfg.Seed, cfg.Ranks)
+	if f.trace != "" {
+		file, err := os.Create(f.trace)
+		if err != nil {
+			fmt.Fprintf(stderr, "commnode sim: --trace: %v\n", err)
+			return 2
+		}
+		defer file.Close()
+		cfg.Trace = file
 	}
 	start := time.Now()
 	res, err := simulation.Run(cfg)
@@ -79,6 +102,9 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	report := newSimReport(f, cfg, op, size, res, time.Since(start))
+	if f.chaos.shrink && !res.OK() {
+		report.Shrunk = f.shrink(cfg, stderr)
+	}
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -188,6 +214,11 @@ type simReport struct {
 	FramesPerS float64  `json:"frames_per_s"`
 	Violations []string `json:"violations"`
 	Replay     string   `json:"replay"`
+
+	// The build that ran it, and with --shrink, a failing run's plan
+	// shrunk.
+	Version string        `json:"version"`
+	Shrunk  *shrunkReport `json:"shrunk,omitempty"`
 }
 
 func newSimReport(f simFlags, cfg simulation.Config, op bench.Op, size int64, res *simulation.Result, wall time.Duration) *simReport {
@@ -200,7 +231,7 @@ func newSimReport(f simFlags, cfg simulation.Config, op bench.Op, size int64, re
 		EndedUS:  float64(res.SimTime) / float64(time.Microsecond),
 		Outcomes: outcomes(res), TraceHash: fmt.Sprintf("%016x", res.Hash),
 		Events: res.Events, Frames: res.Frames, WallS: wall.Seconds(),
-		Violations: res.Violations, Replay: f.replay(cfg.Seed),
+		Violations: res.Violations, Replay: f.replayWith(cfg.Seed, cfg.Faults), Version: bench.Version(),
 	}
 	for _, o := range res.Ranks {
 		if o.Completed != cfg.Iterations {
@@ -236,9 +267,8 @@ func (r *simReport) print(w io.Writer) {
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "VIOLATION %s\n", v)
 	}
-	if len(r.Violations) > 0 {
-		fmt.Fprintf(w, "replay    %s\n", r.Replay)
-	}
+	fmt.Fprintf(w, "replay    %s\nversion   %s\n", r.Replay, r.Version)
+	r.Shrunk.print(w)
 }
 
 // outcomes groups the ranks by how they ended: "0-6,8: completed 1",
@@ -313,6 +343,8 @@ func sweep(f simFlags, cfg simulation.Config, stdout, stderr io.Writer) int {
 	type failure struct {
 		seed uint64
 		why  string
+		cfg  simulation.Config // the seed's run, with its plan
+		ran  bool              // it broke invariants, rather than failing to start
 	}
 	var (
 		mu       sync.Mutex
@@ -325,13 +357,14 @@ func sweep(f simFlags, cfg simulation.Config, stdout, stderr io.Writer) int {
 			for seed := range seeds {
 				c := cfg
 				c.Seed = seed
+				c.Faults = f.chaos.plan(cfg.Faults, seed, cfg.Ranks)
 				res, err := simulation.Run(c)
 				mu.Lock()
 				switch {
 				case err != nil:
-					failures = append(failures, failure{seed, err.Error()})
+					failures = append(failures, failure{seed, err.Error(), c, false})
 				case !res.OK():
-					failures = append(failures, failure{seed, strings.Join(res.Violations, "; ")})
+					failures = append(failures, failure{seed, strings.Join(res.Violations, "; "), c, true})
 				}
 				done++
 				if done%100 == 0 || done == f.seeds {
@@ -348,10 +381,20 @@ func sweep(f simFlags, cfg simulation.Config, stdout, stderr io.Writer) int {
 	wg.Wait()
 	fmt.Fprintln(stderr)
 	slices.SortFunc(failures, func(a, b failure) int { return int(a.seed - b.seed) })
+	shrinks := 0
 	for _, fl := range failures {
-		fmt.Fprintf(stdout, "seed %d: %s\n  replay: %s\n", fl.seed, fl.why, f.replay(fl.seed))
+		fmt.Fprintf(stdout, "seed %d: %s\n", fl.seed, fl.why)
+		if len(fl.cfg.Faults) > 0 {
+			fmt.Fprintf(stdout, "  faults: %s\n", fl.cfg.Faults)
+		}
+		fmt.Fprintf(stdout, "  replay: %s\n", f.replayWith(fl.seed, fl.cfg.Faults))
+		if f.chaos.shrink && fl.ran && shrinks < maxShrinks {
+			shrinks++
+			s := f.shrink(fl.cfg, stderr)
+			fmt.Fprintf(stdout, "  shrunk: %s\n  minimal: %s\n", s.summary(), s.Replay)
+		}
 	}
-	fmt.Fprintf(stdout, "%d seeds, %d failing, %.1f s\n", f.seeds, len(failures), time.Since(start).Seconds())
+	fmt.Fprintf(stdout, "%d seeds, %d failing, %.1f s (gocomms %s)\n", f.seeds, len(failures), time.Since(start).Seconds(), bench.Version())
 	if len(failures) > 0 {
 		return 1
 	}

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -41,6 +44,77 @@ func TestSim(t *testing.T) {
 	for _, bad := range [][]string{{"--op", "send_recv"}, {"--ranks", "5", "--nodes", "2"}, {"--faults", "melt:rank=1"}, {"--bytes", "lots"}, {"--topology", "torus"}} {
 		if code := run(append([]string{"sim"}, bad...), &out, &errs); code != 2 {
 			t.Errorf("%v: exit %d, want 2", bad, code)
+		}
+	}
+}
+
+// TestSimTrace: --trace writes the run's timeline as a Chrome trace, one
+// operation span per rank; a sweep refuses it.
+func TestSimTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.json")
+	var out, errs bytes.Buffer
+	if code := run([]string{"sim", "--ranks", "4", "--bytes", "64K", "--trace", path}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errs.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []struct {
+			Cat string `json:"cat"`
+			Pid int    `json:"pid"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("trace is not JSON: %v", err)
+	}
+	spans := map[int]int{}
+	for _, e := range doc.TraceEvents {
+		if e.Cat == "op" {
+			spans[e.Pid]++
+		}
+	}
+	if len(spans) != 4 || spans[0] != 1 || spans[3] != 1 {
+		t.Errorf("operation spans by rank: %v, want one on each of 4", spans)
+	}
+	if code := run([]string{"sim", "--ranks", "4", "--seeds", "2", "--trace", path}, &out, &errs); code != 2 {
+		t.Errorf("--trace with --seeds: exit %d, want 2", code)
+	}
+}
+
+// TestSimRegressions replays every run of testdata/sim-regressions.txt:
+// each keeps the invariants now, and twice gives one trace.
+func TestSimRegressions(t *testing.T) {
+	b, err := os.ReadFile("testdata/sim-regressions.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		args := strings.Fields(strings.TrimPrefix(line, "commnode "))
+		for i, a := range args {
+			if uq, err := strconv.Unquote(a); err == nil {
+				args[i] = uq
+			}
+		}
+		var hashes []string
+		for range 2 {
+			var out, errs bytes.Buffer
+			if code := run(append(args, "--json"), &out, &errs); code != 0 {
+				t.Fatalf("%s: exit %d: %s%s", line, code, out.String(), errs.String())
+			}
+			var rep simReport
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatal(err)
+			}
+			hashes = append(hashes, rep.TraceHash)
+		}
+		if hashes[0] != hashes[1] {
+			t.Errorf("%s: traces %v", line, hashes)
 		}
 	}
 }

@@ -130,14 +130,16 @@ const module = "github.com/gocomms/gocomms"
 
 // Version is the gocomms version the running binary was built from, as the
 // Go toolchain recorded it: a tag, a pseudo-version from version control,
-// or "(devel)".
+// or "(devel)"; a binary built in a gocomms checkout adds the commit and
+// whether the tree had uncommitted changes, "v1.2.3 (revision 3f2a…,
+// modified)".
 func Version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "(unknown)"
 	}
-	if bi.Main.Path == module && bi.Main.Version != "" {
-		return bi.Main.Version
+	if bi.Main.Path == module {
+		return mainVersion(bi)
 	}
 	for _, d := range bi.Deps {
 		if d.Path == module {
@@ -145,4 +147,29 @@ func Version() string {
 		}
 	}
 	return "(devel)"
+}
+
+// mainVersion is the version of gocomms built as the main module, with the
+// version-control settings the toolchain stamped, if any.
+func mainVersion(bi *debug.BuildInfo) string {
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return v
+	}
+	if modified == "true" {
+		return v + " (revision " + rev + ", modified)"
+	}
+	return v + " (revision " + rev + ")"
 }
