@@ -10,10 +10,13 @@
 //
 // Start reading at Run in run.go. A run spawns one rank actor per rank,
 // submits the configured collective on every rank, arms the fault plan
-// (faults.go), runs the loop to its virtual-time limit and checks the
-// invariants: every operation of a rank that did not crash ended; it ended
-// with the result a plain loop over every rank's input gives (data.go), or
-// with an error that names a crashed rank.
+// (faults.go), runs the loop until the liveness bound past the last fault's
+// heal, and checks the invariants: every operation of a rank that did not
+// crash ended; it ended with the result a plain loop over every rank's
+// input gives (data.go), or with an error that a fault which is not
+// harmless explains, by naming a rank in its scope. A phantom run
+// (Config.Phantom) moves lengths instead of data, to time what would not
+// fit in memory, and checks everything but the results.
 //
 // # Network model
 //
