@@ -3,6 +3,8 @@ package simulation
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/gocomms/gocomms/transport"
@@ -23,8 +25,7 @@ type network struct {
 	pairs     map[[2]int]*conn // by (lower rank, higher rank): the lower rank's end of the newest connection
 	byRank    [][]*conn        // each rank's ends, in the order made: maps do not iterate in a fixed order
 	crashed   []bool
-	restarted []bool        // a new process, which knows no communicator, answers for the rank
-	jitter    time.Duration // each frame waits up to this much more, drawn from the seed
+	restarted []bool // a new process, which knows no communicator, answers for the rank
 	frames    int64
 	bytes     int64
 	onConnect func(rank, peer int) // the peer's connection to rank came up
@@ -37,7 +38,12 @@ type ports struct {
 	nicSend, nicRecv     time.Duration
 }
 
-func newNetwork(l *Loop, topo Topology, ranks int, faults Plan) *network {
+// newNetwork applies faults, and jitter, if positive, as a Jitter fault on
+// every link for the whole run.
+func newNetwork(l *Loop, topo Topology, ranks int, faults Plan, jitter time.Duration) *network {
+	if jitter > 0 {
+		faults = append(slices.Clip(faults), Fault{Kind: Jitter, For: math.MaxInt64, By: jitter})
+	}
 	return &network{
 		loop:      l,
 		topo:      topo,
@@ -164,6 +170,7 @@ func (n *network) send(a, b, size int, open time.Duration) transfer {
 	overhead := n.topo.Overhead
 	wire := time.Duration(float64(size) / l.Bandwidth * float64(time.Second))
 	var extra time.Duration // after the last byte left: retransmits, delays
+	held := now             // when the frame may leave: after a pause, clog or one-way partition
 	var t transfer
 	for i := range n.faults {
 		f := &n.faults[i]
@@ -171,6 +178,16 @@ func (n *network) send(a, b, size int, open time.Duration) transfer {
 			continue
 		}
 		switch f.Kind {
+		case Pause:
+			if f.Rank == a {
+				held = max(held, f.Until())
+			}
+		case Clog:
+			held = max(held, f.Until())
+		case OneWay:
+			if f.inGroup(a) {
+				held = max(held, f.Until())
+			}
 		case Slow:
 			wire = time.Duration(float64(wire) * f.Factor)
 			if len(f.Ranks) == 0 || len(f.Ranks) == 1 && f.Ranks[0] == a {
@@ -192,45 +209,15 @@ func (n *network) send(a, b, size int, open time.Duration) transfer {
 			t.corrupt = t.corrupt || n.loop.rng.Float64() < f.P
 		}
 	}
-	start := max(now+overhead, *sendPort, open, n.held(a, b, now))
+	start := max(now+overhead, *sendPort, open, held)
 	*sendPort = start + wire
 	end := max(start+wire+l.Latency, *recvPort+wire)
 	*recvPort = end
 	end += extra
-	if n.jitter > 0 {
-		end += time.Duration(n.loop.rng.Int64N(int64(n.jitter)))
-	}
 	t.arrival = n.unpaused(b, end)
 	n.frames++
 	n.bytes += int64(size)
 	return t
-}
-
-// held is when a frame from a to b sent at now may leave: after a pause
-// of a, or a clog or one-way partition that holds it, ends.
-func (n *network) held(a, b int, now time.Duration) time.Duration {
-	at := now
-	for i := range n.faults {
-		f := &n.faults[i]
-		if !f.active(now) {
-			continue
-		}
-		switch f.Kind {
-		case Pause:
-			if f.Rank == a {
-				at = max(at, f.Until())
-			}
-		case Clog:
-			if f.touches(a, b) {
-				at = max(at, f.Until())
-			}
-		case OneWay:
-			if f.inGroup(a) && !f.inGroup(b) {
-				at = max(at, f.Until())
-			}
-		}
-	}
-	return at
 }
 
 // unpaused is when b reads a frame that lands at t: at once, or when the

@@ -140,11 +140,10 @@ func Run(cfg Config) (*Result, error) {
 			System: sys, Clock: loop, Dispatcher: loop, Rand: loop, Logger: logger,
 			Middleware: []actor.ReceiverMiddleware{trace.middleware},
 		},
-		net:  newNetwork(loop, cfg.Topology, cfg.Ranks, cfg.Faults),
+		net:  newNetwork(loop, cfg.Topology, cfg.Ranks, cfg.Faults, cfg.Jitter),
 		pids: make([]*actor.PID, cfg.Ranks),
 		ends: make([][]opEnd, cfg.Ranks),
 	}
-	r.net.jitter = cfg.Jitter
 	r.net.onConnect = func(to, peer int) {
 		sys.Root.Send(r.pids[to], &rank.Connected{Peer: peer})
 	}

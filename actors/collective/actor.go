@@ -261,11 +261,10 @@ func (c *runner) region(r algorithms.Region) []byte {
 
 func (c *runner) finish(ctx actor.Context) {
 	req := c.req
-	for _, b := range req.Results {
-		if req.Phantom {
-			break
+	if !req.Phantom {
+		for _, b := range req.Results {
+			reduce.Finish(req.Reduce, req.DType, req.Out[b], req.Size)
 		}
-		reduce.Finish(req.Reduce, req.DType, req.Out[b], req.Size)
 	}
 	c.end(ctx, nil)
 }

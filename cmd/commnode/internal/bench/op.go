@@ -103,10 +103,10 @@ func ParseOps(s string) ([]Op, error) {
 	return nil, fmt.Errorf("unknown op %q (have %s, all)", s, strings.Join(names, ", "))
 }
 
+var separators = strings.NewReplacer("_", "", "-", "")
+
 // bare is an op name without separators, in lower case.
-func bare(name string) string {
-	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name))
-}
+func bare(name string) string { return strings.ToLower(separators.Replace(name)) }
 
 // Counts returns, for a buffer of count elements on p ranks, the elements
 // each rank sends and receives and the count column, as nccl-tests'
