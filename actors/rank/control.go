@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -105,8 +106,8 @@ const gaveUpKept = 64
 // never got to, now that this rank knows how the operation ended.
 func (r *rankActor) answerProbes(ctx actor.Context, m *collective.Finished) {
 	if m.StuckOn != nil {
+		maps.DeleteFunc(r.gaveUp, func(seq uint64, _ []int) bool { return seq+gaveUpKept <= m.CollSeq })
 		r.gaveUp[m.CollSeq] = m.StuckOn
-		delete(r.gaveUp, m.CollSeq-gaveUpKept)
 	}
 	r.probes = slices.DeleteFunc(r.probes, func(p pendingProbe) bool {
 		if p.seq != m.Seq {
