@@ -194,8 +194,6 @@ func (r *rankActor) Receive(ctx actor.Context) {
 }
 
 func (r *rankActor) finished(ctx actor.Context, m *collective.Finished) {
-	// The operation's actor may have stopped, and the next operation
-	// started, before this arrives: protoactor delivers Terminated first.
 	r.answerProbes(ctx, m)
 	if r.running != nil && r.running.Seq == m.Seq {
 		r.running, r.runner, r.runningEnded = nil, nil, nil
@@ -310,17 +308,20 @@ func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
 	r.runner = ctx.SpawnPrefix(collective.Props(r.rt, req), opPrefix)
 }
 
-// runnerStopped handles the running operation's actor stopping. Its
-// Finished may still be on the way (protoactor delivers Terminated first);
-// if the operation never ended, the actor crashed and the operation fails.
+// runnerStopped handles the running operation's actor stopping. An actor
+// that ended its operation sent Finished first, which protoactor delivers
+// after Terminated: the operation stays running until then, so that a
+// probe that arrives in between hears that it gave up rather than that it
+// ended. An actor that stopped without ending its operation crashed, and
+// the operation fails.
 func (r *rankActor) runnerStopped(ctx actor.Context) {
 	req := r.running
-	if !r.runningEnded() {
-		req.Done(&commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank,
-			Err: errors.New("gocomms: internal error: the operation's actor failed (see the log)")})
+	if r.runningEnded() {
+		return
 	}
-	r.running, r.runner, r.runningEnded = nil, nil, nil
-	r.next(ctx)
+	req.Done(&commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank,
+		Err: errors.New("gocomms: internal error: the operation's actor failed (see the log)")})
+	r.finished(ctx, &collective.Finished{Seq: req.Seq, CollSeq: req.CollSeq})
 }
 
 // reject ends an operation that never ran.
