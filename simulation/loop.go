@@ -1,7 +1,6 @@
 package simulation
 
 import (
-	"container/heap"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -57,9 +56,9 @@ func (l *Loop) AfterFunc(d time.Duration, f func()) (stop func() bool) {
 
 // At runs f on the loop at virtual time at (now, if at has passed).
 func (l *Loop) At(at time.Duration, f func()) *Timer {
-	t := &Timer{at: max(at, l.now), seq: l.armed, f: f}
+	t := &Timer{f: f}
+	l.timers.push(armed{at: max(at, l.now), seq: l.armed, t: t})
 	l.armed++
-	heap.Push(&l.timers, t)
 	return t
 }
 
@@ -77,38 +76,46 @@ func (l *Loop) Run(limit time.Duration) (idle bool) {
 			l.tasks++
 			fn()
 		}
-		t := l.nextTimer()
-		if t == nil {
+		next, ok := l.nextTimer()
+		if !ok {
 			return true
 		}
-		if t.at > limit {
+		if next.at > limit {
 			return false
 		}
-		heap.Pop(&l.timers)
-		l.now = t.at
-		t.fired = true
-		t.f()
+		l.timers.pop()
+		l.now = next.at
+		next.t.fired = true
+		next.t.f()
 	}
 }
 
-// nextTimer is the earliest timer not stopped, or nil.
-func (l *Loop) nextTimer() *Timer {
+// nextTimer is the earliest timer not stopped, if any.
+func (l *Loop) nextTimer() (armed, bool) {
 	for len(l.timers) > 0 {
-		if t := l.timers[0]; !t.stopped {
-			return t
+		if a := l.timers[0]; !a.t.stopped {
+			return a, true
 		}
-		heap.Pop(&l.timers)
+		l.timers.pop()
 	}
-	return nil
+	return armed{}, false
 }
 
 // Timer is a callback armed on the loop.
 type Timer struct {
-	at      time.Duration
-	seq     uint64
 	f       func()
 	stopped bool
 	fired   bool
+}
+
+// armed is a timer in the queue. Its firing time and arming order sit in
+// the queue itself: a run keeps hundreds of thousands of timers, and
+// ordering them through pointers would touch one cold cache line per
+// comparison.
+type armed struct {
+	at  time.Duration
+	seq uint64
+	t   *Timer
 }
 
 // stop cancels the timer and reports whether it had neither fired nor been
@@ -122,26 +129,50 @@ func (t *Timer) stop() bool {
 	return true
 }
 
-// timerQueue orders timers by time, then by arming order.
-type timerQueue []*Timer
+// timerQueue is a binary min-heap of timers by time, then arming order.
+// It is typed rather than built on container/heap, whose interface would
+// box every timer pushed.
+type timerQueue []armed
 
-func (q timerQueue) Len() int { return len(q) }
-
-func (q timerQueue) Less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
+func (a armed) before(b armed) bool {
+	if a.at != b.at {
+		return a.at < b.at
 	}
-	return q[i].seq < q[j].seq
+	return a.seq < b.seq
 }
 
-func (q timerQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *timerQueue) push(a armed) {
+	h := append(*q, a)
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h[i].before(h[parent]) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+	*q = h
+}
 
-func (q *timerQueue) Push(x any) { *q = append(*q, x.(*Timer)) }
-
-func (q *timerQueue) Pop() any {
-	old := *q
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	return t
+// pop removes the earliest timer.
+func (q *timerQueue) pop() {
+	h := *q
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = armed{}
+	h = h[:last]
+	for i := 0; ; {
+		least := i
+		for _, child := range []int{2*i + 1, 2*i + 2} {
+			if child < len(h) && h[child].before(h[least]) {
+				least = child
+			}
+		}
+		if least == i {
+			break
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+	*q = h
 }
