@@ -32,7 +32,8 @@ func (c *conn) LocalAddr() string  { return "sim/" + strconv.Itoa(c.rank) }
 func (c *conn) RemoteAddr() string { return "sim/" + strconv.Itoa(c.peer) }
 
 // Send schedules f's arrival at the other end. A lent payload is copied
-// at once (the simulated wire reads it now) and given back.
+// at once (the simulated wire reads it now), unless it is phantom, and
+// given back.
 func (c *conn) Send(f transport.Frame) error {
 	if c.err != nil || c.shut {
 		transport.Release(f)
@@ -42,8 +43,11 @@ func (c *conn) Send(f transport.Frame) error {
 		return fmt.Errorf("simulation: rank %d is down: %w", c.rank, transport.ErrClosed)
 	}
 	if f.Sent != nil {
-		p := transport.GetBuffer(len(f.Payload))
-		copy(p, f.Payload)
+		p := f.Payload
+		if !transport.IsPhantom(p) {
+			p = transport.GetBuffer(len(f.Payload))
+			copy(p, f.Payload)
+		}
 		f.Sent()
 		f.Payload, f.Sent = p, nil
 	}
@@ -100,6 +104,14 @@ func (c *conn) Close() error {
 	c.fail(fmt.Errorf("simulation: connection rank %d -> %d closed locally: %w", c.rank, c.peer, transport.ErrClosed))
 	c.other.resetAfterInFlight(fmt.Errorf("simulation: connection rank %d -> %d closed by peer: %w", c.other.rank, c.rank, transport.ErrClosed))
 	return nil
+}
+
+// failDial fails the connection that c dialled, which never came up: both
+// ends, since the peer may already hold the other one, had it asked for
+// the pair's connection meanwhile.
+func (c *conn) failDial(err error) {
+	c.fail(fmt.Errorf("dial rank %d: %w", c.peer, err))
+	c.other.fail(fmt.Errorf("rank %d dialled, and failed: %w", c.rank, err))
 }
 
 // resetAfterInFlight fails c once the frames its peer already sent have

@@ -146,15 +146,32 @@ func TestStallsHoldFramesUntilTheyHeal(t *testing.T) {
 	}
 }
 
-// TestBreaksAreNamed: faults that reset connections, stop ranks or run a
-// clock fast make the operations they touch fail, reported by or naming a
-// rank in the fault's scope (the run checks it), and nothing hangs.
+// TestResetsAreSurvived: a connection that resets, or cannot be made
+// again for a while, reconnects within the links' restart budget, and
+// sends again whatever the peer did not acknowledge, so every operation
+// completes with the plain loop's result (the run checks it).
+func TestResetsAreSurvived(t *testing.T) {
+	for _, plan := range []string{
+		"drop:link=0-1,at=5µs",
+		"drop:at=5µs;drop:rank=2,at=20µs",
+		"flap:link=2-3,at=5µs,for=100ms",
+		"partition:ranks=0-3,at=5µs,for=200ms",
+		"corrupt:rank=4,at=0s,for=1ms,p=0.2",
+	} {
+		_, faulty := faultRun(t, plan)
+		completedAll(t, plan, faulty)
+	}
+}
+
+// TestBreaksAreNamed: faults that stop ranks, cut links for longer than
+// the links' restart budget or run a clock fast make the operations they
+// touch fail, reported by or naming a rank in the fault's scope (the run
+// checks it), and nothing hangs.
 func TestBreaksAreNamed(t *testing.T) {
 	for plan, named := range map[string][]int{
-		"drop:link=0-1,at=5µs":                           {0, 1},
-		"flap:link=2-3,at=5µs,for=1ms":                   {2, 3},
-		"partition:ranks=0-3,at=5µs,for=1ms":             nil,
-		"corrupt:rank=4,at=0s,for=1s,p=0.5":              nil,
+		"flap:link=2-3,at=5µs,for=5s":                    {2, 3},
+		"partition:ranks=0-3,at=5µs,for=5s":              nil,
+		"corrupt:rank=4,at=0s,for=5s,p=0.5":              nil,
 		"restart:rank=5,at=5µs,for=10µs":                 {5},
 		"store:at=0s,for=40s":                            nil,
 		"skew:rank=1,at=0s,factor=1e6":                   {1},

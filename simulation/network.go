@@ -60,8 +60,8 @@ func newNetwork(l *Loop, topo Topology, ranks int, faults Plan, jitter time.Dura
 // The errors peers see when a fault breaks their connection.
 var (
 	errCrashed   = errors.New("connection reset: peer crashed")
-	errRefused   = errors.New("connection refused: peer is down")
-	errUnknown   = errors.New("connection reset: the peer's process knows no such communicator")
+	errRefused   = fmt.Errorf("peer is down: %w", transport.ErrRefused)
+	errUnknown   = fmt.Errorf("the peer's process knows no such communicator: %w", transport.ErrRefused)
 	errCut       = errors.New("no route to host: the network is partitioned")
 	errDropped   = errors.New("connection reset: the link dropped")
 	errChecksum  = errors.New("frame checksum mismatch: payload corrupted")
@@ -93,12 +93,12 @@ func (n *network) connect(rank, peer int) (transport.Conn, error) {
 	}
 	lo.openAt, hi.openAt = open, open
 	if open-now >= lazy.DefaultDialTimeout {
-		n.loop.At(now+lazy.DefaultDialTimeout, func() { end.fail(fmt.Errorf("dial rank %d: %w", peer, errStoreDown)) })
+		n.loop.At(now+lazy.DefaultDialTimeout, func() { end.failDial(errStoreDown) })
 		return end, nil
 	}
 	rtt := 2 * n.link(rank, peer).Latency
 	if err := n.refusal(rank, peer, open); err != nil {
-		n.loop.At(open+rtt, func() { end.fail(fmt.Errorf("dial rank %d: %w", peer, err)) })
+		n.loop.At(open+rtt, func() { end.failDial(err) })
 		return end, nil
 	}
 	if n.onConnect != nil {

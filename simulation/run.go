@@ -46,6 +46,10 @@ type Config struct {
 	// Trace, when set, receives the run's timeline in Chrome trace format
 	// (see chrome.go): meant for runs of up to a few thousand ranks.
 	Trace io.Writer
+	// Logger, when set, receives the engine's log, stamped with virtual
+	// time by the runtime's clock only where the handler reads it; nil
+	// discards it.
+	Logger *slog.Logger
 	// Limit is the liveness bound: every operation must have ended this
 	// long after the last fault healed (after time zero without faults),
 	// or it has hung.
@@ -129,7 +133,10 @@ func Run(cfg Config) (*Result, error) {
 	}
 	loop := NewLoop(cfg.Seed)
 	trace := newTrace(loop)
-	logger := slog.New(slog.DiscardHandler)
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	defer sys.Shutdown()
 	r := &run{

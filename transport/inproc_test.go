@@ -113,6 +113,7 @@ func TestKindString(t *testing.T) {
 		transport.Collective:   "collective",
 		transport.PointToPoint: "point-to-point",
 		transport.Control:      "control",
+		transport.Link:         "link",
 		0:                      "kind(0)",
 	} {
 		if got := k.String(); got != want {

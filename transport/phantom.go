@@ -1,6 +1,9 @@
 package transport
 
-import "sync"
+import (
+	"sync"
+	"unsafe"
+)
 
 // phantomBytes bounds a phantom payload. It lies above the pool's largest
 // class, so that PutBuffer drops a phantom view instead of filing it.
@@ -18,4 +21,11 @@ func Phantom(n int) []byte {
 		return nil
 	}
 	return phantom()[:n]
+}
+
+// IsPhantom reports whether p is a view of the phantom region: a
+// transport that must copy a lent payload need not copy one that carries
+// nothing.
+func IsPhantom(p []byte) bool {
+	return len(p) > 0 && unsafe.SliceData(p) == unsafe.SliceData(phantom())
 }

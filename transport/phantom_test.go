@@ -10,6 +10,9 @@ func TestPhantomIsSharedAndNeverPooled(t *testing.T) {
 	if Phantom(0) != nil || Phantom(-1) != nil || Phantom(phantomBytes+1) != nil {
 		t.Fatal("Phantom of a size out of range is not nil")
 	}
+	if !IsPhantom(a) || !IsPhantom(b) || IsPhantom(make([]byte, 100)) || IsPhantom(nil) {
+		t.Fatal("IsPhantom tells phantom views from other slices wrongly")
+	}
 	PutBuffer(b)
 	for range 100 {
 		if g := GetBuffer(1 << 20); &g[0] == &a[0] {

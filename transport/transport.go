@@ -16,6 +16,9 @@ const (
 	Collective Kind = iota + 1
 	PointToPoint
 	Control
+	// Link frames belong to the link layer itself (acknowledgements,
+	// resumption after a reconnect): they never reach an operation.
+	Link
 )
 
 func (k Kind) String() string {
@@ -26,6 +29,8 @@ func (k Kind) String() string {
 		return "point-to-point"
 	case Control:
 		return "control"
+	case Link:
+		return "link"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

@@ -1,6 +1,8 @@
 package link
 
 import (
+	"errors"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/gocomms/gocomms/actors"
@@ -59,25 +61,70 @@ type Failed struct {
 	Err  error
 }
 
-type connFailed struct{ err error }
+// Lost tells the link's parent that the connection to Peer broke and the
+// link is reconnecting (its supervisor restarts it). Err is why: if the
+// supervisor gives up, the peer failed, and Err says how.
+type Lost struct {
+	Peer int
+	Err  error
+}
+
+// Config describes a link.
+type Config struct {
+	Comm uint64 // the communicator id that every frame of the link carries
+	Peer int
+	Conn transport.Conn // the first connection
+	// Redial returns a new connection to Peer once the last one broke.
+	Redial func() (transport.Conn, error)
+}
+
+// inFrame is a frame from connection number epoch.
+type inFrame struct {
+	epoch uint64
+	Delivered
+}
+
+// connFailed reports that connection number epoch failed.
+type connFailed struct {
+	epoch uint64
+	err   error
+}
+
+// reconnect is the panic a link fails with when its connection breaks,
+// so that its supervisor restarts it, after a backoff, on a new one.
+type reconnect struct{ err error }
+
+func (r reconnect) String() string { return "connection lost: " + r.err.Error() }
 
 // state is what survives a restart of the link actor.
 type state struct {
-	rt      *actors.Runtime
-	peer    int
-	conn    transport.Conn
-	started bool
-	failed  error
-	routes  map[Key]*actor.PID
-	stash   map[Key][]transport.Frame
+	rt   *actors.Runtime
+	cfg  Config
+	conn transport.Conn
+	// epoch numbers the connections: frames and errors of an older one
+	// are stale.
+	epoch uint64
+	// resumed says the current connection may carry data frames: the
+	// peer's resume came, or there was nothing to send again.
+	resumed bool
+	// broken says the current connection refused a Send: its handler's
+	// error follows the frames that arrived before, the peer's tagFin
+	// included, and decides what comes next.
+	broken   bool
+	finished bool  // the peer sent tagFin: its connection ends on purpose
+	failed   error // for good: later sends are dropped
+	routes   map[Key]*actor.PID
+	stash    map[Key][]transport.Frame
+	out      outbound
+	in       inbound
 }
 
-// Props returns the Props of the link actor for conn to peer.
-func Props(rt *actors.Runtime, peer int, conn transport.Conn) *actor.Props {
+// Props returns the Props of the link actor described by cfg.
+func Props(rt *actors.Runtime, cfg Config) *actor.Props {
 	st := &state{
 		rt:     rt,
-		peer:   peer,
-		conn:   conn,
+		cfg:    cfg,
+		conn:   cfg.Conn,
 		routes: map[Key]*actor.PID{},
 		stash:  map[Key][]transport.Frame{},
 	}
@@ -88,36 +135,122 @@ type linkActor struct{ *state }
 
 func (l *linkActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *Delivered:
-		l.deliver(ctx, m)
+	case *inFrame:
+		l.arrive(ctx, m)
 	case *Send:
 		if l.failed != nil {
 			transport.Release(m.Frame)
 			return
 		}
-		if err := l.conn.Send(m.Frame); err != nil {
-			l.fail(ctx, err)
-		}
+		l.out.add(m.Frame)
+		l.flush()
 	case *Route:
 		l.route(ctx, m)
 	case *Unroute:
 		delete(l.routes, m.Key)
 	case *connFailed:
-		l.fail(ctx, m.err)
+		if m.epoch == l.epoch {
+			l.lost(ctx, m.err)
+		}
 	case *actor.Started:
-		if !l.started {
-			l.started = true
-			l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.peer})
-		}
+		l.connect(ctx)
 	case *actor.Stopping:
-		l.conn.Close()
-		for k, frames := range l.stash {
-			for _, f := range frames {
-				transport.PutBuffer(f.Payload)
-			}
-			delete(l.stash, k)
-		}
+		l.stop()
 	}
+}
+
+// connect starts a connection: the first, or a new one after the last
+// broke. It opens with tagResume, which tells the peer where to resume,
+// and transmits only once the peer's comes back, unless nothing waits
+// for an acknowledgement.
+func (l *linkActor) connect(ctx actor.Context) {
+	if l.failed != nil {
+		return
+	}
+	if l.epoch > 0 {
+		conn, err := l.cfg.Redial()
+		if err != nil {
+			l.lost(ctx, err)
+			return
+		}
+		l.conn = conn
+	}
+	l.epoch++
+	l.out.reconnected()
+	l.resumed, l.broken = len(l.out.unacked) == 0, false
+	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, epoch: l.epoch})
+	l.sendLink(tagResume)
+	l.flush()
+}
+
+// flush transmits the frames that wait, as far as the Window allows.
+func (l *linkActor) flush() {
+	for l.resumed && !l.broken {
+		of, ok := l.out.pending()
+		if !ok {
+			return
+		}
+		l.out.transmitting(of)
+		f := of.frame
+		l.broken = l.conn.Send(transport.Frame{Header: f.Header, Payload: f.Payload, Sent: of.sent}) != nil
+	}
+}
+
+// sendLink sends a frame of the link layer, which counts what this end
+// received: every one acknowledges it.
+func (l *linkActor) sendLink(tag uint32) {
+	l.in.acknowledged()
+	if !l.broken {
+		l.broken = l.conn.Send(linkFrame(l.cfg.Comm, tag, l.in.received)) != nil
+	}
+}
+
+func (l *linkActor) arrive(ctx actor.Context, m *inFrame) {
+	if m.epoch != l.epoch || l.failed != nil {
+		// The peer sends it again on the new connection.
+		transport.PutBuffer(m.Frame.Payload)
+		return
+	}
+	h := m.Frame.Header
+	if h.Kind == transport.Link {
+		l.linkFrame(ctx, h)
+		return
+	}
+	if l.in.arrived(len(m.Frame.Payload)) {
+		l.sendLink(tagAck)
+	}
+	l.deliver(ctx, &m.Delivered)
+}
+
+func (l *linkActor) linkFrame(ctx actor.Context, h transport.Header) {
+	switch h.Tag {
+	case tagResume, tagAck:
+		if err := l.out.ack(h.Seq); err != nil {
+			l.fail(ctx, err)
+			return
+		}
+		l.resumed = true
+		l.flush()
+	case tagFin:
+		l.finished = true
+	default:
+		l.rt.Logger.Warn("unknown link frame", "peer", l.cfg.Peer, "tag", h.Tag)
+	}
+}
+
+// lost handles the current connection breaking: the link fails for good
+// if the peer closed it on purpose or refuses it (nothing listens where it
+// was: its process is gone), and otherwise fails as an actor, for
+// its supervisor to restart it on a new connection after a backoff, or to
+// stop it once restarts exceed its budget.
+func (l *linkActor) lost(ctx actor.Context, err error) {
+	l.conn.Close()
+	if l.finished || errors.Is(err, transport.ErrRefused) {
+		l.fail(ctx, err)
+		return
+	}
+	ctx.Send(ctx.Parent(), &Lost{Peer: l.cfg.Peer, Err: err})
+	panic(reconnect{err: err})
 }
 
 func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
@@ -146,14 +279,15 @@ func (l *linkActor) route(ctx actor.Context, m *Route) {
 	}
 	l.routes[m.Key] = m.To
 	for _, f := range l.stash[m.Key] {
-		ctx.Send(m.To, &Delivered{Peer: l.peer, Frame: f})
+		ctx.Send(m.To, &Delivered{Peer: l.cfg.Peer, Frame: f})
 	}
 	delete(l.stash, m.Key)
 	if l.failed != nil {
-		ctx.Send(m.To, &Failed{Peer: l.peer, Err: l.failed})
+		ctx.Send(m.To, &Failed{Peer: l.cfg.Peer, Err: l.failed})
 	}
 }
 
+// fail ends the link for good, telling the parent and every routed actor.
 func (l *linkActor) fail(ctx actor.Context, err error) {
 	if l.failed != nil {
 		return
@@ -162,24 +296,42 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 	// Nothing more can arrive; closing lets a peer that is finalizing see
 	// its connection drained now rather than after its close timeout.
 	l.conn.Close()
-	failed := &Failed{Peer: l.peer, Err: err}
+	l.out.releaseAll()
+	failed := &Failed{Peer: l.cfg.Peer, Err: err}
 	ctx.Send(ctx.Parent(), failed)
 	for _, to := range l.routes {
 		ctx.Send(to, failed)
 	}
 }
 
+// stop closes the link on purpose: the peer hears so first, and does not
+// reconnect.
+func (l *linkActor) stop() {
+	if l.failed == nil && l.conn != nil {
+		l.conn.Send(linkFrame(l.cfg.Comm, tagFin, l.in.received))
+		l.conn.Close()
+	}
+	l.out.releaseAll()
+	for k, frames := range l.stash {
+		for _, f := range frames {
+			transport.PutBuffer(f.Payload)
+		}
+		delete(l.stash, k)
+	}
+}
+
 // handler turns transport callbacks into messages to the link actor.
 type handler struct {
-	rt   *actors.Runtime
-	self *actor.PID
-	peer int
+	rt    *actors.Runtime
+	self  *actor.PID
+	peer  int
+	epoch uint64
 }
 
 func (h handler) HandleFrame(f transport.Frame) {
-	h.rt.System.Root.Send(h.self, &Delivered{Peer: h.peer, Frame: f})
+	h.rt.System.Root.Send(h.self, &inFrame{epoch: h.epoch, Delivered: Delivered{Peer: h.peer, Frame: f}})
 }
 
 func (h handler) HandleError(err error) {
-	h.rt.System.Root.Send(h.self, &connFailed{err: err})
+	h.rt.System.Root.Send(h.self, &connFailed{epoch: h.epoch, err: err})
 }

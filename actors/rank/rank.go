@@ -24,10 +24,11 @@ type Config struct {
 	CommID uint64
 	Rank   int
 	Size   int
-	// Connect returns the connection to a peer. The rank calls it once per
-	// peer, when an operation first needs that peer or when the peer
-	// connected (Connected), so that a rank holds links only to the peers
-	// it talks to.
+	// Connect returns the connection to a peer. The rank calls it when an
+	// operation first needs that peer or when the peer connected
+	// (Connected), so that a rank holds links only to the peers it talks
+	// to; the peer's link calls it again, from its own actor, for a new
+	// connection after the last one broke.
 	Connect func(peer int) (transport.Conn, error)
 }
 
@@ -152,6 +153,10 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		r.control(ctx, m)
 	case *link.Failed:
 		r.peerFailed(ctx, m)
+	case *link.Lost:
+		if l := r.links.byPeer[m.Peer]; l != nil {
+			l.lost = m.Err
+		}
 	case *Abort:
 		r.abort(ctx, m.Err)
 	case *Cancel:
@@ -186,8 +191,8 @@ func (r *rankActor) Receive(ctx actor.Context) {
 			case r.closing:
 				r.closed(ctx)
 			case r.aborted == nil:
-				// A link the supervisor gave up on.
-				r.peerFailed(ctx, &link.Failed{Peer: l.peer, Err: fmt.Errorf("link to rank %d stopped after repeated failures", l.peer)})
+				// A link the supervisor gave up reconnecting.
+				r.peerFailed(ctx, &link.Failed{Peer: l.peer, Err: fmt.Errorf("the link to rank %d gave up reconnecting: %v", l.peer, l.lost)})
 			}
 		}
 	}
@@ -266,7 +271,8 @@ func (r *rankActor) connect(ctx actor.Context, peer int) (*peerLink, error) {
 		return nil, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err)
 	}
 	_, lend := conn.(transport.Borrower)
-	return r.links.add(peer, ctx.SpawnPrefix(link.Props(r.rt, peer, conn), fmt.Sprintf("%s%d-", linkPrefix, peer)), lend), nil
+	props := link.Props(r.rt, link.Config{Comm: r.cfg.CommID, Peer: peer, Conn: conn, Redial: func() (transport.Conn, error) { return r.cfg.Connect(peer) }})
+	return r.links.add(peer, ctx.SpawnPrefix(props, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend), nil
 }
 
 func (r *rankActor) start(ctx actor.Context, req *collective.Request) {

@@ -18,10 +18,10 @@ type Policy struct {
 	MaxBackoff  time.Duration // cap on the delay; 0 = no cap
 }
 
-// DefaultLinkPolicy restarts a link three times within a minute, backing off
-// from 10ms: enough to ride out a panic in a handler without masking a link
-// that fails on every message.
-var DefaultLinkPolicy = Policy{MaxRestarts: 3, Window: time.Minute, Backoff: 10 * time.Millisecond, MaxBackoff: time.Second}
+// DefaultLinkPolicy restarts a link six times within a minute, backing off
+// from 10ms: a link reconnects through an outage of about 600ms, and a peer
+// that stays unreachable longer is given up as failed.
+var DefaultLinkPolicy = Policy{MaxRestarts: 6, Window: time.Minute, Backoff: 10 * time.Millisecond, MaxBackoff: time.Second}
 
 // Strategy is a deterministic one-for-one supervisor strategy.
 type Strategy struct {

@@ -1,0 +1,160 @@
+package link
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/gocomms/gocomms/transport"
+)
+
+// The link layer's own frames (Kind transport.Link), by Tag. Data frames
+// carry no number of their own: both ends count them, and a connection
+// delivers them in order, so a count is the number of the last frame.
+const (
+	// tagResume opens every connection: Seq counts the data frames this
+	// end has received, and the peer sends again every later one.
+	tagResume uint32 = iota
+	// tagAck: Seq counts the data frames this end has received, so the
+	// peer may forget them.
+	tagAck
+	// tagFin says the sender closes the link on purpose: the connection
+	// ending next is no fault to reconnect from.
+	tagFin
+)
+
+// When a receiver acknowledges: at once for a frame whose payload its
+// sender may have lent (operations lend from 64 KiB, and get the payload
+// back only once it is acknowledged), else every ackFrames frames or
+// ackBytes bytes, which bounds what a sender keeps of small frames with no
+// timer at all.
+const (
+	ackLarge  = 64 << 10
+	ackFrames = 64
+	ackBytes  = 1 << 20
+)
+
+// Window bounds the bytes a link has sent and the peer not yet
+// acknowledged: later frames wait in the link until acknowledgements make
+// room, so that a peer that stops reading stops the sender's transport
+// from growing too.
+const Window = 64 << 20
+
+// errProtocol marks a peer whose counts contradict ours: it lost state, so
+// nothing can be resumed.
+var errProtocol = errors.New("link protocol violation")
+
+// outFrame is a data frame kept until the peer acknowledges it, so that
+// it can be sent again on a new connection.
+type outFrame struct {
+	frame transport.Frame // as the operation handed it: Sent is the operation's, for a lent payload
+	refs  atomic.Int32    // the retransmit buffer's hold, plus one per transport still reading the payload
+	sent  func()          // release, made once: the transport's Sent for every copy it is lent
+}
+
+func newOutFrame(f transport.Frame) *outFrame {
+	o := &outFrame{frame: f}
+	o.refs.Store(1)
+	o.sent = o.release
+	return o
+}
+
+// release drops one hold; the last gives the payload back to the
+// operation (lent) or to the pool (owned).
+func (o *outFrame) release() {
+	if o.refs.Add(-1) == 0 {
+		transport.Release(o.frame)
+	}
+}
+
+// outbound is what a link has sent: data frames number from 1, and those
+// the peer has not acknowledged stay in unacked, oldest first.
+type outbound struct {
+	next    uint64 // data frames handed to the link so far
+	acked   uint64 // of them, those the peer acknowledged
+	unacked []*outFrame
+	// transmitted counts the frames of unacked given to the current
+	// connection, and wire their payload bytes; the rest wait for the
+	// peer's resume or for room in the Window.
+	transmitted int
+	wire        int
+}
+
+// add numbers f and keeps it.
+func (o *outbound) add(f transport.Frame) {
+	o.next++
+	o.unacked = append(o.unacked, newOutFrame(f))
+}
+
+// ack forgets the frames up to n, which the peer confirmed.
+func (o *outbound) ack(n uint64) error {
+	if n < o.acked || n > o.next {
+		return fmt.Errorf("%w: the peer acknowledged %d frames; %d were sent and %d acknowledged before", errProtocol, n, o.next, o.acked)
+	}
+	drop := int(n - o.acked)
+	for i, of := range o.unacked[:drop] {
+		if i < o.transmitted {
+			o.wire -= len(of.frame.Payload)
+		}
+		of.release()
+	}
+	clear(o.unacked[:drop])
+	o.unacked = o.unacked[drop:]
+	o.transmitted = max(o.transmitted-drop, 0)
+	o.acked = n
+	return nil
+}
+
+// reconnected starts a new connection, on which nothing is transmitted yet.
+func (o *outbound) reconnected() { o.transmitted, o.wire = 0, 0 }
+
+// pending is the next frame to transmit, if the Window has room for it.
+func (o *outbound) pending() (*outFrame, bool) {
+	if o.transmitted == len(o.unacked) {
+		return nil, false
+	}
+	of := o.unacked[o.transmitted]
+	if o.wire > 0 && o.wire+len(of.frame.Payload) > Window {
+		return nil, false
+	}
+	return of, true
+}
+
+// transmitting records that pending's frame goes to the connection.
+func (o *outbound) transmitting(of *outFrame) {
+	o.transmitted++
+	o.wire += len(of.frame.Payload)
+	of.refs.Add(1)
+}
+
+// releaseAll gives back every frame kept, when the link ends.
+func (o *outbound) releaseAll() {
+	for _, of := range o.unacked {
+		of.release()
+	}
+	o.unacked, o.transmitted, o.wire = nil, 0, 0
+}
+
+// inbound is what a link has received.
+type inbound struct {
+	received uint64 // data frames delivered so far
+	ackedAt  uint64 // received when this end last acknowledged
+	bytes    int    // payload bytes since then
+}
+
+// arrived counts a data frame of size bytes and reports whether to
+// acknowledge now.
+func (in *inbound) arrived(size int) bool {
+	in.received++
+	in.bytes += size
+	return size >= ackLarge || in.received-in.ackedAt >= ackFrames || in.bytes >= ackBytes
+}
+
+// acknowledged records that an acknowledgement (or resume) of received went out.
+func (in *inbound) acknowledged() {
+	in.ackedAt, in.bytes = in.received, 0
+}
+
+func linkFrame(comm uint64, tag uint32, n uint64) transport.Frame {
+	return transport.Frame{Header: transport.Header{Comm: comm, Kind: transport.Link, Tag: tag, Seq: n}}
+}
