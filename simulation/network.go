@@ -28,6 +28,7 @@ type network struct {
 	restarted []bool // a new process, which knows no communicator, answers for the rank
 	frames    int64
 	bytes     int64
+	redials   int64
 	onConnect func(rank, peer int) // the peer's connection to rank came up
 	onFrame   func(from, to, size int, sent, arrival time.Duration)
 }
@@ -72,8 +73,11 @@ var (
 // a new one that the faults may refuse.
 func (n *network) connect(rank, peer int) (transport.Conn, error) {
 	key := [2]int{min(rank, peer), max(rank, peer)}
-	if lo := n.pairs[key]; lo != nil && lo.err == nil && lo.other.err == nil {
-		return n.end(rank, lo), nil
+	if lo := n.pairs[key]; lo != nil {
+		if lo.err == nil && lo.other.err == nil {
+			return n.end(rank, lo), nil
+		}
+		n.redials++
 	}
 	lo := &conn{net: n, rank: key[0], peer: key[1]}
 	hi := &conn{net: n, rank: key[1], peer: key[0], other: lo}

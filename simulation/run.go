@@ -46,6 +46,11 @@ type Config struct {
 	// Trace, when set, receives the run's timeline in Chrome trace format
 	// (see chrome.go): meant for runs of up to a few thousand ranks.
 	Trace io.Writer
+	// Survive says the plan's faults are ones the engine claims to ride
+	// out (harmless ones, and connection resets it reconnects through):
+	// every operation must then complete, and a failure is a violation
+	// even when a fault explains it.
+	Survive bool
 	// Logger, when set, receives the engine's log, stamped with virtual
 	// time by the runtime's clock only where the handler reads it; nil
 	// discards it.
@@ -64,6 +69,7 @@ type Result struct {
 	Events    int64         // messages actors received
 	Frames    int64         // frames the network carried
 	Bytes     int64         // their payload bytes
+	Redials   int64         // connections made for a pair whose earlier one broke
 	Ranks     []Outcome
 	// Violations lists every broken invariant: a wrong result, an error
 	// that names no failed rank, an operation that never ended.
@@ -255,7 +261,7 @@ func (r *run) result() *Result {
 	res := &Result{
 		Algorithm: r.cfg.Algorithm,
 		SimTime:   r.last, Hash: r.trace.Hash(), Events: r.trace.Events(),
-		Frames: r.net.frames, Bytes: r.net.bytes, Ranks: make([]Outcome, r.cfg.Ranks),
+		Frames: r.net.frames, Bytes: r.net.bytes, Redials: r.net.redials, Ranks: make([]Outcome, r.cfg.Ranks),
 	}
 	if res.Algorithm == "" {
 		res.Algorithm = algorithms.Select(r.data.spec(0))
@@ -275,7 +281,11 @@ func (r *run) result() *Result {
 				if o.Err == nil {
 					o.Err = err
 				}
-				if !o.Crashed && !r.cfg.Faults.explains(err, r.net.connected) {
+				switch {
+				case o.Crashed:
+				case r.cfg.Survive:
+					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %v #%d failed under faults it must survive (faults: %q): %v", i, r.cfg.Op, it, r.cfg.Faults, err))
+				case !r.cfg.Faults.explains(err, r.net.connected):
 					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %v #%d failed, and no fault explains it (faults: %q): %v", i, r.cfg.Op, it, r.cfg.Faults, err))
 				}
 			default:

@@ -37,6 +37,7 @@ type simFlags struct {
 	limit        time.Duration
 	json         bool
 	trace        string
+	survive      bool
 	chaos        chaosFlags
 }
 
@@ -63,6 +64,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.jitter, "jitter", 0, "extra delay per frame, up to this much, drawn from the seed")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-operation timeout, virtual time")
 	fs.DurationVar(&f.limit, "limit", 10*time.Minute, "virtual-time bound: an operation pending after it has hung")
+	fs.BoolVar(&f.survive, "survive", false, "every operation must complete: the faults are ones the engine rides out (harmless kinds, and resets shorter than the links' restart budget)")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	fs.StringVar(&f.trace, "trace", "", "write the run's timeline to this file in Chrome trace format (open it in Perfetto)")
 	f.chaos.register(fs)
@@ -161,7 +163,7 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 	cfg = simulation.Config{
 		Ranks: f.ranks, Topology: topo, Op: kind, Count: count, DType: dt,
 		Algorithm: f.algo, ChunkBytes: f.chunk, Root: f.root, Iterations: f.iters,
-		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit,
+		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit, Survive: f.survive,
 	}
 	switch f.data {
 	case "real":
@@ -187,6 +189,9 @@ func (f simFlags) replay(seed uint64) string {
 	if f.algo != "" {
 		args = append(args, "--algo", f.algo)
 	}
+	if f.survive {
+		args = append(args, "--survive")
+	}
 	if f.faults != "" {
 		args = append(args, "--faults", strconv.Quote(f.faults))
 	}
@@ -210,6 +215,7 @@ type simReport struct {
 	TraceHash  string   `json:"trace_hash"`
 	Events     int64    `json:"events"`
 	Frames     int64    `json:"frames"`
+	Redials    int64    `json:"redials"`
 	WallS      float64  `json:"wall_s"`
 	FramesPerS float64  `json:"frames_per_s"`
 	Violations []string `json:"violations"`
@@ -230,7 +236,7 @@ func newSimReport(f simFlags, cfg simulation.Config, op bench.Op, size int64, re
 		Algorithm: res.Algorithm, Seed: cfg.Seed, Faults: cfg.Faults.String(),
 		EndedUS:  float64(res.SimTime) / float64(time.Microsecond),
 		Outcomes: outcomes(res), TraceHash: fmt.Sprintf("%016x", res.Hash),
-		Events: res.Events, Frames: res.Frames, WallS: wall.Seconds(),
+		Events: res.Events, Frames: res.Frames, Redials: res.Redials, WallS: wall.Seconds(),
 		Violations: res.Violations, Replay: f.replayWith(cfg.Seed, cfg.Faults), Version: bench.Version(),
 	}
 	for _, o := range res.Ranks {
@@ -263,6 +269,9 @@ func (r *simReport) print(w io.Writer) {
 		fmt.Fprintf(w, "ranks     %s\n", o)
 	}
 	fmt.Fprintf(w, "trace     %s (%d events, %d frames)\n", r.TraceHash, r.Events, r.Frames)
+	if r.Redials > 0 {
+		fmt.Fprintf(w, "redials   %d connections made again after one broke\n", r.Redials)
+	}
 	fmt.Fprintf(w, "wall      %.3f s (%.0f frames/s)\n", r.WallS, r.FramesPerS)
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "VIOLATION %s\n", v)
