@@ -49,16 +49,21 @@ func (p *peers) open(id uint64, me int, at []int) *mesh {
 }
 
 // conn opens m's virtual connection to rank over the shared connection,
-// which dials on its first frame.
+// which dials on its first frame. After that connection failed, the first
+// communicator's link to reconnect makes a new one, which the others
+// then share.
 func (m *mesh) conn(rank int) (transport.Conn, error) {
 	p, i := m.peers, m.at[rank]
 	p.mu.Lock()
 	x := p.muxes[i]
-	if x == nil {
+	if x == nil || x.Err() != nil {
 		c, err := p.group.Conn(i)
 		if err != nil {
 			p.mu.Unlock()
 			return nil, fmt.Errorf("connection to rank %d: %w", rank, err)
+		}
+		if x != nil {
+			x.Close()
 		}
 		x = mux.New(c)
 		p.muxes[i] = x

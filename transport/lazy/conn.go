@@ -37,6 +37,7 @@ const (
 type conn struct {
 	g       *Group
 	peer    int
+	gen     uint32 // this conn's generation among ours to peer, from 1
 	in      transport.Inbox
 	drained chan struct{}
 	address atomic.Pointer[string] // set by the dial, read by errors without mu
@@ -44,6 +45,8 @@ type conn struct {
 	mu       sync.Mutex
 	st       state
 	closed   bool              // Close was called
+	failed   bool              // ended without a Close first: the group makes a new conn to peer
+	peerGen  uint32            // the generation of the peer's Conn on the chosen connection
 	pending  bool              // counted in g.pending until the state leaves dialing or waiting
 	drainSet bool              // closing drained is arranged
 	err      error             // what Sends return: set once closed or ended
@@ -68,8 +71,32 @@ var _ transport.Borrower = borrowingConn{}
 
 func (borrowingConn) BorrowsPayloads() {}
 
-func newConn(g *Group, peer int) *conn {
-	return &conn{g: g, peer: peer, drained: make(chan struct{})}
+func newConn(g *Group, peer int, gen uint32) *conn {
+	return &conn{g: g, peer: peer, gen: gen, drained: make(chan struct{})}
+}
+
+// hasFailed reports whether c ended without being closed.
+func (c *conn) hasFailed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failed
+}
+
+// supersededBy reports whether a dial from the peer's Conn of generation
+// gen means c is done with: c failed, or is connected to an older Conn of
+// the peer's, which the peer has given up on. c fails in the latter case.
+func (c *conn) supersededBy(gen uint32) bool {
+	c.mu.Lock()
+	if c.failed {
+		c.mu.Unlock()
+		return true
+	}
+	if c.closed || c.cur == nil || gen <= c.peerGen {
+		c.mu.Unlock()
+		return false
+	}
+	c.failLocked(transport.Closed(fmt.Errorf("transport/lazy: %s dialled again: it lost our connection", c.describe())))
+	return true
 }
 
 // addr is the peer's listener address, once the dial has resolved it.
@@ -239,6 +266,7 @@ func (c *conn) endLocked(err error, closeCur bool) teardown {
 	t := teardown{frames: c.queue}
 	c.queue = nil
 	c.st = ended
+	c.failed = !c.closed
 	if c.err == nil {
 		c.err = err
 	}

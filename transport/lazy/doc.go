@@ -21,18 +21,19 @@
 //
 // # Wire
 //
-// All integers are little-endian. A dialer's hello is 12 bytes:
+// All integers are little-endian. A dialer's hello is 16 bytes:
 //
 //	offset size field
 //	0      8    the group id
 //	8      4    the dialer's index
+//	12     4    the generation of the dialer's Conn to the acceptor, from 1
 //
 // The acceptor closes, without an answer, a connection whose hello has
 // another length or id, or the acceptor's own index or one out of range,
 // or that comes from a peer it is connected to already; and goes on
 // serving. Any other it answers with one frame, before anything else:
 //
-//	Header{Comm: id, Kind: KindWelcome}          accepted: the connection carries the pair's frames
+//	Header{Comm: id, Kind: KindWelcome, Seq: g}  accepted by the acceptor's Conn of generation g: the connection carries the pair's frames
 //	Header{Comm: id, Kind: KindWelcome, Tag: 1}  refused for good: the acceptor's conn to the dialer has ended
 //	Header{Comm: id, Kind: KindWelcome, Tag: 2}  refused: the acceptor's own dial, which wins, is on its way
 //
@@ -81,7 +82,7 @@
 //     it refuses us for its own dial and does not dial us within the dial
 //     timeout, when its conn to us has ended, and when the connection
 //     fails, after the frames that came before. Every such error wraps transport.ErrClosed. A
-//     failed Conn stays failed: reconnecting is for the layer above.
+//     failed Conn stays failed; see Reconnecting.
 //   - Close closes the connection, which delivers what was sent before.
 //     Frames still waiting for a connection keep the dial, or the wait for
 //     the peer's, going within the dial timeout, and the connection closes
@@ -96,12 +97,26 @@
 //   - LocalAddr and RemoteAddr are the connection's, once there is one, and
 //     the listener's and the peer's listener address (once resolved) before.
 //
+// # Reconnecting
+//
+// Once a Conn fails (rather than being closed), Group.Conn returns a new
+// one, of the next generation, for the layer above to reconnect on: the
+// Group itself never retries. The new Conn dials on its first Send, or
+// takes the peer's dial, whichever comes first, as the first Conn did.
+// A dial from the peer's Conn of a newer generation than the one ours is
+// connected to means the peer lost that connection, as a reset seen on
+// one side only leaves it: ours fails ("dialled again") and a new Conn
+// takes the dial. A dial from the generation we are connected to is one
+// the peer dropped for ours, arriving late, and is closed unanswered. A
+// Conn closed on purpose refuses its peer's new Conns for good (Tag 1),
+// so a peer that reconnects to a member that left learns it at once.
+//
 // Locks are never held across a call into an underlying connection, a
 // handler or the Network: an inproc Send may run the peer's handler, and
 // through it our own, in the sender's goroutine. Frames reach the handler
 // through the Conn's own inbox, in order and one at a time.
 //
-// This package must not interpret headers beyond its answer, log, retry
-// or reconnect: a failed Conn is reported, and what follows is for the
+// This package must not interpret headers beyond its answer, log, or
+// retry: a failed Conn is reported, and whether to reconnect is for the
 // link actor to decide.
 package lazy

@@ -15,10 +15,15 @@ import (
 	"github.com/gocomms/gocomms/transport/transporttest"
 )
 
-// hello is the hello member from of the test group sends.
-func hello(id uint64, from uint32) []byte {
+// hello is the hello member from of the test group sends with its first
+// conn to us.
+func hello(id uint64, from uint32) []byte { return helloGen(id, from, 1) }
+
+// helloGen is the hello of member from's conn of generation gen.
+func helloGen(id uint64, from, gen uint32) []byte {
 	b := binary.LittleEndian.AppendUint64(nil, id)
-	return binary.LittleEndian.AppendUint32(b, from)
+	b = binary.LittleEndian.AppendUint32(b, from)
+	return binary.LittleEndian.AppendUint32(b, gen)
 }
 
 // nowhere returns an address of nw where nothing listens.
@@ -283,7 +288,7 @@ func TestBadHellos(t *testing.T) {
 			hello []byte
 		}{
 			{"empty", nil},
-			{"short", hello(groupID, 1)[:11]},
+			{"short", hello(groupID, 1)[:15]},
 			{"long", append(hello(groupID, 1), 0)},
 			{"other group", hello(groupID+1, 1)},
 			{"own index", hello(groupID, 0)},
@@ -310,7 +315,7 @@ func TestBadHellos(t *testing.T) {
 		ru := transporttest.NewRecorder()
 		u.Start(ru)
 		welcome := ru.WaitFrames(t, 1)[0]
-		if want := (transport.Header{Comm: groupID, Kind: lazy.KindWelcome}); welcome.Header != want || len(welcome.Payload) != 0 {
+		if want := (transport.Header{Comm: groupID, Kind: lazy.KindWelcome, Seq: 1}); welcome.Header != want || len(welcome.Payload) != 0 {
 			t.Fatalf("first frame %+v with %d bytes, want the welcome %+v", welcome.Header, len(welcome.Payload), want)
 		}
 		if !g.Up(2) {

@@ -15,8 +15,9 @@ import (
 // DefaultDialTimeout applies when Config.DialTimeout is zero.
 const DefaultDialTimeout = 30 * time.Second
 
-// helloLen is the hello's size: the group id, then the dialer's index.
-const helloLen = 12
+// helloLen is the hello's size: the group id, the dialer's index, then
+// the generation of the dialer's Conn to us.
+const helloLen = 16
 
 // Config describes one member of a group.
 type Config struct {
@@ -46,10 +47,10 @@ type Config struct {
 	// separately the wait for the peer's own connection after it refused
 	// ours. Zero means 30 s.
 	DialTimeout time.Duration
-	// OnConnect, if set, is called with a peer's index when the connection
-	// to it comes up, whichever side dialled it: once per peer at most,
-	// since a Conn does not reconnect. It is called from any goroutine and
-	// never under a lock, and must not block.
+	// OnConnect, if set, is called with a peer's index when a connection
+	// to it comes up, whichever side dialled it: once per Conn at most. It
+	// is called from any goroutine and never under a lock, and must not
+	// block.
 	OnConnect func(peer int)
 }
 
@@ -64,7 +65,6 @@ type Group struct {
 	resolve   func(ctx context.Context, peer int) (string, error)
 	timeout   time.Duration
 	onConnect func(peer int)
-	hello     []byte
 	borrows   bool // the Network's connections are transport.Borrowers
 
 	ctx      context.Context // ends the accept goroutine's wait
@@ -75,10 +75,11 @@ type Group struct {
 	// mu guards the fields below. It may be taken with a Conn's lock held,
 	// never the other way round.
 	mu       sync.Mutex
-	conns    []*conn // by peer index, created on first use
-	closed   bool    // Close has begun
-	shutting bool    // Close has closed every Conn: the listener goes once pending is 0
-	pending  int     // closed Conns whose frames await a connection
+	conns    []*conn  // by peer index, created on first use, made anew after a failure
+	gens     []uint32 // by peer index: the generation of the latest conn
+	closed   bool     // Close has begun
+	shutting bool     // Close has closed every Conn: the listener goes once pending is 0
+	pending  int      // closed Conns whose frames await a connection
 }
 
 // New starts the member described by cfg: it validates cfg and starts one
@@ -111,22 +112,23 @@ func New(cfg Config) (*Group, error) {
 		timeout:   cfg.DialTimeout,
 		onConnect: cfg.OnConnect,
 		conns:     make([]*conn, cfg.Members),
+		gens:      make([]uint32, cfg.Members),
 	}
 	if g.timeout == 0 {
 		g.timeout = DefaultDialTimeout
 	}
 	_, g.borrows = cfg.Network.(transport.Borrower)
-	g.hello = binary.LittleEndian.AppendUint64(make([]byte, 0, helloLen), g.id)
-	g.hello = binary.LittleEndian.AppendUint32(g.hello, uint32(g.self))
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	go g.serve()
 	return g, nil
 }
 
 // Conn returns the connection to peer: the same value for every call with
-// the same peer. It is created on the first call, and dials on its first
-// Send. Conn fails with ErrPeer when peer is out of range or this member's
-// own index, and with an error wrapping transport.ErrClosed after Close.
+// the same peer, until it fails; then a new one, which dials on its first
+// Send unless the peer dials first. A Conn is created on the first call,
+// and dials on its first Send. Conn fails with ErrPeer when peer is out of
+// range or this member's own index, and with an error wrapping
+// transport.ErrClosed after Close.
 func (g *Group) Conn(peer int) (transport.Conn, error) {
 	if peer < 0 || peer >= g.members || peer == g.self {
 		return nil, fmt.Errorf("transport/lazy: conn to member %d of %d from member %d: %w", peer, g.members, g.self, ErrPeer)
@@ -188,24 +190,51 @@ func (g *Group) Close() error {
 	return nil
 }
 
-// lookup returns the conn to peer, creating it; nil after Close.
+// lookup returns the conn to peer, creating it, or making it anew if it
+// failed; nil after Close.
 func (g *Group) lookup(peer int) *conn {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return nil
-	}
-	return g.connLocked(peer)
-}
-
-// connLocked returns the conn to peer, creating it. Called with g.mu held.
-func (g *Group) connLocked(peer int) *conn {
 	c := g.conns[peer]
-	if c == nil {
-		c = newConn(g, peer)
-		g.conns[peer] = c
+	if g.closed {
+		c = nil
+	} else if c == nil {
+		c = g.newConnLocked(peer)
+	}
+	g.mu.Unlock()
+	if c != nil && c.hasFailed() {
+		return g.replace(c)
 	}
 	return c
+}
+
+// replace makes a new conn to old's peer in place of old, which failed,
+// unless that happened already; nil after Close.
+func (g *Group) replace(old *conn) *conn {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch c := g.conns[old.peer]; {
+	case g.closed:
+		return nil
+	case c != old:
+		return c
+	}
+	return g.newConnLocked(old.peer)
+}
+
+// newConnLocked makes the next generation of conn to peer. Called with
+// g.mu held.
+func (g *Group) newConnLocked(peer int) *conn {
+	g.gens[peer]++
+	c := newConn(g, peer, g.gens[peer])
+	g.conns[peer] = c
+	return c
+}
+
+// hello is what a dial of our conn of generation gen says.
+func (g *Group) hello(gen uint32) []byte {
+	h := binary.LittleEndian.AppendUint64(make([]byte, 0, helloLen), g.id)
+	h = binary.LittleEndian.AppendUint32(h, uint32(g.self))
+	return binary.LittleEndian.AppendUint32(h, gen)
 }
 
 // pend counts a closed conn whose frames await a connection.
@@ -247,9 +276,11 @@ func (g *Group) serve() {
 }
 
 // admit hands a connection whose hello is good to its peer's conn, and
-// closes any other.
+// closes any other. A dial from a newer generation of the peer's Conn
+// than the one ours is connected to says the peer lost that connection:
+// ours fails, and a new conn takes the dial.
 func (g *Group) admit(u transport.Conn, hello []byte) {
-	peer, ok := g.parseHello(hello)
+	peer, gen, ok := g.parseHello(hello)
 	if !ok {
 		u.Close()
 		return
@@ -259,36 +290,47 @@ func (g *Group) admit(u transport.Conn, hello []byte) {
 	g.mu.Lock()
 	c := g.conns[peer]
 	if c == nil && !g.closed {
-		c = g.connLocked(peer)
+		c = g.newConnLocked(peer)
 	}
 	g.mu.Unlock()
+	if c != nil && c.supersededBy(gen) {
+		c = g.replace(c)
+	}
 	if c == nil {
 		g.refuse(u, tagGone)
 		return
 	}
-	c.incoming(u)
+	c.incoming(u, gen)
 }
 
-// parseHello returns the dialer's index from a hello of this group.
-func (g *Group) parseHello(hello []byte) (int, bool) {
+// parseHello returns the dialer's index, and the generation of its Conn,
+// from a hello of this group.
+func (g *Group) parseHello(hello []byte) (peer int, gen uint32, ok bool) {
 	if len(hello) != helloLen || binary.LittleEndian.Uint64(hello) != g.id {
-		return 0, false
+		return 0, 0, false
 	}
-	peer := binary.LittleEndian.Uint32(hello[8:])
-	if uint64(peer) >= uint64(g.members) || int(peer) == g.self {
-		return 0, false
+	p := binary.LittleEndian.Uint32(hello[8:])
+	if uint64(p) >= uint64(g.members) || int(p) == g.self {
+		return 0, 0, false
 	}
-	return int(peer), true
+	return int(p), binary.LittleEndian.Uint32(hello[12:]), true
 }
 
 // refuse answers a dial with a refusal, tagGone or tagCrossed, and closes
 // it. The answer tells the dialer whether to wait for our own dial.
 func (g *Group) refuse(u transport.Conn, tag uint32) {
-	_ = u.Send(transport.Frame{Header: g.answer(tag)}) // failing, it ends the dial all the same
+	_ = u.Send(transport.Frame{Header: g.answer(tag, 0)}) // failing, it ends the dial all the same
 	u.Close()
 }
 
-// answer is the header of the first frame on an accepted connection.
-func (g *Group) answer(tag uint32) transport.Header {
-	return transport.Header{Comm: g.id, Kind: KindWelcome, Tag: tag}
+// answer is the header of the first frame on an accepted connection; a
+// welcome carries the generation of the conn that took it.
+func (g *Group) answer(tag, gen uint32) transport.Header {
+	return transport.Header{Comm: g.id, Kind: KindWelcome, Tag: tag, Seq: uint64(gen)}
+}
+
+// isAnswer reports whether h is the answer tag, whatever its generation.
+func (g *Group) isAnswer(h transport.Header, tag uint32) bool {
+	h.Seq = 0
+	return h == g.answer(tag, 0)
 }

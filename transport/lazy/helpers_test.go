@@ -130,6 +130,25 @@ type probe struct {
 
 	mu    sync.Mutex
 	wires map[[2]string]*wire // by dialer's local address and listener address
+	live  []transport.Conn    // every inner connection, to reset
+}
+
+// reset closes every inner connection made so far, as a network fault
+// would: both ends' groups see their connection fail.
+func (p *probe) reset() {
+	p.mu.Lock()
+	live := p.live
+	p.live = nil
+	p.mu.Unlock()
+	for _, c := range live {
+		c.Close()
+	}
+}
+
+func (p *probe) track(c transport.Conn) {
+	p.mu.Lock()
+	p.live = append(p.live, c)
+	p.mu.Unlock()
 }
 
 // wire is one connection of the inner network.
@@ -151,7 +170,7 @@ func (p *probe) wire(dialer, listener string, hello []byte) *wire {
 	w := p.wires[[2]string{dialer, listener}]
 	if w == nil {
 		w = &wire{listener: listener, dialer: -1}
-		if len(hello) == 12 {
+		if len(hello) == 16 {
 			w.dialer = int(binary.LittleEndian.Uint32(hello[8:]))
 		}
 		p.wires[[2]string{dialer, listener}] = w
@@ -195,6 +214,7 @@ func (p *probe) Dial(ctx context.Context, addr string, hello []byte) (transport.
 	if err != nil {
 		return nil, err
 	}
+	p.track(c)
 	return &probeConn{Conn: c, w: p.wire(c.LocalAddr(), addr, hello), hold: p.holdStart}, nil
 }
 
@@ -234,6 +254,7 @@ func (l *probeListener) Accept(ctx context.Context) (transport.Conn, []byte, err
 		return nil, nil, err
 	}
 	l.p.accepted.Add(1)
+	l.p.track(c)
 	return &probeConn{Conn: c, w: l.p.wire(c.RemoteAddr(), l.Addr(), hello)}, hello, nil
 }
 

@@ -52,7 +52,7 @@ func (c *conn) dial(ctx context.Context, cancel context.CancelFunc) {
 		err = fmt.Errorf("resolve its address: %w", err)
 	} else {
 		c.address.Store(&addr)
-		u, err = c.g.net.Dial(ctx, addr, c.g.hello)
+		u, err = c.g.net.Dial(ctx, addr, c.g.hello(c.gen))
 	}
 	cancel() // the connection outlives the dial's context
 	c.mu.Lock()
@@ -86,8 +86,9 @@ func (c *conn) answered(l *link, f transport.Frame) {
 		return
 	}
 	switch {
-	case empty && f.Header == c.g.answer(tagWelcome):
+	case empty && c.g.isAnswer(f.Header, tagWelcome):
 		c.dialLink = nil
+		c.peerGen = uint32(f.Header.Seq)
 		settled := c.chooseLocked(l)
 		c.mu.Unlock()
 		if settled {
@@ -96,7 +97,7 @@ func (c *conn) answered(l *link, f transport.Frame) {
 		c.connected()
 		c.flush(l)
 		return
-	case empty && f.Header == c.g.answer(tagCrossed) && c.peer < c.g.self:
+	case empty && c.g.isAnswer(f.Header, tagCrossed) && c.peer < c.g.self:
 		// The peer's dial reached it while its own was in flight. Its
 		// own wins, and the peer closes this one.
 		c.dialLink = nil
@@ -106,7 +107,7 @@ func (c *conn) answered(l *link, f transport.Frame) {
 		c.mu.Unlock()
 		l.u.Close()
 		return
-	case empty && f.Header == c.g.answer(tagGone):
+	case empty && c.g.isAnswer(f.Header, tagGone):
 		c.failLocked(fmt.Errorf("transport/lazy: %s refused our connection: its conn to us has ended: %w: %w",
 			c.describe(), transport.ErrRefused, transport.ErrClosed))
 	default:
@@ -115,10 +116,11 @@ func (c *conn) answered(l *link, f transport.Frame) {
 	}
 }
 
-// incoming handles a connection the peer dialled, in the accept goroutine.
-// The lower index's dial wins a race of dials; see the package
-// documentation for why that settles every race on one connection.
-func (c *conn) incoming(u transport.Conn) {
+// incoming handles a connection the peer's Conn of generation gen
+// dialled, in the accept goroutine. The lower index's dial wins a race of
+// dials; see the package documentation for why that settles every race on
+// one connection.
+func (c *conn) incoming(u transport.Conn, gen uint32) {
 	c.mu.Lock()
 	var drop *link
 	switch {
@@ -137,12 +139,14 @@ func (c *conn) incoming(u transport.Conn) {
 		c.g.refuse(u, tagGone)
 		return
 	default:
-		// Connected already: only a peer out of step dials again.
+		// Connected already, to this generation of the peer's Conn: a dial
+		// it dropped for ours, arriving late.
 		c.mu.Unlock()
 		u.Close()
 		return
 	}
 	l := &link{c: c, u: u}
+	c.peerGen = gen
 	settled := c.chooseLocked(l)
 	c.mu.Unlock()
 	if settled {
@@ -153,7 +157,7 @@ func (c *conn) incoming(u transport.Conn) {
 	}
 	u.Start(l)
 	// The welcome goes before anything else on u.
-	if err := u.Send(transport.Frame{Header: c.g.answer(tagWelcome)}); err != nil {
+	if err := u.Send(transport.Frame{Header: c.g.answer(tagWelcome, c.gen)}); err != nil {
 		c.sendFailed(l, err)
 		return
 	}

@@ -105,6 +105,14 @@ func (m *Mux) Close() error {
 	return cerr
 }
 
+// Err reports why the mux ended: its connection failed or it was closed.
+// It is nil while the mux is open.
+func (m *Mux) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
+
 // Drained is the underlying conn's Drained if it is a transport.Drainer,
 // and otherwise a channel that Close closes. A process about to exit closes
 // the Mux and waits on it, so that the last frames of every virtual conn
