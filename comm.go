@@ -40,6 +40,8 @@ type Comm struct {
 
 	failMu   sync.Mutex
 	failures []error
+
+	flight *FlightRecorder
 }
 
 // NewComm creates a communicator, collectively with the other ranks, and
@@ -84,6 +86,7 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 func newComm(o *options, backendName string, b Backend, owns bool, ranks []int) *Comm {
 	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, ranks: ranks, abortCh: make(chan struct{})}
 	c.timeout.Store(int64(o.cfg.Timeout))
+	c.startFlightRecorder()
 	return c
 }
 
@@ -188,6 +191,7 @@ func (c *Comm) Finalize(ctx context.Context) error {
 	c.finalized = true
 	c.mu.Unlock()
 	err := c.backend.Finalize(ctx)
+	c.stopListing()
 	if c.ownsRuntime {
 		c.cfg.Runtime.Shutdown()
 	}
@@ -254,7 +258,11 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 	}
 	if invalid != nil {
 		c.mu.Unlock()
-		return failedWork(op, c.opError(op, invalid))
+		w := failedWork(op, c.opError(op, invalid))
+		if !cc.internal {
+			c.flight.recordRejected(op, w)
+		}
+		return w
 	}
 	c.seq++
 	w := newWork(op, c.ended)

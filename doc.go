@@ -10,6 +10,12 @@
 // in-process transport, or NewComm, which creates one rank of a
 // communicator that spans processes.
 //
+// Every communicator keeps a flight record, as torchcomms'
+// FlightRecorderHook: its last TORCHCOMM_FR_BUFFER_SIZE operations (2000 by
+// default, 0 for none) with their state, times and errors, read with
+// Comm.FlightRecord, written as JSON by Comm.DumpFlightRecord, or for every
+// live communicator of the process by DumpFlightRecords.
+//
 // Underneath, every communicator rank, in-flight operation and peer link is
 // an actor (actors/rank, actors/collective, actors/link) whose mailbox
 // orders its work; algorithms holds the pure schedules they execute;

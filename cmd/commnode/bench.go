@@ -154,6 +154,7 @@ func joinAndRun(ctx context.Context, job *jobFlags, stderr io.Writer, cfg *bench
 	if err != nil {
 		return err
 	}
+	defer dumpFlightRecordsOnSignal(stderr)()
 	if err = cfg.ValidateRanks(c.Size()); err != nil {
 		err = badRanks{err}
 	} else {

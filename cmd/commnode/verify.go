@@ -105,6 +105,7 @@ func (v verifier) runJob(job *jobFlags, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "commnode verify:", err)
 		return 1
 	}
+	defer dumpFlightRecordsOnSignal(stderr)()
 	ok, err := v.verify(ctx, c, stdout, stderr)
 	if err == nil {
 		err = c.Finalize(ctx)
