@@ -64,3 +64,18 @@ func (e *OpError) Unwrap() error { return e.Err }
 func Invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 }
+
+// Accusation is a peer's failure that this rank knows of only from another
+// rank's word: Accuser's link to the failed peer failed. A rank that
+// accuses healthy peers (its clock runs fast, say) is then the one to
+// look at.
+type Accusation struct {
+	Accuser int
+	Err     error
+}
+
+func (e *Accusation) Error() string {
+	return fmt.Sprintf("%v (reported by rank %d)", e.Err, e.Accuser)
+}
+
+func (e *Accusation) Unwrap() error { return e.Err }

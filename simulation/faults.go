@@ -485,9 +485,9 @@ func (p Plan) healed() time.Duration {
 // explains reports whether a fault of the plan accounts for an operation's
 // error: the error blames a failed peer or a timeout on a rank in the
 // scope of a fault that is not harmless. Harmless faults explain no
-// error: operations must survive them. The rank that reports the error
-// counts as named (a rank whose clock runs fast gives up on healthy
-// peers), and a rank counts as in the scope of a fault on another rank's
+// error: operations must survive them. The rank that reports the error,
+// and the rank that accused a peer of failing, count as named (a rank
+// whose clock runs fast gives up on healthy peers), and a rank counts as in the scope of a fault on another rank's
 // links if the two were connected: the engine blames a broken connection
 // on the peer across it.
 func (p Plan) explains(err error, connected func(a, b int) bool) bool {
@@ -498,12 +498,17 @@ func (p Plan) explains(err error, connected func(a, b int) bool) bool {
 	if !errors.Is(err, commerr.ErrPeerFailed) && !errors.Is(err, commerr.ErrTimeout) {
 		return false
 	}
+	named := append([]int{oe.Rank}, oe.Ranks...)
+	var acc *commerr.Accusation
+	if errors.As(err, &acc) {
+		named = append(named, acc.Accuser)
+	}
 	for i := range p {
 		f := &p[i]
 		if f.Kind.Harmless() {
 			continue
 		}
-		for _, r := range append([]int{oe.Rank}, oe.Ranks...) {
+		for _, r := range named {
 			if f.involves(r) || shapes[f.Kind].scope == linkScope && len(f.Ranks) == 1 && connected(f.Ranks[0], r) {
 				return true
 			}

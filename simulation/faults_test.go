@@ -3,6 +3,7 @@ package simulation
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,8 +186,12 @@ func TestBreaksAreNamed(t *testing.T) {
 				continue
 			}
 			failed++
-			if named != nil && !containsAny(append(oe.Ranks, oe.Rank), named) {
-				t.Errorf("%s: rank %d's error names %v, none of %v: %v", plan, oe.Rank, oe.Ranks, named, o.Err)
+			blamed := append(oe.Ranks, oe.Rank)
+			if acc := (*commerr.Accusation)(nil); errors.As(o.Err, &acc) {
+				blamed = append(blamed, acc.Accuser)
+			}
+			if named != nil && !containsAny(blamed, named) {
+				t.Errorf("%s: rank %d's error blames %v, none of %v: %v", plan, oe.Rank, blamed, named, o.Err)
 			}
 		}
 		if failed == 0 {
@@ -227,5 +232,35 @@ func TestHarmlessFaultsExplainNoError(t *testing.T) {
 	if !ranks.explains(&commerr.OpError{Ranks: []int{5}, Err: commerr.ErrPeerFailed}, only45) ||
 		ranks.explains(&commerr.OpError{Ranks: []int{6}, Err: commerr.ErrPeerFailed}, only45) {
 		t.Error("a fault on rank 4's links explains errors naming only its peers")
+	}
+}
+
+// TestSilentRankIsDetected: a rank whose network freezes sends no
+// heartbeat; the peers that wait on it declare it failed once it has been
+// silent for the links' Silence (5 s), long before their 60 s timeout,
+// and their errors name it.
+func TestSilentRankIsDetected(t *testing.T) {
+	cfg := config(algorithms.AllReduce, 8, 40000, 3)
+	cfg.Topology = DGXH100(2)
+	cfg.Timeout = time.Minute
+	cfg.Faults = Plan{{Kind: Pause, Rank: 3, At: 5 * time.Microsecond, For: time.Hour}}
+	res := mustRun(t, cfg)
+	if !res.OK() {
+		t.Fatal(res.Violations)
+	}
+	for r, o := range res.Ranks {
+		var oe *commerr.OpError
+		if r == 3 || !errors.As(o.Err, &oe) {
+			continue
+		}
+		if !errors.Is(o.Err, commerr.ErrPeerFailed) || !slices.Contains(oe.Ranks, 3) {
+			t.Errorf("rank %d: %v, want ErrPeerFailed naming rank 3", r, o.Err)
+		}
+	}
+	if res.Ranks[0].Err == nil {
+		t.Fatal("rank 0 completed with rank 3 frozen")
+	}
+	if res.SimTime < 5*time.Second || res.SimTime > 7*time.Second {
+		t.Errorf("the last operation ended at %v, want within 2 s after the 5 s of silence", res.SimTime)
 	}
 }

@@ -213,11 +213,13 @@ func (n *network) send(a, b, size int, open time.Duration) transfer {
 			t.corrupt = t.corrupt || n.loop.rng.Float64() < f.P
 		}
 	}
-	start := max(now+overhead, *sendPort, open, held)
+	// A held frame waits at the sender without holding the ports: other
+	// connections through them go on, as other sockets do past a stalled one.
+	start := max(now+overhead, *sendPort, open)
 	*sendPort = start + wire
 	end := max(start+wire+l.Latency, *recvPort+wire)
 	*recvPort = end
-	end += extra
+	end = max(end, held+wire+l.Latency) + extra
 	t.arrival = n.unpaused(b, end)
 	n.frames++
 	n.bytes += int64(size)

@@ -54,18 +54,20 @@ func DecodeFailure(p []byte) (rank int, reason string, err error) {
 	return int(binary.LittleEndian.Uint32(p)), string(p[4:]), nil
 }
 
-// EncodePeerFailed returns the payload of a ControlPeerFailed frame.
-func EncodePeerFailed(rank int) []byte {
-	return binary.LittleEndian.AppendUint32(nil, uint32(rank))
+// EncodePeerFailed is the payload of a ControlPeerFailed report: rank
+// failed, as accuser (the rank whose link to it failed) found.
+func EncodePeerFailed(rank, accuser int) []byte {
+	p := binary.LittleEndian.AppendUint32(nil, uint32(rank))
+	return binary.LittleEndian.AppendUint32(p, uint32(accuser))
 }
 
 // DecodePeerFailed parses a ControlPeerFailed payload, rejecting ranks
 // outside a communicator of size.
-func DecodePeerFailed(size int, p []byte) (int, error) {
-	if len(p) != 4 || binary.LittleEndian.Uint32(p) >= uint32(size) {
-		return 0, fmt.Errorf("collective: malformed failed-rank report of %d bytes", len(p))
+func DecodePeerFailed(size int, p []byte) (rank, accuser int, err error) {
+	if len(p) != 8 || binary.LittleEndian.Uint32(p) >= uint32(size) || binary.LittleEndian.Uint32(p[4:]) >= uint32(size) {
+		return 0, 0, fmt.Errorf("collective: malformed failed-rank report of %d bytes", len(p))
 	}
-	return int(binary.LittleEndian.Uint32(p)), nil
+	return int(binary.LittleEndian.Uint32(p)), int(binary.LittleEndian.Uint32(p[4:])), nil
 }
 
 // ProbeStatus is how far a probed rank has got with a collective.

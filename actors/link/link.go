@@ -2,6 +2,8 @@ package link
 
 import (
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -76,7 +78,24 @@ type Config struct {
 	Conn transport.Conn // the first connection
 	// Redial returns a new connection to Peer once the last one broke.
 	Redial func() (transport.Conn, error)
+	// Heartbeat and Silence watch the peer while the link waits on it (an
+	// operation expects its frames, or its acknowledgement of a lent
+	// payload): after Heartbeat without a frame from it the link asks it
+	// for one, and after Silence the peer has failed. Zero Silence
+	// watches nothing.
+	Heartbeat, Silence time.Duration
 }
+
+// The watch's defaults: a peer silent for five seconds while its link
+// waits on it has failed (torchft's detector waits as long; ULFM's ten
+// seconds), and is asked for a frame every second before that.
+const (
+	DefaultHeartbeat = time.Second
+	DefaultSilence   = 5 * time.Second
+)
+
+// tick is the watch's timer.
+type tick struct{}
 
 // inFrame is a frame from connection number epoch.
 type inFrame struct {
@@ -113,6 +132,11 @@ type state struct {
 	broken   bool
 	finished bool  // the peer sent tagFin: its connection ends on purpose
 	failed   error // for good: later sends are dropped
+	// heard is when a frame of the current connection last came, or the
+	// watch began; watching says a tick is armed.
+	heard    time.Time
+	watching bool
+	stopTick func() bool
 	routes   map[Key]*actor.PID
 	stash    map[Key][]transport.Frame
 	out      outbound
@@ -144,10 +168,14 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		}
 		l.out.add(m.Frame)
 		l.flush()
+		l.watch(ctx)
 	case *Route:
 		l.route(ctx, m)
+		l.watch(ctx)
 	case *Unroute:
 		delete(l.routes, m.Key)
+	case tick:
+		l.tick(ctx)
 	case *connFailed:
 		if m.epoch == l.epoch {
 			l.lost(ctx, m.err)
@@ -157,6 +185,43 @@ func (l *linkActor) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		l.stop()
 	}
+}
+
+// waiting reports whether the link waits on its peer: for the frames of
+// a routed operation, or for the acknowledgement of a lent payload.
+func (l *linkActor) waiting() bool {
+	return l.failed == nil && (len(l.routes) > 0 || l.out.lent > 0)
+}
+
+// watch starts watching the peer if the link now waits on it. An idle
+// link arms no timer, so that an idle job, or a simulation, has nothing
+// pending.
+func (l *linkActor) watch(ctx actor.Context) {
+	if l.watching || l.cfg.Silence <= 0 || !l.waiting() {
+		return
+	}
+	l.watching, l.heard = true, l.rt.Clock.Now()
+	l.stopTick = l.rt.After(l.cfg.Heartbeat, ctx.Self(), tick{})
+}
+
+// tick checks on the peer: it has failed once silent for Silence, and is
+// asked for a frame once silent for Heartbeat. The watch ends when the
+// link no longer waits.
+func (l *linkActor) tick(ctx actor.Context) {
+	l.watching = false
+	if !l.waiting() {
+		return
+	}
+	silent := l.rt.Clock.Now().Sub(l.heard)
+	if silent >= l.cfg.Silence {
+		l.fail(ctx, fmt.Errorf("%w: rank %d sent nothing for %v: it hung, or the network lost it", errSilent, l.cfg.Peer, silent.Round(time.Millisecond)))
+		return
+	}
+	if silent >= l.cfg.Heartbeat {
+		l.sendLink(tagPing)
+	}
+	l.watching = true
+	l.stopTick = l.rt.After(l.cfg.Heartbeat, ctx.Self(), tick{})
 }
 
 // connect starts a connection: the first, or a new one after the last
@@ -211,6 +276,9 @@ func (l *linkActor) arrive(ctx actor.Context, m *inFrame) {
 		transport.PutBuffer(m.Frame.Payload)
 		return
 	}
+	if l.watching {
+		l.heard = l.rt.Clock.Now()
+	}
 	h := m.Frame.Header
 	if h.Kind == transport.Link {
 		l.linkFrame(ctx, h)
@@ -233,6 +301,8 @@ func (l *linkActor) linkFrame(ctx actor.Context, h transport.Header) {
 		l.flush()
 	case tagFin:
 		l.finished = true
+	case tagPing:
+		l.sendLink(tagAck)
 	default:
 		l.rt.Logger.Warn("unknown link frame", "peer", l.cfg.Peer, "tag", h.Tag)
 	}
@@ -244,6 +314,9 @@ func (l *linkActor) linkFrame(ctx actor.Context, h transport.Header) {
 // its supervisor to restart it on a new connection after a backoff, or to
 // stop it once restarts exceed its budget.
 func (l *linkActor) lost(ctx actor.Context, err error) {
+	if l.failed != nil {
+		return
+	}
 	l.conn.Close()
 	if l.finished || errors.Is(err, transport.ErrRefused) {
 		l.fail(ctx, err)
@@ -307,6 +380,9 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 // stop closes the link on purpose: the peer hears so first, and does not
 // reconnect.
 func (l *linkActor) stop() {
+	if l.stopTick != nil {
+		l.stopTick()
+	}
 	if l.failed == nil && l.conn != nil {
 		l.conn.Send(linkFrame(l.cfg.Comm, tagFin, l.in.received))
 		l.conn.Close()

@@ -21,6 +21,9 @@ const (
 	// tagFin says the sender closes the link on purpose: the connection
 	// ending next is no fault to reconnect from.
 	tagFin
+	// tagPing asks for a tagAck at once: a link that waits on its peer
+	// and has heard nothing for a while checks that the peer still runs.
+	tagPing
 )
 
 // When a receiver acknowledges: at once for a frame whose payload its
@@ -40,9 +43,17 @@ const (
 // from growing too.
 const Window = 64 << 20
 
-// errProtocol marks a peer whose counts contradict ours: it lost state, so
-// nothing can be resumed.
-var errProtocol = errors.New("link protocol violation")
+var (
+	// errProtocol marks a peer whose counts contradict ours: it lost
+	// state, so nothing can be resumed.
+	errProtocol = errors.New("link protocol violation")
+	// errSilent marks a peer the link waited on and heard nothing from.
+	errSilent = errors.New("peer silent")
+)
+
+// lent reports whether the operation that sent the frame waits for it
+// back: until the peer acknowledges it, the link watches the peer.
+func (o *outFrame) lent() bool { return o.frame.Sent != nil }
 
 // outFrame is a data frame kept until the peer acknowledges it, so that
 // it can be sent again on a new connection.
@@ -78,12 +89,17 @@ type outbound struct {
 	// peer's resume or for room in the Window.
 	transmitted int
 	wire        int
+	lent        int // frames of unacked whose operation waits for them back
 }
 
 // add numbers f and keeps it.
 func (o *outbound) add(f transport.Frame) {
 	o.next++
-	o.unacked = append(o.unacked, newOutFrame(f))
+	of := newOutFrame(f)
+	o.unacked = append(o.unacked, of)
+	if of.lent() {
+		o.lent++
+	}
 }
 
 // ack forgets the frames up to n, which the peer confirmed.
@@ -95,6 +111,9 @@ func (o *outbound) ack(n uint64) error {
 	for i, of := range o.unacked[:drop] {
 		if i < o.transmitted {
 			o.wire -= len(of.frame.Payload)
+		}
+		if of.lent() {
+			o.lent--
 		}
 		of.release()
 	}
@@ -132,7 +151,7 @@ func (o *outbound) releaseAll() {
 	for _, of := range o.unacked {
 		of.release()
 	}
-	o.unacked, o.transmitted, o.wire = nil, 0, 0
+	o.unacked, o.transmitted, o.wire, o.lent = nil, 0, 0, 0
 }
 
 // inbound is what a link has received.

@@ -26,13 +26,13 @@ func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
 		return
 	}
 	r.breakComm(ctx, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err), m.Peer)
-	r.spreadFailure(ctx, m.Peer, m.Peer)
+	r.spreadFailure(ctx, m.Peer, r.cfg.Rank, m.Peer)
 }
 
 // spreadFailure tells every live link but the failed rank's and the
-// teller's that failed has failed.
-func (r *rankActor) spreadFailure(ctx actor.Context, failed, teller int) {
-	payload := collective.EncodePeerFailed(failed)
+// teller's that failed has failed, as accuser found.
+func (r *rankActor) spreadFailure(ctx actor.Context, failed, accuser, teller int) {
+	payload := collective.EncodePeerFailed(failed, accuser)
 	for _, l := range r.links.order {
 		if l.peer != failed && l.peer != teller && l.live {
 			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlPeerFailed, payload))
@@ -42,7 +42,7 @@ func (r *rankActor) spreadFailure(ctx actor.Context, failed, teller int) {
 
 // peerReportedFailure handles a peer's word that a rank failed.
 func (r *rankActor) peerReportedFailure(ctx actor.Context, reporter int, payload []byte) {
-	failed, err := collective.DecodePeerFailed(r.cfg.Size, payload)
+	failed, accuser, err := collective.DecodePeerFailed(r.cfg.Size, payload)
 	if err != nil {
 		r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", reporter, "err", err)
 		return
@@ -50,8 +50,8 @@ func (r *rankActor) peerReportedFailure(ctx actor.Context, reporter int, payload
 	if r.closing || r.aborted != nil || r.broken != nil {
 		return
 	}
-	r.breakComm(ctx, fmt.Errorf("%w: rank %d (reported by rank %d)", commerr.ErrPeerFailed, failed, reporter), failed)
-	r.spreadFailure(ctx, failed, reporter)
+	r.breakComm(ctx, &commerr.Accusation{Accuser: accuser, Err: fmt.Errorf("%w: rank %d", commerr.ErrPeerFailed, failed)}, failed)
+	r.spreadFailure(ctx, failed, accuser, reporter)
 }
 
 // breakComm fails the running operation and every queued one, and every

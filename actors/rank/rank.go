@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -30,6 +31,10 @@ type Config struct {
 	// to; the peer's link calls it again, from its own actor, for a new
 	// connection after the last one broke.
 	Connect func(peer int) (transport.Conn, error)
+	// Heartbeat and Silence are the links' watch of their peers (see
+	// link.Config); zero takes link.DefaultHeartbeat and
+	// link.DefaultSilence, and a negative Silence watches nothing.
+	Heartbeat, Silence time.Duration
 }
 
 // Connected tells the rank that a peer opened a connection to it, so that
@@ -271,7 +276,11 @@ func (r *rankActor) connect(ctx actor.Context, peer int) (*peerLink, error) {
 		return nil, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err)
 	}
 	_, lend := conn.(transport.Borrower)
-	props := link.Props(r.rt, link.Config{Comm: r.cfg.CommID, Peer: peer, Conn: conn, Redial: func() (transport.Conn, error) { return r.cfg.Connect(peer) }})
+	props := link.Props(r.rt, link.Config{
+		Comm: r.cfg.CommID, Peer: peer, Conn: conn,
+		Redial:    func() (transport.Conn, error) { return r.cfg.Connect(peer) },
+		Heartbeat: cmp.Or(r.cfg.Heartbeat, link.DefaultHeartbeat), Silence: cmp.Or(r.cfg.Silence, link.DefaultSilence),
+	})
 	return r.links.add(peer, ctx.SpawnPrefix(props, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend), nil
 }
 
