@@ -51,7 +51,10 @@ func newNative(ctx context.Context, cfg *Config) (Backend, error) {
 
 func startNative(cfg *Config, m *mesh) *native {
 	rt := cfg.Runtime
-	pid := rank.Spawn(rt, rank.Config{Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn})
+	pid := rank.Spawn(rt, rank.Config{
+		Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn,
+		Heartbeat: cfg.Heartbeat, Silence: cfg.Silence,
+	})
 	m.watch(func(peer int) { rt.System.Root.Send(pid, &rank.Connected{Peer: peer}) })
 	return &native{cfg: cfg, commID: m.id, mesh: m, pid: pid}
 }

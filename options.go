@@ -36,6 +36,12 @@ type Config struct {
 	// AbortProcessOnError makes a timed-out or failed operation run the
 	// abort hooks and exit the process, as torchcomms does by default.
 	AbortProcessOnError bool
+
+	// Heartbeat and Silence watch the peers a rank waits on: a peer
+	// silent for Heartbeat is asked for a frame, and one silent for
+	// Silence has failed. Zero takes the defaults (1 s and 5 s); a
+	// negative Silence turns the watch off.
+	Heartbeat, Silence time.Duration
 }
 
 // Option configures NewComm and Split.
@@ -90,6 +96,16 @@ func WithHints(h map[string]string) Option {
 	}
 }
 
+// WithFailureDetector sets how a rank watches the peers it waits on:
+// after heartbeat without a frame from one it asks for a frame, and after
+// silence the peer has failed, and the operations that need it fail with
+// ErrPeerFailed naming it. A crashed process's connections reset at once,
+// which names it sooner; the watch finds the ranks that hang or that the
+// network cuts off without a reset. A negative silence turns it off.
+func WithFailureDetector(heartbeat, silence time.Duration) Option {
+	return func(o *options) { o.cfg.Heartbeat, o.cfg.Silence = heartbeat, silence }
+}
+
 // WithAbortProcessOnError makes a timed-out or failed operation exit the
 // process after running the abort hooks, as torchcomms does by default.
 // Without this option, TORCHCOMM_ABORT_ON_ERROR decides; unset, it is off.
@@ -121,6 +137,9 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 	}
 	if c.Timeout < 0 {
 		return nil, commerr.Invalid("negative timeout %v", c.Timeout)
+	}
+	if c.Heartbeat < 0 || c.Silence > 0 && c.Heartbeat > c.Silence {
+		return nil, commerr.Invalid("failure detector: heartbeat %v must be positive and at most the silence %v", c.Heartbeat, c.Silence)
 	}
 	if c.Timeout == 0 {
 		t, err := envTimeout()

@@ -108,7 +108,7 @@ func (c *Comm) splitGroup(ctx context.Context, group []int, opts []Option) (*Com
 
 	me := max(slices.Index(group, c.cfg.Rank), 0)
 	base := []Option{WithRank(me), WithSize(max(len(group), 1)), WithNetwork(c.cfg.Network),
-		WithRuntime(c.cfg.Runtime), WithLogger(c.cfg.Logger)}
+		WithRuntime(c.cfg.Runtime), WithLogger(c.cfg.Logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence)}
 	o, err := resolve(name, c.cfg.Device, append(base, opts...))
 	if err != nil {
 		return nil, err

@@ -60,6 +60,40 @@ func TestKilledRankFailsTheOthers(t *testing.T) {
 	}
 }
 
+// TestStoppedRankIsNamed stops one rank (SIGSTOP) mid-run: its
+// connections stay open, but it answers nothing, so the ranks that wait
+// on it find it silent and exit naming it, well inside their operation
+// timeout. Once it resumes (SIGCONT), it finds its peers gone and exits
+// with an error too, having reported no wrong result.
+func TestStoppedRankIsNamed(t *testing.T) {
+	const timeout, silence = 30 * time.Second, 2 * time.Second
+	procs := startRanks(t, 3, []int{0, 1, 2}, "bench", "-timeout", timeout.String(),
+		"-heartbeat", "250ms", "-silence", silence.String(),
+		"-b", "1M", "-e", "1M", "-n", "100000", "-w", "1", "-c", "1")
+	time.Sleep(2 * time.Second) // rendezvous done, the timed loop running
+	if err := procs[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stoppedAt := time.Now()
+	wait(t, []*rankProc{procs[0], procs[2]}, timeout)
+	for _, p := range []*rankProc{procs[0], procs[2]} {
+		took := time.Since(stoppedAt)
+		if exitCode(p.err) <= 0 || !strings.Contains(p.stderr.String(), "rank 1") {
+			t.Errorf("rank %d exited with %v, want a non-zero status and an error naming rank 1:\n%s", p.rank, p.err, p.stderr.String())
+		}
+		t.Logf("rank %d failed within %v of the stop: %s", p.rank, took.Round(time.Millisecond), lastLine(p.stderr.String()))
+	}
+	if err := procs[1].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, procs[1:2], timeout)
+	p := procs[1]
+	if exitCode(p.err) <= 0 || strings.Contains(p.stdout.String()+p.stderr.String(), "wrong") {
+		t.Errorf("rank 1, resumed, exited with %v:\nstdout:\n%s\nstderr:\n%s", p.err, p.stdout.String(), p.stderr.String())
+	}
+	t.Logf("rank 1, resumed: %s", lastLine(p.stderr.String()))
+}
+
 // TestRankThatNeverStarts leaves one rank out: the others must time out
 // with an error naming it, whether it is a plain rank or rank 0, which
 // serves the store.

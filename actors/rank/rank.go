@@ -276,10 +276,14 @@ func (r *rankActor) connect(ctx actor.Context, peer int) (*peerLink, error) {
 		return nil, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err)
 	}
 	_, lend := conn.(transport.Borrower)
+	heartbeat, silence := cmp.Or(r.cfg.Heartbeat, link.DefaultHeartbeat), cmp.Or(r.cfg.Silence, link.DefaultSilence)
+	if silence > 0 {
+		heartbeat = min(heartbeat, silence)
+	}
 	props := link.Props(r.rt, link.Config{
 		Comm: r.cfg.CommID, Peer: peer, Conn: conn,
 		Redial:    func() (transport.Conn, error) { return r.cfg.Connect(peer) },
-		Heartbeat: cmp.Or(r.cfg.Heartbeat, link.DefaultHeartbeat), Silence: cmp.Or(r.cfg.Silence, link.DefaultSilence),
+		Heartbeat: heartbeat, Silence: silence,
 	})
 	return r.links.add(peer, ctx.SpawnPrefix(props, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend), nil
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/gocomms/gocomms/tensor"
 )
 
-const benchUsage = "usage: commnode bench [-local N] [-b MIN] [-e MAX] [-f F] [--op OP] [--dtype T] [--redop R] [--root R] [-n N] [-w N] [-c 0|1] [--json] [--algo A] [-timeout D] [-v] [-comm NAME]"
+const benchUsage = "usage: commnode bench [-local N] [-b MIN] [-e MAX] [-f F] [--op OP] [--dtype T] [--redop R] [--root R] [-n N] [-w N] [-c 0|1] [--json] [--algo A] [-timeout D] [-heartbeat D] [-silence D] [-v] [-comm NAME]"
 
 // benchCommand runs `commnode bench`, nccl-tests for gocomms: as one rank
 // of a job, or as -local N in-process ranks. Rank 0 prints the table (or

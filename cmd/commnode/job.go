@@ -33,13 +33,17 @@ func isTerminal(f *os.File) bool {
 
 // jobFlags are the flags of every command that joins a job as one rank.
 type jobFlags struct {
-	timeout time.Duration // per operation
-	verbose bool
-	name    string
+	timeout   time.Duration // per operation
+	heartbeat time.Duration
+	silence   time.Duration
+	verbose   bool
+	name      string
 }
 
 func (j *jobFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&j.timeout, "timeout", time.Minute, "per-operation timeout")
+	fs.DurationVar(&j.heartbeat, "heartbeat", 0, "ask a peer this rank waits on for a frame after this long without one (default 1s)")
+	fs.DurationVar(&j.silence, "silence", 0, "a peer this rank waits on that stays silent this long has failed (default 5s; negative: never)")
 	fs.BoolVar(&j.verbose, "v", false, "log debug events to stderr")
 	fs.StringVar(&j.name, "comm", "commnode", "communicator name")
 }
@@ -50,7 +54,7 @@ func (j *jobFlags) join(ctx context.Context, stderr io.Writer) (*gocomms.Comm, e
 	logger := newLogger(stderr, j.verbose)
 	start := time.Now()
 	c, err := gocomms.NewComm(ctx, gocomms.NativeBackend, gocomms.CPU, j.name,
-		gocomms.WithTimeout(j.timeout), gocomms.WithLogger(logger))
+		gocomms.WithTimeout(j.timeout), gocomms.WithLogger(logger), gocomms.WithFailureDetector(j.heartbeat, j.silence))
 	if err == nil {
 		logger.Debug("joined the job", "rank", c.Rank(), "size", c.Size(), "took", time.Since(start))
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/gocomms/gocomms/commtest"
 )
 
-const verifyUsage = "usage: commnode verify [-local N] [-counts C,C,...] [-full] [-timeout D] [-comm NAME] [-v]"
+const verifyUsage = "usage: commnode verify [-local N] [-counts C,C,...] [-full] [-timeout D] [-heartbeat D] [-silence D] [-comm NAME] [-v]"
 
 // fullCounts are what -full adds: 65537 elements pass one 512 KiB chunk
 // even of float64, and 1<<20+1 span several chunks of every dtype.

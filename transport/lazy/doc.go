@@ -21,12 +21,13 @@
 //
 // # Wire
 //
-// All integers are little-endian. A dialer's hello is 16 bytes:
+// All integers are little-endian. A dialer's hello is at least 16 bytes:
 //
 //	offset size field
 //	0      8    the group id
 //	8      4    the dialer's index
 //	12     4    the generation of the dialer's Conn to the acceptor, from 1
+//	16     rest the dialer's listener address, for the acceptor to dial back
 //
 // The acceptor closes, without an answer, a connection whose hello has
 // another length or id, or the acceptor's own index or one out of range,

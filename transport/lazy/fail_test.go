@@ -289,7 +289,6 @@ func TestBadHellos(t *testing.T) {
 		}{
 			{"empty", nil},
 			{"short", hello(groupID, 1)[:15]},
-			{"long", append(hello(groupID, 1), 0)},
 			{"other group", hello(groupID+1, 1)},
 			{"own index", hello(groupID, 0)},
 			{"out of range", hello(groupID, 3)},

@@ -15,8 +15,9 @@ import (
 // DefaultDialTimeout applies when Config.DialTimeout is zero.
 const DefaultDialTimeout = 30 * time.Second
 
-// helloLen is the hello's size: the group id, the dialer's index, then
-// the generation of the dialer's Conn to us.
+// helloLen is the size of a hello's fixed part: the group id, the
+// dialer's index, then the generation of the dialer's Conn to us. The
+// dialer's listener address follows.
 const helloLen = 16
 
 // Config describes one member of a group.
@@ -41,7 +42,9 @@ type Config struct {
 	// peer, when this member first dials it, so that a member learns only
 	// the addresses of the peers it talks to: with a rendezvous store
 	// behind it, what the store serves grows with the connections made,
-	// not with the square of the group's size.
+	// not with the square of the group's size. A peer's hello carries its
+	// address too, and a Conn that reconnects dials the address already
+	// known, so the store need not outlive the rendezvous.
 	Resolve func(ctx context.Context, peer int) (string, error)
 	// DialTimeout bounds a dial with the wait for the peer's answer, and
 	// separately the wait for the peer's own connection after it refused
@@ -77,6 +80,7 @@ type Group struct {
 	mu       sync.Mutex
 	conns    []*conn  // by peer index, created on first use, made anew after a failure
 	gens     []uint32 // by peer index: the generation of the latest conn
+	addrs    []string // by peer index: the address resolved, once it is
 	closed   bool     // Close has begun
 	shutting bool     // Close has closed every Conn: the listener goes once pending is 0
 	pending  int      // closed Conns whose frames await a connection
@@ -113,6 +117,7 @@ func New(cfg Config) (*Group, error) {
 		onConnect: cfg.OnConnect,
 		conns:     make([]*conn, cfg.Members),
 		gens:      make([]uint32, cfg.Members),
+		addrs:     make([]string, cfg.Members),
 	}
 	if g.timeout == 0 {
 		g.timeout = DefaultDialTimeout
@@ -230,11 +235,37 @@ func (g *Group) newConnLocked(peer int) *conn {
 	return c
 }
 
+// address returns peer's listener address, resolving it on first use.
+func (g *Group) address(ctx context.Context, peer int) (string, error) {
+	g.mu.Lock()
+	addr := g.addrs[peer]
+	g.mu.Unlock()
+	if addr != "" {
+		return addr, nil
+	}
+	addr, err := g.resolve(ctx, peer)
+	if err != nil {
+		return "", err
+	}
+	g.learn(peer, addr)
+	return addr, nil
+}
+
+// learn records peer's listener address.
+func (g *Group) learn(peer int, addr string) {
+	g.mu.Lock()
+	if g.addrs[peer] == "" {
+		g.addrs[peer] = addr
+	}
+	g.mu.Unlock()
+}
+
 // hello is what a dial of our conn of generation gen says.
 func (g *Group) hello(gen uint32) []byte {
 	h := binary.LittleEndian.AppendUint64(make([]byte, 0, helloLen), g.id)
 	h = binary.LittleEndian.AppendUint32(h, uint32(g.self))
-	return binary.LittleEndian.AppendUint32(h, gen)
+	h = binary.LittleEndian.AppendUint32(h, gen)
+	return append(h, g.ln.Addr()...)
 }
 
 // pend counts a closed conn whose frames await a connection.
@@ -280,10 +311,13 @@ func (g *Group) serve() {
 // than the one ours is connected to says the peer lost that connection:
 // ours fails, and a new conn takes the dial.
 func (g *Group) admit(u transport.Conn, hello []byte) {
-	peer, gen, ok := g.parseHello(hello)
+	peer, gen, addr, ok := g.parseHello(hello)
 	if !ok {
 		u.Close()
 		return
+	}
+	if addr != "" {
+		g.learn(peer, addr)
 	}
 	// After Close, the conns that exist may still await this very
 	// connection; there is nothing to create for any other peer.
@@ -303,17 +337,17 @@ func (g *Group) admit(u transport.Conn, hello []byte) {
 	c.incoming(u, gen)
 }
 
-// parseHello returns the dialer's index, and the generation of its Conn,
-// from a hello of this group.
-func (g *Group) parseHello(hello []byte) (peer int, gen uint32, ok bool) {
-	if len(hello) != helloLen || binary.LittleEndian.Uint64(hello) != g.id {
-		return 0, 0, false
+// parseHello returns the dialer's index, the generation of its Conn and
+// its listener address from a hello of this group.
+func (g *Group) parseHello(hello []byte) (peer int, gen uint32, addr string, ok bool) {
+	if len(hello) < helloLen || binary.LittleEndian.Uint64(hello) != g.id {
+		return 0, 0, "", false
 	}
 	p := binary.LittleEndian.Uint32(hello[8:])
 	if uint64(p) >= uint64(g.members) || int(p) == g.self {
-		return 0, 0, false
+		return 0, 0, "", false
 	}
-	return int(p), binary.LittleEndian.Uint32(hello[12:]), true
+	return int(p), binary.LittleEndian.Uint32(hello[12:]), string(hello[helloLen:]), true
 }
 
 // refuse answers a dial with a refusal, tagGone or tagCrossed, and closes

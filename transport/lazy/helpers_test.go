@@ -170,7 +170,7 @@ func (p *probe) wire(dialer, listener string, hello []byte) *wire {
 	w := p.wires[[2]string{dialer, listener}]
 	if w == nil {
 		w = &wire{listener: listener, dialer: -1}
-		if len(hello) == 16 {
+		if len(hello) >= 16 {
 			w.dialer = int(binary.LittleEndian.Uint32(hello[8:]))
 		}
 		p.wires[[2]string{dialer, listener}] = w
@@ -305,6 +305,7 @@ type cluster struct {
 	conns    [][]transport.Conn          // conns[i][j]: member i's conn to j
 	recs     [][]*transporttest.Recorder // recs[i][j]: its handler
 	connects [][]atomic.Int32            // connects[i][j]: OnConnect(j) calls at i
+	resolves [][]atomic.Int32            // resolves[i][j]: Resolve(j) calls at i
 }
 
 type clusterOptions struct {
@@ -327,17 +328,22 @@ func newCluster(t tb, nw transport.Network, n int, opts clusterOptions) *cluster
 		listeners[i], c.addrs[i] = l, l.Addr()
 	}
 	c.connects = make([][]atomic.Int32, n)
+	c.resolves = make([][]atomic.Int32, n)
 	c.conns = make([][]transport.Conn, n)
 	c.recs = make([][]*transporttest.Recorder, n)
 	for i := range n {
 		c.connects[i] = make([]atomic.Int32, n)
+		c.resolves[i] = make([]atomic.Int32, n)
 		g, err := lazy.New(lazy.Config{
-			Network:     nw,
-			Listener:    listeners[i],
-			ID:          groupID,
-			Self:        i,
-			Members:     len(c.addrs),
-			Resolve:     fixed(c.addrs),
+			Network:  nw,
+			Listener: listeners[i],
+			ID:       groupID,
+			Self:     i,
+			Members:  len(c.addrs),
+			Resolve: func(ctx context.Context, peer int) (string, error) {
+				c.resolves[i][peer].Add(1)
+				return fixed(c.addrs)(ctx, peer)
+			},
 			DialTimeout: opts.dialTimeout,
 			OnConnect:   func(peer int) { c.connects[i][peer].Add(1) },
 		})

@@ -47,7 +47,7 @@ func (l *link) HandleError(err error) { l.c.lost(l, err) }
 // whose first frame will be the peer's answer.
 func (c *conn) dial(ctx context.Context, cancel context.CancelFunc) {
 	var u transport.Conn
-	addr, err := c.g.resolve(ctx, c.peer)
+	addr, err := c.g.address(ctx, c.peer)
 	if err != nil {
 		err = fmt.Errorf("resolve its address: %w", err)
 	} else {

@@ -12,7 +12,9 @@ import (
 
 // TestReconnectAfterFailure: once the connection fails, Conn returns a
 // new conn on both sides, whichever asks first, and the pair connects
-// again and carries frames both ways; the failed conns stay failed.
+// again and carries frames both ways; the failed conns stay failed. No
+// address is resolved twice, and the member that was dialled knows its
+// peer's from the hello, so reconnecting needs no rendezvous store.
 func TestReconnectAfterFailure(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
 		checkLeaks(t)
@@ -63,6 +65,9 @@ func TestReconnectAfterFailure(t *testing.T) {
 			if got := c.connects[i][j].Load(); got != 2 {
 				t.Errorf("member %d: OnConnect(%d) called %d times, want 2", i, j, got)
 			}
+		}
+		if r0, r1 := c.resolves[0][1].Load(), c.resolves[1][0].Load(); r0 != 1 || r1 != 0 {
+			t.Errorf("Resolve called %d times by the dialler and %d by the member dialled, want 1 and 0", r0, r1)
 		}
 		c.check()
 		recs[0].Check(t)
