@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"errors"
 	"encoding/binary"
 	"fmt"
 
@@ -86,6 +87,12 @@ const (
 	// GaveUp: the rank timed out in the collective, waiting for the ranks
 	// the reply lists: it sends nothing more for it.
 	GaveUp
+	// Behind: the rank has not started the collective because an earlier
+	// one (the reply's At) still runs, waiting for the ranks it lists.
+	Behind
+	// Left: the rank's communicator broke, so it will not start the
+	// collective: the ranks listed failed, as the reply's Accuser found.
+	Left
 )
 
 // Probe asks the running collective whom it waits for, to answer a
@@ -93,12 +100,13 @@ const (
 // ProbeAnswer, unless it has already ended: its Finished says then.
 type Probe struct{ Peer int }
 
-// Ask asks the rank to probe Peer about collective CollSeq: the rank holds
-// the links, and the rank asked may be one the collective has no link to,
-// when it follows a chain of stuck ranks.
+// Ask asks the rank to probe Peer about collective About on behalf of the
+// running collective CollSeq: the rank holds the links, and the rank asked
+// may be one the collective has no link to, when it follows a chain of
+// stuck ranks, maybe into an earlier collective that holds them back.
 type Ask struct {
-	Peer    int
-	CollSeq uint64
+	Peer           int
+	CollSeq, About uint64
 }
 
 // ProbeAnswer is a running collective's answer to a Probe: Seq is the
@@ -113,12 +121,31 @@ type ProbeAnswer struct {
 type ProbeReply struct {
 	Peer    int
 	Status  ProbeStatus
-	Waiting []int // the ranks Peer waits for, or waited for when it gave up
+	At      uint64 // Behind: the collective Peer is still in
+	Accuser int    // Left: the rank that found the failure
+	Waiting []int  // the ranks Peer waits for, or waited for when it gave up, or that failed
 }
 
-// EncodeProbeReply returns the payload of a ControlProbeReply frame.
-func EncodeProbeReply(status ProbeStatus, waiting []int) []byte {
+// EncodeProbe returns the payload of a ControlProbe frame, sent about a
+// collective on behalf of collective asker, to which the reply goes.
+func EncodeProbe(asker uint64) []byte { return binary.AppendUvarint(nil, asker) }
+
+// DecodeProbe parses a ControlProbe payload.
+func DecodeProbe(p []byte) (asker uint64, err error) {
+	asker, n := binary.Uvarint(p)
+	if n <= 0 || n != len(p) {
+		return 0, errors.New("collective: malformed probe")
+	}
+	return asker, nil
+}
+
+// EncodeProbeReply returns the payload of a ControlProbeReply frame; at
+// is the collective a Behind rank is in, or the accuser of a Left one.
+func EncodeProbeReply(status ProbeStatus, at uint64, waiting []int) []byte {
 	b := []byte{byte(status)}
+	if status == Behind || status == Left {
+		b = binary.AppendUvarint(b, at)
+	}
 	for _, r := range waiting {
 		b = binary.AppendUvarint(b, uint64(r))
 	}
@@ -128,11 +155,24 @@ func EncodeProbeReply(status ProbeStatus, waiting []int) []byte {
 // DecodeProbeReply parses a ControlProbeReply payload from peer, rejecting
 // ranks outside a communicator of size.
 func DecodeProbeReply(peer, size int, p []byte) (*ProbeReply, error) {
-	if len(p) == 0 || ProbeStatus(p[0]) > GaveUp {
+	if len(p) == 0 || ProbeStatus(p[0]) > Left {
 		return nil, fmt.Errorf("collective: malformed probe reply from rank %d", peer)
 	}
 	reply := &ProbeReply{Peer: peer, Status: ProbeStatus(p[0])}
-	for rest := p[1:]; len(rest) > 0; {
+	rest := p[1:]
+	if reply.Status == Behind || reply.Status == Left {
+		at, n := binary.Uvarint(rest)
+		if n <= 0 || reply.Status == Left && at >= uint64(size) {
+			return nil, fmt.Errorf("collective: malformed probe reply from rank %d", peer)
+		}
+		rest = rest[n:]
+		if reply.Status == Left {
+			reply.Accuser = int(at)
+		} else {
+			reply.At = at
+		}
+	}
+	for len(rest) > 0 {
 		r, n := binary.Uvarint(rest)
 		if n <= 0 || r >= uint64(size) {
 			return nil, fmt.Errorf("collective: malformed probe reply from rank %d", peer)

@@ -16,13 +16,18 @@ import (
 // the error names the ranks that never started the collective (as NCCL's
 // fault analyzer does), or else those that gave up on it early (a rank
 // whose clock runs fast times out on healthy peers), not merely a
-// neighbour stuck behind them.
+// neighbour stuck behind them. A rank still in an earlier collective is
+// followed into it: whom it waits for there holds both back.
 type probe struct {
 	state      []probeState // by rank
+	about      []uint64     // by rank: the collective it was asked about
 	sent       int
 	pending    int
-	notReached []int
+	notReached []int // idle: they never called
 	gaveUp     []int
+	behind     []int // still in an earlier collective
+	left       []int // their communicator broke
+	accuser    int   // of the first rank that left: who found the failure
 	stopTimer  func() bool
 }
 
@@ -51,22 +56,23 @@ func (c *runner) startProbe(ctx actor.Context) {
 		c.timeout(ctx)
 		return
 	}
-	c.probe = &probe{state: make([]probeState, c.req.Size)}
+	c.probe = &probe{state: make([]probeState, c.req.Size), about: make([]uint64, c.req.Size)}
 	for _, peer := range waiting {
-		c.ask(ctx, peer)
+		c.ask(ctx, peer, c.req.CollSeq)
 	}
 	c.probe.stopTimer = c.rt.After(min(probeGrace, c.req.Timeout), ctx.Self(), probeOver{})
 }
 
-func (c *runner) ask(ctx actor.Context, peer int) {
+// ask probes peer about collective about, once per peer.
+func (c *runner) ask(ctx actor.Context, peer int, about uint64) {
 	pr := c.probe
 	if peer == c.req.Rank || pr.state[peer] != unasked || pr.sent == maxProbes {
 		return
 	}
-	pr.state[peer] = asked
+	pr.state[peer], pr.about[peer] = asked, about
 	pr.sent++
 	pr.pending++
-	ctx.Send(ctx.Parent(), &Ask{Peer: peer, CollSeq: c.req.CollSeq})
+	ctx.Send(ctx.Parent(), &Ask{Peer: peer, CollSeq: c.req.CollSeq, About: about})
 }
 
 func (c *runner) probeReplied(ctx actor.Context, m *ProbeReply) {
@@ -76,16 +82,24 @@ func (c *runner) probeReplied(ctx actor.Context, m *ProbeReply) {
 	}
 	pr.state[m.Peer] = answered
 	pr.pending--
+	about := pr.about[m.Peer]
 	switch m.Status {
 	case NotReached:
 		pr.notReached = append(pr.notReached, m.Peer)
+	case Behind:
+		pr.behind = append(pr.behind, m.Peer)
+		about = m.At
 	case GaveUp:
 		pr.gaveUp = append(pr.gaveUp, m.Peer)
-		fallthrough
-	case Stuck:
-		for _, peer := range m.Waiting {
-			c.ask(ctx, peer)
+	case Left:
+		if len(pr.left) == 0 {
+			pr.accuser = m.Accuser
 		}
+		pr.left = append(pr.left, m.Peer)
+		m.Waiting = nil // the failed ranks answer for nothing here
+	}
+	for _, peer := range m.Waiting {
+		c.ask(ctx, peer, about)
 	}
 	if pr.pending == 0 {
 		c.timeout(ctx)
@@ -99,8 +113,10 @@ func (c *runner) answerProbe(ctx actor.Context, peer int) {
 }
 
 // timeout fails the operation, naming the ranks that have not started it
-// if the probe found any, else those that gave up on it, and otherwise the
-// ranks it waits for.
+// and are not held back by an earlier collective, if the probe found any,
+// else those that gave up on it, else those whose communicator broke (and
+// who found the failure), else those still in an earlier one, and
+// otherwise the ranks it waits for.
 func (c *runner) timeout(ctx actor.Context) {
 	waiting := c.prog.Waiting(nil)
 	err := fmt.Errorf("%w after %v waiting for ranks %v", commerr.ErrTimeout, c.req.Timeout, waiting)
@@ -112,6 +128,12 @@ func (c *runner) timeout(ctx actor.Context) {
 	case pr != nil && len(pr.gaveUp) > 0:
 		ranks = slices.Sorted(slices.Values(pr.gaveUp))
 		err = fmt.Errorf("%w: ranks %v gave up on this collective", err, ranks)
+	case pr != nil && len(pr.left) > 0:
+		ranks = slices.Sorted(slices.Values(pr.left))
+		err = &commerr.Accusation{Accuser: pr.accuser, Err: fmt.Errorf("%w: ranks %v left the communicator after a failure", err, ranks)}
+	case pr != nil && len(pr.behind) > 0:
+		ranks = slices.Sorted(slices.Values(pr.behind))
+		err = fmt.Errorf("%w: ranks %v are still in an earlier collective", err, ranks)
 	}
 	if c.req.P2P == nil { // probes ask about collectives only
 		c.stuckOn = waiting

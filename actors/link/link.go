@@ -132,6 +132,10 @@ type state struct {
 	broken   bool
 	finished bool  // the peer sent tagFin: its connection ends on purpose
 	failed   error // for good: later sends are dropped
+	// peerUp says the peer's link has opened the current connection (its
+	// tagResume came): silence counts from then on, since a peer still
+	// joining, or whose connection is still being made, is no silent one.
+	peerUp bool
 	// heard is when a frame of the current connection last came, or the
 	// watch began; watching says a tick is armed.
 	heard    time.Time
@@ -205,12 +209,16 @@ func (l *linkActor) watch(ctx actor.Context) {
 }
 
 // tick checks on the peer: it has failed once silent for Silence, and is
-// asked for a frame once silent for Heartbeat. The watch ends when the
-// link no longer waits.
+// asked for a frame once silent for Heartbeat, counting from when its
+// link opened the connection. The watch ends when the link no longer
+// waits.
 func (l *linkActor) tick(ctx actor.Context) {
 	l.watching = false
 	if !l.waiting() {
 		return
+	}
+	if !l.peerUp {
+		l.heard = l.rt.Clock.Now()
 	}
 	silent := l.rt.Clock.Now().Sub(l.heard)
 	if silent >= l.cfg.Silence {
@@ -242,7 +250,7 @@ func (l *linkActor) connect(ctx actor.Context) {
 	}
 	l.epoch++
 	l.out.reconnected()
-	l.resumed, l.broken = len(l.out.unacked) == 0, false
+	l.resumed, l.broken, l.peerUp = len(l.out.unacked) == 0, false, false
 	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, epoch: l.epoch})
 	l.sendLink(tagResume)
 	l.flush()
@@ -297,7 +305,7 @@ func (l *linkActor) linkFrame(ctx actor.Context, h transport.Header) {
 			l.fail(ctx, err)
 			return
 		}
-		l.resumed = true
+		l.resumed, l.peerUp = true, true
 		l.flush()
 	case tagFin:
 		l.finished = true

@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"errors"
 	"maps"
 	"slices"
 
@@ -21,7 +22,12 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 	case collective.ControlFailed:
 		r.peerReported(ctx, d.Peer, h.Seq, d.Frame.Payload)
 	case collective.ControlProbe:
-		r.answerProbe(ctx, d.Peer, h.Seq)
+		asker, err := collective.DecodeProbe(d.Frame.Payload)
+		if err != nil {
+			r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+			return
+		}
+		r.answerProbe(ctx, d.Peer, h.Seq, asker)
 	case collective.ControlBye:
 		r.links.byPeer[d.Peer].left = true
 	case collective.ControlPeerFailed:
@@ -69,29 +75,42 @@ func (r *rankActor) peerReported(ctx actor.Context, peer int, collSeq uint64, pa
 	}
 }
 
-// answerProbe tells peer how far this rank has got with collective collSeq.
-// The collective itself says whom it waits for while it runs.
-func (r *rankActor) answerProbe(ctx actor.Context, peer int, collSeq uint64) {
-	if r.runsCollective(collSeq) {
-		r.probes = append(r.probes, pendingProbe{peer: peer, seq: r.running.Seq, collSeq: collSeq})
+// answerProbe tells peer, for its collective asker, how far this rank has
+// got with collective collSeq. The running collective itself says whom it
+// waits for: in collSeq, or in the earlier collective that holds this
+// rank back from it.
+func (r *rankActor) answerProbe(ctx actor.Context, peer int, collSeq, asker uint64) {
+	running := r.running != nil && r.running.P2P == nil
+	if running && r.running.CollSeq <= collSeq {
+		behind := r.running.CollSeq < collSeq
+		r.probes = append(r.probes, pendingProbe{peer: peer, seq: r.running.Seq, asker: asker, behind: behind, at: r.running.CollSeq})
 		ctx.Send(r.runner, &collective.Probe{Peer: peer})
 		return
 	}
-	status, waiting := collective.Ended, []int(nil)
+	status, at, waiting := collective.Ended, uint64(0), []int(nil)
 	switch {
+	case collSeq >= r.collSeq && r.broken != nil:
+		status, at, waiting = collective.Left, uint64(r.cfg.Rank), r.brokenRanks
+		if acc := (*commerr.Accusation)(nil); errors.As(r.broken, &acc) {
+			at = uint64(acc.Accuser)
+		}
 	case collSeq >= r.collSeq:
 		status = collective.NotReached
 	case r.gaveUp[collSeq] != nil:
 		status, waiting = collective.GaveUp, r.gaveUp[collSeq]
 	}
-	r.replyProbe(ctx, peer, collSeq, status, waiting)
+	r.replyProbe(ctx, peer, asker, status, at, waiting)
 }
 
 func (r *rankActor) probeAnswered(ctx actor.Context, m *collective.ProbeAnswer) {
 	for i, p := range r.probes {
 		if p.peer == m.Peer && p.seq == m.Seq {
 			r.probes = slices.Delete(r.probes, i, i+1)
-			r.replyProbe(ctx, p.peer, p.collSeq, collective.Stuck, m.Waiting)
+			status := collective.Stuck
+			if p.behind {
+				status = collective.Behind
+			}
+			r.replyProbe(ctx, p.peer, p.asker, status, p.at, m.Waiting)
 			return
 		}
 	}
@@ -113,17 +132,21 @@ func (r *rankActor) answerProbes(ctx actor.Context, m *collective.Finished) {
 		if p.seq != m.Seq {
 			return false
 		}
-		status := collective.Ended
-		if m.StuckOn != nil {
+		status, waiting := collective.Ended, m.StuckOn
+		switch {
+		case p.behind:
+			// The collective asked about comes next: it has not started.
+			status, waiting = collective.NotReached, nil
+		case m.StuckOn != nil:
 			status = collective.GaveUp
 		}
-		r.replyProbe(ctx, p.peer, p.collSeq, status, m.StuckOn)
+		r.replyProbe(ctx, p.peer, p.asker, status, 0, waiting)
 		return true
 	})
 }
 
-func (r *rankActor) replyProbe(ctx actor.Context, peer int, collSeq uint64, status collective.ProbeStatus, waiting []int) {
+func (r *rankActor) replyProbe(ctx actor.Context, peer int, asker uint64, status collective.ProbeStatus, at uint64, waiting []int) {
 	if l := r.links.byPeer[peer]; l != nil {
-		ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, collSeq, collective.ControlProbeReply, collective.EncodeProbeReply(status, waiting)))
+		ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, asker, collective.ControlProbeReply, collective.EncodeProbeReply(status, at, waiting)))
 	}
 }

@@ -84,10 +84,15 @@ const (
 	opPrefix   = "op"
 )
 
+// pendingProbe is a probe the running collective answers: about itself,
+// or, when it is an earlier collective than the one asked about (behind),
+// about what holds this rank back.
 type pendingProbe struct {
-	peer    int
-	seq     uint64 // the operation's
-	collSeq uint64
+	peer   int
+	seq    uint64 // the running operation's
+	asker  uint64 // the collective the reply goes to
+	behind bool
+	at     uint64 // the running collective's sequence number
 }
 
 type p2pKey struct {
@@ -152,7 +157,7 @@ func (r *rankActor) Receive(ctx actor.Context) {
 			return
 		}
 		if l, err := r.connect(ctx, m.Peer); err == nil {
-			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, m.CollSeq, collective.ControlProbe, nil))
+			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, m.About, collective.ControlProbe, collective.EncodeProbe(m.CollSeq)))
 		}
 	case *link.Delivered:
 		r.control(ctx, m)
