@@ -1,8 +1,8 @@
 package collective
 
 import (
-	"errors"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/gocomms/gocomms/actors/link"
