@@ -46,6 +46,12 @@ type Route struct {
 // Unroute ends a Route.
 type Unroute struct{ Key Key }
 
+// Close closes the link on purpose, once what it sent has arrived: it
+// sends tagFin after its frames, reconnecting if it must, and stops when
+// the peer answers, or when the peer turns out gone. Stopping the link
+// instead closes it at once.
+type Close struct{}
+
 // Delivered carries an inbound frame from a link to the actor its key is
 // routed to, or to the link's parent for control frames. The receiver owns
 // the payload.
@@ -132,10 +138,15 @@ type state struct {
 	broken   bool
 	finished bool  // the peer sent tagFin: its connection ends on purpose
 	failed   error // for good: later sends are dropped
-	// peerUp says the peer's link has opened the current connection (its
-	// tagResume came): silence counts from then on, since a peer still
-	// joining, or whose connection is still being made, is no silent one.
+	// peerUp says a frame of the peer's link came on the current
+	// connection: silence counts from then on, since a peer still joining,
+	// or whose connection is still being made, is no silent one.
 	peerUp bool
+	// resumeSent says this end sent tagResume on the current connection.
+	resumeSent bool
+	// closing says Close came; finSent that tagFin went on the current
+	// connection.
+	closing, finSent bool
 	// heard is when a frame of the current connection last came, or the
 	// watch began; watching says a tick is armed.
 	heard    time.Time
@@ -180,6 +191,13 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		delete(l.routes, m.Key)
 	case tick:
 		l.tick(ctx)
+	case *Close:
+		l.closing = true
+		if l.failed != nil {
+			ctx.Stop(ctx.Self()) // nothing can go out any more
+			return
+		}
+		l.fin()
 	case *connFailed:
 		if m.epoch == l.epoch {
 			l.lost(ctx, m.err)
@@ -233,9 +251,11 @@ func (l *linkActor) tick(ctx actor.Context) {
 }
 
 // connect starts a connection: the first, or a new one after the last
-// broke. It opens with tagResume, which tells the peer where to resume,
-// and transmits only once the peer's comes back, unless nothing waits
-// for an acknowledgement.
+// broke. A new one opens with tagResume, which tells the peer where to
+// resume, and transmits only once the peer's comes back, unless nothing
+// waits for an acknowledgement. The first one needs none: there is
+// nothing to resume, and a peer reconnecting to it gets one in answer to
+// its own.
 func (l *linkActor) connect(ctx actor.Context) {
 	if l.failed != nil {
 		return
@@ -250,10 +270,13 @@ func (l *linkActor) connect(ctx actor.Context) {
 	}
 	l.epoch++
 	l.out.reconnected()
-	l.resumed, l.broken, l.peerUp = len(l.out.unacked) == 0, false, false
+	l.resumed, l.broken, l.peerUp, l.resumeSent, l.finSent = len(l.out.unacked) == 0, false, false, false, false
 	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, epoch: l.epoch})
-	l.sendLink(tagResume)
+	if l.epoch > 1 {
+		l.resume()
+	}
 	l.flush()
+	l.fin()
 }
 
 // flush transmits the frames that wait, as far as the Window allows.
@@ -265,8 +288,27 @@ func (l *linkActor) flush() {
 		}
 		l.out.transmitting(of)
 		f := of.frame
-		l.broken = l.conn.Send(transport.Frame{Header: f.Header, Payload: f.Payload, Sent: of.sent}) != nil
+		h := f.Header
+		if of.lent() {
+			h.Kind |= askAck // the operation waits for its payload back
+		}
+		l.broken = l.conn.Send(transport.Frame{Header: h, Payload: f.Payload, Sent: of.sent}) != nil
 	}
+}
+
+// fin sends tagFin once the link is closing and the connection carries
+// data, after every frame sent before.
+func (l *linkActor) fin() {
+	if l.closing && !l.finSent && l.resumed && l.failed == nil {
+		l.finSent = true
+		l.sendLink(tagFin)
+	}
+}
+
+// resume sends tagResume on the current connection.
+func (l *linkActor) resume() {
+	l.resumeSent = true
+	l.sendLink(tagResume)
 }
 
 // sendLink sends a frame of the link layer, which counts what this end
@@ -284,6 +326,7 @@ func (l *linkActor) arrive(ctx actor.Context, m *inFrame) {
 		transport.PutBuffer(m.Frame.Payload)
 		return
 	}
+	l.peerUp = true
 	if l.watching {
 		l.heard = l.rt.Clock.Now()
 	}
@@ -292,7 +335,9 @@ func (l *linkActor) arrive(ctx actor.Context, m *inFrame) {
 		l.linkFrame(ctx, h)
 		return
 	}
-	if l.in.arrived(len(m.Frame.Payload)) {
+	now := h.Kind&askAck != 0
+	m.Frame.Header.Kind &^= askAck
+	if l.in.arrived(len(m.Frame.Payload)) || now {
 		l.sendLink(tagAck)
 	}
 	l.deliver(ctx, &m.Delivered)
@@ -305,10 +350,19 @@ func (l *linkActor) linkFrame(ctx actor.Context, h transport.Header) {
 			l.fail(ctx, err)
 			return
 		}
-		l.resumed, l.peerUp = true, true
+		l.resumed = true
+		if h.Tag == tagResume && !l.resumeSent {
+			l.resume() // the peer reconnected to our first connection
+		}
 		l.flush()
+		l.fin()
 	case tagFin:
 		l.finished = true
+		l.sendLink(tagFinAck)
+	case tagFinAck:
+		if l.finSent {
+			ctx.Stop(ctx.Self())
+		}
 	case tagPing:
 		l.sendLink(tagAck)
 	default:
@@ -378,6 +432,9 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 	// its connection drained now rather than after its close timeout.
 	l.conn.Close()
 	l.out.releaseAll()
+	if l.closing {
+		ctx.Stop(ctx.Self())
+	}
 	failed := &Failed{Peer: l.cfg.Peer, Err: err}
 	ctx.Send(ctx.Parent(), failed)
 	for _, to := range l.routes {
@@ -385,14 +442,16 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 	}
 }
 
-// stop closes the link on purpose: the peer hears so first, and does not
-// reconnect.
+// stop ends the link: the peer hears so first, unless it has already,
+// and does not reconnect.
 func (l *linkActor) stop() {
 	if l.stopTick != nil {
 		l.stopTick()
 	}
 	if l.failed == nil && l.conn != nil {
-		l.conn.Send(linkFrame(l.cfg.Comm, tagFin, l.in.received))
+		if !l.finSent && !l.broken {
+			l.conn.Send(linkFrame(l.cfg.Comm, tagFin, l.in.received))
+		}
 		l.conn.Close()
 	}
 	l.out.releaseAll()

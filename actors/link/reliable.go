@@ -12,8 +12,9 @@ import (
 // carry no number of their own: both ends count them, and a connection
 // delivers them in order, so a count is the number of the last frame.
 const (
-	// tagResume opens every connection: Seq counts the data frames this
-	// end has received, and the peer sends again every later one.
+	// tagResume opens every connection after the first, and answers the
+	// peer's: Seq counts the data frames this end has received, and the
+	// peer sends again every later one.
 	tagResume uint32 = iota
 	// tagAck: Seq counts the data frames this end has received, so the
 	// peer may forget them.
@@ -24,18 +25,24 @@ const (
 	// tagPing asks for a tagAck at once: a link that waits on its peer
 	// and has heard nothing for a while checks that the peer still runs.
 	tagPing
+	// tagFinAck answers tagFin: everything before the Fin arrived, so the
+	// closing link may go.
+	tagFinAck
 )
 
-// When a receiver acknowledges: at once for a frame whose payload its
-// sender may have lent (operations lend from 64 KiB, and get the payload
-// back only once it is acknowledged), else every ackFrames frames or
-// ackBytes bytes, which bounds what a sender keeps of small frames with no
-// timer at all.
+// When a receiver acknowledges: at once for a frame whose sender asks
+// (askAck: the operation lent the payload, and gets it back only once it
+// is acknowledged), else every ackFrames frames or ackBytes bytes, which
+// bounds what a sender keeps of other frames with no timer at all.
 const (
-	ackLarge  = 64 << 10
 	ackFrames = 64
 	ackBytes  = 1 << 20
 )
+
+// askAck marks, in a data frame's Kind, a frame to acknowledge at once.
+// The link sets it on the wire and clears it before delivery: the engine's
+// kinds are small numbers, and transports carry the Kind verbatim.
+const askAck transport.Kind = 0x80
 
 // Window bounds the bytes a link has sent and the peer not yet
 // acknowledged: later frames wait in the link until acknowledgements make
@@ -166,7 +173,7 @@ type inbound struct {
 func (in *inbound) arrived(size int) bool {
 	in.received++
 	in.bytes += size
-	return size >= ackLarge || in.received-in.ackedAt >= ackFrames || in.bytes >= ackBytes
+	return in.received-in.ackedAt >= ackFrames || in.bytes >= ackBytes
 }
 
 // acknowledged records that an acknowledgement (or resume) of received went out.

@@ -260,8 +260,8 @@ type closeGraceOver struct{}
 // and stopped. Stopping the rank actor earlier would stop its links at once,
 // dropping frames still queued in their mailboxes.
 func (r *rankActor) closed(ctx actor.Context) {
-	if r.links.live > 0 {
-		return
+	if r.links.live > 0 || r.finalize == nil {
+		return // links still closing, or finalized already past the grace period
 	}
 	r.stopGrace()
 	r.finalize()
@@ -388,12 +388,13 @@ func (r *rankActor) cancel(ctx actor.Context, m *Cancel) {
 
 // stopLinks closes every connection. The links stay known: an operation
 // still running may send to a stopped link, which drops the frame.
-// Finalize poisons the links, an ordinary message, so that frames already in
-// their mailboxes are sent first; abort stops them at once.
+// Finalize closes the links with an ordinary message, so that frames
+// already in their mailboxes are sent first, and each stops once its peer
+// has them all; abort stops them at once.
 func (r *rankActor) stopLinks(ctx actor.Context, flush bool) {
 	for _, l := range r.links.order {
 		if flush {
-			ctx.Poison(l.pid)
+			ctx.Send(l.pid, &link.Close{})
 		} else {
 			ctx.Stop(l.pid)
 		}

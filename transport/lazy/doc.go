@@ -39,7 +39,7 @@
 //	Header{Comm: id, Kind: KindWelcome, Tag: 2}  refused: the acceptor's own dial, which wins, is on its way
 //
 // and closes the connection after a refusal. KindWelcome (254) lies
-// outside the engine's kinds (1 to 4) and the mux's close marker (255).
+// outside the engine's kinds (1 to 4; 0x81 to 0x84 flagged) and the mux's close marker (255).
 // Frames after the welcome travel unchanged. A connection that ends
 // without an answer failed the dial: the peer's listener closed with it
 // in the backlog, or the peer is no member of this group.

@@ -11,7 +11,7 @@ import (
 
 // KindWelcome marks the answer an acceptor sends first on a connection it
 // was dialled: Comm is the group id, Tag says which answer, and there is no
-// payload. The value lies outside the engine's kinds (1 to 4) and the
+// payload. The value lies outside the engine's kinds (1 to 4; 0x81 to 0x84 flagged) and the
 // mux's close marker (255).
 const KindWelcome transport.Kind = 254
 

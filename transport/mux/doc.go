@@ -26,7 +26,7 @@
 //
 //	Header{Comm: comm, Kind: KindClose}, no payload
 //
-// KindClose (255) lies outside the engine's kinds (1 to 4), so no comm id
+// KindClose (255) lies outside the engine's kinds (1 to 4; 0x81 to 0x84 flagged), so no comm id
 // is reserved. Both ends must use a Mux: a plain conn would hand the marker
 // to its handler as a frame.
 //
