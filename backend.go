@@ -35,6 +35,8 @@ const (
 	OpRecv                OpName = "recv"
 	OpBatch               OpName = "batch_op_issue"
 	OpSplit               OpName = "split"
+	OpAgree               OpName = "agree"
+	OpShrink              OpName = "shrink"
 )
 
 // Op is one validated operation, as hooks see it and a backend runs it.
@@ -89,6 +91,14 @@ type Backend interface {
 	Split(ctx context.Context, group []int, cfg *Config, exchange Exchange) (Backend, error)
 	Abort(err error)
 	Finalize(ctx context.Context) error
+}
+
+// FaultTolerant is a Backend that can agree among the ranks that survive
+// failures, which Comm.Agree and Comm.Shrink need.
+type FaultTolerant interface {
+	// Agree decides, among the ranks that survive, the AND of their flags
+	// and the ranks that failed: the same on every survivor that returns.
+	Agree(ctx context.Context, flags uint64) (uint64, []int, error)
 }
 
 // Exchange all-gathers one byte string per rank over a communicator: the

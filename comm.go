@@ -28,6 +28,7 @@ type Comm struct {
 	mu        sync.Mutex // orders issue: sequence numbers and submission
 	seq       uint64
 	splits    int
+	shrinks   int
 	finalized bool
 	aborted   atomic.Bool
 	abortCh   chan struct{} // closed by Abort: unblocks splits in progress

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/gocomms/gocomms/actors/agree"
 	"github.com/gocomms/gocomms/actors/collective"
 	"github.com/gocomms/gocomms/actors/rank"
 	"github.com/gocomms/gocomms/algorithms"
@@ -180,4 +181,20 @@ func (n *native) Split(ctx context.Context, group []int, cfg *Config, exchange E
 		return nil, err
 	}
 	return startNative(cfg, m), nil
+}
+
+// Agree runs the rank actor's fault-tolerant agreement.
+func (n *native) Agree(ctx context.Context, flags uint64) (uint64, []int, error) {
+	type result struct {
+		v   agree.Value
+		err error
+	}
+	ch := make(chan result, 1)
+	n.cfg.Runtime.System.Root.Send(n.pid, &rank.Agree{Flags: flags, Done: func(v agree.Value, err error) { ch <- result{v, err} }})
+	select {
+	case r := <-ch:
+		return r.v.Flags, r.v.Failed, r.err
+	case <-ctx.Done():
+		return 0, nil, context.Cause(ctx)
+	}
 }

@@ -47,7 +47,17 @@ func (c *Comm) Split(ctx context.Context, ranks []int, opts ...Option) (*Comm, e
 	if len(ranks) == 0 {
 		ranks = nil
 	}
-	return c.splitGroup(ctx, ranks, opts)
+	return c.split(ctx, ranks, opts)
+}
+
+// split creates the child communicator of group (nil: none) on every rank
+// of this one.
+func (c *Comm) split(ctx context.Context, group []int, opts []Option) (*Comm, error) {
+	c.mu.Lock()
+	name := c.cfg.Name + ".split" + strconv.Itoa(c.splits)
+	c.splits++
+	c.mu.Unlock()
+	return c.splitGroup(ctx, OpSplit, name, group, c.exchange, opts)
 }
 
 func (c *Comm) checkGroup(ranks []int) error {
@@ -95,17 +105,12 @@ func (c *Comm) SplitByColor(ctx context.Context, color, key int, opts ...Option)
 			return a - b
 		})
 	}
-	return c.splitGroup(ctx, group, opts)
+	return c.split(ctx, group, opts)
 }
 
-// splitGroup creates the child communicator of group (nil: none) on every
-// rank of this one.
-func (c *Comm) splitGroup(ctx context.Context, group []int, opts []Option) (*Comm, error) {
-	c.mu.Lock()
-	name := c.cfg.Name + ".split" + strconv.Itoa(c.splits)
-	c.splits++
-	c.mu.Unlock()
-
+// splitGroup creates the child communicator name of group (nil: none) on
+// every rank of this one, the backend rendezvousing through exchange.
+func (c *Comm) splitGroup(ctx context.Context, opName OpName, name string, group []int, exchange Exchange, opts []Option) (*Comm, error) {
 	me := max(slices.Index(group, c.cfg.Rank), 0)
 	base := []Option{WithRank(me), WithSize(max(len(group), 1)), WithNetwork(c.cfg.Network),
 		WithRuntime(c.cfg.Runtime), WithLogger(c.cfg.Logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence)}
@@ -124,9 +129,9 @@ func (c *Comm) splitGroup(ctx context.Context, group []int, opts []Option) (*Com
 		case <-ctx.Done():
 		}
 	}()
-	b, err := c.backend.Split(ctx, group, &o.cfg, c.exchange)
+	b, err := c.backend.Split(ctx, group, &o.cfg, exchange)
 	if err != nil {
-		return nil, c.opError(&Op{Name: OpSplit}, err)
+		return nil, c.opError(&Op{Name: opName}, err)
 	}
 	if group == nil {
 		return nil, nil

@@ -25,9 +25,13 @@ const (
 	// ControlBye says the sender is finalizing: the end of its connection
 	// that follows is no failure. It has no payload.
 	ControlBye = 4
-	// ControlPeerFailed says a rank failed: the payload is its rank, as a
-	// little-endian uint32.
+	// ControlPeerFailed says a rank failed: the payload is its rank and
+	// the rank that found it, as little-endian uint32s.
 	ControlPeerFailed = 5
+	// ControlAgree carries a message of a fault-tolerant agreement
+	// (actors/agree): Seq numbers the agreement, the payload is the
+	// message.
+	ControlAgree = 6
 )
 
 // ControlFrame returns the message that sends a control frame over a link.

@@ -32,6 +32,8 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 		r.links.byPeer[d.Peer].left = true
 	case collective.ControlPeerFailed:
 		r.peerReportedFailure(ctx, d.Peer, d.Frame.Payload)
+	case collective.ControlAgree:
+		r.agreeFrame(ctx, d.Peer, h.Seq, d.Frame.Payload)
 	case collective.ControlProbeReply:
 		reply, err := collective.DecodeProbeReply(d.Peer, r.cfg.Size, d.Frame.Payload)
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 // peerFailed handles the failure of the link to a peer.
 func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
 	r.rt.Logger.Debug("connection to peer failed", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", m.Peer, "err", m.Err)
+	r.markFailed(ctx, m.Peer)
 	if l := r.links.byPeer[m.Peer]; l != nil && l.left || r.closing || r.aborted != nil || r.broken != nil {
 		return
 	}
@@ -47,6 +48,7 @@ func (r *rankActor) peerReportedFailure(ctx actor.Context, reporter int, payload
 		r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", reporter, "err", err)
 		return
 	}
+	r.markFailed(ctx, failed)
 	if r.closing || r.aborted != nil || r.broken != nil {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/actors/agree"
 	"github.com/gocomms/gocomms/actors/collective"
 	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/actors/supervisor"
@@ -125,6 +126,16 @@ type rankActor struct {
 	broken      error
 	brokenRanks []int
 
+	// failed marks the peers this rank knows failed or left, for
+	// agreements; agreement is the latest one, agreeOut what it has yet
+	// to send, agreeEarly the messages of ones this rank has not started.
+	failed        []bool
+	agreeSeq      uint64
+	agreement     *agreement
+	agreeOut      []agree.Msg
+	agreeFlushing bool
+	agreeEarly    map[uint64][]agree.Msg
+
 	aborted  error
 	finalize func()
 	closing  bool // finalizing: waiting for the links to stop
@@ -134,11 +145,13 @@ type rankActor struct {
 
 func newRank(rt *actors.Runtime, cfg Config) *rankActor {
 	return &rankActor{
-		rt:       rt,
-		cfg:      cfg,
-		ordinals: map[p2pKey]uint64{},
-		reported: map[uint64]report{},
-		gaveUp:   map[uint64][]int{},
+		rt:         rt,
+		cfg:        cfg,
+		ordinals:   map[p2pKey]uint64{},
+		reported:   map[uint64]report{},
+		gaveUp:     map[uint64][]int{},
+		failed:     make([]bool, cfg.Size),
+		agreeEarly: map[uint64][]agree.Msg{},
 	}
 }
 
@@ -146,6 +159,8 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Submit:
 		r.submit(ctx, m.Req)
+	case *Agree:
+		r.startAgree(ctx, m)
 	case *collective.Finished:
 		r.finished(ctx, m)
 	case *collective.PeerLost:
@@ -202,6 +217,7 @@ func (r *rankActor) Receive(ctx actor.Context) {
 				r.closed(ctx)
 			case r.aborted == nil:
 				// A link the supervisor gave up reconnecting.
+				r.markFailed(ctx, l.peer)
 				r.peerFailed(ctx, &link.Failed{Peer: l.peer, Err: fmt.Errorf("the link to rank %d gave up reconnecting: %v", l.peer, l.lost)})
 			}
 		}
@@ -358,6 +374,7 @@ func (r *rankActor) abort(ctx actor.Context, err error) {
 		return
 	}
 	r.aborted = err
+	r.abortAgreement(err)
 	if r.running != nil {
 		ctx.Send(r.runner, &collective.Fail{Err: err})
 	}

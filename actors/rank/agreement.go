@@ -1,0 +1,129 @@
+package rank
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors/agree"
+	"github.com/gocomms/gocomms/actors/collective"
+	"github.com/gocomms/gocomms/commerr"
+)
+
+// Agree decides, among the ranks that survive, the AND of their Flags and
+// the ranks that failed (actors/agree), and calls Done with the value. It
+// runs on a broken communicator too: that is what it is for. Every rank
+// must call it, the same number of times.
+type Agree struct {
+	Flags uint64
+	Done  func(agree.Value, error)
+}
+
+// agreement is the latest agreement this rank started. It stays after it
+// decides, to answer a coordinator that takes over for ranks that have
+// not.
+type agreement struct {
+	seq  uint64
+	node *agree.Node
+	done func(agree.Value, error) // nil once called
+}
+
+func (r *rankActor) startAgree(ctx actor.Context, m *Agree) {
+	switch {
+	case r.aborted != nil:
+		m.Done(agree.Value{}, r.aborted)
+		return
+	case r.finalize != nil:
+		m.Done(agree.Value{}, commerr.ErrFinalized)
+		return
+	}
+	seq := r.agreeSeq
+	r.agreeSeq++
+	node, out := agree.New(r.cfg.Rank, r.cfg.Size, m.Flags, r.failedRanks())
+	r.agreement = &agreement{seq: seq, node: node, done: m.Done}
+	r.agreeOut = append(r.agreeOut, out...)
+	for _, early := range r.agreeEarly[seq] {
+		r.agreeOut = append(r.agreeOut, node.Receive(early)...)
+	}
+	for s := range r.agreeEarly {
+		if s <= seq {
+			delete(r.agreeEarly, s)
+		}
+	}
+	r.agreeFlush(ctx)
+}
+
+// agreeFrame handles a peer's agreement message.
+func (r *rankActor) agreeFrame(ctx actor.Context, peer int, seq uint64, payload []byte) {
+	m, err := agree.Decode(peer, r.cfg.Rank, r.cfg.Size, payload)
+	if err != nil {
+		r.rt.Logger.Warn("malformed agreement message", "comm", r.cfg.Comm, "peer", peer, "err", err)
+		return
+	}
+	switch a := r.agreement; {
+	case a != nil && a.seq == seq:
+		r.agreeOut = append(r.agreeOut, a.node.Receive(m)...)
+		r.agreeFlush(ctx)
+	case seq >= r.agreeSeq:
+		r.agreeEarly[seq] = append(r.agreeEarly[seq], m) // this rank has yet to call it
+	}
+}
+
+// failedRanks lists the peers this rank knows have failed or left.
+func (r *rankActor) failedRanks() []int {
+	var l []int
+	for p, dead := range r.failed {
+		if dead {
+			l = append(l, p)
+		}
+	}
+	return l
+}
+
+// markFailed records that peer failed, or left, and tells the agreement.
+func (r *rankActor) markFailed(ctx actor.Context, peer int) {
+	if peer < 0 || peer >= r.cfg.Size || peer == r.cfg.Rank || r.failed[peer] {
+		return
+	}
+	r.failed[peer] = true
+	if a := r.agreement; a != nil {
+		r.agreeOut = append(r.agreeOut, a.node.Fail(peer)...)
+		r.agreeFlush(ctx)
+	}
+}
+
+// agreeFlush sends what the agreement has to send, feeding its messages
+// to itself back in, and completes the request once it has decided.
+// Connecting to a peer may find it failed, which feeds the agreement
+// more: a flush under way takes that too.
+func (r *rankActor) agreeFlush(ctx actor.Context) {
+	a := r.agreement
+	if a == nil || r.agreeFlushing {
+		return
+	}
+	r.agreeFlushing = true
+	for len(r.agreeOut) > 0 {
+		m := r.agreeOut[0]
+		r.agreeOut = r.agreeOut[1:]
+		if m.To == r.cfg.Rank {
+			r.agreeOut = append(r.agreeOut, a.node.Receive(m)...)
+			continue
+		}
+		if l, err := r.connect(ctx, m.To); err == nil {
+			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, a.seq, collective.ControlAgree, agree.Encode(m)))
+		}
+	}
+	r.agreeFlushing = false
+	if v, ok := a.node.Decided(); ok && a.done != nil {
+		done := a.done
+		a.done = nil
+		done(v, nil)
+	}
+}
+
+// abortAgreement fails an agreement still waiting to decide.
+func (r *rankActor) abortAgreement(err error) {
+	if a := r.agreement; a != nil && a.done != nil {
+		done := a.done
+		a.done = nil
+		done(agree.Value{}, err)
+	}
+}

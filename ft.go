@@ -1,0 +1,69 @@
+package gocomms
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+
+	"github.com/gocomms/gocomms/commerr"
+)
+
+// Agree is ULFM's MPI_Comm_agree: every rank that survives returns the
+// AND of the flags of the ranks that called it and survived, and the ranks
+// found failed, both the same on every survivor, even when ranks fail
+// while it runs. It works on a communicator that a failure broke, which
+// is what it is for; every rank must call it, in the same order as Shrink.
+// It fails once ctx is done, or if the communicator was aborted.
+func (c *Comm) Agree(ctx context.Context, flags uint64) (uint64, []int, error) {
+	ft, ok := c.backend.(FaultTolerant)
+	if !ok {
+		return 0, nil, c.opError(&Op{Name: OpAgree}, commerr.Invalid("backend %q cannot agree among survivors", c.backendName))
+	}
+	got, failed, err := ft.Agree(ctx, flags)
+	if err != nil {
+		return 0, nil, c.opError(&Op{Name: OpAgree}, err)
+	}
+	return got, failed, nil
+}
+
+// Shrink is ULFM's MPI_Comm_shrink: the ranks that survive agree on the
+// ones that failed, and each gets a new communicator of the survivors,
+// ranked densely in their old order, over the connections they share.
+// The failed communicator stays broken; finalize it. A rank its peers
+// found failed (it lost its links to them) gets an error naming the
+// ranks that failed, itself included.
+func (c *Comm) Shrink(ctx context.Context, opts ...Option) (*Comm, error) {
+	_, failed, err := c.Agree(ctx, ^uint64(0))
+	if err != nil {
+		return nil, c.opError(&Op{Name: OpShrink}, err)
+	}
+	if slices.Contains(failed, c.cfg.Rank) {
+		return nil, c.opError(&Op{Name: OpShrink}, fmt.Errorf("%w: the survivors found this rank failed too (failed ranks %v)", ErrPeerFailed, failed))
+	}
+	var group []int
+	for r := range c.cfg.Size {
+		if !slices.Contains(failed, r) {
+			group = append(group, r)
+		}
+	}
+	c.mu.Lock()
+	name := c.cfg.Name + ".shrink" + strconv.Itoa(c.shrinks)
+	c.shrinks++
+	c.mu.Unlock()
+	// Every survivor derives the same id from the name; no exchange is
+	// possible over a broken communicator, and none is needed.
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	id := binary.LittleEndian.AppendUint64(nil, h.Sum64())
+	agreed := func(context.Context, []byte) ([][]byte, error) {
+		all := make([][]byte, c.cfg.Size)
+		for _, g := range group {
+			all[g] = id
+		}
+		return all, nil
+	}
+	return c.splitGroup(ctx, OpShrink, name, group, agreed, opts)
+}

@@ -1,0 +1,70 @@
+package gocomms_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gocomms/gocomms"
+)
+
+// TestShrinkAfterAFailure has one of five ranks fail (it aborts, closing
+// its connections) while the others all-reduce: they fail naming it, agree
+// on it, shrink to a communicator of four with dense ranks over the
+// connections they already share, and 100 all-reduces there are correct.
+func TestShrinkAfterAFailure(t *testing.T) {
+	const n, dead = 5, 2
+	local(t, n, func(ctx context.Context, c *gocomms.Comm) error {
+		if c.Rank() == dead {
+			time.Sleep(20 * time.Millisecond) // the others wait in the all-reduce
+			c.Abort(errors.New("simulated crash"))
+			return nil
+		}
+		err := c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum, gocomms.OpTimeout(time.Minute))
+		if e := wantErr(err, gocomms.ErrPeerFailed, "all_reduce with a rank gone"); e != nil {
+			return e
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		flags, failed, err := c.Agree(sctx, uint64(1)<<c.Rank()|1<<10)
+		if err != nil {
+			return fmt.Errorf("agree: %w", err)
+		}
+		if want := uint64(1) << 10; flags != want || !slices.Equal(failed, []int{dead}) {
+			return fmt.Errorf("agreed flags %x and failed %v, want %x and [%d]", flags, failed, want, dead)
+		}
+		s, err := c.Shrink(sctx)
+		if err != nil {
+			return fmt.Errorf("shrink: %w", err)
+		}
+		wantRank := c.Rank()
+		if c.Rank() > dead {
+			wantRank--
+		}
+		if s.Size() != n-1 || s.Rank() != wantRank {
+			return fmt.Errorf("shrunk to rank %d of %d, want %d of %d", s.Rank(), s.Size(), wantRank, n-1)
+		}
+		for it := range 100 {
+			x := []int64{int64(c.Rank()*1000 + it)}
+			if err := s.AllReduce(ctx, gocomms.FromSlice(x), gocomms.Sum); err != nil {
+				return fmt.Errorf("all_reduce %d after shrinking: %w", it, err)
+			}
+			want := int64(0)
+			for r := range n {
+				if r != dead {
+					want += int64(r*1000 + it)
+				}
+			}
+			if x[0] != want {
+				return fmt.Errorf("all_reduce %d after shrinking = %d, want %d", it, x[0], want)
+			}
+		}
+		if err := s.Finalize(ctx); err != nil {
+			return err
+		}
+		return finalizeExpectingFailures(ctx, c)
+	})
+}
