@@ -37,6 +37,7 @@ const (
 	OpSplit               OpName = "split"
 	OpAgree               OpName = "agree"
 	OpShrink              OpName = "shrink"
+	OpRevoke              OpName = "revoke"
 )
 
 // Op is one validated operation, as hooks see it and a backend runs it.
@@ -99,6 +100,9 @@ type FaultTolerant interface {
 	// Agree decides, among the ranks that survive, the AND of their flags
 	// and the ranks that failed: the same on every survivor that returns.
 	Agree(ctx context.Context, flags uint64) (uint64, []int, error)
+	// Revoke fails every rank's running, queued and later operations with
+	// ErrRevoked, except agreements.
+	Revoke()
 }
 
 // Exchange all-gathers one byte string per rank over a communicator: the

@@ -29,6 +29,20 @@ func (c *Comm) Agree(ctx context.Context, flags uint64) (uint64, []int, error) {
 	return got, failed, nil
 }
 
+// Revoke is ULFM's MPI_Comm_revoke: the running, queued and later
+// operations of every rank fail with ErrRevoked naming this rank, so that
+// ranks stuck in an operation a failure left hanging all leave it. Agree
+// and Shrink still work, and are how the survivors go on; Split fails. The
+// word spreads over the connections ranks have made to each other.
+func (c *Comm) Revoke() error {
+	ft, ok := c.backend.(FaultTolerant)
+	if !ok {
+		return c.opError(&Op{Name: OpRevoke}, commerr.Invalid("backend %q cannot revoke", c.backendName))
+	}
+	ft.Revoke()
+	return nil
+}
+
 // Shrink is ULFM's MPI_Comm_shrink: the ranks that survive agree on the
 // ones that failed, and each gets a new communicator of the survivors,
 // ranked densely in their old order, over the connections they share.

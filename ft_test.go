@@ -68,3 +68,58 @@ func TestShrinkAfterAFailure(t *testing.T) {
 		return finalizeExpectingFailures(ctx, c)
 	})
 }
+
+// TestRevoke has rank 0 revoke the communicator while the others wait in
+// an all-reduce it never joins: they fail at once with ErrRevoked naming
+// it, later operations and splits fail the same way, and agreement and
+// shrinking still work, to a communicator of all four.
+func TestRevoke(t *testing.T) {
+	local(t, 4, func(ctx context.Context, c *gocomms.Comm) error {
+		if c.Rank() == 0 {
+			// Connect to every rank first, as ranks that have worked
+			// together have: the word spreads over connections.
+			if err := c.AllReduce(ctx, gocomms.FromSlice(make([]float32, 4)), gocomms.Sum, gocomms.OpHints(map[string]string{gocomms.HintAlgorithm: "recursive_doubling"})); err != nil {
+				return err
+			}
+			time.Sleep(20 * time.Millisecond)
+			if err := c.Revoke(); err != nil {
+				return err
+			}
+		} else {
+			if err := c.AllReduce(ctx, gocomms.FromSlice(make([]float32, 4)), gocomms.Sum, gocomms.OpHints(map[string]string{gocomms.HintAlgorithm: "recursive_doubling"})); err != nil {
+				return err
+			}
+			start := time.Now()
+			err := c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum, gocomms.OpTimeout(time.Minute))
+			if e := wantErr(err, gocomms.ErrRevoked, "all_reduce during a revoke"); e != nil {
+				return e
+			}
+			if waited := time.Since(start); waited > 5*time.Second {
+				return fmt.Errorf("the revoke took %v to arrive", waited)
+			}
+		}
+		if e := wantErr(c.Barrier(ctx), gocomms.ErrRevoked, "barrier after the revoke"); e != nil {
+			return e
+		}
+		if _, err := c.SplitByColor(ctx, 0, 0); !errors.Is(err, gocomms.ErrRevoked) {
+			return fmt.Errorf("split of a revoked communicator: %v, want ErrRevoked", err)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		s, err := c.Shrink(sctx)
+		if err != nil {
+			return fmt.Errorf("shrink after the revoke: %w", err)
+		}
+		if s.Size() != 4 || s.Rank() != c.Rank() {
+			return fmt.Errorf("shrunk to rank %d of %d, want %d of 4", s.Rank(), s.Size(), c.Rank())
+		}
+		x := []int64{int64(c.Rank())}
+		if err := s.AllReduce(ctx, gocomms.FromSlice(x), gocomms.Sum); err != nil || x[0] != 6 {
+			return fmt.Errorf("all_reduce after shrinking: %d, %v", x[0], err)
+		}
+		if err := s.Finalize(ctx); err != nil {
+			return err
+		}
+		return finalizeExpectingFailures(ctx, c)
+	})
+}

@@ -198,3 +198,6 @@ func (n *native) Agree(ctx context.Context, flags uint64) (uint64, []int, error)
 		return 0, nil, context.Cause(ctx)
 	}
 }
+
+// Revoke revokes the communicator through the rank actor.
+func (n *native) Revoke() { n.cfg.Runtime.System.Root.Send(n.pid, &rank.Revoke{}) }

@@ -32,6 +32,9 @@ const (
 	// (actors/agree): Seq numbers the agreement, the payload is the
 	// message.
 	ControlAgree = 6
+	// ControlRevoked says the communicator is revoked: the payload is the
+	// rank that revoked it, as a little-endian uint32.
+	ControlRevoked = 7
 )
 
 // ControlFrame returns the message that sends a control frame over a link.

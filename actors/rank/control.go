@@ -34,6 +34,8 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 		r.peerReportedFailure(ctx, d.Peer, d.Frame.Payload)
 	case collective.ControlAgree:
 		r.agreeFrame(ctx, d.Peer, h.Seq, d.Frame.Payload)
+	case collective.ControlRevoked:
+		r.peerRevoked(ctx, d.Peer, d.Frame.Payload)
 	case collective.ControlProbeReply:
 		reply, err := collective.DecodeProbeReply(d.Peer, r.cfg.Size, d.Frame.Payload)
 		if err != nil {

@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -54,6 +55,39 @@ func (r *rankActor) peerReportedFailure(ctx actor.Context, reporter int, payload
 	}
 	r.breakComm(ctx, &commerr.Accusation{Accuser: accuser, Err: fmt.Errorf("%w: rank %d", commerr.ErrPeerFailed, failed)}, failed)
 	r.spreadFailure(ctx, failed, accuser, reporter)
+}
+
+// Revoke revokes the communicator, as ULFM's MPI_Comm_revoke: every
+// rank's running, queued and later operations fail with ErrRevoked, except
+// agreements, which are how the survivors go on.
+type Revoke struct{}
+
+// revoke revokes the communicator at this rank, as by revoker, and passes
+// the word on over every link but the teller's, once: it floods the ranks
+// that talk to each other, as a failure does.
+func (r *rankActor) revoke(ctx actor.Context, revoker, teller int) {
+	if r.revoked || r.aborted != nil || r.closing {
+		return
+	}
+	r.revoked = true
+	if r.broken == nil {
+		r.breakComm(ctx, fmt.Errorf("%w by rank %d", commerr.ErrRevoked, revoker), revoker)
+	}
+	payload := binary.LittleEndian.AppendUint32(nil, uint32(revoker))
+	for _, l := range r.links.order {
+		if l.peer != teller && l.live {
+			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlRevoked, payload))
+		}
+	}
+}
+
+// peerRevoked handles a peer's word that the communicator is revoked.
+func (r *rankActor) peerRevoked(ctx actor.Context, teller int, payload []byte) {
+	if len(payload) != 4 || binary.LittleEndian.Uint32(payload) >= uint32(r.cfg.Size) {
+		r.rt.Logger.Warn("malformed revoke", "comm", r.cfg.Comm, "peer", teller)
+		return
+	}
+	r.revoke(ctx, int(binary.LittleEndian.Uint32(payload)), teller)
 }
 
 // breakComm fails the running operation and every queued one, and every

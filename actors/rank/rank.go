@@ -125,6 +125,7 @@ type rankActor struct {
 	// Set once a peer failed: every later operation fails with broken.
 	broken      error
 	brokenRanks []int
+	revoked     bool
 
 	// failed marks the peers this rank knows failed or left, for
 	// agreements; agreement is the latest one, agreeOut what it has yet
@@ -161,6 +162,8 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		r.submit(ctx, m.Req)
 	case *Agree:
 		r.startAgree(ctx, m)
+	case *Revoke:
+		r.revoke(ctx, r.cfg.Rank, r.cfg.Rank)
 	case *collective.Finished:
 		r.finished(ctx, m)
 	case *collective.PeerLost:
