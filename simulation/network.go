@@ -72,6 +72,10 @@ var (
 // connect returns rank's end of its connection to peer: the open one, or
 // a new one that the faults may refuse.
 func (n *network) connect(rank, peer int) (transport.Conn, error) {
+	if n.crashed[rank] {
+		// Its actors may still be stopping: nothing of theirs leaves.
+		return nil, fmt.Errorf("simulation: rank %d is down: %w", rank, transport.ErrClosed)
+	}
 	key := [2]int{min(rank, peer), max(rank, peer)}
 	if lo := n.pairs[key]; lo != nil {
 		if lo.err == nil && lo.other.err == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/actors/agree"
 	"github.com/gocomms/gocomms/actors/collective"
 	"github.com/gocomms/gocomms/actors/rank"
 	"github.com/gocomms/gocomms/algorithms"
@@ -46,6 +47,10 @@ type Config struct {
 	// Trace, when set, receives the run's timeline in Chrome trace format
 	// (see chrome.go): meant for runs of up to a few thousand ranks.
 	Trace io.Writer
+	// Agree has every rank run a fault-tolerant agreement (actors/agree)
+	// after its operations, the core of ULFM's agree and shrink; with no
+	// iterations, alone. The survivors must all decide, and alike.
+	Agree bool
 	// Survive says the plan's faults are ones the engine claims to ride
 	// out (harmless ones, and connection resets it reconnects through):
 	// every operation must then complete, and a failure is a violation
@@ -71,6 +76,7 @@ type Result struct {
 	Bytes     int64         // their payload bytes
 	Redials   int64         // connections made for a pair whose earlier one broke
 	Ranks     []Outcome
+	Agreement *Agreement // with Config.Agree
 	// Violations lists every broken invariant: a wrong result, an error
 	// that names no failed rank, an operation that never ended.
 	Violations []string
@@ -93,7 +99,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("simulation: %d ranks", c.Ranks)
 	case c.Count < 0:
 		return fmt.Errorf("simulation: count %d", c.Count)
-	case c.Iterations < 1:
+	case c.Iterations < 0 || c.Iterations == 0 && !c.Agree:
 		return fmt.Errorf("simulation: %d iterations", c.Iterations)
 	case c.Timeout <= 0 || c.Limit <= 0:
 		return fmt.Errorf("simulation: timeout %v and limit %v must be positive", c.Timeout, c.Limit)
@@ -124,6 +130,9 @@ type run struct {
 	ends   [][]opEnd     // by rank, by iteration
 	wrong  []string      // results that differ from the plain loop's
 	last   time.Duration // when the last operation ended
+
+	decided   []*agree.Value // by rank, with Config.Agree
+	agreeFrom int64          // frames carried before the first rank agreed
 }
 
 // opEnd is how an operation ended, once it has.
@@ -175,6 +184,15 @@ func Run(cfg Config) (*Result, error) {
 		for it := range cfg.Iterations {
 			if err := r.submit(i, it); err != nil {
 				return nil, err
+			}
+		}
+	}
+	if cfg.Agree {
+		r.decided = make([]*agree.Value, cfg.Ranks)
+		r.agreeFrom = -1
+		if cfg.Iterations == 0 {
+			for i := range cfg.Ranks {
+				r.agree(i)
 			}
 		}
 	}
@@ -237,6 +255,9 @@ func (r *run) done(i, it int, err error) {
 	}
 	r.ends[i][it] = opEnd{ended: true, err: err}
 	r.last = r.loop.Elapsed()
+	if r.cfg.Agree && it == r.cfg.Iterations-1 {
+		r.agree(i)
+	}
 	if r.chrome != nil {
 		r.chrome.ended(i, it, r.cfg.Op.String(), r.last, err)
 	}
@@ -294,5 +315,6 @@ func (r *run) result() *Result {
 		}
 	}
 	res.Violations = append(res.Violations, r.wrong...)
+	r.agreement(res)
 	return res
 }

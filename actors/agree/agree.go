@@ -78,6 +78,26 @@ func (n *Node) Decided() (Value, bool) {
 	return *n.decided, true
 }
 
+// WaitingOn lists the ranks the node waits for, which its links should
+// watch, so that a failure among them is found: as a coordinator, those
+// yet to reply; undecided, the coordinator it believes alive; decided,
+// none.
+func (n *Node) WaitingOn() []int {
+	if n.ballot != 0 {
+		var l []int
+		for r, dead := range n.failed {
+			if !dead && !n.replied[r] && r != n.rank {
+				l = append(l, r)
+			}
+		}
+		return l
+	}
+	if c := n.coordinator(); n.decided == nil && c != n.rank {
+		return []int{c}
+	}
+	return nil
+}
+
 // Fail records that rank failed, and returns what the node sends now: a
 // coordinator stops waiting for it, and a node that finds itself the
 // lowest rank alive takes over.

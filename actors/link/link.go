@@ -46,6 +46,12 @@ type Route struct {
 // Unroute ends a Route.
 type Unroute struct{ Key Key }
 
+// Watch asks the link to watch its peer (On) or to stop: the rank waits
+// on it outside any operation, in an agreement. A watched peer's silence
+// counts from the watch's start even before it has answered anything, and
+// the first ping makes the connection if the link has none yet.
+type Watch struct{ On bool }
+
 // Close closes the link on purpose, once what it sent has arrived: it
 // sends tagFin after its frames, reconnecting if it must, and stops when
 // the peer answers, or when the peer turns out gone. Stopping the link
@@ -147,6 +153,7 @@ type state struct {
 	// closing says Close came; finSent that tagFin went on the current
 	// connection.
 	closing, finSent bool
+	watched          bool // Watch asked
 	// heard is when a frame of the current connection last came, or the
 	// watch began; watching says a tick is armed.
 	heard    time.Time
@@ -191,6 +198,9 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		delete(l.routes, m.Key)
 	case tick:
 		l.tick(ctx)
+	case *Watch:
+		l.watched = m.On
+		l.watch(ctx)
 	case *Close:
 		l.closing = true
 		if l.failed != nil {
@@ -210,9 +220,10 @@ func (l *linkActor) Receive(ctx actor.Context) {
 }
 
 // waiting reports whether the link waits on its peer: for the frames of
-// a routed operation, or for the acknowledgement of a lent payload.
+// a routed operation, for the acknowledgement of a lent payload, or for an
+// agreement (Watch).
 func (l *linkActor) waiting() bool {
-	return l.failed == nil && (len(l.routes) > 0 || l.out.lent > 0)
+	return l.failed == nil && (len(l.routes) > 0 || l.out.lent > 0 || l.watched)
 }
 
 // watch starts watching the peer if the link now waits on it. An idle
@@ -235,7 +246,7 @@ func (l *linkActor) tick(ctx actor.Context) {
 	if !l.waiting() {
 		return
 	}
-	if !l.peerUp {
+	if !l.peerUp && !l.watched {
 		l.heard = l.rt.Clock.Now()
 	}
 	silent := l.rt.Clock.Now().Sub(l.heard)

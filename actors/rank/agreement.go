@@ -1,10 +1,13 @@
 package rank
 
 import (
+	"slices"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/gocomms/gocomms/actors/agree"
 	"github.com/gocomms/gocomms/actors/collective"
+	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/commerr"
 )
 
@@ -112,6 +115,7 @@ func (r *rankActor) agreeFlush(ctx actor.Context) {
 		}
 	}
 	r.agreeFlushing = false
+	r.agreeWatch(ctx, a.node.WaitingOn())
 	if v, ok := a.node.Decided(); ok && a.done != nil {
 		done := a.done
 		a.done = nil
@@ -125,5 +129,28 @@ func (r *rankActor) abortAgreement(err error) {
 		done := a.done
 		a.done = nil
 		done(agree.Value{}, err)
+	}
+}
+
+// agreeWatch has the links to the ranks the agreement waits on watch them,
+// and the others stop: a rank that fails silently, or before this one
+// ever talked to it, is found, and the agreement goes on without it.
+func (r *rankActor) agreeWatch(ctx actor.Context, peers []int) {
+	for p := range r.agreeWatched {
+		if !slices.Contains(peers, p) {
+			delete(r.agreeWatched, p)
+			if l := r.links.byPeer[p]; l != nil {
+				ctx.Send(l.pid, &link.Watch{On: false})
+			}
+		}
+	}
+	for _, p := range peers {
+		if r.agreeWatched[p] || r.failed[p] {
+			continue
+		}
+		if l, err := r.connect(ctx, p); err == nil {
+			r.agreeWatched[p] = true
+			ctx.Send(l.pid, &link.Watch{On: true})
+		}
 	}
 }

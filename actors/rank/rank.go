@@ -136,6 +136,7 @@ type rankActor struct {
 	agreeOut      []agree.Msg
 	agreeFlushing bool
 	agreeEarly    map[uint64][]agree.Msg
+	agreeWatched  map[int]bool // peers whose links watch them for the agreement
 
 	aborted  error
 	finalize func()
@@ -146,13 +147,14 @@ type rankActor struct {
 
 func newRank(rt *actors.Runtime, cfg Config) *rankActor {
 	return &rankActor{
-		rt:         rt,
-		cfg:        cfg,
-		ordinals:   map[p2pKey]uint64{},
-		reported:   map[uint64]report{},
-		gaveUp:     map[uint64][]int{},
-		failed:     make([]bool, cfg.Size),
-		agreeEarly: map[uint64][]agree.Msg{},
+		rt:           rt,
+		cfg:          cfg,
+		ordinals:     map[p2pKey]uint64{},
+		reported:     map[uint64]report{},
+		gaveUp:       map[uint64][]int{},
+		failed:       make([]bool, cfg.Size),
+		agreeEarly:   map[uint64][]agree.Msg{},
+		agreeWatched: map[int]bool{},
 	}
 }
 
