@@ -10,9 +10,9 @@ import (
 
 // Agreement is how a run's agreement (Config.Agree) ended.
 type Agreement struct {
-	Value    agree.Value // the first decision seen; every other must equal it
-	Deciders int         // ranks that decided
-	Frames   int64       // frames the network carried from the first rank's start on
+	Value    agree.Value `json:"value"`    // the first decision seen; every other must equal it
+	Deciders int         `json:"deciders"` // ranks that decided
+	Frames   int64       `json:"frames"`   // frames the network carried from the first rank's start on
 }
 
 // agreeFlags is what rank i proposes: one bit of its own, so the AND

@@ -6,8 +6,8 @@ import (
 
 // Value is what the survivors agree on.
 type Value struct {
-	Flags  uint64 // the AND of the flags of the ranks that proposed
-	Failed []int  // sorted: the ranks some survivor found failed
+	Flags  uint64 `json:"flags"`  // the AND of the flags of the ranks that proposed
+	Failed []int  `json:"failed"` // sorted: the ranks some survivor found failed
 }
 
 // Kind says what a message does.

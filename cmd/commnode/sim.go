@@ -38,6 +38,7 @@ type simFlags struct {
 	json         bool
 	trace        string
 	survive      bool
+	agree        bool
 	chaos        chaosFlags
 }
 
@@ -65,6 +66,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-operation timeout, virtual time")
 	fs.DurationVar(&f.limit, "limit", 10*time.Minute, "virtual-time bound: an operation pending after it has hung")
 	fs.BoolVar(&f.survive, "survive", false, "every operation must complete: the faults are ones the engine rides out (harmless kinds, and resets shorter than the links' restart budget)")
+	fs.BoolVar(&f.agree, "agree", false, "after its operations (with --iters 0, alone), every rank runs the fault-tolerant agreement that ULFM's agree and shrink rest on")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	fs.StringVar(&f.trace, "trace", "", "write the run's timeline to this file in Chrome trace format (open it in Perfetto)")
 	f.chaos.register(fs)
@@ -163,7 +165,7 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 	cfg = simulation.Config{
 		Ranks: f.ranks, Topology: topo, Op: kind, Count: count, DType: dt,
 		Algorithm: f.algo, ChunkBytes: f.chunk, Root: f.root, Iterations: f.iters,
-		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit, Survive: f.survive,
+		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit, Survive: f.survive, Agree: f.agree,
 	}
 	switch f.data {
 	case "real":
@@ -192,6 +194,9 @@ func (f simFlags) replay(seed uint64) string {
 	if f.survive {
 		args = append(args, "--survive")
 	}
+	if f.agree {
+		args = append(args, "--agree")
+	}
 	if f.faults != "" {
 		args = append(args, "--faults", strconv.Quote(f.faults))
 	}
@@ -200,26 +205,27 @@ func (f simFlags) replay(seed uint64) string {
 
 // simReport is one run, as printed.
 type simReport struct {
-	Ranks      int      `json:"ranks"`
-	Nodes      int      `json:"nodes"`
-	Op         string   `json:"op"`
-	Bytes      int64    `json:"bytes"`
-	Algorithm  string   `json:"algorithm"`
-	Seed       uint64   `json:"seed"`
-	Faults     string   `json:"faults"`
-	SimTimeUS  float64  `json:"sim_time_us"` // per operation, when every rank completed every one
-	EndedUS    float64  `json:"ended_us"`    // when the last operation ended
-	AlgBW      float64  `json:"algbw"`       // GB/s
-	BusBW      float64  `json:"busbw"`       // GB/s
-	Outcomes   []string `json:"outcomes"`    // ranks grouped by how they ended
-	TraceHash  string   `json:"trace_hash"`
-	Events     int64    `json:"events"`
-	Frames     int64    `json:"frames"`
-	Redials    int64    `json:"redials"`
-	WallS      float64  `json:"wall_s"`
-	FramesPerS float64  `json:"frames_per_s"`
-	Violations []string `json:"violations"`
-	Replay     string   `json:"replay"`
+	Ranks      int                   `json:"ranks"`
+	Nodes      int                   `json:"nodes"`
+	Op         string                `json:"op"`
+	Bytes      int64                 `json:"bytes"`
+	Algorithm  string                `json:"algorithm"`
+	Seed       uint64                `json:"seed"`
+	Faults     string                `json:"faults"`
+	SimTimeUS  float64               `json:"sim_time_us"` // per operation, when every rank completed every one
+	EndedUS    float64               `json:"ended_us"`    // when the last operation ended
+	AlgBW      float64               `json:"algbw"`       // GB/s
+	BusBW      float64               `json:"busbw"`       // GB/s
+	Outcomes   []string              `json:"outcomes"`    // ranks grouped by how they ended
+	TraceHash  string                `json:"trace_hash"`
+	Events     int64                 `json:"events"`
+	Frames     int64                 `json:"frames"`
+	Redials    int64                 `json:"redials"`
+	Agreement  *simulation.Agreement `json:"agreement,omitempty"`
+	WallS      float64               `json:"wall_s"`
+	FramesPerS float64               `json:"frames_per_s"`
+	Violations []string              `json:"violations"`
+	Replay     string                `json:"replay"`
 
 	// The build that ran it, and with --shrink, a failing run's plan
 	// shrunk.
@@ -230,13 +236,16 @@ type simReport struct {
 func newSimReport(f simFlags, cfg simulation.Config, op bench.Op, size int64, res *simulation.Result, wall time.Duration) *simReport {
 	send, _, _ := op.Counts(int(size/int64(cfg.DType.Size())), f.ranks)
 	bytes := int64(send * cfg.DType.Size())
-	perOp := res.SimTime / time.Duration(cfg.Iterations)
+	var perOp time.Duration
+	if cfg.Iterations > 0 {
+		perOp = res.SimTime / time.Duration(cfg.Iterations)
+	}
 	r := &simReport{
 		Ranks: cfg.Ranks, Nodes: cfg.Topology.Nodes, Op: op.String(), Bytes: bytes,
 		Algorithm: res.Algorithm, Seed: cfg.Seed, Faults: cfg.Faults.String(),
 		EndedUS:  float64(res.SimTime) / float64(time.Microsecond),
 		Outcomes: outcomes(res), TraceHash: fmt.Sprintf("%016x", res.Hash),
-		Events: res.Events, Frames: res.Frames, Redials: res.Redials, WallS: wall.Seconds(),
+		Events: res.Events, Frames: res.Frames, Redials: res.Redials, Agreement: res.Agreement, WallS: wall.Seconds(),
 		Violations: res.Violations, Replay: f.replayWith(cfg.Seed, cfg.Faults), Version: bench.Version(),
 	}
 	for _, o := range res.Ranks {
@@ -271,6 +280,9 @@ func (r *simReport) print(w io.Writer) {
 	fmt.Fprintf(w, "trace     %s (%d events, %d frames)\n", r.TraceHash, r.Events, r.Frames)
 	if r.Redials > 0 {
 		fmt.Fprintf(w, "redials   %d connections made again after one broke\n", r.Redials)
+	}
+	if a := r.Agreement; a != nil {
+		fmt.Fprintf(w, "agreed    flags %#x, failed ranks %v: %d ranks decided, %d frames\n", a.Value.Flags, a.Value.Failed, a.Deciders, a.Frames)
 	}
 	fmt.Fprintf(w, "wall      %.3f s (%.0f frames/s)\n", r.WallS, r.FramesPerS)
 	for _, v := range r.Violations {
