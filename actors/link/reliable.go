@@ -3,6 +3,7 @@ package link
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/gocomms/gocomms/transport"
@@ -115,19 +116,22 @@ func (o *outbound) ack(n uint64) error {
 		return fmt.Errorf("%w: the peer acknowledged %d frames; %d were sent and %d acknowledged before", errProtocol, n, o.next, o.acked)
 	}
 	drop := int(n - o.acked)
-	for i, of := range o.unacked[:drop] {
+	acked := slices.Clone(o.unacked[:drop])
+	clear(o.unacked[:drop])
+	o.unacked = o.unacked[drop:]
+	for i, of := range acked {
 		if i < o.transmitted {
 			o.wire -= len(of.frame.Payload)
 		}
 		if of.lent() {
 			o.lent--
 		}
-		of.release()
 	}
-	clear(o.unacked[:drop])
-	o.unacked = o.unacked[drop:]
 	o.transmitted = max(o.transmitted-drop, 0)
 	o.acked = n
+	for _, of := range acked {
+		of.release()
+	}
 	return nil
 }
 
@@ -155,10 +159,11 @@ func (o *outbound) transmitting(of *outFrame) {
 
 // releaseAll gives back every frame kept, when the link ends.
 func (o *outbound) releaseAll() {
-	for _, of := range o.unacked {
+	kept := o.unacked
+	o.unacked, o.transmitted, o.wire, o.lent = nil, 0, 0, 0
+	for _, of := range kept {
 		of.release()
 	}
-	o.unacked, o.transmitted, o.wire, o.lent = nil, 0, 0, 0
 }
 
 // inbound is what a link has received.
