@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/gocomms/gocomms/commerr"
 )
@@ -41,6 +42,19 @@ func (c *Comm) Revoke() error {
 	}
 	ft.Revoke()
 	return nil
+}
+
+// MonitoredBarrier is a barrier that names, when it times out, the ranks
+// that failed to arrive, as Gloo's monitoredBarrier: rank 0 waits on every
+// other rank at once (the linear barrier), and every rank's error comes
+// from following that wait to the ranks that never called (up to 64 of
+// them). A timeout of zero takes the communicator's.
+func (c *Comm) MonitoredBarrier(ctx context.Context, timeout time.Duration, opts ...CallOption) error {
+	opts = append([]CallOption{OpHints(map[string]string{HintAlgorithm: "linear"})}, opts...)
+	if timeout > 0 {
+		opts = append(opts, OpTimeout(timeout))
+	}
+	return c.Barrier(ctx, opts...)
 }
 
 // Shrink is ULFM's MPI_Comm_shrink: the ranks that survive agree on the

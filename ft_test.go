@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,6 +121,35 @@ func TestRevoke(t *testing.T) {
 		if err := s.Finalize(ctx); err != nil {
 			return err
 		}
+		return finalizeExpectingFailures(ctx, c)
+	})
+}
+
+// TestMonitoredBarrierNamesAbsentRanks leaves two of six ranks out of a
+// monitored barrier: every rank that calls it times out naming exactly
+// those two, whichever of them it waited on directly.
+func TestMonitoredBarrierNamesAbsentRanks(t *testing.T) {
+	absent := []int{1, 4}
+	timedOut := make(chan struct{})
+	var arrived sync.WaitGroup
+	arrived.Add(6 - len(absent))
+	go func() { arrived.Wait(); close(timedOut) }()
+	local(t, 6, func(ctx context.Context, c *gocomms.Comm) error {
+		if slices.Contains(absent, c.Rank()) {
+			<-timedOut // alive, but never calls the barrier
+			return nil
+		}
+		err := c.MonitoredBarrier(ctx, 300*time.Millisecond)
+		arrived.Done()
+		if e := wantErr(err, gocomms.ErrTimeout, "monitored barrier"); e != nil {
+			return e
+		}
+		var oe *gocomms.OpError
+		errors.As(err, &oe)
+		if !slices.Equal(oe.Ranks, absent) {
+			return fmt.Errorf("monitored barrier error %q names %v, want %v", err, oe.Ranks, absent)
+		}
+		<-timedOut
 		return finalizeExpectingFailures(ctx, c)
 	})
 }

@@ -56,7 +56,10 @@ var registry = [...][]algorithm{
 		{"binomial_tree", scatterTree},
 		{"linear", scatterLinear},
 	},
-	Barrier: {{"dissemination", barrierDissemination}},
+	Barrier: {
+		{"dissemination", barrierDissemination},
+		{"linear", barrierLinear},
+	},
 }
 
 func generatorFor(k Kind, name string) generator {
