@@ -1,6 +1,7 @@
 package agree
 
 import (
+	"maps"
 	"slices"
 )
 
@@ -41,7 +42,7 @@ type Msg struct {
 type Node struct {
 	rank, size int
 	flags      uint64
-	failed     []bool // this node's view
+	failed     map[int]bool // this node's view: sparse, since every rank of a large job holds one
 
 	// As an acceptor.
 	promised       uint64
@@ -61,7 +62,7 @@ type Node struct {
 // New starts the protocol at rank of size ranks, proposing flags and the
 // ranks it knows have failed, and returns the node and what it sends.
 func New(rank, size int, flags uint64, failed []int) (*Node, []Msg) {
-	n := &Node{rank: rank, size: size, flags: flags, failed: make([]bool, size)}
+	n := &Node{rank: rank, size: size, flags: flags, failed: map[int]bool{}}
 	for _, r := range failed {
 		if r >= 0 && r < size {
 			n.failed[r] = true
@@ -85,8 +86,8 @@ func (n *Node) Decided() (Value, bool) {
 func (n *Node) WaitingOn() []int {
 	if n.ballot != 0 {
 		var l []int
-		for r, dead := range n.failed {
-			if !dead && !n.replied[r] && r != n.rank {
+		for r := range n.size {
+			if !n.failed[r] && !n.replied[r] && r != n.rank {
 				l = append(l, r)
 			}
 		}
@@ -170,7 +171,12 @@ func (n *Node) reply(m Msg, k Kind, ballot uint64) Msg {
 
 // coordinator is the lowest rank this node believes alive.
 func (n *Node) coordinator() int {
-	return slices.Index(n.failed, false)
+	for r := range n.size {
+		if !n.failed[r] {
+			return r
+		}
+	}
+	return -1
 }
 
 // lead starts a round if this node is the coordinator and none is under
@@ -193,8 +199,8 @@ func (n *Node) phaseStart(k Kind) []Msg {
 	n.phase = k
 	n.replied = make([]bool, n.size)
 	var out []Msg
-	for r, dead := range n.failed {
-		if !dead {
+	for r := range n.size {
+		if !n.failed[r] {
 			out = append(out, Msg{Kind: k, From: n.rank, To: r, Ballot: n.ballot, Value: n.proposal})
 		}
 	}
@@ -203,8 +209,8 @@ func (n *Node) phaseStart(k Kind) []Msg {
 
 // progress moves the round on once every rank believed alive replied.
 func (n *Node) progress() []Msg {
-	for r, dead := range n.failed {
-		if !dead && !n.replied[r] {
+	for r := range n.size {
+		if !n.failed[r] && !n.replied[r] {
 			return nil
 		}
 	}
@@ -233,7 +239,7 @@ func (n *Node) choose() Value {
 		return best.Value
 	}
 	v := Value{Flags: ^uint64(0)}
-	failed := slices.Clone(n.failed)
+	failed := maps.Clone(n.failed)
 	for _, p := range n.promises {
 		if n.failed[p.From] {
 			continue // failed after it promised: it proposes nothing
@@ -245,20 +251,8 @@ func (n *Node) choose() Value {
 			}
 		}
 	}
-	for r, dead := range failed {
-		if dead {
-			v.Failed = append(v.Failed, r)
-		}
-	}
+	v.Failed = slices.Sorted(maps.Keys(failed))
 	return v
 }
 
-func (n *Node) failedList() []int {
-	var l []int
-	for r, dead := range n.failed {
-		if dead {
-			l = append(l, r)
-		}
-	}
-	return l
-}
+func (n *Node) failedList() []int { return slices.Sorted(maps.Keys(n.failed)) }

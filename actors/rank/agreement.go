@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -66,25 +67,25 @@ func (r *rankActor) agreeFrame(ctx actor.Context, peer int, seq uint64, payload 
 		r.agreeOut = append(r.agreeOut, a.node.Receive(m)...)
 		r.agreeFlush(ctx)
 	case seq >= r.agreeSeq:
+		if r.agreeEarly == nil {
+			r.agreeEarly = map[uint64][]agree.Msg{}
+		}
 		r.agreeEarly[seq] = append(r.agreeEarly[seq], m) // this rank has yet to call it
 	}
 }
 
 // failedRanks lists the peers this rank knows have failed or left.
 func (r *rankActor) failedRanks() []int {
-	var l []int
-	for p, dead := range r.failed {
-		if dead {
-			l = append(l, p)
-		}
-	}
-	return l
+	return slices.Sorted(maps.Keys(r.failed))
 }
 
 // markFailed records that peer failed, or left, and tells the agreement.
 func (r *rankActor) markFailed(ctx actor.Context, peer int) {
 	if peer < 0 || peer >= r.cfg.Size || peer == r.cfg.Rank || r.failed[peer] {
 		return
+	}
+	if r.failed == nil {
+		r.failed = map[int]bool{} // made on the first failure: most ranks never see one
 	}
 	r.failed[peer] = true
 	if a := r.agreement; a != nil {
@@ -149,6 +150,9 @@ func (r *rankActor) agreeWatch(ctx actor.Context, peers []int) {
 			continue
 		}
 		if l, err := r.connect(ctx, p); err == nil {
+			if r.agreeWatched == nil {
+				r.agreeWatched = map[int]bool{}
+			}
 			r.agreeWatched[p] = true
 			ctx.Send(l.pid, &link.Watch{On: true})
 		}

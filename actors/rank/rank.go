@@ -130,7 +130,7 @@ type rankActor struct {
 	// failed marks the peers this rank knows failed or left, for
 	// agreements; agreement is the latest one, agreeOut what it has yet
 	// to send, agreeEarly the messages of ones this rank has not started.
-	failed        []bool
+	failed        map[int]bool
 	agreeSeq      uint64
 	agreement     *agreement
 	agreeOut      []agree.Msg
@@ -147,14 +147,11 @@ type rankActor struct {
 
 func newRank(rt *actors.Runtime, cfg Config) *rankActor {
 	return &rankActor{
-		rt:           rt,
-		cfg:          cfg,
-		ordinals:     map[p2pKey]uint64{},
-		reported:     map[uint64]report{},
-		gaveUp:       map[uint64][]int{},
-		failed:       make([]bool, cfg.Size),
-		agreeEarly:   map[uint64][]agree.Msg{},
-		agreeWatched: map[int]bool{},
+		rt:       rt,
+		cfg:      cfg,
+		ordinals: map[p2pKey]uint64{},
+		reported: map[uint64]report{},
+		gaveUp:   map[uint64][]int{},
 	}
 }
 
