@@ -54,6 +54,8 @@ type Node struct {
 	ballot   uint64
 	phase    Kind // Prepare or Accept: the replies it waits for
 	replied  []bool
+	missing  int // ranks believed alive yet to reply
+	cursor   int // every rank below it replied or failed
 	promises []Msg
 	proposal Value
 	maxSeen  uint64 // the highest ballot heard of
@@ -79,14 +81,23 @@ func (n *Node) Decided() (Value, bool) {
 	return *n.decided, true
 }
 
-// WaitingOn lists the ranks the node waits for, which its links should
-// watch, so that a failure among them is found: as a coordinator, those
-// yet to reply; undecided, the coordinator it believes alive; decided,
-// none.
+// watchWindow bounds the ranks a coordinator has watched at once: the
+// lowest that have yet to reply. As they reply the window moves on, so a
+// rank that never replies is watched in the end, and a round over many
+// ranks costs no scan of all of them per reply.
+const watchWindow = 16
+
+// WaitingOn lists ranks the node waits for, which its links should watch,
+// so that a failure among them is found: as a coordinator, the lowest
+// watchWindow yet to reply; undecided, the coordinator it believes alive;
+// decided, none.
 func (n *Node) WaitingOn() []int {
 	if n.ballot != 0 {
+		for n.cursor < n.size && (n.failed[n.cursor] || n.replied[n.cursor]) {
+			n.cursor++
+		}
 		var l []int
-		for r := range n.size {
+		for r := n.cursor; r < n.size && len(l) < watchWindow; r++ {
 			if !n.failed[r] && !n.replied[r] && r != n.rank {
 				l = append(l, r)
 			}
@@ -108,6 +119,9 @@ func (n *Node) Fail(rank int) []Msg {
 	}
 	n.failed[rank] = true
 	if n.ballot != 0 {
+		if !n.replied[rank] {
+			n.missing--
+		}
 		return n.progress()
 	}
 	return n.lead()
@@ -148,6 +162,7 @@ func (n *Node) Receive(m Msg) []Msg {
 			return nil
 		}
 		n.replied[m.From] = true
+		n.missing--
 		if m.Kind == Promise {
 			n.promises = append(n.promises, m)
 		}
@@ -198,21 +213,21 @@ func (n *Node) lead() []Msg {
 func (n *Node) phaseStart(k Kind) []Msg {
 	n.phase = k
 	n.replied = make([]bool, n.size)
+	n.missing, n.cursor = 0, 0
 	var out []Msg
 	for r := range n.size {
 		if !n.failed[r] {
 			out = append(out, Msg{Kind: k, From: n.rank, To: r, Ballot: n.ballot, Value: n.proposal})
 		}
 	}
+	n.missing = len(out)
 	return out
 }
 
 // progress moves the round on once every rank believed alive replied.
 func (n *Node) progress() []Msg {
-	for r := range n.size {
-		if !n.failed[r] && !n.replied[r] {
-			return nil
-		}
+	if n.missing > 0 {
+		return nil
 	}
 	if n.phase == Prepare {
 		n.proposal = n.choose()
