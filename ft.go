@@ -19,9 +19,9 @@ import (
 // is what it is for; every rank must call it, in the same order as Shrink.
 // It fails once ctx is done, or if the communicator was aborted.
 func (c *Comm) Agree(ctx context.Context, flags uint64) (uint64, []int, error) {
-	ft, ok := c.backend.(FaultTolerant)
-	if !ok {
-		return 0, nil, c.opError(&Op{Name: OpAgree}, commerr.Invalid("backend %q cannot agree among survivors", c.backendName))
+	ft, err := c.faultTolerant(OpAgree)
+	if err != nil {
+		return 0, nil, err
 	}
 	got, failed, err := ft.Agree(ctx, flags)
 	if err != nil {
@@ -30,15 +30,25 @@ func (c *Comm) Agree(ctx context.Context, flags uint64) (uint64, []int, error) {
 	return got, failed, nil
 }
 
+// faultTolerant returns the backend as a FaultTolerant one, for op, or
+// an error saying it is not.
+func (c *Comm) faultTolerant(op OpName) (FaultTolerant, error) {
+	ft, ok := c.backend.(FaultTolerant)
+	if !ok {
+		return nil, c.opError(&Op{Name: op}, commerr.Invalid("backend %q has no fault tolerance", c.backendName))
+	}
+	return ft, nil
+}
+
 // Revoke is ULFM's MPI_Comm_revoke: the running, queued and later
 // operations of every rank fail with ErrRevoked naming this rank, so that
 // ranks stuck in an operation a failure left hanging all leave it. Agree
 // and Shrink still work, and are how the survivors go on; Split fails. The
 // word spreads over the connections ranks have made to each other.
 func (c *Comm) Revoke() error {
-	ft, ok := c.backend.(FaultTolerant)
-	if !ok {
-		return c.opError(&Op{Name: OpRevoke}, commerr.Invalid("backend %q cannot revoke", c.backendName))
+	ft, err := c.faultTolerant(OpRevoke)
+	if err != nil {
+		return err
 	}
 	ft.Revoke()
 	return nil
@@ -64,7 +74,11 @@ func (c *Comm) MonitoredBarrier(ctx context.Context, timeout time.Duration, opts
 // found failed (it lost its links to them) gets an error naming the
 // ranks that failed, itself included.
 func (c *Comm) Shrink(ctx context.Context, opts ...Option) (*Comm, error) {
-	_, failed, err := c.Agree(ctx, ^uint64(0))
+	ft, err := c.faultTolerant(OpShrink)
+	if err != nil {
+		return nil, err
+	}
+	_, failed, err := ft.Agree(ctx, ^uint64(0))
 	if err != nil {
 		return nil, c.opError(&Op{Name: OpShrink}, err)
 	}

@@ -215,9 +215,13 @@ func (n *Node) phaseStart(k Kind) []Msg {
 	n.replied = make([]bool, n.size)
 	n.missing, n.cursor = 0, 0
 	var out []Msg
+	var v Value // a Prepare carries none
+	if k != Prepare {
+		v = n.proposal
+	}
 	for r := range n.size {
 		if !n.failed[r] {
-			out = append(out, Msg{Kind: k, From: n.rank, To: r, Ballot: n.ballot, Value: n.proposal})
+			out = append(out, Msg{Kind: k, From: n.rank, To: r, Ballot: n.ballot, Value: v})
 		}
 	}
 	n.missing = len(out)

@@ -78,6 +78,19 @@ func DecodePeerFailed(size int, p []byte) (rank, accuser int, err error) {
 	return int(binary.LittleEndian.Uint32(p)), int(binary.LittleEndian.Uint32(p[4:])), nil
 }
 
+// EncodeRevoked is the payload of a ControlRevoked frame: the rank that
+// revoked the communicator.
+func EncodeRevoked(revoker int) []byte { return binary.LittleEndian.AppendUint32(nil, uint32(revoker)) }
+
+// DecodeRevoked parses a ControlRevoked payload, rejecting ranks outside a
+// communicator of size.
+func DecodeRevoked(size int, p []byte) (int, error) {
+	if len(p) != 4 || binary.LittleEndian.Uint32(p) >= uint32(size) {
+		return 0, fmt.Errorf("collective: malformed revoke of %d bytes", len(p))
+	}
+	return int(binary.LittleEndian.Uint32(p)), nil
+}
+
 // ProbeStatus is how far a probed rank has got with a collective.
 type ProbeStatus uint8
 

@@ -24,6 +24,11 @@ func TestControlPayloadsRoundTrip(t *testing.T) {
 			t.Fatalf("peer failed (%d, %d) came back as (%d, %d, %v)", failed, accuser, gf, ga, err)
 		}
 
+		revoker := rank.Draw(t, "revoker")
+		if got, err := DecodeRevoked(size, EncodeRevoked(revoker)); err != nil || got != revoker {
+			t.Fatalf("revoke by %d came back as %d, %v", revoker, got, err)
+		}
+
 		asker := rapid.Uint64().Draw(t, "asker")
 		if got, err := DecodeProbe(EncodeProbe(asker)); err != nil || got != asker {
 			t.Fatalf("probe %d came back as %d, %v", asker, got, err)
@@ -78,6 +83,9 @@ func FuzzControlPayloads(f *testing.F) {
 			}
 			if failed, accuser, err := DecodePeerFailed(size, p); err == nil && (failed >= size || accuser >= size || failed < 0 || accuser < 0) {
 				t.Fatalf("peer-failed report %x names ranks %d and %d of %d", p, failed, accuser, size)
+			}
+			if revoker, err := DecodeRevoked(size, p); err == nil && (revoker < 0 || revoker >= size) {
+				t.Fatalf("revoke %x names rank %d of %d", p, revoker, size)
 			}
 			DecodeProbe(p)
 			DecodeFailure(p)

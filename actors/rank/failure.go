@@ -1,8 +1,8 @@
 package rank
 
 import (
-	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -34,10 +34,14 @@ func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
 // spreadFailure tells every live link but the failed rank's and the
 // teller's that failed has failed, as accuser found.
 func (r *rankActor) spreadFailure(ctx actor.Context, failed, accuser, teller int) {
-	payload := collective.EncodePeerFailed(failed, accuser)
+	r.tellPeers(ctx, collective.ControlPeerFailed, collective.EncodePeerFailed(failed, accuser), failed, teller)
+}
+
+// tellPeers sends a control frame to every live link but those to skip.
+func (r *rankActor) tellPeers(ctx actor.Context, tag uint32, payload []byte, skip ...int) {
 	for _, l := range r.links.order {
-		if l.peer != failed && l.peer != teller && l.live {
-			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlPeerFailed, payload))
+		if l.live && !slices.Contains(skip, l.peer) {
+			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, 0, tag, payload))
 		}
 	}
 }
@@ -73,21 +77,17 @@ func (r *rankActor) revoke(ctx actor.Context, revoker, teller int) {
 	if r.broken == nil {
 		r.breakComm(ctx, fmt.Errorf("%w by rank %d", commerr.ErrRevoked, revoker), revoker)
 	}
-	payload := binary.LittleEndian.AppendUint32(nil, uint32(revoker))
-	for _, l := range r.links.order {
-		if l.peer != teller && l.live {
-			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlRevoked, payload))
-		}
-	}
+	r.tellPeers(ctx, collective.ControlRevoked, collective.EncodeRevoked(revoker), teller)
 }
 
 // peerRevoked handles a peer's word that the communicator is revoked.
 func (r *rankActor) peerRevoked(ctx actor.Context, teller int, payload []byte) {
-	if len(payload) != 4 || binary.LittleEndian.Uint32(payload) >= uint32(r.cfg.Size) {
-		r.rt.Logger.Warn("malformed revoke", "comm", r.cfg.Comm, "peer", teller)
+	revoker, err := collective.DecodeRevoked(r.cfg.Size, payload)
+	if err != nil {
+		r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", teller, "err", err)
 		return
 	}
-	r.revoke(ctx, int(binary.LittleEndian.Uint32(payload)), teller)
+	r.revoke(ctx, revoker, teller)
 }
 
 // breakComm fails the running operation and every queued one, and every
@@ -103,11 +103,7 @@ func (r *rankActor) breakComm(ctx actor.Context, err error, failed int) {
 // sayBye tells every peer that this rank is finalizing, so that they take
 // the end of its connections for what it is.
 func (r *rankActor) sayBye(ctx actor.Context) {
-	for _, l := range r.links.order {
-		if l.live {
-			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, 0, collective.ControlBye, nil))
-		}
-	}
+	r.tellPeers(ctx, collective.ControlBye, nil)
 }
 
 // peerLost fails the running operation that waits for a peer whose
