@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gocomms/gocomms/transport"
@@ -40,7 +39,6 @@ type conn struct {
 	gen     uint32 // this conn's generation among ours to peer, from 1
 	in      transport.Inbox
 	drained chan struct{}
-	address atomic.Pointer[string] // set by the dial, read by errors without mu
 
 	mu       sync.Mutex
 	st       state
@@ -99,13 +97,8 @@ func (c *conn) supersededBy(gen uint32) bool {
 	return true
 }
 
-// addr is the peer's listener address, once the dial has resolved it.
-func (c *conn) addr() string {
-	if a := c.address.Load(); a != nil {
-		return *a
-	}
-	return ""
-}
+// addr is the peer's listener address, once the group knows it.
+func (c *conn) addr() string { return c.g.knownAddress(c.peer) }
 
 // describe names the peer in errors.
 func (c *conn) describe() string {
@@ -125,7 +118,7 @@ func (c *conn) LocalAddr() string {
 }
 
 // RemoteAddr is the connection's, once there is one, and the peer's
-// listener address before, once resolved.
+// listener address before, once known.
 func (c *conn) RemoteAddr() string {
 	if u := c.current(); u != nil {
 		return u.RemoteAddr()

@@ -96,7 +96,7 @@
 //   - Conns are transport.Borrowers exactly when the Network is one: such a
 //     Network promises that its connections borrow payloads.
 //   - LocalAddr and RemoteAddr are the connection's, once there is one, and
-//     the listener's and the peer's listener address (once resolved) before.
+//     the listener's and the peer's listener address (once known) before.
 //
 // # Reconnecting
 //

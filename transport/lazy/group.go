@@ -235,12 +235,17 @@ func (g *Group) newConnLocked(peer int) *conn {
 	return c
 }
 
+// knownAddress is peer's listener address, or "" while unknown. It may
+// be called with a conn's lock held.
+func (g *Group) knownAddress(peer int) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.addrs[peer]
+}
+
 // address returns peer's listener address, resolving it on first use.
 func (g *Group) address(ctx context.Context, peer int) (string, error) {
-	g.mu.Lock()
-	addr := g.addrs[peer]
-	g.mu.Unlock()
-	if addr != "" {
+	if addr := g.knownAddress(peer); addr != "" {
 		return addr, nil
 	}
 	addr, err := g.resolve(ctx, peer)

@@ -51,7 +51,6 @@ func (c *conn) dial(ctx context.Context, cancel context.CancelFunc) {
 	if err != nil {
 		err = fmt.Errorf("resolve its address: %w", err)
 	} else {
-		c.address.Store(&addr)
 		u, err = c.g.net.Dial(ctx, addr, c.g.hello(c.gen))
 	}
 	cancel() // the connection outlives the dial's context
