@@ -38,6 +38,7 @@ const (
 	OpAgree               OpName = "agree"
 	OpShrink              OpName = "shrink"
 	OpRevoke              OpName = "revoke"
+	OpReconfigure         OpName = "reconfigure"
 )
 
 // Op is one validated operation, as hooks see it and a backend runs it.

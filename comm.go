@@ -24,6 +24,11 @@ type Comm struct {
 	ownsRuntime bool
 	exit        func(code int)
 	ranks       []int // global rank of each member
+	// membership is what the init handles of its members say they come
+	// from: the id of the Reconfigure that made it, else its name, which
+	// every member shares and no other communicator has.
+	membership string
+	quorum     []int // the ranks Reconfigure found in the quorum
 
 	mu        sync.Mutex // orders issue: sequence numbers and submission
 	seq       uint64
@@ -61,7 +66,7 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 			return nil, err
 		}
 	}
-	if o.cfg.Store == nil && o.cfg.Size > 1 {
+	if o.cfg.Store == nil && o.cfg.Size > 1 && !o.cfg.Dynamic {
 		if o.cfg.Store, err = envStore(ctx, o.cfg.Rank, o.cfg.Timeout); err != nil {
 			return nil, fmt.Errorf("gocomms: new communicator %q on rank %d: %w", name, o.cfg.Rank, err)
 		}
@@ -77,6 +82,13 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 		}
 		return nil, fmt.Errorf("gocomms: new communicator %q on rank %d: %w", name, o.cfg.Rank, err)
 	}
+	if _, ok := b.(Reconfigurable); o.cfg.Dynamic && !ok {
+		b.Finalize(ctx)
+		if owns {
+			o.cfg.Runtime.Shutdown()
+		}
+		return nil, fmt.Errorf("gocomms: new communicator %q: %w", name, commerr.Invalid("backend %q cannot reconfigure", backend))
+	}
 	ranks := make([]int, o.cfg.Size)
 	for i := range ranks {
 		ranks[i] = i
@@ -85,7 +97,8 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 }
 
 func newComm(o *options, backendName string, b Backend, owns bool, ranks []int) *Comm {
-	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, ranks: ranks, abortCh: make(chan struct{})}
+	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, ranks: ranks,
+		membership: o.cfg.Name, abortCh: make(chan struct{})}
 	c.timeout.Store(int64(o.cfg.Timeout))
 	c.startFlightRecorder()
 	return c
@@ -254,7 +267,10 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 
 	c.mu.Lock()
 	op.Seq = c.seq
-	if invalid == nil && c.finalized {
+	if c.cfg.Size == 0 {
+		invalid = fmt.Errorf("%w: call Reconfigure first", ErrNotInitialized)
+	}
+	if c.finalized {
 		invalid = ErrFinalized
 	}
 	if invalid != nil {

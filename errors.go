@@ -11,6 +11,7 @@ var (
 	ErrPeerFailed      = commerr.ErrPeerFailed
 	ErrRevoked         = commerr.ErrRevoked
 	ErrFinalized       = commerr.ErrFinalized
+	ErrNotInitialized  = commerr.ErrNotInitialized
 )
 
 // OpError reports a failed operation: the communicator, the operation and

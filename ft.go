@@ -34,6 +34,9 @@ func (c *Comm) Agree(ctx context.Context, flags uint64) (uint64, []int, error) {
 // an error saying it is not.
 func (c *Comm) faultTolerant(op OpName) (FaultTolerant, error) {
 	ft, ok := c.backend.(FaultTolerant)
+	if c.cfg.Size == 0 {
+		return nil, c.opError(&Op{Name: op}, fmt.Errorf("%w: call Reconfigure first", ErrNotInitialized))
+	}
 	if !ok {
 		return nil, c.opError(&Op{Name: op}, commerr.Invalid("backend %q has no fault tolerance", c.backendName))
 	}

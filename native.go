@@ -2,8 +2,10 @@ package gocomms
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -12,6 +14,8 @@ import (
 	"github.com/gocomms/gocomms/actors/rank"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/transport"
+	"github.com/gocomms/gocomms/transport/lazy"
 )
 
 // NativeBackend is the name the built-in engine registers under.
@@ -36,12 +40,18 @@ type native struct {
 	cfg    *Config
 	commID uint64
 	mesh   *mesh
-	pid    *actor.PID
+	pid    *actor.PID // nil until a dynamic communicator is reconfigured
+
+	endpointMu sync.Mutex
+	endpoint   transport.Listener // where the next Reconfigure's communicator listens
 }
 
 func newNative(ctx context.Context, cfg *Config) (Backend, error) {
 	if cfg.Device != CPU {
 		return nil, commerr.Invalid("the native backend runs on cpu, not %v", cfg.Device)
+	}
+	if cfg.Dynamic {
+		return &native{cfg: cfg}, nil
 	}
 	m, err := rendezvous(ctx, cfg)
 	if err != nil {
@@ -156,10 +166,18 @@ func tensorBytes(ts []*Tensor) [][]byte {
 }
 
 func (n *native) Abort(err error) {
-	n.cfg.Runtime.System.Root.Send(n.pid, &rank.Abort{Err: err})
+	if n.pid != nil {
+		n.cfg.Runtime.System.Root.Send(n.pid, &rank.Abort{Err: err})
+	}
 }
 
 func (n *native) Finalize(ctx context.Context) error {
+	if ln := n.takeEndpoint(); ln != nil {
+		ln.Close()
+	}
+	if n.pid == nil {
+		return nil
+	}
 	done := make(chan struct{})
 	n.cfg.Runtime.System.Root.Send(n.pid, &rank.Finalize{Done: func() { close(done) }})
 	select {
@@ -201,3 +219,56 @@ func (n *native) Agree(ctx context.Context, flags uint64) (uint64, []int, error)
 
 // Revoke revokes the communicator through the rank actor.
 func (n *native) Revoke() { n.cfg.Runtime.System.Root.Send(n.pid, &rank.Revoke{}) }
+
+// Endpoint opens, on the first call after the last Reconfigure, the
+// listener the next reconfigured communicator is reached at.
+func (n *native) Endpoint() (string, error) {
+	n.endpointMu.Lock()
+	defer n.endpointMu.Unlock()
+	if n.endpoint == nil {
+		ln, err := n.cfg.Network.Listen("")
+		if err != nil {
+			return "", fmt.Errorf("listen: %w", err)
+		}
+		n.endpoint = ln
+	}
+	return n.endpoint.Addr(), nil
+}
+
+func (n *native) takeEndpoint() transport.Listener {
+	n.endpointMu.Lock()
+	defer n.endpointMu.Unlock()
+	ln := n.endpoint
+	n.endpoint = nil
+	return ln
+}
+
+// Reconfigure connects the members at addrs as a new communicator, over
+// the endpoint, lazily as NewComm's do: the addresses are all known, so
+// no store is needed.
+func (n *native) Reconfigure(ctx context.Context, cfg *Config, id uint64, addrs []string) (Backend, error) {
+	ln := n.takeEndpoint()
+	if ln == nil {
+		return nil, errors.New("no endpoint: the init handle was not taken")
+	}
+	if cfg.Size == 1 {
+		ln.Close()
+		return startNative(cfg, &mesh{id: id, at: []int{0}}), nil
+	}
+	p := newPeers(cfg.Size)
+	g, err := lazy.New(lazy.Config{
+		Network: cfg.Network, Listener: ln, ID: id, Members: cfg.Size, Self: cfg.Rank,
+		Resolve:   func(_ context.Context, peer int) (string, error) { return addrs[peer], nil },
+		OnConnect: p.connectedTo,
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	p.group = g
+	at := make([]int, cfg.Size)
+	for i := range at {
+		at[i] = i
+	}
+	return startNative(cfg, p.open(id, cfg.Rank, at)), nil
+}

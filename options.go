@@ -42,6 +42,12 @@ type Config struct {
 	// Silence has failed. Zero takes the defaults (1 s and 5 s); a
 	// negative Silence turns the watch off.
 	Heartbeat, Silence time.Duration
+
+	// Dynamic is torchcomms' dynamic regime (WithReconfigure): the
+	// communicator has no members until Reconfigure gives it some, so the
+	// factory must connect nothing and return a Reconfigurable backend.
+	// Rank is -1 and Size 0 until then.
+	Dynamic bool
 }
 
 // Option configures NewComm and Split.
@@ -111,6 +117,13 @@ func WithFailureDetector(heartbeat, silence time.Duration) Option {
 // Without this option, TORCHCOMM_ABORT_ON_ERROR decides; unset, it is off.
 func WithAbortProcessOnError(on bool) Option { return func(o *options) { o.abort = &on } }
 
+// WithReconfigure creates the communicator in torchcomms' dynamic regime:
+// NewComm connects nothing and returns at once, operations fail with
+// ErrNotInitialized, and Reconfigure, given the InitHandle of every
+// process that is to be a member, returns the communicator they form.
+// Rank and size come from there, never from the environment.
+func WithReconfigure() Option { return func(o *options) { o.cfg.Dynamic = true } }
+
 // resolve applies opts and the environment and validates the result.
 func resolve(name string, device Device, opts []Option) (*options, error) {
 	o := &options{exit: os.Exit}
@@ -123,6 +136,8 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 		return nil, commerr.Invalid("communicator name is empty")
 	}
 	switch {
+	case c.Dynamic:
+		c.Rank, c.Size = -1, 0
 	case o.hasRank != o.hasSize:
 		return nil, commerr.Invalid("WithRank and WithSize go together")
 	case !o.hasRank:
@@ -132,7 +147,7 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 		}
 		c.Rank, c.Size = env.Rank, env.Size
 	}
-	if c.Size < 1 || c.Rank < 0 || c.Rank >= c.Size {
+	if !c.Dynamic && (c.Size < 1 || c.Rank < 0 || c.Rank >= c.Size) {
 		return nil, commerr.Invalid("rank %d out of range for size %d", c.Rank, c.Size)
 	}
 	if c.Timeout < 0 {

@@ -23,6 +23,9 @@ var (
 	ErrRevoked = errors.New("gocomms: revoked")
 	// ErrFinalized: the communicator was finalized and takes no more work.
 	ErrFinalized = errors.New("gocomms: communicator finalized")
+	// ErrNotInitialized: a communicator created to be reconfigured has no
+	// members until Reconfigure gives it some.
+	ErrNotInitialized = errors.New("gocomms: communicator not initialized")
 )
 
 // OpError reports a failed operation, after net.OpError: the communicator,

@@ -192,7 +192,16 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		r.finalize = m.Done
 		r.next(ctx)
 	case *Connected:
-		if r.finalize == nil && r.aborted == nil {
+		switch {
+		case r.finalize != nil:
+		case r.aborted != nil:
+			// A peer that first reaches this rank after it aborted is
+			// refused, as a crashed process's would be, rather than left
+			// to wait on a connection nobody reads.
+			if conn, err := r.cfg.Connect(m.Peer); err == nil {
+				conn.Close()
+			}
+		default:
 			r.connect(ctx, m.Peer) // a failure breaks the communicator
 		}
 	case closeGraceOver:
