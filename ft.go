@@ -85,6 +85,12 @@ func (c *Comm) Shrink(ctx context.Context, opts ...Option) (*Comm, error) {
 	if err != nil {
 		return nil, c.opError(&Op{Name: OpShrink}, err)
 	}
+	return c.shrinkTo(ctx, failed, opts)
+}
+
+// shrinkTo makes the communicator of the ranks not in failed, which every
+// survivor has agreed on.
+func (c *Comm) shrinkTo(ctx context.Context, failed []int, opts []Option) (*Comm, error) {
 	if slices.Contains(failed, c.cfg.Rank) {
 		return nil, c.opError(&Op{Name: OpShrink}, fmt.Errorf("%w: the survivors found this rank failed too (failed ranks %v)", ErrPeerFailed, failed))
 	}
@@ -95,9 +101,10 @@ func (c *Comm) Shrink(ctx context.Context, opts ...Option) (*Comm, error) {
 		}
 	}
 	c.mu.Lock()
-	name := c.cfg.Name + ".shrink" + strconv.Itoa(c.shrinks)
+	suffix := ".shrink" + strconv.Itoa(c.shrinks)
 	c.shrinks++
 	c.mu.Unlock()
+	name := c.cfg.Name + suffix
 	// Every survivor derives the same id from the name; no exchange is
 	// possible over a broken communicator, and none is needed.
 	h := fnv.New64a()
@@ -110,5 +117,10 @@ func (c *Comm) Shrink(ctx context.Context, opts ...Option) (*Comm, error) {
 		}
 		return all, nil
 	}
-	return c.splitGroup(ctx, OpShrink, name, group, agreed, opts)
+	s, err := c.splitGroup(ctx, OpShrink, name, group, agreed, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.membership = c.membership + suffix
+	return s, nil
 }

@@ -21,13 +21,28 @@ type Agree struct {
 	Done  func(agree.Value, error)
 }
 
-// agreement is the latest agreement this rank started. It stays after it
+// agreement is an agreement this rank started. It stays after it
 // decides, to answer a coordinator that takes over for ranks that have
-// not.
+// not, and to take over itself if it is the lowest rank alive: until the
+// next one decides, since that needs every rank alive to have decided
+// this one, and so the rank keeps the one before its latest too.
 type agreement struct {
 	seq  uint64
 	node *agree.Node
 	done func(agree.Value, error) // nil once called
+}
+
+// agreeMsg is a message an agreement has yet to send.
+type agreeMsg struct {
+	a *agreement
+	m agree.Msg
+}
+
+// agreeQueue adds what agreement a sends to what the rank has yet to send.
+func (r *rankActor) agreeQueue(a *agreement, ms []agree.Msg) {
+	for _, m := range ms {
+		r.agreeOut = append(r.agreeOut, agreeMsg{a, m})
+	}
 }
 
 func (r *rankActor) startAgree(ctx actor.Context, m *Agree) {
@@ -42,10 +57,11 @@ func (r *rankActor) startAgree(ctx actor.Context, m *Agree) {
 	seq := r.agreeSeq
 	r.agreeSeq++
 	node, out := agree.New(r.cfg.Rank, r.cfg.Size, m.Flags, r.failedRanks())
+	r.agreePrev = r.agreement
 	r.agreement = &agreement{seq: seq, node: node, done: m.Done}
-	r.agreeOut = append(r.agreeOut, out...)
+	r.agreeQueue(r.agreement, out)
 	for _, early := range r.agreeEarly[seq] {
-		r.agreeOut = append(r.agreeOut, node.Receive(early)...)
+		r.agreeQueue(r.agreement, node.Receive(early))
 	}
 	for s := range r.agreeEarly {
 		if s <= seq {
@@ -62,9 +78,12 @@ func (r *rankActor) agreeFrame(ctx actor.Context, peer int, seq uint64, payload 
 		r.rt.Logger.Warn("malformed agreement message", "comm", r.cfg.Comm, "peer", peer, "err", err)
 		return
 	}
-	switch a := r.agreement; {
+	switch a, prev := r.agreement, r.agreePrev; {
 	case a != nil && a.seq == seq:
-		r.agreeOut = append(r.agreeOut, a.node.Receive(m)...)
+		r.agreeQueue(a, a.node.Receive(m))
+		r.agreeFlush(ctx)
+	case prev != nil && prev.seq == seq:
+		r.agreeQueue(prev, prev.node.Receive(m))
 		r.agreeFlush(ctx)
 	case seq >= r.agreeSeq:
 		if r.agreeEarly == nil {
@@ -88,10 +107,12 @@ func (r *rankActor) markFailed(ctx actor.Context, peer int) {
 		r.failed = map[int]bool{} // made on the first failure: most ranks never see one
 	}
 	r.failed[peer] = true
-	if a := r.agreement; a != nil {
-		r.agreeOut = append(r.agreeOut, a.node.Fail(peer)...)
-		r.agreeFlush(ctx)
+	for _, a := range []*agreement{r.agreePrev, r.agreement} {
+		if a != nil {
+			r.agreeQueue(a, a.node.Fail(peer))
+		}
 	}
+	r.agreeFlush(ctx)
 }
 
 // agreeFlush sends what the agreement has to send, feeding its messages
@@ -105,14 +126,14 @@ func (r *rankActor) agreeFlush(ctx actor.Context) {
 	}
 	r.agreeFlushing = true
 	for len(r.agreeOut) > 0 {
-		m := r.agreeOut[0]
+		out := r.agreeOut[0]
 		r.agreeOut = r.agreeOut[1:]
-		if m.To == r.cfg.Rank {
-			r.agreeOut = append(r.agreeOut, a.node.Receive(m)...)
+		if out.m.To == r.cfg.Rank {
+			r.agreeQueue(out.a, out.a.node.Receive(out.m))
 			continue
 		}
-		if l, err := r.connect(ctx, m.To); err == nil {
-			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, a.seq, collective.ControlAgree, agree.Encode(m)))
+		if l, err := r.connect(ctx, out.m.To); err == nil {
+			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, out.a.seq, collective.ControlAgree, agree.Encode(out.m)))
 		}
 	}
 	r.agreeFlushing = false

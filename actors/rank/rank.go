@@ -128,12 +128,14 @@ type rankActor struct {
 	revoked     bool
 
 	// failed marks the peers this rank knows failed or left, for
-	// agreements; agreement is the latest one, agreeOut what it has yet
-	// to send, agreeEarly the messages of ones this rank has not started.
+	// agreements; agreement is the latest one, agreePrev the one before,
+	// agreeOut what they have yet to send, agreeEarly the messages of
+	// ones this rank has not started.
 	failed        map[int]bool
 	agreeSeq      uint64
 	agreement     *agreement
-	agreeOut      []agree.Msg
+	agreePrev     *agreement
+	agreeOut      []agreeMsg
 	agreeFlushing bool
 	agreeEarly    map[uint64][]agree.Msg
 	agreeWatched  map[int]bool // peers whose links watch them for the agreement

@@ -1,0 +1,237 @@
+package gocomms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/quorum"
+)
+
+// ElasticConfig says where an Elastic finds the members of its rounds and
+// how often it looks for processes waiting to grow in.
+type ElasticConfig struct {
+	// Quorum is where membership rounds live: the job's store and name,
+	// the fewest members a round goes on with, and how long a round waits
+	// for more (see package quorum).
+	Quorum quorum.Config
+	// Expect is how many members this process expects in its first round:
+	// the job's size when it starts, so that the round closes as soon as
+	// all are there; 0 for a process that replaces a failed one and waits
+	// for the members to take it in.
+	Expect int
+	// GrowEvery is how often rank 0 asks the store whether processes wait
+	// to grow in (one store call); zero means a second.
+	GrowEvery time.Duration
+}
+
+// Elastic is a communicator that outlives its members, for fault-tolerant
+// data parallelism (torchft's FT-HSDP and DiLoCo): AllReduce completes
+// among the ranks alive, reports which contributed, and shrinks past the
+// ones that failed; processes that start later, replacements included,
+// grow in at the end of a step; Heal gives them the state the others
+// hold. Every member must make the same calls in the same order, as on a
+// communicator. It is not safe for concurrent use.
+type Elastic struct {
+	cfg    ElasticConfig
+	opts   []Option
+	seed   *Comm // the communicator JoinElastic created to reconfigure
+	comm   *Comm
+	heal   bool
+	looked time.Time
+
+	retired sync.WaitGroup // communicators left behind, finalizing
+}
+
+// Flags of the agreement that ends every elastic step.
+const (
+	stepDone    = 1 << 0 // the all-reduce completed on this rank
+	noneWaiting = 1 << 1 // this rank saw no process waiting to grow in
+)
+
+// JoinElastic starts this process's part in an elastic communicator
+// named name: it joins the next round in the store and returns once the
+// round's members have formed a communicator. opts configure every
+// communicator it forms (not their rank or size, which the rounds decide).
+func JoinElastic(ctx context.Context, backend string, device Device, name string, cfg ElasticConfig, opts ...Option) (*Elastic, error) {
+	if cfg.Expect < 0 || cfg.GrowEvery < 0 {
+		return nil, fmt.Errorf("gocomms: join elastic %q: %w", name, commerr.Invalid("expect %d and grow-every %v must not be negative", cfg.Expect, cfg.GrowEvery))
+	}
+	if cfg.GrowEvery == 0 {
+		cfg.GrowEvery = time.Second
+	}
+	seed, err := NewComm(ctx, backend, device, name, append(slices.Clone(opts), WithReconfigure())...)
+	if err != nil {
+		return nil, err
+	}
+	e := &Elastic{cfg: cfg, opts: opts, seed: seed}
+	if err := e.regrow(ctx, seed, cfg.Expect); err != nil {
+		seed.Finalize(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("gocomms: join elastic %q: %w", name, err)
+	}
+	return e, nil
+}
+
+// Comm returns the communicator of the members now; it changes when ranks
+// fail or grow in.
+func (e *Elastic) Comm() *Comm { return e.comm }
+
+// regrow joins the next round from c, expecting expect members, and moves
+// to the communicator of its members.
+func (e *Elastic) regrow(ctx context.Context, c *Comm, expect int) error {
+	h, err := c.InitHandle()
+	if err != nil {
+		return err
+	}
+	r, err := quorum.Join(ctx, e.cfg.Quorum, h, expect)
+	if err != nil {
+		return err
+	}
+	next, err := c.Reconfigure(ctx, r.ID, AnyOrder(r.Members...), e.opts...)
+	if err != nil {
+		return err
+	}
+	// Newcomers need the state the quorum holds; a first round of
+	// newcomers only has none to get.
+	q := len(next.Quorum())
+	e.heal = q > 0 && q < next.Size()
+	e.move(next)
+	return nil
+}
+
+// move retires the current communicator, finalizing it in the
+// background: a broken one may wait out its peers' silence. What failed
+// there, the callers heard of already.
+func (e *Elastic) move(next *Comm) {
+	if old := e.comm; old != nil {
+		e.retired.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			old.Finalize(ctx)
+		})
+	}
+	e.comm = next
+}
+
+// Heal broadcasts state from the quorum to the ranks that grew in, if any
+// did since the last call: every member calls it at the start of a step
+// with the same tensors. It does nothing otherwise.
+func (e *Elastic) Heal(ctx context.Context, state ...*Tensor) error {
+	if !e.heal {
+		return nil
+	}
+	root := e.comm.Quorum()[0]
+	for _, t := range state {
+		if err := e.comm.Broadcast(ctx, t, root); err != nil {
+			return err
+		}
+	}
+	e.heal = false
+	return nil
+}
+
+// AllReduce reduces t across the live members, and returns the ranks that
+// contributed, as ranks of Comm() when it was called: the same on every
+// member that returns. If a member fails, the others agree on it, shrink
+// past it and reduce their inputs again; if processes wait to grow in,
+// the members take them in before returning. A member the others found
+// failed gets an error, and should leave and join again as a newcomer.
+func (e *Elastic) AllReduce(ctx context.Context, t *Tensor, op ReduceOp, opts ...CallOption) ([]int, error) {
+	if t == nil {
+		return nil, e.comm.opError(&Op{Name: OpAllReduce}, commerr.Invalid("nil tensor"))
+	}
+	input := slices.Clone(t.Bytes())
+	c := e.comm
+	at := make([]int, c.Size()) // the rank in the caller's communicator of each rank of c
+	for i := range at {
+		at[i] = i
+	}
+	for {
+		reduced := c.AllReduce(ctx, t, op, opts...)
+		var flags uint64
+		if reduced == nil {
+			flags |= stepDone
+		}
+		if !e.newcomersWait(ctx, c) {
+			flags |= noneWaiting
+		}
+		agreed, failed, err := c.Agree(ctx, flags)
+		if err != nil {
+			return nil, err
+		}
+		if agreed&stepDone != 0 {
+			// Every member holds the reduction of every rank of c, even
+			// one that failed after its part was in.
+			if err := e.regroup(ctx, c, failed, agreed&noneWaiting == 0); err != nil {
+				return at, err
+			}
+			return at, nil
+		}
+		if len(failed) == 0 {
+			if reduced == nil {
+				reduced = c.opError(&Op{Name: OpAllReduce}, errors.New("the all-reduce failed on another rank"))
+			}
+			copy(t.Bytes(), input)
+			return nil, reduced
+		}
+		// Reduce again among the survivors, from the inputs.
+		copy(t.Bytes(), input)
+		s, err := c.shrinkTo(ctx, failed, e.opts)
+		if err != nil {
+			return nil, err
+		}
+		var left []int
+		for i, r := range at {
+			if !slices.Contains(failed, i) {
+				left = append(left, r)
+			}
+		}
+		at = left
+		e.move(s)
+		c = s
+	}
+}
+
+// regroup shrinks c past the failed ranks and grows it by the processes
+// waiting, as every member agreed.
+func (e *Elastic) regroup(ctx context.Context, c *Comm, failed []int, grow bool) error {
+	if len(failed) > 0 {
+		s, err := c.shrinkTo(ctx, failed, e.opts)
+		if err != nil {
+			return err
+		}
+		e.move(s)
+		c = s
+	}
+	if grow {
+		return e.regrow(ctx, c, c.Size())
+	}
+	return nil
+}
+
+// newcomersWait is whether rank 0 of c, looking at most every GrowEvery,
+// finds processes waiting in the store to grow in.
+func (e *Elastic) newcomersWait(ctx context.Context, c *Comm) bool {
+	if c.Rank() != 0 || time.Since(e.looked) < e.cfg.GrowEvery {
+		return false
+	}
+	e.looked = time.Now()
+	n, err := quorum.Waiting(ctx, e.cfg.Quorum)
+	if err != nil {
+		c.cfg.Logger.Warn("elastic: cannot tell whether processes wait to grow in", "err", err)
+		return false
+	}
+	return n > 0
+}
+
+// Finalize finalizes the current communicator, as Comm.Finalize, and
+// waits for those left behind.
+func (e *Elastic) Finalize(ctx context.Context) error {
+	err := e.comm.Finalize(ctx)
+	e.retired.Wait()
+	return errors.Join(err, e.seed.Finalize(ctx))
+}
