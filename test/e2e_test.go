@@ -60,6 +60,29 @@ func TestKilledRankFailsTheOthers(t *testing.T) {
 	}
 }
 
+// TestAbortReachesEveryRank interrupts one of four ranks mid-run: it
+// aborts its communicator, and every other rank's pending operation must
+// fail at once, not at its timeout (torchcomms' abort, across processes).
+func TestAbortReachesEveryRank(t *testing.T) {
+	const timeout = 30 * time.Second
+	procs := startRanks(t, 4, []int{0, 1, 2, 3}, "bench", "-timeout", timeout.String(),
+		"-b", "4M", "-e", "4M", "-n", "3000", "-w", "1", "-c", "0")
+	time.Sleep(2 * time.Second) // rendezvous done, the timed loop running
+	if err := procs[1].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	abortedAt := time.Now()
+	others := []*rankProc{procs[0], procs[2], procs[3]}
+	wait(t, others, 5*time.Second)
+	for _, p := range others {
+		if exitCode(p.err) <= 0 {
+			t.Errorf("rank %d exited with %v after rank 1 aborted, want a non-zero status:\n%s", p.rank, p.err, p.stderr.String())
+		}
+		t.Logf("rank %d exited %v after the abort: %s", p.rank, p.ended.Sub(abortedAt).Round(time.Millisecond), lastLine(p.stderr.String()))
+	}
+	wait(t, procs[1:2], 5*time.Second)
+}
+
 // TestStoppedRankIsNamed stops one rank (SIGSTOP) mid-run: its
 // connections stay open, but it answers nothing, so the ranks that wait
 // on it find it silent and exit naming it, well inside their operation

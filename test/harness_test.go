@@ -55,6 +55,7 @@ type rankProc struct {
 	done           chan struct{}
 	err            error // Wait's
 	elapsed        time.Duration
+	ended          time.Time
 }
 
 // startRanks starts the ranks listed of a job of size ranks, each running
@@ -77,7 +78,8 @@ func startRanks(t *testing.T, size int, ranks []int, args ...string) []*rankProc
 		}
 		go func() {
 			p.err = p.cmd.Wait()
-			p.elapsed = time.Since(start)
+			p.ended = time.Now()
+			p.elapsed = p.ended.Sub(start)
 			close(p.done)
 		}()
 		procs[i] = p
