@@ -28,6 +28,12 @@ func (r *run) agree(i int) {
 		if err == nil && !r.net.crashed[i] {
 			r.decided[i] = &v
 			r.last = max(r.last, r.loop.Elapsed())
+			if r.cfg.AfterShrink > 0 {
+				if r.shrunk == nil {
+					r.shrunk = r.shrink(v)
+				}
+				r.shrunk.join(i)
+			}
 		}
 	}})
 }

@@ -490,7 +490,9 @@ func (p Plan) healed() time.Duration {
 // whose clock runs fast gives up on healthy peers), and a rank counts as in the scope of a fault on another rank's
 // links if the two were connected: the engine blames a broken connection
 // on the peer across it.
-func (p Plan) explains(err error, connected func(a, b int) bool) bool {
+// toRun maps the ranks the error names, ranks of the communicator that
+// failed, to the run's.
+func (p Plan) explains(err error, connected func(a, b int) bool, toRun func(rank int) int) bool {
 	var oe *commerr.OpError
 	if !errors.As(err, &oe) {
 		return false
@@ -502,6 +504,9 @@ func (p Plan) explains(err error, connected func(a, b int) bool) bool {
 	var acc *commerr.Accusation
 	if errors.As(err, &acc) {
 		named = append(named, acc.Accuser)
+	}
+	for i, r := range named {
+		named[i] = toRun(r)
 	}
 	for i := range p {
 		f := &p[i]

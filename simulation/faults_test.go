@@ -217,20 +217,20 @@ func TestHarmlessFaultsExplainNoError(t *testing.T) {
 	err := &commerr.OpError{Rank: 0, Ranks: []int{1}, Err: commerr.ErrTimeout}
 	all := func(a, b int) bool { return true }
 	harmless, _ := ParsePlan("loss:at=0s,for=1s,p=0.3;slow:at=0s,for=1s,factor=5")
-	if harmless.explains(err, all) {
+	if harmless.explains(err, all, sameRank) {
 		t.Error("harmless faults explain a timeout")
 	}
 	breaking, _ := ParsePlan("drop:link=1-2,at=0s")
-	if !breaking.explains(err, all) {
+	if !breaking.explains(err, all, sameRank) {
 		t.Error("a dropped link does not explain a timeout naming its end")
 	}
-	if breaking.explains(&commerr.OpError{Ranks: []int{3}, Err: commerr.ErrPeerFailed}, all) {
+	if breaking.explains(&commerr.OpError{Ranks: []int{3}, Err: commerr.ErrPeerFailed}, all, sameRank) {
 		t.Error("a dropped link 1-2 explains an error naming rank 3")
 	}
 	ranks, _ := ParsePlan("drop:rank=4,at=0s")
 	only45 := func(a, b int) bool { return a+b == 9 }
-	if !ranks.explains(&commerr.OpError{Ranks: []int{5}, Err: commerr.ErrPeerFailed}, only45) ||
-		ranks.explains(&commerr.OpError{Ranks: []int{6}, Err: commerr.ErrPeerFailed}, only45) {
+	if !ranks.explains(&commerr.OpError{Ranks: []int{5}, Err: commerr.ErrPeerFailed}, only45, sameRank) ||
+		ranks.explains(&commerr.OpError{Ranks: []int{6}, Err: commerr.ErrPeerFailed}, only45, sameRank) {
 		t.Error("a fault on rank 4's links explains errors naming only its peers")
 	}
 }

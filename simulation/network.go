@@ -13,23 +13,24 @@ import (
 
 // network carries frames between simulated ranks at the times the
 // topology gives, on the loop, and injects the plan's faults. A pair of
-// ranks gets its connection when either first needs it, as transport/lazy
-// gives real ranks theirs, and a new one when it dials again after the
-// last one broke.
+// ranks gets a connection for each communicator they share (as
+// transport/mux gives real ranks theirs over one socket) when either
+// first needs it, as transport/lazy gives real ranks theirs, and a new
+// one when it dials again after the last one broke.
 type network struct {
 	loop      *Loop
 	topo      Topology
 	faults    Plan
 	perNode   int
-	ports     []ports          // by rank
-	pairs     map[[2]int]*conn // by (lower rank, higher rank): the lower rank's end of the newest connection
-	byRank    [][]*conn        // each rank's ends, in the order made: maps do not iterate in a fixed order
+	ports     []ports           // by rank
+	pairs     map[pairKey]*conn // the lower rank's end of the newest connection
+	byRank    [][]*conn         // each rank's ends, in the order made: maps do not iterate in a fixed order
 	crashed   []bool
 	restarted []bool // a new process, which knows no communicator, answers for the rank
 	frames    int64
 	bytes     int64
 	redials   int64
-	onConnect func(rank, peer int) // the peer's connection to rank came up
+	onConnect func(comm, rank, peer int) // the peer's connection to rank, for communicator comm, came up
 	onFrame   func(from, to, size int, sent, arrival time.Duration)
 }
 
@@ -51,7 +52,7 @@ func newNetwork(l *Loop, topo Topology, ranks int, faults Plan, jitter time.Dura
 		faults:    faults,
 		perNode:   ranks / topo.Nodes,
 		ports:     make([]ports, ranks),
-		pairs:     map[[2]int]*conn{},
+		pairs:     map[pairKey]*conn{},
 		byRank:    make([][]*conn, ranks),
 		crashed:   make([]bool, ranks),
 		restarted: make([]bool, ranks),
@@ -69,22 +70,26 @@ var (
 	errStoreDown = errors.New("store unreachable: cannot read the peer's address")
 )
 
-// connect returns rank's end of its connection to peer: the open one, or
-// a new one that the faults may refuse.
-func (n *network) connect(rank, peer int) (transport.Conn, error) {
+// pairKey names the connections of a pair of ranks, lower rank first,
+// for one communicator: 0 is the run's, 1 the one its survivors shrink to.
+type pairKey struct{ comm, lo, hi int }
+
+// connect returns rank's end of its connection to peer for communicator
+// comm: the open one, or a new one that the faults may refuse.
+func (n *network) connect(comm, rank, peer int) (transport.Conn, error) {
 	if n.crashed[rank] {
 		// Its actors may still be stopping: nothing of theirs leaves.
 		return nil, fmt.Errorf("simulation: rank %d is down: %w", rank, transport.ErrClosed)
 	}
-	key := [2]int{min(rank, peer), max(rank, peer)}
+	key := pairKey{comm, min(rank, peer), max(rank, peer)}
 	if lo := n.pairs[key]; lo != nil {
 		if lo.err == nil && lo.other.err == nil {
 			return n.end(rank, lo), nil
 		}
 		n.redials++
 	}
-	lo := &conn{net: n, rank: key[0], peer: key[1]}
-	hi := &conn{net: n, rank: key[1], peer: key[0], other: lo}
+	lo := &conn{net: n, rank: key.lo, peer: key.hi}
+	hi := &conn{net: n, rank: key.hi, peer: key.lo, other: lo}
 	lo.other = hi
 	n.pairs[key] = lo
 	n.byRank[lo.rank] = append(n.byRank[lo.rank], lo)
@@ -112,7 +117,7 @@ func (n *network) connect(rank, peer int) (transport.Conn, error) {
 	if n.onConnect != nil {
 		n.loop.At(open, func() {
 			if end.err == nil {
-				n.onConnect(peer, rank)
+				n.onConnect(comm, peer, rank)
 			}
 		})
 	}
@@ -254,7 +259,12 @@ func (n *network) crash(rank int) {
 
 // connected reports whether ranks a and b ever had a connection.
 func (n *network) connected(a, b int) bool {
-	return n.pairs[[2]int{min(a, b), max(a, b)}] != nil
+	for comm := range 2 {
+		if n.pairs[pairKey{comm, min(a, b), max(a, b)}] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // cut resets every open connection the fault touches, both ends, each

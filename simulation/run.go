@@ -51,6 +51,10 @@ type Config struct {
 	// after its operations, the core of ULFM's agree and shrink; with no
 	// iterations, alone. The survivors must all decide, and alike.
 	Agree bool
+	// AfterShrink has the survivors of the agreement shrink to a
+	// communicator of their own, as Comm.Shrink does, and run this many
+	// all-reduces there, the training loop going on; each is checked.
+	AfterShrink int
 	// Survive says the plan's faults are ones the engine claims to ride
 	// out (harmless ones, and connection resets it reconnects through):
 	// every operation must then complete, and a failure is a violation
@@ -68,15 +72,16 @@ type Config struct {
 
 // Result is what a run did and what it broke.
 type Result struct {
-	Algorithm string        // the schedule that ran: Config.Algorithm, or the selector's choice
-	SimTime   time.Duration // when the last operation ended
-	Hash      uint64        // the trace's fingerprint
-	Events    int64         // messages actors received
-	Frames    int64         // frames the network carried
-	Bytes     int64         // their payload bytes
-	Redials   int64         // connections made for a pair whose earlier one broke
-	Ranks     []Outcome
-	Agreement *Agreement // with Config.Agree
+	Algorithm   string        // the schedule that ran: Config.Algorithm, or the selector's choice
+	SimTime     time.Duration // when the last operation ended
+	Hash        uint64        // the trace's fingerprint
+	Events      int64         // messages actors received
+	Frames      int64         // frames the network carried
+	Bytes       int64         // their payload bytes
+	Redials     int64         // connections made for a pair whose earlier one broke
+	Ranks       []Outcome
+	Agreement   *Agreement   // with Config.Agree
+	AfterShrink *AfterShrink // with Config.AfterShrink
 	// Violations lists every broken invariant: a wrong result, an error
 	// that names no failed rank, an operation that never ended.
 	Violations []string
@@ -103,6 +108,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("simulation: %d iterations", c.Iterations)
 	case c.Timeout <= 0 || c.Limit <= 0:
 		return fmt.Errorf("simulation: timeout %v and limit %v must be positive", c.Timeout, c.Limit)
+	case c.AfterShrink < 0 || c.AfterShrink > 0 && !c.Agree:
+		return fmt.Errorf("simulation: %d all-reduces after a shrink, which needs an agreement", c.AfterShrink)
 	case c.Jitter < 0:
 		return fmt.Errorf("simulation: negative jitter %v", c.Jitter)
 	}
@@ -132,6 +139,7 @@ type run struct {
 	last   time.Duration // when the last operation ended
 
 	decided   []*agree.Value // by rank, with Config.Agree
+	shrunk    *shrunk        // the survivors' communicator, with Config.AfterShrink
 	agreeFrom int64          // frames carried before the first rank agreed
 }
 
@@ -166,8 +174,12 @@ func Run(cfg Config) (*Result, error) {
 		pids: make([]*actor.PID, cfg.Ranks),
 		ends: make([][]opEnd, cfg.Ranks),
 	}
-	r.net.onConnect = func(to, peer int) {
-		sys.Root.Send(r.pids[to], &rank.Connected{Peer: peer})
+	r.net.onConnect = func(comm, to, peer int) {
+		if comm == 0 {
+			sys.Root.Send(r.pids[to], &rank.Connected{Peer: peer})
+		} else {
+			r.shrunk.connected(to, peer)
+		}
 	}
 	r.data = newDataset(&cfg)
 	if cfg.Trace != nil {
@@ -218,7 +230,7 @@ func (r *run) spawn(i int) {
 	}
 	r.pids[i] = rank.Spawn(rt, rank.Config{
 		Comm: "sim", CommID: 1, Rank: i, Size: r.cfg.Ranks,
-		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(i, peer) },
+		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(0, i, peer) },
 	})
 }
 
@@ -277,6 +289,10 @@ func (r *run) crash(i int) {
 	r.rt.System.Root.Stop(r.pids[i])
 }
 
+// sameRank maps the run's ranks to themselves, for the errors of its own
+// communicator.
+func sameRank(r int) int { return r }
+
 // result checks the invariants on what the run left.
 func (r *run) result() *Result {
 	res := &Result{
@@ -306,7 +322,7 @@ func (r *run) result() *Result {
 				case o.Crashed:
 				case r.cfg.Survive:
 					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %v #%d failed under faults it must survive (faults: %q): %v", i, r.cfg.Op, it, r.cfg.Faults, err))
-				case !r.cfg.Faults.explains(err, r.net.connected):
+				case !r.cfg.Faults.explains(err, r.net.connected, sameRank):
 					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %v #%d failed, and no fault explains it (faults: %q): %v", i, r.cfg.Op, it, r.cfg.Faults, err))
 				}
 			default:
@@ -316,5 +332,8 @@ func (r *run) result() *Result {
 	}
 	res.Violations = append(res.Violations, r.wrong...)
 	r.agreement(res)
+	if r.shrunk != nil {
+		r.shrunk.outcome(res)
+	}
 	return res
 }

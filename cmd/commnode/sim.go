@@ -39,6 +39,7 @@ type simFlags struct {
 	trace        string
 	survive      bool
 	agree        bool
+	afterShrink  int
 	chaos        chaosFlags
 }
 
@@ -67,6 +68,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.limit, "limit", 10*time.Minute, "virtual-time bound: an operation pending after it has hung")
 	fs.BoolVar(&f.survive, "survive", false, "every operation must complete: the faults are ones the engine rides out (harmless kinds, and resets shorter than the links' restart budget)")
 	fs.BoolVar(&f.agree, "agree", false, "after its operations (with --iters 0, alone), every rank runs the fault-tolerant agreement that ULFM's agree and shrink rest on")
+	fs.IntVar(&f.afterShrink, "after-shrink", 0, "with --agree, the survivors then shrink to a communicator of their own and run this many all-reduces there, each checked")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	fs.StringVar(&f.trace, "trace", "", "write the run's timeline to this file in Chrome trace format (open it in Perfetto)")
 	f.chaos.register(fs)
@@ -166,6 +168,7 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 		Ranks: f.ranks, Topology: topo, Op: kind, Count: count, DType: dt,
 		Algorithm: f.algo, ChunkBytes: f.chunk, Root: f.root, Iterations: f.iters,
 		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit, Survive: f.survive, Agree: f.agree,
+		AfterShrink: f.afterShrink,
 	}
 	switch f.data {
 	case "real":
@@ -197,6 +200,9 @@ func (f simFlags) replay(seed uint64) string {
 	if f.agree {
 		args = append(args, "--agree")
 	}
+	if f.afterShrink > 0 {
+		args = append(args, "--after-shrink", strconv.Itoa(f.afterShrink))
+	}
 	if f.faults != "" {
 		args = append(args, "--faults", strconv.Quote(f.faults))
 	}
@@ -205,27 +211,28 @@ func (f simFlags) replay(seed uint64) string {
 
 // simReport is one run, as printed.
 type simReport struct {
-	Ranks      int                   `json:"ranks"`
-	Nodes      int                   `json:"nodes"`
-	Op         string                `json:"op"`
-	Bytes      int64                 `json:"bytes"`
-	Algorithm  string                `json:"algorithm"`
-	Seed       uint64                `json:"seed"`
-	Faults     string                `json:"faults"`
-	SimTimeUS  float64               `json:"sim_time_us"` // per operation, when every rank completed every one
-	EndedUS    float64               `json:"ended_us"`    // when the last operation ended
-	AlgBW      float64               `json:"algbw"`       // GB/s
-	BusBW      float64               `json:"busbw"`       // GB/s
-	Outcomes   []string              `json:"outcomes"`    // ranks grouped by how they ended
-	TraceHash  string                `json:"trace_hash"`
-	Events     int64                 `json:"events"`
-	Frames     int64                 `json:"frames"`
-	Redials    int64                 `json:"redials"`
-	Agreement  *simulation.Agreement `json:"agreement,omitempty"`
-	WallS      float64               `json:"wall_s"`
-	FramesPerS float64               `json:"frames_per_s"`
-	Violations []string              `json:"violations"`
-	Replay     string                `json:"replay"`
+	Ranks       int                     `json:"ranks"`
+	Nodes       int                     `json:"nodes"`
+	Op          string                  `json:"op"`
+	Bytes       int64                   `json:"bytes"`
+	Algorithm   string                  `json:"algorithm"`
+	Seed        uint64                  `json:"seed"`
+	Faults      string                  `json:"faults"`
+	SimTimeUS   float64                 `json:"sim_time_us"` // per operation, when every rank completed every one
+	EndedUS     float64                 `json:"ended_us"`    // when the last operation ended
+	AlgBW       float64                 `json:"algbw"`       // GB/s
+	BusBW       float64                 `json:"busbw"`       // GB/s
+	Outcomes    []string                `json:"outcomes"`    // ranks grouped by how they ended
+	TraceHash   string                  `json:"trace_hash"`
+	Events      int64                   `json:"events"`
+	Frames      int64                   `json:"frames"`
+	Redials     int64                   `json:"redials"`
+	Agreement   *simulation.Agreement   `json:"agreement,omitempty"`
+	AfterShrink *simulation.AfterShrink `json:"after_shrink,omitempty"`
+	WallS       float64                 `json:"wall_s"`
+	FramesPerS  float64                 `json:"frames_per_s"`
+	Violations  []string                `json:"violations"`
+	Replay      string                  `json:"replay"`
 
 	// The build that ran it, and with --shrink, a failing run's plan
 	// shrunk.
@@ -245,7 +252,7 @@ func newSimReport(f simFlags, cfg simulation.Config, op bench.Op, size int64, re
 		Algorithm: res.Algorithm, Seed: cfg.Seed, Faults: cfg.Faults.String(),
 		EndedUS:  float64(res.SimTime) / float64(time.Microsecond),
 		Outcomes: outcomes(res), TraceHash: fmt.Sprintf("%016x", res.Hash),
-		Events: res.Events, Frames: res.Frames, Redials: res.Redials, Agreement: res.Agreement, WallS: wall.Seconds(),
+		Events: res.Events, Frames: res.Frames, Redials: res.Redials, Agreement: res.Agreement, AfterShrink: res.AfterShrink, WallS: wall.Seconds(),
 		Violations: res.Violations, Replay: f.replayWith(cfg.Seed, cfg.Faults), Version: bench.Version(),
 	}
 	for _, o := range res.Ranks {
@@ -283,6 +290,9 @@ func (r *simReport) print(w io.Writer) {
 	}
 	if a := r.Agreement; a != nil {
 		fmt.Fprintf(w, "agreed    flags %#x, failed ranks %v: %d ranks decided, %d frames\n", a.Value.Flags, a.Value.Failed, a.Deciders, a.Frames)
+	}
+	if a := r.AfterShrink; a != nil {
+		fmt.Fprintf(w, "shrunk    to %d survivors: %d joined, %d all-reduces completed there\n", a.Size, a.Joined, a.Completed)
 	}
 	fmt.Fprintf(w, "wall      %.3f s (%.0f frames/s)\n", r.WallS, r.FramesPerS)
 	for _, v := range r.Violations {
