@@ -16,6 +16,13 @@
 // Comm.FlightRecord, written as JSON by Comm.DumpFlightRecord, or for every
 // live communicator of the process by DumpFlightRecords.
 //
+// Failures are named, not waited out: an operation that needs a failed
+// rank fails with ErrPeerFailed naming it. The survivors go on with ULFM's
+// Revoke, Agree and Shrink; InitHandle and Reconfigure (torchcomms'
+// dynamic regime, WithReconfigure) grow a communicator back with new
+// processes; JoinElastic combines them for data-parallel training, with an
+// AllReduce that completes among the live ranks.
+//
 // Underneath, every communicator rank, in-flight operation and peer link is
 // an actor (actors/rank, actors/collective, actors/link) whose mailbox
 // orders its work; algorithms holds the pure schedules they execute;
