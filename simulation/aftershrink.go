@@ -55,7 +55,7 @@ func (s *shrunk) join(i int) {
 	}
 	r := s.r
 	s.pids[me] = rank.Spawn(r.rt, rank.Config{
-		Comm: "sim.shrink0", CommID: 2, Rank: me, Size: len(s.group),
+		Comm: "sim.shrink0", CommID: 2, Rank: me, Size: len(s.group), Heartbeat: r.cfg.Heartbeat, Silence: r.cfg.Silence,
 		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(1, i, s.group[peer]) },
 	})
 	for _, peer := range s.waiting[me] {

@@ -264,3 +264,33 @@ func TestSilentRankIsDetected(t *testing.T) {
 		t.Errorf("the last operation ended at %v, want within 2 s after the 5 s of silence", res.SimTime)
 	}
 }
+
+// TestHungRankIsNamedAtScale pauses one of 1,000 ranks 20 µs into an
+// all-reduce, before its first frame reaches some of the peers that wait
+// on it: they know its process joined (the connection came up), so its
+// silence counts, and every other rank names it two heartbeats later.
+func TestHungRankIsNamedAtScale(t *testing.T) {
+	ranks := 1000
+	if testing.Short() {
+		ranks = 200
+	}
+	cfg := config(algorithms.AllReduce, ranks, 1<<18, 7)
+	cfg.Topology = DGXH100(ranks / 8)
+	cfg.Phantom = true
+	cfg.Timeout = time.Minute
+	cfg.Heartbeat, cfg.Silence = time.Second, 2*time.Second
+	cfg.Faults = Plan{{Kind: Pause, Rank: 17, At: 20 * time.Microsecond, For: time.Hour}}
+	res := mustRun(t, cfg)
+	if !res.OK() {
+		t.Fatal(res.Violations)
+	}
+	for r, o := range res.Ranks {
+		var oe *commerr.OpError
+		if r != 17 && (!errors.Is(o.Err, commerr.ErrPeerFailed) || !errors.As(o.Err, &oe) || !slices.Equal(oe.Ranks, []int{17})) {
+			t.Fatalf("rank %d: %v, want ErrPeerFailed naming rank 17", r, o.Err)
+		}
+	}
+	if res.SimTime < 2*time.Second || res.SimTime > 2100*time.Millisecond {
+		t.Errorf("the last rank named it at %v, want two heartbeats (2 s) after the pause", res.SimTime)
+	}
+}

@@ -64,6 +64,9 @@ type Config struct {
 	// time by the runtime's clock only where the handler reads it; nil
 	// discards it.
 	Logger *slog.Logger
+	// Heartbeat and Silence set the ranks' failure detector, in virtual
+	// time (zero: 1 s and 5 s, the engine's defaults).
+	Heartbeat, Silence time.Duration
 	// Limit is the liveness bound: every operation must have ended this
 	// long after the last fault healed (after time zero without faults),
 	// or it has hung.
@@ -110,6 +113,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("simulation: timeout %v and limit %v must be positive", c.Timeout, c.Limit)
 	case c.AfterShrink < 0 || c.AfterShrink > 0 && !c.Agree:
 		return fmt.Errorf("simulation: %d all-reduces after a shrink, which needs an agreement", c.AfterShrink)
+	case c.Heartbeat < 0 || c.Silence > 0 && c.Heartbeat > c.Silence:
+		return fmt.Errorf("simulation: heartbeat %v must be positive and at most the silence %v", c.Heartbeat, c.Silence)
 	case c.Jitter < 0:
 		return fmt.Errorf("simulation: negative jitter %v", c.Jitter)
 	}
@@ -229,7 +234,7 @@ func (r *run) spawn(i int) {
 		}
 	}
 	r.pids[i] = rank.Spawn(rt, rank.Config{
-		Comm: "sim", CommID: 1, Rank: i, Size: r.cfg.Ranks,
+		Comm: "sim", CommID: 1, Rank: i, Size: r.cfg.Ranks, Heartbeat: r.cfg.Heartbeat, Silence: r.cfg.Silence,
 		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(0, i, peer) },
 	})
 }

@@ -204,7 +204,10 @@ func (r *rankActor) Receive(ctx actor.Context) {
 				conn.Close()
 			}
 		default:
-			r.connect(ctx, m.Peer) // a failure breaks the communicator
+			// A failure to connect breaks the communicator.
+			if l, err := r.connect(ctx, m.Peer); err == nil {
+				ctx.Send(l.pid, &link.Reachable{})
+			}
 		}
 	case closeGraceOver:
 		if r.finalize != nil {

@@ -40,6 +40,8 @@ type simFlags struct {
 	survive      bool
 	agree        bool
 	afterShrink  int
+	heartbeat    time.Duration
+	silence      time.Duration
 	chaos        chaosFlags
 }
 
@@ -69,6 +71,8 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.survive, "survive", false, "every operation must complete: the faults are ones the engine rides out (harmless kinds, and resets shorter than the links' restart budget)")
 	fs.BoolVar(&f.agree, "agree", false, "after its operations (with --iters 0, alone), every rank runs the fault-tolerant agreement that ULFM's agree and shrink rest on")
 	fs.IntVar(&f.afterShrink, "after-shrink", 0, "with --agree, the survivors then shrink to a communicator of their own and run this many all-reduces there, each checked")
+	fs.DurationVar(&f.heartbeat, "heartbeat", 0, "ranks ask a peer they wait on for a frame after this long without one, virtual time (default 1s)")
+	fs.DurationVar(&f.silence, "silence", 0, "a peer a rank waits on that stays silent this long has failed, virtual time (default 5s; negative: never)")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	fs.StringVar(&f.trace, "trace", "", "write the run's timeline to this file in Chrome trace format (open it in Perfetto)")
 	f.chaos.register(fs)
@@ -168,7 +172,7 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 		Ranks: f.ranks, Topology: topo, Op: kind, Count: count, DType: dt,
 		Algorithm: f.algo, ChunkBytes: f.chunk, Root: f.root, Iterations: f.iters,
 		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit, Survive: f.survive, Agree: f.agree,
-		AfterShrink: f.afterShrink,
+		AfterShrink: f.afterShrink, Heartbeat: f.heartbeat, Silence: f.silence,
 	}
 	switch f.data {
 	case "real":
@@ -202,6 +206,9 @@ func (f simFlags) replay(seed uint64) string {
 	}
 	if f.afterShrink > 0 {
 		args = append(args, "--after-shrink", strconv.Itoa(f.afterShrink))
+	}
+	if f.heartbeat != 0 || f.silence != 0 {
+		args = append(args, "--heartbeat", f.heartbeat.String(), "--silence", f.silence.String())
 	}
 	if f.faults != "" {
 		args = append(args, "--faults", strconv.Quote(f.faults))
