@@ -27,15 +27,8 @@ func TestAgreementUnderCrashes(t *testing.T) {
 		cfg.Topology = DGXH100(nodes)
 		cfg.Iterations = int(seed % 2)
 		cfg.Agree = true
-		// Crash up to a third of the ranks, rank 0 (the first coordinator)
-		// in every fourth seed.
-		for k := range 1 + ranks/3 {
-			victim := int((seed*7 + uint64(k)*5) % uint64(ranks))
-			if k == 0 && seed%4 == 0 {
-				victim = 0
-			}
-			cfg.Faults = append(cfg.Faults, Fault{Kind: Crash, Rank: victim, At: time.Duration(seed*3+uint64(k)*11) % 60 * time.Microsecond})
-		}
+		// Crash up to a third of the ranks in the first 60 µs.
+		cfg.Faults = crashes(seed, ranks, 1+ranks/3, 60*time.Microsecond)
 		res := mustRun(t, cfg)
 		if !res.OK() {
 			t.Errorf("seed %d (%d ranks, %q): %v", seed, ranks, cfg.Faults, res.Violations)
@@ -55,6 +48,22 @@ func TestAgreementUnderCrashes(t *testing.T) {
 			t.Logf("seed %d: agreed failed %v, crashed %v (a rank that crashed after the decision is not in it)", seed, a.Value.Failed, crashed)
 		}
 	}
+}
+
+// crashes is a plan of n crashes of ranks drawn from seed, at times
+// within the first window, that crashes rank 0 (the first coordinator)
+// in every fourth seed.
+func crashes(seed uint64, ranks, n int, window time.Duration) Plan {
+	var p Plan
+	for k := range uint64(n) {
+		victim := int((seed*7 + k*5) % uint64(ranks))
+		if k == 0 && seed%4 == 0 {
+			victim = 0
+		}
+		at := time.Duration(seed*3+k*11) % (window / time.Microsecond) * time.Microsecond
+		p = append(p, Fault{Kind: Crash, Rank: victim, At: at})
+	}
+	return p
 }
 
 // TestAgreementCost: without failures, one round of about 5 messages per
@@ -92,13 +101,7 @@ func TestTrainingGoesOnAfterShrink(t *testing.T) {
 		cfg := config(algorithms.AllReduce, ranks, 1+int(seed%3)*50, seed)
 		cfg.Topology = DGXH100(1)
 		cfg.Agree, cfg.AfterShrink = true, 100
-		for k := range 1 + int(seed%3)%(ranks/2) {
-			victim := int((seed*5 + uint64(k)*3) % uint64(ranks))
-			if k == 0 && seed%4 == 0 {
-				victim = 0
-			}
-			cfg.Faults = append(cfg.Faults, Fault{Kind: Crash, Rank: victim, At: time.Duration(seed*3+uint64(k)*7) % 10 * time.Microsecond})
-		}
+		cfg.Faults = crashes(seed, ranks, 1+int(seed%3)%(ranks/2), 10*time.Microsecond)
 		res := mustRun(t, cfg)
 		if !res.OK() {
 			t.Errorf("seed %d (%d ranks, %q): %v", seed, ranks, cfg.Faults, res.Violations)
