@@ -138,8 +138,10 @@ func (e *Elastic) Heal(ctx context.Context, state ...*Tensor) error {
 // contributed, as ranks of Comm() when it was called: the same on every
 // member that returns. If a member fails, the others agree on it, shrink
 // past it and reduce their inputs again; if processes wait to grow in,
-// the members take them in before returning. A member the others found
-// failed gets an error, and should leave and join again as a newcomer.
+// the members take them in before returning (if that fails, the
+// contributors come back with the error, the reduction being done). A
+// member the others found failed gets an error, and should leave and
+// join again as a newcomer.
 func (e *Elastic) AllReduce(ctx context.Context, t *Tensor, op ReduceOp, opts ...CallOption) ([]int, error) {
 	if t == nil {
 		return nil, e.comm.opError(&Op{Name: OpAllReduce}, commerr.Invalid("nil tensor"))
