@@ -32,6 +32,16 @@ func newDataset(cfg *Config) *dataset {
 		return d
 	}
 	for r := range cfg.Ranks {
+		if cfg.Op == PointToPoint {
+			// Block 0 is sent, block 1 received; as a batch's tensors,
+			// each serves as both input and output.
+			d.in[r] = d.alloc([]int{cfg.Count, cfg.Count})
+			d.out[r] = d.in[r]
+			for i := range cfg.Count {
+				d.put(d.in[r][0], i, value(r, i))
+			}
+			continue
+		}
 		s := d.spec(r)
 		d.in[r] = d.alloc(s.Blocks(algorithms.Input))
 		d.out[r] = d.alloc(s.Blocks(algorithms.Output))
@@ -57,6 +67,9 @@ const PhantomAbove = 1 << 30
 // DataBytes is what every rank's input and output buffers add up to when
 // the run carries data for real.
 func (c *Config) DataBytes() int64 {
+	if c.Op == PointToPoint {
+		return 2 * int64(c.Count) * int64(c.DType.Size()) * int64(c.Ranks)
+	}
 	d := dataset{cfg: c, elem: c.DType.Size()}
 	s := d.spec(0)
 	var elems int64
@@ -107,6 +120,12 @@ func (d *dataset) clearOutput(r int) {
 	if d.cfg.Op == algorithms.Broadcast && r == d.cfg.Root {
 		return
 	}
+	if d.cfg.Op == PointToPoint {
+		if d.out[r] != nil {
+			clear(d.out[r][1])
+		}
+		return
+	}
 	for _, b := range d.out[r] {
 		clear(b)
 	}
@@ -132,6 +151,11 @@ func (d *dataset) want(r, b, i int) float64 {
 		return value(b, i)
 	case algorithms.ReduceScatter:
 		return sum(r*cfg.Count + i)
+	case PointToPoint:
+		if b == 0 {
+			return value(r, i) // what it sent
+		}
+		return value((r+cfg.Ranks-1)%cfg.Ranks, i)
 	}
 	return 0
 }

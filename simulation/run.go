@@ -26,7 +26,7 @@ type Config struct {
 	// Op is the collective every rank runs Iterations times, one after
 	// another, on Count elements of DType (per rank for AllGather and
 	// ReduceScatter blocks), summing where it reduces.
-	Op         algorithms.Kind
+	Op         algorithms.Kind // a collective, or PointToPoint
 	Count      int
 	DType      tensor.DType
 	Algorithm  string // "" lets the selector choose
@@ -115,6 +115,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("simulation: %d all-reduces after a shrink, which needs an agreement", c.AfterShrink)
 	case c.Heartbeat < 0 || c.Silence > 0 && c.Heartbeat > c.Silence:
 		return fmt.Errorf("simulation: heartbeat %v must be positive and at most the silence %v", c.Heartbeat, c.Silence)
+	case c.Op == PointToPoint && c.Ranks < 2:
+		return fmt.Errorf("simulation: point-to-point needs 2 ranks or more, got %d", c.Ranks)
 	case c.Jitter < 0:
 		return fmt.Errorf("simulation: negative jitter %v", c.Jitter)
 	}
@@ -242,19 +244,53 @@ func (r *run) spawn(i int) {
 // submit issues rank i's iteration it.
 func (r *run) submit(i, it int) error {
 	cfg := r.cfg
-	spec := r.data.spec(i)
 	req := &collective.Request{
-		Comm: "sim", CommID: 1, Rank: i, Op: cfg.Op.String(), Seq: uint64(it),
+		Comm: "sim", CommID: 1, Rank: i, Op: cfg.opName(), Seq: uint64(it),
 		DType: cfg.DType, Reduce: reduce.New(reduce.Sum), Size: cfg.Ranks, Timeout: cfg.Timeout, Phantom: cfg.Phantom,
 		In: r.data.in[i], Out: r.data.out[i],
 		Started: func() { r.started(i, it) },
 		Done:    func(err error) { r.done(i, it, err) },
 	}
-	if err := req.Plan(spec); err != nil {
+	if cfg.Op == PointToPoint {
+		r.ringShift(req)
+	} else if err := req.Plan(r.data.spec(i)); err != nil {
 		return fmt.Errorf("simulation: %w", err)
 	}
 	r.rt.System.Root.Send(r.pids[i], &rank.Submit{Req: req})
 	return nil
+}
+
+// PointToPoint, as Config.Op, runs a batch of point-to-point messages
+// instead of a collective: each rank sends its input to the next rank and
+// receives the previous rank's, in one batch (a ring shift), as
+// Comm.BatchOp would.
+const PointToPoint algorithms.Kind = 0
+
+// opName names the operation the run simulates.
+func (c *Config) opName() string {
+	if c.Op == PointToPoint {
+		return "send_recv"
+	}
+	return c.Op.String()
+}
+
+// ringShift lays req out as a batch of one send, of block 0 to the next
+// rank, and one receive, into block 1 from the previous, over bytes, as
+// the native backend lays a batch out.
+func (r *run) ringShift(req *collective.Request) {
+	n, me := r.cfg.Ranks, req.Rank
+	next, prev := (me+1)%n, (me+n-1)%n
+	size := r.cfg.Count * r.cfg.DType.Size()
+	b := algorithms.NewBuilder(me, n)
+	req.P2P = []collective.P2PMessage{}
+	if size > 0 { // empty messages move nothing, as in a real batch
+		b.Send(next, algorithms.Region{Buf: algorithms.Input, Block: 0, Len: size})
+		b.Recv(prev, algorithms.Region{Buf: algorithms.Output, Block: 1, Len: size})
+		req.P2P = append(req.P2P, collective.P2PMessage{Peer: next, Send: true}, collective.P2PMessage{Peer: prev})
+	}
+	req.DType = tensor.Uint8
+	req.Schedule = b.Build("point_to_point")
+	req.Sig = collective.Sig(0, 0, 0, -1, nil)
 }
 
 func (r *run) started(i, it int) {
@@ -276,11 +312,11 @@ func (r *run) done(i, it int, err error) {
 		r.agree(i)
 	}
 	if r.chrome != nil {
-		r.chrome.ended(i, it, r.cfg.Op.String(), r.last, err)
+		r.chrome.ended(i, it, r.cfg.opName(), r.last, err)
 	}
 	if err == nil {
 		if bad := r.data.check(i); bad != "" {
-			r.wrong = append(r.wrong, fmt.Sprintf("rank %d: %v #%d: %s", i, r.cfg.Op, it, bad))
+			r.wrong = append(r.wrong, fmt.Sprintf("rank %d: %s #%d: %s", i, r.cfg.opName(), it, bad))
 		}
 	}
 }
@@ -306,7 +342,10 @@ func (r *run) result() *Result {
 		Frames: r.net.frames, Bytes: r.net.bytes, Redials: r.net.redials, Ranks: make([]Outcome, r.cfg.Ranks),
 	}
 	if res.Algorithm == "" {
-		res.Algorithm = algorithms.Select(r.data.spec(0))
+		res.Algorithm = "point_to_point"
+		if r.cfg.Op != PointToPoint {
+			res.Algorithm = algorithms.Select(r.data.spec(0))
+		}
 	}
 	for i := range r.cfg.Ranks {
 		o := &res.Ranks[i]
@@ -317,7 +356,7 @@ func (r *run) result() *Result {
 			case !r.ends[i][it].ended:
 				o.Pending++
 				if !o.Crashed {
-					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %v #%d never ended (virtual time %v)", i, r.cfg.Op, it, r.loop.Elapsed()))
+					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %s #%d never ended (virtual time %v)", i, r.cfg.opName(), it, r.loop.Elapsed()))
 				}
 			case err != nil:
 				if o.Err == nil {
@@ -326,9 +365,9 @@ func (r *run) result() *Result {
 				switch {
 				case o.Crashed:
 				case r.cfg.Survive:
-					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %v #%d failed under faults it must survive (faults: %q): %v", i, r.cfg.Op, it, r.cfg.Faults, err))
+					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %s #%d failed under faults it must survive (faults: %q): %v", i, r.cfg.opName(), it, r.cfg.Faults, err))
 				case !r.cfg.Faults.explains(err, r.net.connected, sameRank):
-					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %v #%d failed, and no fault explains it (faults: %q): %v", i, r.cfg.Op, it, r.cfg.Faults, err))
+					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %s #%d failed, and no fault explains it (faults: %q): %v", i, r.cfg.opName(), it, r.cfg.Faults, err))
 				}
 			default:
 				o.Completed++

@@ -147,6 +147,35 @@ func TestPlanRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRingShiftMatchesPlainLoop runs a batch of one send and one receive
+// per rank (PointToPoint) and checks that each rank got exactly the
+// previous rank's input, including with a crash, which must fail the
+// batches that need the crashed rank naming it.
+func TestRingShiftMatchesPlainLoop(t *testing.T) {
+	for _, ranks := range []int{2, 3, 5, 8, 16} {
+		for _, count := range []int{0, 1, ranks - 1, 5000} {
+			cfg := config(PointToPoint, ranks, count, uint64(ranks*1000+count))
+			cfg.DType = tensor.Float32
+			res := mustRun(t, cfg)
+			if !res.OK() || res.Algorithm != "point_to_point" {
+				t.Errorf("%d ranks, %d elements: %s %v", ranks, count, res.Algorithm, res.Violations)
+			}
+			for r, o := range res.Ranks {
+				if o.Completed != cfg.Iterations {
+					t.Errorf("%d ranks, %d elements: rank %d completed %d of %d", ranks, count, r, o.Completed, cfg.Iterations)
+				}
+			}
+			cfg.Faults = Plan{{Kind: Crash, Rank: ranks - 1, At: time.Nanosecond}}
+			if res := mustRun(t, cfg); !res.OK() {
+				t.Errorf("%d ranks, %d elements, a crash: %v", ranks, count, res.Violations)
+			}
+		}
+	}
+	if err := (&Config{Ranks: 1, Op: PointToPoint}).validate(); err == nil {
+		t.Error("a ring shift on 1 rank validated")
+	}
+}
+
 // TestInvariantsHold is the property: over random sizes, collectives,
 // counts, topologies, jitter, seeds and crashes, every run keeps the
 // invariants, and replays to the same trace.

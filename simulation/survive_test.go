@@ -24,7 +24,7 @@ func TestLinkFaultSweep(t *testing.T) {
 	if testing.Short() {
 		seeds = 100
 	}
-	kinds := []algorithms.Kind{algorithms.AllReduce, algorithms.AllGather, algorithms.ReduceScatter, algorithms.Broadcast}
+	kinds := []algorithms.Kind{algorithms.AllReduce, algorithms.AllGather, algorithms.ReduceScatter, algorithms.Broadcast, PointToPoint}
 	var redials int64
 	for seed := range seeds {
 		nodes := 1 + int(seed/5%3)

@@ -142,6 +142,9 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 	}
 	op = ops[0]
 	kind, ok := op.Kind()
+	if op == bench.SendRecv {
+		kind, ok = simulation.PointToPoint, true
+	}
 	if !ok {
 		return cfg, 0, 0, fmt.Errorf("--op %q has no schedule to simulate", f.op)
 	}
