@@ -28,7 +28,11 @@ type Comm struct {
 	// from: the id of the Reconfigure that made it, else its name, which
 	// every member shares and no other communicator has.
 	membership string
-	quorum     []int // the ranks Reconfigure found in the quorum
+	// family is the name NewComm was given, which the communicators made
+	// from this one keep: Reconfigure names its communicator so, the same
+	// on every member however each got there.
+	family string
+	quorum []int // the ranks Reconfigure found in the quorum
 
 	mu        sync.Mutex // orders issue: sequence numbers and submission
 	seq       uint64
@@ -93,12 +97,12 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 	for i := range ranks {
 		ranks[i] = i
 	}
-	return newComm(o, backend, b, owns, ranks), nil
+	return newComm(o, backend, b, owns, ranks, name), nil
 }
 
-func newComm(o *options, backendName string, b Backend, owns bool, ranks []int) *Comm {
+func newComm(o *options, backendName string, b Backend, owns bool, ranks []int, family string) *Comm {
 	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, ranks: ranks,
-		membership: o.cfg.Name, abortCh: make(chan struct{})}
+		membership: o.cfg.Name, family: family, abortCh: make(chan struct{})}
 	c.timeout.Store(int64(o.cfg.Timeout))
 	c.startFlightRecorder()
 	return c

@@ -82,61 +82,86 @@ func (j *elasticJob) member(ctx context.Context, id, expect, die, last, full int
 	}
 }
 
+// run starts n members that train until step last or later, each
+// process in dies crashing at its step, and a replacement for each once
+// its crash has happened; it returns once every process has.
+func (j *elasticJob) run(t *testing.T, n, last int, dies map[int]int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errs := make(chan error, n+len(dies))
+	var originals sync.WaitGroup
+	for id := 1; id <= n; id++ {
+		die, ok := dies[id]
+		if !ok {
+			die = -1
+		}
+		originals.Go(func() { errs <- j.member(ctx, id, n, die, last, n) })
+	}
+	ended := make(chan struct{})
+	go func() { originals.Wait(); close(ended) }()
+	next := n
+	for _, die := range dies {
+		next++
+		go func() {
+			for {
+				j.mu.Lock()
+				crashed := j.sizes[die] != 0
+				j.mu.Unlock()
+				if crashed {
+					break
+				}
+				select {
+				case <-ended:
+					errs <- fmt.Errorf("the members ended before the crash at step %d", die)
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+			errs <- j.member(ctx, next, 0, -1, last, n)
+		}()
+	}
+	for range n + len(dies) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// want checks how many contributed to step.
+func (j *elasticJob) want(t *testing.T, step, contributors int) {
+	t.Helper()
+	if got := j.sizes[step]; got != contributors {
+		t.Errorf("step %d: %d contributors, want %d", step, got, contributors)
+	}
+}
+
 // TestElasticShrinksAndGrowsBack trains four members; one crashes at step
 // 10, the others finish that step among themselves and go on three
 // strong; a replacement started then grows in and gets the state, and the
 // job ends four strong at step 60 or later, with every step's reduction
 // the same on every member.
 func TestElasticShrinksAndGrowsBack(t *testing.T) {
-	const n, die, last = 4, 10, 60
 	j := newElasticJob(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	errs := make(chan error, n+1)
-	var members sync.WaitGroup
-	for id := range n {
-		stop := -1
-		if id == 2 {
-			stop = die
-		}
-		members.Go(func() { errs <- j.member(ctx, id+1, n, stop, last, n) })
-	}
-	ended := make(chan struct{})
-	go func() { members.Wait(); close(ended) }()
-	// The replacement starts once the crash has happened.
-	go func() {
-		for {
-			j.mu.Lock()
-			crashed := j.sizes[die] != 0
-			j.mu.Unlock()
-			if crashed {
-				break
-			}
-			select {
-			case <-ended:
-				errs <- errors.New("the members ended before the crash")
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-		errs <- j.member(ctx, 5, 0, -1, last, n)
-	}()
-	for range n + 1 {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
+	j.run(t, 4, 60, map[int]int{3: 10})
 	if t.Failed() {
 		return
 	}
-	if got := j.sizes[die-1]; got != n {
-		t.Errorf("step %d: %d contributors, want %d", die-1, got, n)
+	j.want(t, 9, 4)
+	j.want(t, 10, 3)
+	j.want(t, slices.Max(slices.Collect(maps.Keys(j.sizes))), 4)
+}
+
+// TestElasticSurvivesSuccessiveFailures crashes a second member after the
+// first one's replacement grew in, so that the survivors that shrink come
+// from both the first communicator and the replacement's.
+func TestElasticSurvivesSuccessiveFailures(t *testing.T) {
+	j := newElasticJob(t)
+	j.run(t, 4, 60, map[int]int{3: 10, 1: 40})
+	if t.Failed() {
+		return
 	}
-	if got := j.sizes[die]; got != n-1 {
-		t.Errorf("step %d, the crash: %d contributors, want %d", die, got, n-1)
-	}
-	final := slices.Max(slices.Collect(maps.Keys(j.sizes)))
-	if got := j.sizes[final]; got != n {
-		t.Errorf("step %d, the last: %d contributors, want %d after the replacement grew in", final, got, n)
-	}
+	j.want(t, 10, 3)
+	j.want(t, 40, 3)
+	j.want(t, slices.Max(slices.Collect(maps.Keys(j.sizes))), 4)
 }

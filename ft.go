@@ -105,10 +105,11 @@ func (c *Comm) shrinkTo(ctx context.Context, failed []int, opts []Option) (*Comm
 	c.shrinks++
 	c.mu.Unlock()
 	name := c.cfg.Name + suffix
-	// Every survivor derives the same id from the name; no exchange is
-	// possible over a broken communicator, and none is needed.
+	// Every survivor derives the same id from the membership they share
+	// (names can differ after a Reconfigure: each keeps its own); no
+	// exchange is possible over a broken communicator, and none is needed.
 	h := fnv.New64a()
-	h.Write([]byte(name))
+	h.Write([]byte(c.membership + suffix))
 	id := binary.LittleEndian.AppendUint64(nil, h.Sum64())
 	agreed := func(context.Context, []byte) ([][]byte, error) {
 		all := make([][]byte, c.cfg.Size)

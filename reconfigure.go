@@ -100,7 +100,8 @@ func (c *Comm) InitHandle() (string, error) {
 // from there, and so hold its state. This communicator is left as it was:
 // finalize it when done with it. opts configure the new communicator,
 // which otherwise inherits this one's transport, runtime, logger and
-// failure detector, and a fresh timeout; its name is this one's.
+// failure detector, and a fresh timeout; its name is the one NewComm gave
+// the communicator this one comes from.
 func (c *Comm) Reconfigure(ctx context.Context, id string, members Members, opts ...Option) (*Comm, error) {
 	fail := func(err error) (*Comm, error) { return nil, c.opError(&Op{Name: OpReconfigure}, err) }
 	r, err := c.reconfigurable(OpReconfigure)
@@ -128,7 +129,7 @@ func (c *Comm) Reconfigure(ctx context.Context, id string, members Members, opts
 	}
 	base := []Option{WithRank(me), WithSize(len(order)), WithNetwork(c.cfg.Network), WithRuntime(c.cfg.Runtime),
 		WithLogger(c.cfg.Logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence)}
-	o, err := resolve(c.cfg.Name, c.cfg.Device, append(base, opts...))
+	o, err := resolve(c.family, c.cfg.Device, append(base, opts...))
 	if err != nil {
 		return fail(err)
 	}
@@ -142,7 +143,7 @@ func (c *Comm) Reconfigure(ctx context.Context, id string, members Members, opts
 	for i := range ranks {
 		ranks[i] = i
 	}
-	next := newComm(o, c.backendName, b, false, ranks)
+	next := newComm(o, c.backendName, b, false, ranks, c.family)
 	next.membership, next.quorum = id, quorum
 	// Every member is there once a barrier completes: one that never
 	// calls is named by its timeout, one that died by its refused dial.

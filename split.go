@@ -140,7 +140,7 @@ func (c *Comm) splitGroup(ctx context.Context, opName OpName, name string, group
 	for i, g := range group {
 		ranks[i] = c.ranks[g]
 	}
-	return newComm(o, c.backendName, b, false, ranks), nil
+	return newComm(o, c.backendName, b, false, ranks, c.family), nil
 }
 
 // exchange all-gathers one byte string per rank: the lengths first, then

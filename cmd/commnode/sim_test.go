@@ -41,7 +41,7 @@ func TestSim(t *testing.T) {
 		t.Errorf("sweep: exit %d: %s", code, out.String())
 	}
 
-	for _, bad := range [][]string{{"--op", "send_recv"}, {"--ranks", "5", "--nodes", "2"}, {"--faults", "melt:rank=1"}, {"--bytes", "lots"}, {"--topology", "torus"}} {
+	for _, bad := range [][]string{{"--op", "all"}, {"--ranks", "5", "--nodes", "2"}, {"--faults", "melt:rank=1"}, {"--bytes", "lots"}, {"--topology", "torus"}} {
 		if code := run(append([]string{"sim"}, bad...), &out, &errs); code != 2 {
 			t.Errorf("%v: exit %d, want 2", bad, code)
 		}
