@@ -192,6 +192,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *inFrame:
 		l.arrive(ctx, m)
+		l.watch(ctx) // an acknowledgement may end the wait
 	case *Send:
 		if l.failed != nil {
 			transport.Release(m.Frame)
@@ -205,6 +206,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		l.watch(ctx)
 	case *Unroute:
 		delete(l.routes, m.Key)
+		l.watch(ctx)
 	case tick:
 		l.tick(ctx)
 	case *Watch:
@@ -237,15 +239,19 @@ func (l *linkActor) waiting() bool {
 	return l.failed == nil && (len(l.routes) > 0 || l.out.lent > 0 || l.watched)
 }
 
-// watch starts watching the peer if the link now waits on it. An idle
-// link arms no timer, so that an idle job, or a simulation, has nothing
-// pending.
+// watch starts watching the peer when the link comes to wait on it, and
+// stops when it no longer does. An idle link arms no timer, so that an
+// idle job, or a simulation, has nothing pending, and an operation over
+// in less than a heartbeat costs no tick.
 func (l *linkActor) watch(ctx actor.Context) {
-	if l.watching || l.cfg.Silence <= 0 || !l.waiting() {
-		return
+	switch waiting := l.cfg.Silence > 0 && l.waiting(); {
+	case waiting && !l.watching:
+		l.watching, l.heard = true, l.rt.Clock.Now()
+		l.stopTick = l.rt.After(l.cfg.Heartbeat, ctx.Self(), tick{})
+	case !waiting && l.watching:
+		l.stopTick()
+		l.watching = false
 	}
-	l.watching, l.heard = true, l.rt.Clock.Now()
-	l.stopTick = l.rt.After(l.cfg.Heartbeat, ctx.Self(), tick{})
 }
 
 // tick checks on the peer: it has failed once silent for Silence, and is
