@@ -28,6 +28,12 @@ type conn struct {
 
 var _ transport.Conn = (*conn)(nil)
 
+// Established reports whether the dial completed and the connection is
+// open (transport.Establisher).
+func (c *conn) Established() bool {
+	return c.err == nil && !c.shut && c.net.loop.Elapsed() >= c.openAt
+}
+
 func (c *conn) LocalAddr() string  { return "sim/" + strconv.Itoa(c.rank) }
 func (c *conn) RemoteAddr() string { return "sim/" + strconv.Itoa(c.peer) }
 

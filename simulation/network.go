@@ -115,12 +115,9 @@ func (n *network) connect(comm, rank, peer int) (transport.Conn, error) {
 		return end, nil
 	}
 	if n.onConnect != nil {
-		// Both ends learn that the connection came up, as transport/lazy
-		// tells both.
 		n.loop.At(open, func() {
 			if end.err == nil {
 				n.onConnect(comm, peer, rank)
-				n.onConnect(comm, rank, peer)
 			}
 		})
 	}

@@ -108,6 +108,22 @@ type Drainer interface {
 	Drained() <-chan struct{}
 }
 
+// Establisher is implemented by a connection that is made after it is
+// handed out (a lazy one, dialled on first use): Established reports
+// whether the connection to the peer's process is made and open. A peer
+// reached so has joined, so its silence means something; a connection
+// that does not implement it is made when it exists.
+type Establisher interface {
+	Established() bool
+}
+
+// Established reports whether c's connection to its peer's process is
+// made: per Establisher, or true.
+func Established(c Conn) bool {
+	e, ok := c.(Establisher)
+	return !ok || e.Established()
+}
+
 // Borrower is implemented by connections that write a lent payload
 // (Frame.Sent) without copying it. Lending to any other connection only
 // adds the message that gives the payload back, so senders lend only to

@@ -52,12 +52,6 @@ type Unroute struct{ Key Key }
 // the first ping makes the connection if the link has none yet.
 type Watch struct{ On bool }
 
-// Reachable tells the link that the connection to its peer's process is
-// up: the peer has joined, so once the link waits on it, its silence
-// counts even before its link has sent anything. A process that hangs
-// before its first frame reaches this one is found so.
-type Reachable struct{}
-
 // Close closes the link on purpose, once what it sent has arrived: it
 // sends tagFin after its frames, reconnecting if it must, and stops when
 // the peer answers, or when the peer turns out gone. Stopping the link
@@ -154,9 +148,6 @@ type state struct {
 	// connection: silence counts from then on, since a peer still joining,
 	// or whose connection is still being made, is no silent one.
 	peerUp bool
-	// reachable says the transport's connection to the peer's process is
-	// up (Reachable): its silence counts as if it were.
-	reachable bool
 	// resumeSent says this end sent tagResume on the current connection.
 	resumeSent bool
 	// closing says Close came; finSent that tagFin went on the current
@@ -212,8 +203,6 @@ func (l *linkActor) Receive(ctx actor.Context) {
 	case *Watch:
 		l.watched = m.On
 		l.watch(ctx)
-	case *Reachable:
-		l.reachable = true
 	case *Close:
 		l.closing = true
 		if l.failed != nil {
@@ -263,7 +252,11 @@ func (l *linkActor) tick(ctx actor.Context) {
 	if !l.waiting() {
 		return
 	}
-	if !l.peerUp && !l.reachable && !l.watched {
+	// A peer counts as joined once its link sent a frame, or once the
+	// connection to its process is made (a process that hangs before its
+	// first frame reaches this one is found so); until then, its silence
+	// means nothing.
+	if !l.peerUp && !l.watched && (l.conn == nil || !transport.Established(l.conn)) {
 		l.heard = l.rt.Clock.Now()
 	}
 	silent := l.rt.Clock.Now().Sub(l.heard)

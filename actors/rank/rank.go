@@ -204,10 +204,7 @@ func (r *rankActor) Receive(ctx actor.Context) {
 				conn.Close()
 			}
 		default:
-			// A failure to connect breaks the communicator.
-			if l, err := r.connect(ctx, m.Peer); err == nil {
-				ctx.Send(l.pid, &link.Reachable{})
-			}
+			r.connect(ctx, m.Peer) // a failure breaks the communicator
 		}
 	case closeGraceOver:
 		if r.finalize != nil {

@@ -210,8 +210,9 @@ func (c *conn) Close() error {
 	return nil
 }
 
-// up reports whether a connection is chosen and the conn still open.
-func (c *conn) up() bool {
+// Established reports whether a connection is chosen and the conn still
+// open (transport.Establisher).
+func (c *conn) Established() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return !c.closed && (c.st == flushing || c.st == up)

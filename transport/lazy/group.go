@@ -157,7 +157,7 @@ func (g *Group) Up(peer int) bool {
 	g.mu.Lock()
 	c := g.conns[peer]
 	g.mu.Unlock()
-	return c != nil && c.up()
+	return c != nil && c.Established()
 }
 
 // Close closes every Conn, as their Close does, and the listener. A Conn

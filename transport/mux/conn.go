@@ -43,6 +43,10 @@ var _ transport.Borrower = borrowingConn{}
 
 func (borrowingConn) BorrowsPayloads() {}
 
+// Established reports whether the shared connection underneath is made
+// (transport.Establisher).
+func (c *vconn) Established() bool { return transport.Established(c.m.conn) }
+
 func (c *vconn) LocalAddr() string  { return c.m.conn.LocalAddr() }
 func (c *vconn) RemoteAddr() string { return c.m.conn.RemoteAddr() }
 

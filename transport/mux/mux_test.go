@@ -278,3 +278,30 @@ func TestSendChecksHeader(t *testing.T) {
 		t.Errorf("peer ended: %v", errs[0])
 	}
 }
+
+// establishing is a connection still being made until made is set.
+type establishing struct {
+	transport.Conn
+	made bool
+}
+
+func (e *establishing) Established() bool { return e.made }
+
+// TestVirtualConnsReportTheSharedConnectionMade: a virtual conn is made
+// when the connection it shares is, and always over one that is made
+// when it exists.
+func TestVirtualConnsReportTheSharedConnectionMade(t *testing.T) {
+	d, a := inprocPair(t)
+	lazy := &establishing{Conn: d}
+	c := open(t, mux.New(lazy), 7)
+	if transport.Established(c) {
+		t.Error("a virtual conn over a connection still being made reports it made")
+	}
+	lazy.made = true
+	if !transport.Established(c) {
+		t.Error("a virtual conn over a made connection reports it still being made")
+	}
+	if !transport.Established(open(t, mux.New(a), 7)) {
+		t.Error("a virtual conn over an in-process connection reports it still being made")
+	}
+}
