@@ -37,12 +37,14 @@ type ElasticConfig struct {
 // hold. Every member must make the same calls in the same order, as on a
 // communicator. It is not safe for concurrent use.
 type Elastic struct {
-	cfg    ElasticConfig
-	opts   []Option
-	seed   *Comm // the communicator JoinElastic created to reconfigure
-	comm   *Comm
-	heal   bool
-	looked time.Time
+	cfg  ElasticConfig
+	opts []Option
+	seed *Comm // the communicator JoinElastic created to reconfigure
+	comm *Comm
+	// holders are the ranks of comm that hold the state, while others
+	// that grew in wait for Heal to get it; nil when every rank holds it.
+	holders []int
+	looked  time.Time
 
 	retired sync.WaitGroup // communicators left behind, finalizing
 }
@@ -81,7 +83,8 @@ func JoinElastic(ctx context.Context, backend string, device Device, name string
 func (e *Elastic) Comm() *Comm { return e.comm }
 
 // regrow joins the next round from c, expecting expect members, and moves
-// to the communicator of its members.
+// to the communicator of its members once every one is there. One that
+// died as it formed is agreed on and shrunk past, as in a step.
 func (e *Elastic) regrow(ctx context.Context, c *Comm, expect int) error {
 	h, err := c.InitHandle()
 	if err != nil {
@@ -91,16 +94,61 @@ func (e *Elastic) regrow(ctx context.Context, c *Comm, expect int) error {
 	if err != nil {
 		return err
 	}
-	next, err := c.Reconfigure(ctx, r.ID, AnyOrder(r.Members...), e.opts...)
+	next, err := c.form(ctx, r.ID, AnyOrder(r.Members...), e.opts)
 	if err != nil {
 		return err
 	}
+	e.move(next)
 	// Newcomers need the state the quorum holds; a first round of
 	// newcomers only has none to get.
-	q := len(next.Quorum())
-	e.heal = q > 0 && q < next.Size()
-	e.move(next)
+	if q := next.Quorum(); len(q) > 0 && len(q) < next.Size() {
+		e.holders = q
+	}
+	_, failed, err := next.Agree(ctx, 0)
+	if err != nil {
+		return err
+	}
+	return e.shrink(ctx, failed)
+}
+
+// shrink moves past the failed ranks of the current communicator, which
+// every member agreed on; the state's holders keep theirs.
+func (e *Elastic) shrink(ctx context.Context, failed []int) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	s, err := e.comm.shrinkTo(ctx, failed, e.opts)
+	if err != nil {
+		return err
+	}
+	if e.holders != nil {
+		var left []int
+		for _, r := range e.holders {
+			if !slices.Contains(failed, r) {
+				left = append(left, r-countBelow(failed, r))
+			}
+		}
+		if len(left) == 0 {
+			return e.comm.opError(&Op{Name: OpShrink}, fmt.Errorf("%w: every rank that held the state failed (ranks %v)", ErrPeerFailed, failed))
+		}
+		e.holders = left
+		if len(left) == s.Size() {
+			e.holders = nil
+		}
+	}
+	e.move(s)
 	return nil
+}
+
+// countBelow counts the ranks below r.
+func countBelow(ranks []int, r int) int {
+	n := 0
+	for _, x := range ranks {
+		if x < r {
+			n++
+		}
+	}
+	return n
 }
 
 // move retires the current communicator, finalizing it in the
@@ -119,18 +167,37 @@ func (e *Elastic) move(next *Comm) {
 
 // Heal broadcasts state from the quorum to the ranks that grew in, if any
 // did since the last call: every member calls it at the start of a step
-// with the same tensors. It does nothing otherwise.
+// with the same tensors. It does nothing otherwise. If a rank fails while
+// it runs, the others agree on it, shrink past it and heal again, from
+// another holder if need be.
 func (e *Elastic) Heal(ctx context.Context, state ...*Tensor) error {
-	if !e.heal {
-		return nil
-	}
-	root := e.comm.Quorum()[0]
-	for _, t := range state {
-		if err := e.comm.Broadcast(ctx, t, root); err != nil {
+	for e.holders != nil {
+		var err error
+		for _, t := range state {
+			if err = e.comm.Broadcast(ctx, t, e.holders[0]); err != nil {
+				break
+			}
+		}
+		var flags uint64
+		if err == nil {
+			flags = stepDone
+		}
+		agreed, failed, aerr := e.comm.Agree(ctx, flags)
+		if aerr != nil {
+			return aerr
+		}
+		if agreed&stepDone != 0 {
+			e.holders = nil // every member holds the state
+		} else if len(failed) == 0 {
+			if err == nil {
+				err = e.comm.opError(&Op{Name: OpBroadcast}, errors.New("healing failed on another rank"))
+			}
+			return err
+		}
+		if err := e.shrink(ctx, failed); err != nil {
 			return err
 		}
 	}
-	e.heal = false
 	return nil
 }
 
@@ -168,7 +235,7 @@ func (e *Elastic) AllReduce(ctx context.Context, t *Tensor, op ReduceOp, opts ..
 		if agreed&stepDone != 0 {
 			// Every member holds the reduction of every rank of c, even
 			// one that failed after its part was in.
-			if err := e.regroup(ctx, c, failed, agreed&noneWaiting == 0); err != nil {
+			if err := e.regroup(ctx, failed, agreed&noneWaiting == 0); err != nil {
 				return at, err
 			}
 			return at, nil
@@ -182,8 +249,7 @@ func (e *Elastic) AllReduce(ctx context.Context, t *Tensor, op ReduceOp, opts ..
 		}
 		// Reduce again among the survivors, from the inputs.
 		copy(t.Bytes(), input)
-		s, err := c.shrinkTo(ctx, failed, e.opts)
-		if err != nil {
+		if err := e.shrink(ctx, failed); err != nil {
 			return nil, err
 		}
 		var left []int
@@ -193,24 +259,18 @@ func (e *Elastic) AllReduce(ctx context.Context, t *Tensor, op ReduceOp, opts ..
 			}
 		}
 		at = left
-		e.move(s)
-		c = s
+		c = e.comm
 	}
 }
 
 // regroup shrinks c past the failed ranks and grows it by the processes
 // waiting, as every member agreed.
-func (e *Elastic) regroup(ctx context.Context, c *Comm, failed []int, grow bool) error {
-	if len(failed) > 0 {
-		s, err := c.shrinkTo(ctx, failed, e.opts)
-		if err != nil {
-			return err
-		}
-		e.move(s)
-		c = s
+func (e *Elastic) regroup(ctx context.Context, failed []int, grow bool) error {
+	if err := e.shrink(ctx, failed); err != nil {
+		return err
 	}
 	if grow {
-		return e.regrow(ctx, c, c.Size())
+		return e.regrow(ctx, e.comm, e.comm.Size())
 	}
 	return nil
 }

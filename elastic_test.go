@@ -22,9 +22,10 @@ type elasticJob struct {
 	cfg gocomms.ElasticConfig
 	net transport.Network
 
-	mu    sync.Mutex
-	sums  map[int][]float64 // by step: the reduction the first member to finish it saw
-	sizes map[int]int       // by step: how many contributed
+	mu     sync.Mutex
+	sums   map[int][]float64 // by step: the reduction the first member to finish it saw
+	sizes  map[int]int       // by step: how many contributed
+	deaths []int             // the steps the crashes came at, in order
 }
 
 func newElasticJob(t *testing.T) *elasticJob {
@@ -41,7 +42,8 @@ func newElasticJob(t *testing.T) *elasticJob {
 
 // member joins the job as process id, expecting expect members, and
 // trains until step last or later, once a step had full strength again,
-// or until step die, where it crashes. Its state is the step it is at
+// or until the first step from die on that follows one at full strength,
+// where it crashes. Its state is the step it is at
 // and how many contributed to the last; a newcomer gets it from Heal.
 func (j *elasticJob) member(ctx context.Context, id, expect, die, last, full int) error {
 	e, err := gocomms.JoinElastic(ctx, gocomms.NativeBackend, gocomms.CPU, "elastic", gocomms.ElasticConfig{
@@ -59,8 +61,14 @@ func (j *elasticJob) member(ctx context.Context, id, expect, die, last, full int
 		if step >= last && state[1] == int64(full) {
 			return e.Finalize(ctx)
 		}
-		if step == die {
+		if die >= 0 && step >= die && state[1] == int64(full) {
+			j.mu.Lock()
+			j.deaths = append(j.deaths, step)
+			j.mu.Unlock()
+			// A crashed process's connections close: release them, as
+			// the exit would.
 			e.Comm().Abort(errors.New("simulated crash"))
+			e.Finalize(ctx)
 			return nil
 		}
 		x := []float64{1, float64(id), float64(step)}
@@ -83,9 +91,10 @@ func (j *elasticJob) member(ctx context.Context, id, expect, die, last, full int
 }
 
 // run starts n members that train until step last or later, each
-// process in dies crashing at its step, and a replacement for each once
-// its crash has happened; it returns once every process has.
-func (j *elasticJob) run(t *testing.T, n, last int, dies map[int]int) {
+// process in dies crashing at its step (once the job is at full
+// strength), and a replacement for each once its crash has happened; it
+// returns once every process has, with the steps the crashes came at.
+func (j *elasticJob) run(t *testing.T, n, last int, dies map[int]int) []int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -100,25 +109,23 @@ func (j *elasticJob) run(t *testing.T, n, last int, dies map[int]int) {
 	}
 	ended := make(chan struct{})
 	go func() { originals.Wait(); close(ended) }()
-	next := n
-	for _, die := range dies {
-		next++
+	for k := range len(dies) {
 		go func() {
 			for {
 				j.mu.Lock()
-				crashed := j.sizes[die] != 0
+				crashed := len(j.deaths) > k
 				j.mu.Unlock()
 				if crashed {
 					break
 				}
 				select {
 				case <-ended:
-					errs <- fmt.Errorf("the members ended before the crash at step %d", die)
+					errs <- fmt.Errorf("the members ended before crash %d", k+1)
 					return
 				case <-time.After(time.Millisecond):
 				}
 			}
-			errs <- j.member(ctx, next, 0, -1, last, n)
+			errs <- j.member(ctx, n+1+k, 0, -1, last, n)
 		}()
 	}
 	for range n + len(dies) {
@@ -126,6 +133,7 @@ func (j *elasticJob) run(t *testing.T, n, last int, dies map[int]int) {
 			t.Error(err)
 		}
 	}
+	return j.deaths
 }
 
 // want checks how many contributed to step.
@@ -143,12 +151,12 @@ func (j *elasticJob) want(t *testing.T, step, contributors int) {
 // the same on every member.
 func TestElasticShrinksAndGrowsBack(t *testing.T) {
 	j := newElasticJob(t)
-	j.run(t, 4, 60, map[int]int{3: 10})
+	deaths := j.run(t, 4, 60, map[int]int{3: 10})
 	if t.Failed() {
 		return
 	}
-	j.want(t, 9, 4)
-	j.want(t, 10, 3)
+	j.want(t, deaths[0]-1, 4)
+	j.want(t, deaths[0], 3)
 	j.want(t, slices.Max(slices.Collect(maps.Keys(j.sizes))), 4)
 }
 
@@ -157,11 +165,11 @@ func TestElasticShrinksAndGrowsBack(t *testing.T) {
 // from both the first communicator and the replacement's.
 func TestElasticSurvivesSuccessiveFailures(t *testing.T) {
 	j := newElasticJob(t)
-	j.run(t, 4, 60, map[int]int{3: 10, 1: 40})
+	deaths := j.run(t, 4, 60, map[int]int{3: 10, 1: 40})
 	if t.Failed() {
 		return
 	}
-	j.want(t, 10, 3)
-	j.want(t, 40, 3)
+	j.want(t, deaths[0], 3)
+	j.want(t, deaths[1], 3)
 	j.want(t, slices.Max(slices.Collect(maps.Keys(j.sizes))), 4)
 }

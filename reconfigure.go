@@ -103,6 +103,23 @@ func (c *Comm) InitHandle() (string, error) {
 // failure detector, and a fresh timeout; its name is the one NewComm gave
 // the communicator this one comes from.
 func (c *Comm) Reconfigure(ctx context.Context, id string, members Members, opts ...Option) (*Comm, error) {
+	next, err := c.form(ctx, id, members, opts)
+	if err != nil {
+		return nil, err
+	}
+	// Every member is there once a barrier completes: one that never
+	// calls is named by its timeout, one that died by its refused dial.
+	if err := next.internal(ctx, next.barrier(), nil); err != nil {
+		next.Abort(err)
+		next.Finalize(context.WithoutCancel(ctx))
+		return nil, c.opError(&Op{Name: OpReconfigure}, fmt.Errorf("waiting for every member to join: %w", err))
+	}
+	return next, nil
+}
+
+// form makes the communicator Reconfigure returns, without waiting for
+// its members.
+func (c *Comm) form(ctx context.Context, id string, members Members, opts []Option) (*Comm, error) {
 	fail := func(err error) (*Comm, error) { return nil, c.opError(&Op{Name: OpReconfigure}, err) }
 	r, err := c.reconfigurable(OpReconfigure)
 	if err != nil {
@@ -145,13 +162,6 @@ func (c *Comm) Reconfigure(ctx context.Context, id string, members Members, opts
 	}
 	next := newComm(o, c.backendName, b, false, ranks, c.family)
 	next.membership, next.quorum = id, quorum
-	// Every member is there once a barrier completes: one that never
-	// calls is named by its timeout, one that died by its refused dial.
-	if err := next.internal(ctx, next.barrier(), nil); err != nil {
-		next.Abort(err)
-		next.Finalize(context.WithoutCancel(ctx))
-		return fail(fmt.Errorf("waiting for every member to join: %w", err))
-	}
 	return next, nil
 }
 

@@ -205,8 +205,11 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		l.watch(ctx)
 	case *Close:
 		l.closing = true
-		if l.failed != nil {
-			ctx.Stop(ctx.Self()) // nothing can go out any more
+		if l.failed != nil || l.finished {
+			// Nothing can go out any more, or the peer closed first: it
+			// had what came before its tagFin was answered, and reads no
+			// more.
+			ctx.Stop(ctx.Self())
 			return
 		}
 		l.fin()
