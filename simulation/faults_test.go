@@ -294,3 +294,30 @@ func TestHungRankIsNamedAtScale(t *testing.T) {
 		t.Errorf("the last rank named it at %v, want two heartbeats (2 s) after the pause", res.SimTime)
 	}
 }
+
+// TestHungRankIsNamedByTimeouts turns the silence watch off: every rank's
+// all-reduce times out instead, and its probe, following the ranks that
+// wait for one another, reaches the hung one, which never answers, and
+// names it, on all 999 other ranks of 1,000.
+func TestHungRankIsNamedByTimeouts(t *testing.T) {
+	ranks := 1000
+	if testing.Short() {
+		ranks = 200
+	}
+	cfg := config(algorithms.AllReduce, ranks, 1<<18, 7)
+	cfg.Topology = DGXH100(ranks / 8)
+	cfg.Phantom = true
+	cfg.Timeout = 10 * time.Second
+	cfg.Silence = -1
+	cfg.Faults = Plan{{Kind: Pause, Rank: 17, At: 20 * time.Microsecond, For: time.Hour}}
+	res := mustRun(t, cfg)
+	if !res.OK() {
+		t.Fatal(res.Violations)
+	}
+	for r, o := range res.Ranks {
+		var oe *commerr.OpError
+		if r != 17 && (!errors.Is(o.Err, commerr.ErrTimeout) || !errors.As(o.Err, &oe) || !slices.Equal(oe.Ranks, []int{17})) {
+			t.Fatalf("rank %d: %v, want ErrTimeout naming rank 17", r, o.Err)
+		}
+	}
+}

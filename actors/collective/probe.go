@@ -18,6 +18,13 @@ import (
 // whose clock runs fast times out on healthy peers), not merely a
 // neighbour stuck behind them. A rank still in an earlier collective is
 // followed into it: whom it waits for there holds both back.
+//
+// The probes go deep before wide, one at a time: the ranks an answer
+// names are asked next, the first of them first. Every chain of ranks
+// waiting for one another ends where the fault is, but a rank waits for
+// every peer of its later steps too, and asking all of them at each hop
+// spends the probes on the ranks around this one; a rank that never
+// answers ends the search, and is named.
 type probe struct {
 	state      []probeState // by rank
 	about      []uint64     // by rank: the collective it was asked about
@@ -25,10 +32,17 @@ type probe struct {
 	pending    int
 	notReached []int // idle: they never called
 	gaveUp     []int
-	behind     []int // still in an earlier collective
-	left       []int // their communicator broke
-	accuser    int   // of the first rank that left: who found the failure
+	behind     []int       // still in an earlier collective
+	left       []int       // their communicator broke
+	accuser    int         // of the first rank that left: who found the failure
+	todo       []probeTask // ranks to ask, the next one last
 	stopTimer  func() bool
+}
+
+// probeTask is a rank to ask, and about which collective.
+type probeTask struct {
+	peer  int
+	about uint64
 }
 
 const (
@@ -38,6 +52,8 @@ const (
 	// maxProbes bounds the probes one timeout sends, so that a ring of
 	// 100,000 ranks timing out together stays linear in traffic.
 	maxProbes = 64
+	// probeWidth bounds the probes awaiting an answer at once.
+	probeWidth = 1
 )
 
 type probeOver struct{}
@@ -57,10 +73,29 @@ func (c *runner) startProbe(ctx actor.Context) {
 		return
 	}
 	c.probe = &probe{state: make([]probeState, c.req.Size), about: make([]uint64, c.req.Size)}
-	for _, peer := range waiting {
-		c.ask(ctx, peer, c.req.CollSeq)
-	}
+	c.probe.push(waiting, c.req.CollSeq)
+	c.askMore(ctx)
 	c.probe.stopTimer = c.rt.After(min(probeGrace, c.req.Timeout), ctx.Self(), probeOver{})
+}
+
+// push adds peers to the ranks to ask, so that the first is asked next.
+func (pr *probe) push(peers []int, about uint64) {
+	for _, p := range slices.Backward(peers) {
+		if pr.state[p] == unasked {
+			pr.todo = append(pr.todo, probeTask{p, about})
+		}
+	}
+}
+
+// askMore asks the next ranks to ask while fewer than probeWidth answers
+// are awaited.
+func (c *runner) askMore(ctx actor.Context) {
+	pr := c.probe
+	for pr.pending < probeWidth && pr.sent < maxProbes && len(pr.todo) > 0 {
+		t := pr.todo[len(pr.todo)-1]
+		pr.todo = pr.todo[:len(pr.todo)-1]
+		c.ask(ctx, t.peer, t.about)
+	}
 }
 
 // ask probes peer about collective about, once per peer.
@@ -98,12 +133,23 @@ func (c *runner) probeReplied(ctx actor.Context, m *ProbeReply) {
 		pr.left = append(pr.left, m.Peer)
 		m.Waiting = nil // the failed ranks answer for nothing here
 	}
-	for _, peer := range m.Waiting {
-		c.ask(ctx, peer, about)
-	}
+	pr.push(m.Waiting, about)
+	c.askMore(ctx)
 	if pr.pending == 0 {
 		c.timeout(ctx)
 	}
+}
+
+// unanswered lists the ranks asked that never answered: a rank whose
+// actors run answers at once, so these hang, or the network cut them off.
+func (pr *probe) unanswered() []int {
+	var ranks []int
+	for r, st := range pr.state {
+		if st == asked {
+			ranks = append(ranks, r)
+		}
+	}
+	return ranks
 }
 
 // answerProbe tells the rank actor, which answers peer, whom this
@@ -114,9 +160,9 @@ func (c *runner) answerProbe(ctx actor.Context, peer int) {
 
 // timeout fails the operation, naming the ranks that have not started it
 // and are not held back by an earlier collective, if the probe found any,
-// else those that gave up on it, else those whose communicator broke (and
-// who found the failure), else those still in an earlier one, and
-// otherwise the ranks it waits for.
+// else those that never answered it, else those that gave up on it, else
+// those whose communicator broke (and who found the failure), else those
+// still in an earlier one, and otherwise the ranks it waits for.
 func (c *runner) timeout(ctx actor.Context) {
 	waiting := c.prog.Waiting(nil)
 	err := fmt.Errorf("%w after %v waiting for ranks %v", commerr.ErrTimeout, c.req.Timeout, waiting)
@@ -125,6 +171,9 @@ func (c *runner) timeout(ctx actor.Context) {
 	case pr != nil && len(pr.notReached) > 0:
 		ranks = slices.Sorted(slices.Values(pr.notReached))
 		err = fmt.Errorf("%w: ranks %v have not started this collective", err, ranks)
+	case pr != nil && len(pr.unanswered()) > 0:
+		ranks = pr.unanswered()
+		err = fmt.Errorf("%w: ranks %v did not answer whether they had: hung, or cut off", err, ranks)
 	case pr != nil && len(pr.gaveUp) > 0:
 		ranks = slices.Sorted(slices.Values(pr.gaveUp))
 		err = fmt.Errorf("%w: ranks %v gave up on this collective", err, ranks)
