@@ -121,22 +121,22 @@ func (e *Elastic) shrink(ctx context.Context, failed []int) error {
 	if err != nil {
 		return err
 	}
-	if e.holders != nil {
-		var left []int
-		for _, r := range e.holders {
-			if !slices.Contains(failed, r) {
-				left = append(left, r-countBelow(failed, r))
-			}
-		}
-		if len(left) == 0 {
-			return e.comm.opError(&Op{Name: OpShrink}, fmt.Errorf("%w: every rank that held the state failed (ranks %v)", ErrPeerFailed, failed))
-		}
-		e.holders = left
-		if len(left) == s.Size() {
-			e.holders = nil
+	held := e.holders != nil
+	var left []int
+	for _, r := range e.holders {
+		if !slices.Contains(failed, r) {
+			left = append(left, r-countBelow(failed, r))
 		}
 	}
+	e.holders = left
+	if len(left) == s.Size() {
+		e.holders = nil
+	}
+	old := e.comm
 	e.move(s)
+	if held && len(left) == 0 {
+		return old.opError(&Op{Name: OpShrink}, fmt.Errorf("%w: every rank that held the state failed (ranks %v)", ErrPeerFailed, failed))
+	}
 	return nil
 }
 
