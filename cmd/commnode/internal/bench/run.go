@@ -183,6 +183,12 @@ func (b *bench) time(ctx context.Context, issue func() *gocomms.Work) (float64, 
 func (b *bench) loop(ctx context.Context, issue func() *gocomms.Work, n int) error {
 	works := b.works[:n]
 	for i := range works {
+		// An interruption, or an op that failed already (the communicator
+		// broke, and every later op fails too), ends the issuing.
+		if ctx.Err() != nil || i > 0 && failed(works[i-1]) {
+			works = works[:i]
+			break
+		}
 		works[i] = issue()
 	}
 	var first error
@@ -191,8 +197,24 @@ func (b *bench) loop(ctx context.Context, issue func() *gocomms.Work, n int) err
 			first = err
 		}
 		works[i] = nil
+		if ctx.Err() != nil {
+			// Interrupted: the caller aborts the rest rather than wait on
+			// each of them in turn.
+			clear(works[i:])
+			return context.Cause(ctx)
+		}
 	}
 	return first
+}
+
+// failed reports whether w has ended with an error, without waiting.
+func failed(w *gocomms.Work) bool {
+	select {
+	case <-w.Done():
+		return w.Err() != nil
+	default:
+		return false
+	}
 }
 
 // A plan is one size of one op on this rank.

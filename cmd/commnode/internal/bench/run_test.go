@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/tensor"
@@ -184,5 +185,34 @@ func TestRunStopsOnReportError(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunStopsPromptlyWhenInterrupted: with a million iterations queued,
+// cancelling the context on one rank ends the run on every rank within
+// seconds: the interrupted rank stops issuing and waiting, and the others
+// stop once an op has failed.
+func TestRunStopsPromptlyWhenInterrupted(t *testing.T) {
+	start := time.Now()
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		if c.Rank() == 1 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+		}
+		cfg := DefaultConfig()
+		cfg.MinBytes, cfg.MaxBytes, cfg.Iters, cfg.Warmup = 64, 64, 1_000_000, 0
+		_, err := Run(ctx, c, cfg, func(Result) error { return nil })
+		if err == nil {
+			return fmt.Errorf("rank %d: a million all-reduces completed in spite of the interruption", c.Rank())
+		}
+		c.Abort(err)
+		return nil
+	}, gocomms.WithTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the run ended %v after starting, long after the interruption", took)
 	}
 }
