@@ -63,7 +63,7 @@ func newNative(ctx context.Context, cfg *Config) (Backend, error) {
 func startNative(cfg *Config, m *mesh) *native {
 	rt := cfg.Runtime
 	pid := rank.Spawn(rt, rank.Config{
-		Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn,
+		Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn, PeerFailed: m.peerFailed,
 		Heartbeat: cfg.Heartbeat, Silence: cfg.Silence,
 	})
 	m.watch(func(peer int) { rt.System.Root.Send(pid, &rank.Connected{Peer: peer}) })

@@ -3,6 +3,7 @@ package gocomms
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/gocomms/gocomms/transport"
@@ -20,6 +21,10 @@ type peers struct {
 	mu    sync.Mutex
 	muxes []*mux.Mux       // by index in the communicator NewComm made; made on first use
 	comms map[uint64]*mesh // the communicators sharing the connections, by id: the last to go closes them
+	// failed marks the peers a communicator found failed: closing, the
+	// process does not wait for them to take its last frames, which a
+	// hung process never does.
+	failed map[int]bool
 }
 
 func newPeers(size int) *peers {
@@ -76,6 +81,20 @@ func (m *mesh) conn(rank int) (transport.Conn, error) {
 	return c, nil
 }
 
+// peerFailed records that m's rank failed, or left.
+func (m *mesh) peerFailed(rank int) {
+	p := m.peers
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.failed == nil {
+		p.failed = map[int]bool{}
+	}
+	p.failed[m.at[rank]] = true
+	p.mu.Unlock()
+}
+
 // watch calls connected for every rank of m whose connection is up, now
 // and whenever another comes up, until m is released.
 func (m *mesh) watch(connected func(rank int)) {
@@ -129,6 +148,7 @@ func (m *mesh) release(ctx context.Context) error {
 	delete(p.comms, m.id)
 	last := len(p.comms) == 0
 	muxes := p.muxes
+	failed := maps.Clone(p.failed)
 	p.mu.Unlock()
 	if !last {
 		return nil
@@ -139,8 +159,8 @@ func (m *mesh) release(ctx context.Context) error {
 		}
 	}
 	p.group.Close()
-	for _, x := range muxes {
-		if x == nil {
+	for i, x := range muxes {
+		if x == nil || failed[i] {
 			continue
 		}
 		select {

@@ -107,6 +107,9 @@ func (r *rankActor) markFailed(ctx actor.Context, peer int) {
 		r.failed = map[int]bool{} // made on the first failure: most ranks never see one
 	}
 	r.failed[peer] = true
+	if r.cfg.PeerFailed != nil {
+		r.cfg.PeerFailed(peer)
+	}
 	for _, a := range []*agreement{r.agreePrev, r.agreement} {
 		if a != nil {
 			r.agreeQueue(a, a.node.Fail(peer))

@@ -32,6 +32,10 @@ type Config struct {
 	// to; the peer's link calls it again, from its own actor, for a new
 	// connection after the last one broke.
 	Connect func(peer int) (transport.Conn, error)
+	// PeerFailed, if set, is told once of each peer this rank finds
+	// failed or gone, from the rank's actor: the transport need not wait,
+	// when it closes, for that peer to take its last frames.
+	PeerFailed func(peer int)
 	// Heartbeat and Silence are the links' watch of their peers (see
 	// link.Config); zero takes link.DefaultHeartbeat and
 	// link.DefaultSilence, and a negative Silence watches nothing.
