@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -364,18 +365,8 @@ func (t *tally) members() []member {
 	for _, slot := range latest {
 		ms = append(ms, member{slot: slot, entry: t.entries[slot]})
 	}
-	slices.SortFunc(ms, func(a, b member) int { return compareInt(a.slot, b.slot) })
+	slices.SortFunc(ms, func(a, b member) int { return cmp.Compare(a.slot, b.slot) })
 	return ms
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // refresh counts round n's joiners and reads the entries of the new ones.
