@@ -13,7 +13,6 @@ import (
 
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/transport"
-	"github.com/gocomms/gocomms/transport/lazy"
 )
 
 // newCommID draws a communicator id from a fresh UUID.
@@ -72,19 +71,11 @@ func publish(ctx context.Context, cfg *Config, ln transport.Listener) (*mesh, er
 	if err != nil {
 		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
-	p := newPeers(cfg.Size)
-	p.group, err = lazy.New(lazy.Config{
-		Network: cfg.Network, Listener: ln, ID: id, Members: cfg.Size, Self: cfg.Rank,
-		Resolve: resolver(st), OnConnect: p.connectedTo,
-	})
+	m, err := connectGroup(cfg, ln, id, resolver(st))
 	if err != nil {
 		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
-	at := make([]int, cfg.Size)
-	for i := range at {
-		at[i] = i
-	}
-	return p.open(id, cfg.Rank, at), nil
+	return m, nil
 }
 
 // The roster key's value is one of these: rank 0 gave up, then why, as

@@ -93,11 +93,7 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 		}
 		return nil, fmt.Errorf("gocomms: new communicator %q: %w", name, commerr.Invalid("backend %q cannot reconfigure", backend))
 	}
-	ranks := make([]int, o.cfg.Size)
-	for i := range ranks {
-		ranks[i] = i
-	}
-	return newComm(o, backend, b, owns, ranks, name), nil
+	return newComm(o, backend, b, owns, identity(o.cfg.Size), name), nil
 }
 
 func newComm(o *options, backendName string, b Backend, owns bool, ranks []int, family string) *Comm {

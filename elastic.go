@@ -178,27 +178,40 @@ func (e *Elastic) Heal(ctx context.Context, state ...*Tensor) error {
 				break
 			}
 		}
-		var flags uint64
-		if err == nil {
-			flags = stepDone
-		}
-		agreed, failed, aerr := e.comm.Agree(ctx, flags)
-		if aerr != nil {
-			return aerr
+		agreed, failed, err := e.conclude(ctx, e.comm, OpBroadcast, err, 0)
+		if err != nil {
+			return err
 		}
 		if agreed&stepDone != 0 {
 			e.holders = nil // every member holds the state
-		} else if len(failed) == 0 {
-			if err == nil {
-				err = e.comm.opError(&Op{Name: OpBroadcast}, errors.New("healing failed on another rank"))
-			}
-			return err
 		}
 		if err := e.shrink(ctx, failed); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// conclude ends a step every member of c ran, stepErr being how it went
+// here: the members agree on whether it completed on all of them
+// (stepDone), on flags, and on the ranks that failed. A step that failed
+// with no rank failed is an error, here from stepErr, elsewhere the
+// other rank's, as there is none to shrink past and try again without.
+func (e *Elastic) conclude(ctx context.Context, c *Comm, op OpName, stepErr error, flags uint64) (uint64, []int, error) {
+	if stepErr == nil {
+		flags |= stepDone
+	}
+	agreed, failed, err := c.Agree(ctx, flags)
+	if err != nil {
+		return 0, nil, err
+	}
+	if agreed&stepDone == 0 && len(failed) == 0 {
+		if stepErr == nil {
+			stepErr = c.opError(&Op{Name: op}, fmt.Errorf("the %s failed on another rank", op))
+		}
+		return 0, nil, stepErr
+	}
+	return agreed, failed, nil
 }
 
 // AllReduce reduces t across the live members, and returns the ranks that
@@ -215,21 +228,16 @@ func (e *Elastic) AllReduce(ctx context.Context, t *Tensor, op ReduceOp, opts ..
 	}
 	input := slices.Clone(t.Bytes())
 	c := e.comm
-	at := make([]int, c.Size()) // the rank in the caller's communicator of each rank of c
-	for i := range at {
-		at[i] = i
-	}
+	at := identity(c.Size()) // the rank in the caller's communicator of each rank of c
 	for {
 		reduced := c.AllReduce(ctx, t, op, opts...)
 		var flags uint64
-		if reduced == nil {
-			flags |= stepDone
-		}
 		if !e.newcomersWait(ctx, c) {
 			flags |= noneWaiting
 		}
-		agreed, failed, err := c.Agree(ctx, flags)
+		agreed, failed, err := e.conclude(ctx, c, OpAllReduce, reduced, flags)
 		if err != nil {
+			copy(t.Bytes(), input)
 			return nil, err
 		}
 		if agreed&stepDone != 0 {
@@ -239,13 +247,6 @@ func (e *Elastic) AllReduce(ctx context.Context, t *Tensor, op ReduceOp, opts ..
 				return at, err
 			}
 			return at, nil
-		}
-		if len(failed) == 0 {
-			if reduced == nil {
-				reduced = c.opError(&Op{Name: OpAllReduce}, errors.New("the all-reduce failed on another rank"))
-			}
-			copy(t.Bytes(), input)
-			return nil, reduced
 		}
 		// Reduce again among the survivors, from the inputs.
 		copy(t.Bytes(), input)

@@ -15,7 +15,6 @@ import (
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/transport"
-	"github.com/gocomms/gocomms/transport/lazy"
 )
 
 // NativeBackend is the name the built-in engine registers under.
@@ -255,20 +254,10 @@ func (n *native) Reconfigure(ctx context.Context, cfg *Config, id uint64, addrs 
 		ln.Close()
 		return startNative(cfg, &mesh{id: id, at: []int{0}}), nil
 	}
-	p := newPeers(cfg.Size)
-	g, err := lazy.New(lazy.Config{
-		Network: cfg.Network, Listener: ln, ID: id, Members: cfg.Size, Self: cfg.Rank,
-		Resolve:   func(_ context.Context, peer int) (string, error) { return addrs[peer], nil },
-		OnConnect: p.connectedTo,
-	})
+	m, err := connectGroup(cfg, ln, id, func(_ context.Context, peer int) (string, error) { return addrs[peer], nil })
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	p.group = g
-	at := make([]int, cfg.Size)
-	for i := range at {
-		at[i] = i
-	}
-	return startNative(cfg, p.open(id, cfg.Rank, at)), nil
+	return startNative(cfg, m), nil
 }

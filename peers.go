@@ -31,6 +31,31 @@ func newPeers(size int) *peers {
 	return &peers{muxes: make([]*mux.Mux, size), comms: map[uint64]*mesh{}}
 }
 
+// connectGroup makes the connections of this process's rank of a new
+// communicator of cfg.Size ranks, id, listening on ln: each made on first
+// use, to the address resolve gives for its peer.
+func connectGroup(cfg *Config, ln transport.Listener, id uint64, resolve func(context.Context, int) (string, error)) (*mesh, error) {
+	p := newPeers(cfg.Size)
+	g, err := lazy.New(lazy.Config{
+		Network: cfg.Network, Listener: ln, ID: id, Members: cfg.Size, Self: cfg.Rank,
+		Resolve: resolve, OnConnect: p.connectedTo,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.group = g
+	return p.open(id, cfg.Rank, identity(cfg.Size)), nil
+}
+
+// identity is the ranks 0 to n-1, in order.
+func identity(n int) []int {
+	ranks := make([]int, n)
+	for i := range ranks {
+		ranks[i] = i
+	}
+	return ranks
+}
+
 // mesh is one communicator's view of the shared peers: its rank r is the
 // peers' index at[r].
 type mesh struct {

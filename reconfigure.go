@@ -156,11 +156,7 @@ func (c *Comm) form(ctx context.Context, id string, members Members, opts []Opti
 	if err != nil {
 		return fail(err)
 	}
-	ranks := make([]int, len(order))
-	for i := range ranks {
-		ranks[i] = i
-	}
-	next := newComm(o, c.backendName, b, false, ranks, c.family)
+	next := newComm(o, c.backendName, b, false, identity(len(order)), c.family)
 	next.membership, next.quorum = id, quorum
 	return next, nil
 }
@@ -215,9 +211,10 @@ func rankHandles(members Members) ([]handle, []int, error) {
 			quorum = prev
 		}
 	}
+	inQuorum := func(h handle) bool { return quorum != "" && h.prev == quorum }
 	if !members.ordered {
 		slices.SortStableFunc(hs, func(a, b handle) int {
-			if qa, qb := a.prev == quorum && quorum != "", b.prev == quorum && quorum != ""; qa != qb {
+			if qa, qb := inQuorum(a), inQuorum(b); qa != qb {
 				if qa {
 					return -1
 				}
@@ -228,7 +225,7 @@ func rankHandles(members Members) ([]handle, []int, error) {
 	}
 	var ranks []int
 	for i, h := range hs {
-		if quorum != "" && h.prev == quorum {
+		if inQuorum(h) {
 			ranks = append(ranks, i)
 		}
 	}
