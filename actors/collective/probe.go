@@ -167,12 +167,16 @@ func (c *runner) timeout(ctx actor.Context) {
 	waiting := c.prog.Waiting(nil)
 	err := fmt.Errorf("%w after %v waiting for ranks %v", commerr.ErrTimeout, c.req.Timeout, waiting)
 	ranks := waiting
+	var unanswered []int
+	if c.probe != nil {
+		unanswered = c.probe.unanswered()
+	}
 	switch pr := c.probe; {
 	case pr != nil && len(pr.notReached) > 0:
 		ranks = slices.Sorted(slices.Values(pr.notReached))
 		err = fmt.Errorf("%w: ranks %v have not started this collective", err, ranks)
-	case pr != nil && len(pr.unanswered()) > 0:
-		ranks = pr.unanswered()
+	case len(unanswered) > 0:
+		ranks = unanswered
 		err = fmt.Errorf("%w: ranks %v did not answer whether they had: hung, or cut off", err, ranks)
 	case pr != nil && len(pr.gaveUp) > 0:
 		ranks = slices.Sorted(slices.Values(pr.gaveUp))

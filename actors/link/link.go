@@ -183,7 +183,6 @@ func (l *linkActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *inFrame:
 		l.arrive(ctx, m)
-		l.watch(ctx) // an acknowledgement may end the wait
 	case *Send:
 		if l.failed != nil {
 			transport.Release(m.Frame)
@@ -380,6 +379,7 @@ func (l *linkActor) linkFrame(ctx actor.Context, h transport.Header) {
 		}
 		l.flush()
 		l.fin()
+		l.watch(ctx) // the acknowledgement may end the wait for lent payloads
 	case tagFin:
 		l.finished = true
 		l.sendLink(tagFinAck)
