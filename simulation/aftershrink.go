@@ -56,7 +56,7 @@ func (s *shrunk) join(i int) {
 	r := s.r
 	s.pids[me] = rank.Spawn(r.rt, rank.Config{
 		Comm: "sim.shrink0", CommID: 2, Rank: me, Size: len(s.group), Heartbeat: r.cfg.Heartbeat, Silence: r.cfg.Silence,
-		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(1, i, s.group[peer]) },
+		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(shrunkComm, i, s.group[peer]) },
 	})
 	for _, peer := range s.waiting[me] {
 		r.rt.System.Root.Send(s.pids[me], &rank.Connected{Peer: peer})
@@ -144,13 +144,11 @@ func (s *shrunk) outcome(res *Result) {
 		}
 		a.Joined++
 		for it, e := range s.ends[me] {
-			switch {
-			case !e.ended:
-				res.Violations = append(res.Violations, fmt.Sprintf("rank %d: all-reduce #%d after the shrink never ended (virtual time %v)", i, it, r.loop.Elapsed()))
-			case e.err == nil:
+			if e.ended && e.err == nil {
 				a.Completed++
-			case r.cfg.Survive || !r.cfg.Faults.explains(e.err, r.net.connected, s.runRank):
-				res.Violations = append(res.Violations, fmt.Sprintf("rank %d: all-reduce #%d after the shrink failed, and no fault explains it (faults: %q): %v", i, it, r.cfg.Faults, e.err))
+			}
+			if v := r.judge(i, "all_reduce after the shrink", it, e, s.runRank); v != "" {
+				res.Violations = append(res.Violations, v)
 			}
 		}
 	}

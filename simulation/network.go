@@ -71,8 +71,15 @@ var (
 )
 
 // pairKey names the connections of a pair of ranks, lower rank first,
-// for one communicator: 0 is the run's, 1 the one its survivors shrink to.
+// for one communicator.
 type pairKey struct{ comm, lo, hi int }
+
+// The communicators a run's connections carry.
+const (
+	runComm    = iota // the run's
+	shrunkComm        // the one its survivors shrink to (Config.AfterShrink)
+	comms
+)
 
 // connect returns rank's end of its connection to peer for communicator
 // comm: the open one, or a new one that the faults may refuse.
@@ -259,7 +266,7 @@ func (n *network) crash(rank int) {
 
 // connected reports whether ranks a and b ever had a connection.
 func (n *network) connected(a, b int) bool {
-	for comm := range 2 {
+	for comm := range comms {
 		if n.pairs[pairKey{comm, min(a, b), max(a, b)}] != nil {
 			return true
 		}

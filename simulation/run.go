@@ -182,7 +182,7 @@ func Run(cfg Config) (*Result, error) {
 		ends: make([][]opEnd, cfg.Ranks),
 	}
 	r.net.onConnect = func(comm, to, peer int) {
-		if comm == 0 {
+		if comm == runComm {
 			sys.Root.Send(r.pids[to], &rank.Connected{Peer: peer})
 		} else {
 			r.shrunk.connected(to, peer)
@@ -237,7 +237,7 @@ func (r *run) spawn(i int) {
 	}
 	r.pids[i] = rank.Spawn(rt, rank.Config{
 		Comm: "sim", CommID: 1, Rank: i, Size: r.cfg.Ranks, Heartbeat: r.cfg.Heartbeat, Silence: r.cfg.Silence,
-		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(0, i, peer) },
+		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(runComm, i, peer) },
 	})
 }
 
@@ -334,6 +334,24 @@ func (r *run) crash(i int) {
 // communicator.
 func sameRank(r int) int { return r }
 
+// judge returns the invariant that iteration it of op, on run rank i,
+// breaks by how it ended, or "": it never ended, or it failed under
+// faults it must survive or for no fault that explains its error, whose
+// ranks toRun maps to the run's.
+func (r *run) judge(i int, op string, it int, e opEnd, toRun func(int) int) string {
+	switch {
+	case !e.ended:
+		return fmt.Sprintf("rank %d: %s #%d never ended (virtual time %v)", i, op, it, r.loop.Elapsed())
+	case e.err == nil:
+		return ""
+	case r.cfg.Survive:
+		return fmt.Sprintf("rank %d: %s #%d failed under faults it must survive (faults: %q): %v", i, op, it, r.cfg.Faults, e.err)
+	case !r.cfg.Faults.explains(e.err, r.net.connected, toRun):
+		return fmt.Sprintf("rank %d: %s #%d failed, and no fault explains it (faults: %q): %v", i, op, it, r.cfg.Faults, e.err)
+	}
+	return ""
+}
+
 // result checks the invariants on what the run left.
 func (r *run) result() *Result {
 	res := &Result{
@@ -350,27 +368,22 @@ func (r *run) result() *Result {
 	for i := range r.cfg.Ranks {
 		o := &res.Ranks[i]
 		o.Crashed = r.net.crashed[i]
-		for it := range r.cfg.Iterations {
-			err := r.ends[i][it].err
+		for it, e := range r.ends[i] {
 			switch {
-			case !r.ends[i][it].ended:
+			case !e.ended:
 				o.Pending++
-				if !o.Crashed {
-					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %s #%d never ended (virtual time %v)", i, r.cfg.opName(), it, r.loop.Elapsed()))
-				}
-			case err != nil:
+			case e.err != nil:
 				if o.Err == nil {
-					o.Err = err
-				}
-				switch {
-				case o.Crashed:
-				case r.cfg.Survive:
-					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %s #%d failed under faults it must survive (faults: %q): %v", i, r.cfg.opName(), it, r.cfg.Faults, err))
-				case !r.cfg.Faults.explains(err, r.net.connected, sameRank):
-					res.Violations = append(res.Violations, fmt.Sprintf("rank %d: %s #%d failed, and no fault explains it (faults: %q): %v", i, r.cfg.opName(), it, r.cfg.Faults, err))
+					o.Err = e.err
 				}
 			default:
 				o.Completed++
+			}
+			if o.Crashed {
+				continue // a crashed rank's operations may end any way
+			}
+			if v := r.judge(i, r.cfg.opName(), it, e, sameRank); v != "" {
+				res.Violations = append(res.Violations, v)
 			}
 		}
 	}
