@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,10 +25,8 @@ const benchUsage = "usage: commnode bench [-local N] [-b MIN] [-e MAX] [-f F] [-
 // JSON lines). It exits 0 if every op ran and every checked element was
 // right, 1 otherwise, 2 on a usage error.
 func benchCommand(args []string, stdout, stderr io.Writer) int {
-	if benchFaultTolerance != nil {
-		if code, ran := benchFaultTolerance(args, stdout, stderr); ran {
-			return code
-		}
+	if driver, worker := ftWantsIt(args); driver || worker {
+		return benchFT(args, worker, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -51,12 +50,8 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	jsonOut := fs.Bool("json", false, "print one JSON object per size instead of the table")
 	fs.StringVar(&cfg.Algorithm, "algo", "", "algorithm hint for the ops that have it (default: gocomms chooses)")
 	local := fs.Int("local", 0, "run N ranks in this process instead of joining a job")
-	ft := fs.Bool("ft", false, "run a training loop in worker processes under a fault plan instead (Linux; see commnode bench --ft -h)")
+	fs.Bool("ft", false, "run a training loop in worker processes under a fault plan instead (Linux; see commnode bench --ft -h)")
 	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *ft {
-		fmt.Fprintln(stderr, "commnode bench: --ft runs on Linux only")
 		return 2
 	}
 	usage := func(err error) int {
@@ -152,9 +147,26 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// benchFaultTolerance runs `commnode bench --ft` (benchft.go) when args ask
-// for it, and reports whether they did; nil where it is not built.
-var benchFaultTolerance func(args []string, stdout, stderr io.Writer) (code int, ran bool)
+// ftWantsIt reports whether bench's arguments ask for --ft or
+// --ft-worker, and which.
+func ftWantsIt(args []string) (driver, worker bool) {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || hasVal && val != "true" && val != "1" {
+			continue
+		}
+		switch name {
+		case "ft":
+			driver = true
+		case "ft-worker":
+			worker = true
+		}
+	}
+	return driver, worker
+}
 
 // badRanks is a configuration that does not fit the job it joined.
 type badRanks struct{ err error }

@@ -36,8 +36,6 @@ import (
 // run again with --ft-worker); every --kill-every it SIGKILLs one and,
 // --replace-after later, starts a replacement that grows in.
 
-func init() { benchFaultTolerance = benchFT }
-
 const benchFTUsage = "usage: commnode bench --ft [-np N] [--duration D] [--kill-every D] [--replace-after D] [-b BYTES] [--compute D] [--warmup D] [--join-timeout D] [--grow-every D] [-heartbeat D] [-silence D] [-timeout D] [--json] [--steps FILE] [-v] [-comm NAME]"
 
 // ftStopKey is the store key the driver sets to end the run.
@@ -58,38 +56,12 @@ const (
 	ftSettle = 5 * time.Second
 )
 
-// ftWantsIt reports whether bench's arguments ask for --ft or
-// --ft-worker, and which.
-func ftWantsIt(args []string) (driver, worker bool) {
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || hasVal && val != "true" && val != "1" {
-			continue
-		}
-		switch name {
-		case "ft":
-			driver = true
-		case "ft-worker":
-			worker = true
-		}
+// benchFT runs the --ft driver, or with worker one of its workers.
+func benchFT(args []string, worker bool, stdout, stderr io.Writer) int {
+	if worker {
+		return ftWorkerCommand(args, stdout, stderr)
 	}
-	return driver, worker
-}
-
-// benchFT runs the driver or a worker if args ask for one, and reports
-// whether they did.
-func benchFT(args []string, stdout, stderr io.Writer) (int, bool) {
-	driver, worker := ftWantsIt(args)
-	switch {
-	case worker:
-		return ftWorkerCommand(args, stdout, stderr), true
-	case driver:
-		return ftDriverCommand(args, stdout, stderr), true
-	}
-	return 0, false
+	return ftDriverCommand(args, stdout, stderr)
 }
 
 // ftOptions are the driver's flags.
