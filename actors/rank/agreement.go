@@ -135,7 +135,7 @@ func (r *rankActor) agreeFlush(ctx actor.Context) {
 			r.agreeQueue(out.a, out.a.node.Receive(out.m))
 			continue
 		}
-		if l := r.agreeLink(ctx, out.m.To); l != nil {
+		if l, err := r.connect(ctx, out.m.To); err == nil {
 			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, out.a.seq, collective.ControlAgree, agree.Encode(out.m)))
 		}
 	}
@@ -146,21 +146,6 @@ func (r *rankActor) agreeFlush(ctx actor.Context) {
 		a.done = nil
 		done(v, nil)
 	}
-}
-
-// agreeLink is the link an agreement message to peer goes on: made if
-// need be, except once the rank closes its links, when its agreements are
-// over and a link made then would outlive the closing of the others (a
-// peer leaving as this one does can set an old agreement's node leading).
-func (r *rankActor) agreeLink(ctx actor.Context, peer int) *peerLink {
-	if r.closing {
-		return r.links.byPeer[peer]
-	}
-	l, err := r.connect(ctx, peer)
-	if err != nil {
-		return nil
-	}
-	return l
 }
 
 // abortAgreement fails an agreement still waiting to decide.
@@ -185,7 +170,7 @@ func (r *rankActor) agreeWatch(ctx actor.Context, peers []int) {
 		}
 	}
 	for _, p := range peers {
-		if r.agreeWatched[p] || r.failed[p] || r.closing {
+		if r.agreeWatched[p] || r.failed[p] {
 			continue
 		}
 		if l, err := r.connect(ctx, p); err == nil {

@@ -176,7 +176,7 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	case *collective.ProbeAnswer:
 		r.probeAnswered(ctx, m)
 	case *collective.Ask:
-		if r.aborted != nil || r.closing {
+		if r.aborted != nil {
 			return
 		}
 		if l, err := r.connect(ctx, m.Peer); err == nil {
@@ -307,6 +307,12 @@ func (r *rankActor) closed(ctx actor.Context) {
 func (r *rankActor) connect(ctx actor.Context, peer int) (*peerLink, error) {
 	if l := r.links.byPeer[peer]; l != nil {
 		return l, nil
+	}
+	if r.closing {
+		// A link made now would outlive the closing of the others: a peer
+		// leaving as this rank does can set a decided agreement leading
+		// again, which would reach for ranks this one never talked to.
+		return nil, fmt.Errorf("rank %d: the communicator is closing", peer)
 	}
 	conn, err := r.cfg.Connect(peer)
 	if err != nil {
