@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gocomms/gocomms/cmd/commnode/internal/launch"
 	"github.com/gocomms/gocomms/store/tcpstore"
 )
 
@@ -337,7 +338,7 @@ func (d *ftDriver) run(ctx context.Context) (*ftReport, error) {
 				for _, p := range d.procs {
 					if p.running && !p.straggler {
 						p.straggler = true
-						syscall.Kill(-p.pid, syscall.SIGKILL)
+						launch.SignalGroup(p.pid, syscall.SIGKILL)
 					}
 				}
 			}
@@ -465,7 +466,9 @@ func (d *ftDriver) start(slot int, replacement bool) error {
 	cmd.Env = d.env
 	// Its own process group, so that a terminal's Ctrl-C reaches only the
 	// driver, which stops the run in order; killed if the driver dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := launch.InOwnGroup(cmd); err != nil {
+		return err
+	}
 	p := &ftProc{slot: slot, replacement: replacement, cmd: cmd, tail: &tailWriter{max: 8 << 10}}
 	if o.job.verbose {
 		p.tail.forward = &prefixWriter{w: d.stderr, mu: &d.stderrMu}
@@ -533,7 +536,7 @@ func (d *ftDriver) live() int {
 func (d *ftDriver) killAll() {
 	for _, p := range d.procs {
 		if p.running {
-			syscall.Kill(-p.pid, syscall.SIGKILL)
+			launch.SignalGroup(p.pid, syscall.SIGKILL)
 		}
 	}
 }
@@ -560,7 +563,7 @@ func (d *ftDriver) kill(next *int) *ftFault {
 		}
 		*next = s + 1
 		p.killed = true
-		syscall.Kill(-p.pid, syscall.SIGKILL)
+		launch.SignalGroup(p.pid, syscall.SIGKILL)
 		f := &ftFault{Slot: s, Pid: p.pid, At: time.Now()}
 		d.faults = append(d.faults, f)
 		return f

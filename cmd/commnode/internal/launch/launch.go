@@ -186,7 +186,7 @@ type exit struct {
 func (s *session) start(r int, path string, env []string) error {
 	cmd := exec.Command(path, s.job.Command[1:]...)
 	cmd.Env = env
-	if err := inOwnGroup(cmd); err != nil {
+	if err := InOwnGroup(cmd); err != nil {
 		return err
 	}
 	var reads, writes []*os.File
@@ -240,7 +240,7 @@ func (s *session) signal(sig syscall.Signal) {
 	for r, cmd := range s.cmds {
 		if s.running[r] {
 			s.res.Ranks[r].Stopped = true
-			signalGroup(cmd.Process.Pid, sig)
+			SignalGroup(cmd.Process.Pid, sig)
 		}
 	}
 }

@@ -5,16 +5,16 @@ import (
 	"syscall"
 )
 
-// inOwnGroup makes cmd the leader of a new process group, so that
+// InOwnGroup makes cmd the leader of a new process group, so that
 // signalling the group reaches its descendants too, and has it killed if
 // the launcher dies.
-func inOwnGroup(cmd *exec.Cmd) error {
+func InOwnGroup(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	return nil
 }
 
-// signalGroup sends sig to the process group led by pid. A group that is
+// SignalGroup sends sig to the process group led by pid. A group that is
 // already gone is no error worth reporting.
-func signalGroup(pid int, sig syscall.Signal) {
+func SignalGroup(pid int, sig syscall.Signal) {
 	syscall.Kill(-pid, sig)
 }

@@ -8,9 +8,11 @@ import (
 	"syscall"
 )
 
-func inOwnGroup(*exec.Cmd) error {
+// InOwnGroup refuses: a process group tied to its parent's life is
+// Linux's.
+func InOwnGroup(*exec.Cmd) error {
 	return errors.New("launching ranks is supported on Linux only")
 }
 
-// signalGroup is never reached: no rank starts.
-func signalGroup(int, syscall.Signal) {}
+// SignalGroup is never reached: InOwnGroup started nothing.
+func SignalGroup(int, syscall.Signal) {}
