@@ -29,21 +29,15 @@ type Runtime struct {
 	Mailbox    actor.MailboxProducer // nil: protoactor's unbounded mailbox
 	Rand       Rand
 	Logger     *slog.Logger // never nil; discards by default
-	// Middleware wraps every actor's Receive; the simulator traces each
-	// message through it. Nil in production.
-	Middleware []actor.ReceiverMiddleware
 }
 
 // Props is the one way to build Props: it always applies the runtime's
 // dispatcher (and mailbox), so no actor can escape the event loop.
 func (rt *Runtime) Props(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
-	all := make([]actor.PropsOption, 0, len(opts)+3)
+	all := make([]actor.PropsOption, 0, len(opts)+2)
 	all = append(all, actor.WithDispatcher(rt.Dispatcher))
 	if rt.Mailbox != nil {
 		all = append(all, actor.WithMailbox(rt.Mailbox))
-	}
-	if rt.Middleware != nil {
-		all = append(all, actor.WithReceiverMiddleware(rt.Middleware...))
 	}
 	all = append(all, opts...)
 	return actor.PropsFromProducer(producer, all...)

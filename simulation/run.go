@@ -175,7 +175,7 @@ func Run(cfg Config) (*Result, error) {
 		trace: trace,
 		rt: &actors.Runtime{
 			System: sys, Clock: loop, Dispatcher: loop, Rand: loop, Logger: logger,
-			Middleware: []actor.ReceiverMiddleware{trace.middleware},
+			Mailbox: trace.mailboxes(),
 		},
 		net:  newNetwork(loop, cfg.Topology, cfg.Ranks, cfg.Faults, cfg.Jitter),
 		pids: make([]*actor.PID, cfg.Ranks),

@@ -27,15 +27,11 @@ func (t *Trace) Hash() uint64 { return t.h.Sum64() }
 // Events counts the events so far.
 func (t *Trace) Events() int64 { return t.events }
 
-// middleware records each message before the actor handles it.
-func (t *Trace) middleware(next actor.ReceiverFunc) actor.ReceiverFunc {
-	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
-		t.add(c.Self().Id, env.Message)
-		next(c, env)
-	}
-}
-
+// add records that who is handed msg.
 func (t *Trace) add(who string, msg any) {
+	if env, ok := msg.(*actor.MessageEnvelope); ok {
+		msg = env.Message
+	}
 	kind := reflect.TypeOf(msg).String()
 	t.buf = binary.LittleEndian.AppendUint64(t.buf[:0], uint64(t.loop.Elapsed()))
 	t.buf = append(t.buf, who...)
