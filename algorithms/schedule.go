@@ -1,6 +1,10 @@
 package algorithms
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
 
 // Kind names a collective operation.
 type Kind uint8
@@ -203,13 +207,21 @@ type index struct {
 	ndeps  []int32
 	outOff []int32 // dependents of step i are out[outOff[i]:outOff[i+1]]
 	out    []int32
-	// recv finds the receiving step of (peer, tag). It is a map, not an
-	// array by peer, so that a rank of a large communicator pays for the
-	// peers it receives from, not for every rank.
-	recv map[recvKey]int32
+	// recv finds the receiving step of (peer, tag) by binary search: a
+	// rank of a large communicator pays for the steps it receives with, not
+	// for every rank, and a simulation of 100,000 ranks keeps one small
+	// array for each where a map would cost several cache lines.
+	recv []recvEntry // by peer, then tag
 }
 
-type recvKey struct{ peer, tag int32 }
+type recvEntry struct{ peer, tag, step int32 }
+
+func (e recvEntry) compare(peer, tag int32) int {
+	if e.peer != peer {
+		return cmp.Compare(e.peer, peer)
+	}
+	return cmp.Compare(e.tag, tag)
+}
 
 func newIndex(s *Schedule) *index {
 	n := len(s.Steps)
@@ -245,14 +257,15 @@ func newIndex(s *Schedule) *index {
 		}
 	}
 
-	ix.recv = make(map[recvKey]int32)
 	for i := range s.Steps {
 		if st := &s.Steps[i]; st.Prim.Receives() {
-			k := recvKey{int32(st.Peer), int32(st.Tag)}
-			if prev, ok := ix.recv[k]; ok {
-				panic(fmt.Sprintf("algorithms: steps %d and %d both receive from peer %d tag %d", prev, i, st.Peer, st.Tag))
-			}
-			ix.recv[k] = int32(i)
+			ix.recv = append(ix.recv, recvEntry{int32(st.Peer), int32(st.Tag), int32(i)})
+		}
+	}
+	slices.SortFunc(ix.recv, func(a, b recvEntry) int { return a.compare(b.peer, b.tag) })
+	for i := 1; i < len(ix.recv); i++ {
+		if a, b := ix.recv[i-1], ix.recv[i]; a.compare(b.peer, b.tag) == 0 {
+			panic(fmt.Sprintf("algorithms: steps %d and %d both receive from peer %d tag %d", a.step, b.step, a.peer, a.tag))
 		}
 	}
 	return ix
@@ -260,8 +273,10 @@ func newIndex(s *Schedule) *index {
 
 // recvStep returns the step receiving (peer, tag), or -1.
 func (ix *index) recvStep(peer, tag int) int {
-	if i, ok := ix.recv[recvKey{int32(peer), int32(tag)}]; ok {
-		return int(i)
+	i, found := slices.BinarySearchFunc(ix.recv, recvEntry{peer: int32(peer), tag: int32(tag)},
+		func(e, target recvEntry) int { return e.compare(target.peer, target.tag) })
+	if !found {
+		return -1
 	}
-	return -1
+	return int(ix.recv[i].step)
 }
