@@ -38,7 +38,7 @@ type runner struct {
 	scratch   [][]byte
 	elemSize  int
 	stopTimer func() bool
-	recvPeers []int // ranks this collective receives from, found at start
+	recvFrom  []peerFrames // found at start
 	probe     *probe
 	lent      int   // sends whose payload the transport still reads
 	stuckOn   []int // the ranks it waited for when it timed out
@@ -107,38 +107,47 @@ func (c *runner) start(ctx actor.Context) {
 	c.run(ctx)
 }
 
-// routeFrames routes (or unroutes) this operation's inbound frames to self
-// on every link it receives from.
+// routeFrames routes this operation's inbound frames to self on every link
+// it receives from, each route counting the frames that will come (on), or
+// ends the routes before their frames have all come (off).
 func (c *runner) routeFrames(ctx actor.Context, on bool) {
 	req := c.req
 	if req.P2P != nil {
 		for _, m := range req.P2P {
-			if m.Send {
-				continue
+			if !m.Send {
+				key := link.Key{Kind: transport.PointToPoint, Seq: m.Ordinal, Tag: m.Tag}
+				c.toLink(ctx, m.Peer, key, 1, on)
 			}
-			key := link.Key{Kind: transport.PointToPoint, Seq: m.Ordinal, Tag: m.Tag}
-			c.toLink(ctx, m.Peer, key, on)
 		}
 		return
 	}
-	key := link.Key{Kind: transport.Collective, Seq: req.CollSeq}
-	if c.recvPeers == nil {
-		c.recvPeers = []int{}
+	if c.recvFrom == nil {
+		c.recvFrom = []peerFrames{}
 		for _, s := range req.Schedule.Steps {
-			if s.Prim.Receives() && !slices.Contains(c.recvPeers, s.Peer) {
-				c.recvPeers = append(c.recvPeers, s.Peer)
+			if !s.Prim.Receives() {
+				continue
+			}
+			if i := slices.IndexFunc(c.recvFrom, func(p peerFrames) bool { return p.peer == s.Peer }); i >= 0 {
+				c.recvFrom[i].frames++
+			} else {
+				c.recvFrom = append(c.recvFrom, peerFrames{peer: s.Peer, frames: 1})
 			}
 		}
 	}
-	for _, peer := range c.recvPeers {
-		c.toLink(ctx, peer, key, on)
+	key := link.Key{Kind: transport.Collective, Seq: req.CollSeq}
+	for _, p := range c.recvFrom {
+		c.toLink(ctx, p.peer, key, p.frames, on)
 	}
 }
 
-func (c *runner) toLink(ctx actor.Context, peer int, key link.Key, on bool) {
+// peerFrames counts the frames an operation receives from one peer: one
+// per receiving step.
+type peerFrames struct{ peer, frames int }
+
+func (c *runner) toLink(ctx actor.Context, peer int, key link.Key, frames int, on bool) {
 	l, _ := c.req.link(peer)
 	if on {
-		ctx.Send(l, &link.Route{Key: key, To: ctx.Self()})
+		ctx.Send(l, &link.Route{Key: key, To: ctx.Self(), Frames: frames})
 	} else {
 		ctx.Send(l, &link.Unroute{Key: key})
 	}
@@ -301,7 +310,9 @@ func (c *runner) end(ctx actor.Context, err error) {
 	if c.probe != nil {
 		c.probe.stopTimer()
 	}
-	c.routeFrames(ctx, false)
+	if err != nil { // else every route has had its frames, and is gone
+		c.routeFrames(ctx, false)
+	}
 	for i, p := range c.held {
 		if p != nil {
 			c.release(i)

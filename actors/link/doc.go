@@ -9,8 +9,8 @@
 //
 //	Started        -> conn.Start(handler)   handler posts *Delivered / *connFailed to self
 //	*Send          -> conn.Send(frame)
-//	*Route         -> forward stashed frames of that key, then every later one
-//	*Unroute       -> forget the key
+//	*Route         -> forward stashed frames of that key, then later ones, up to its count
+//	*Unroute       -> forget the key before its count is reached
 //	*Delivered     -> routed actor | stash | parent (control)
 //	*connFailed    -> parent gets *Failed; later sends are dropped
 //	Stopping       -> conn.Close()

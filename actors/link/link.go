@@ -34,16 +34,21 @@ func KeyOf(h transport.Header) Key {
 // transport.Frame).
 type Send struct{ Frame transport.Frame }
 
-// Route asks the link to deliver the frames of Key to To, stashed ones first.
-// Routing a collective sequence number also discards stashed collective
-// frames of earlier sequence numbers: ops on a communicator run one at a
-// time, so those belong to operations that already failed here.
+// Route asks the link to deliver the next Frames frames of Key to To,
+// stashed ones first, and then to forget the key: an operation that gets
+// every frame it expects needs no Unroute, which saves a message per link
+// and operation. Routing a collective sequence number also discards
+// stashed collective frames of earlier sequence numbers: ops on a
+// communicator run one at a time, so those belong to operations that
+// already failed here.
 type Route struct {
-	Key Key
-	To  *actor.PID
+	Key    Key
+	To     *actor.PID
+	Frames int
 }
 
-// Unroute ends a Route.
+// Unroute ends a Route before its frames have all come: the operation
+// ended without them.
 type Unroute struct{ Key Key }
 
 // Watch asks the link to watch its peer (On) or to stop: the rank waits
@@ -159,7 +164,7 @@ type state struct {
 	heard    time.Time
 	watching bool
 	stopTick func() bool
-	routes   map[Key]*actor.PID
+	routes   map[Key]route
 	stash    map[Key][]transport.Frame
 	out      outbound
 	in       inbound
@@ -171,7 +176,7 @@ func Props(rt *actors.Runtime, cfg Config) *actor.Props {
 		rt:     rt,
 		cfg:    cfg,
 		conn:   cfg.Conn,
-		routes: map[Key]*actor.PID{},
+		routes: map[Key]route{},
 		stash:  map[Key][]transport.Frame{},
 	}
 	return rt.Props(func() actor.Actor { return &linkActor{state: st} })
@@ -418,11 +423,28 @@ func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
 		return
 	}
 	key := KeyOf(m.Frame.Header)
-	if to := l.routes[key]; to != nil {
-		ctx.Send(to, m)
+	if r, ok := l.routes[key]; ok {
+		ctx.Send(r.to, m)
+		l.routed(key, r, 1)
 		return
 	}
 	l.stash[key] = append(l.stash[key], m.Frame)
+}
+
+// route is where the frames of a key go, and how many more will.
+type route struct {
+	to   *actor.PID
+	left int
+}
+
+// routed counts n frames handed over on r, and forgets key once r has had
+// its last.
+func (l *linkActor) routed(key Key, r route, n int) {
+	if r.left -= n; r.left > 0 {
+		l.routes[key] = r
+	} else {
+		delete(l.routes, key)
+	}
 }
 
 func (l *linkActor) route(ctx actor.Context, m *Route) {
@@ -436,11 +458,21 @@ func (l *linkActor) route(ctx actor.Context, m *Route) {
 			}
 		}
 	}
-	l.routes[m.Key] = m.To
-	for _, f := range l.stash[m.Key] {
-		ctx.Send(m.To, &Delivered{Peer: l.cfg.Peer, Frame: f})
+	r := route{to: m.To, left: max(m.Frames, 1)}
+	// Frames beyond the count stay stashed, for the next collective's
+	// Route to discard: a peer sent more than its schedule says, which the
+	// operation's signature check reports.
+	stashed := l.stash[m.Key]
+	n := min(len(stashed), r.left)
+	for _, f := range stashed[:n] {
+		ctx.Send(r.to, &Delivered{Peer: l.cfg.Peer, Frame: f})
 	}
-	delete(l.stash, m.Key)
+	if n == len(stashed) {
+		delete(l.stash, m.Key)
+	} else {
+		l.stash[m.Key] = stashed[n:]
+	}
+	l.routed(m.Key, r, n)
 	if l.failed != nil {
 		ctx.Send(m.To, &Failed{Peer: l.cfg.Peer, Err: l.failed})
 	}
@@ -461,8 +493,8 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 	}
 	failed := &Failed{Peer: l.cfg.Peer, Err: err}
 	ctx.Send(ctx.Parent(), failed)
-	for _, to := range l.routes {
-		ctx.Send(to, failed)
+	for _, r := range l.routes {
+		ctx.Send(r.to, failed)
 	}
 }
 
