@@ -50,16 +50,23 @@ func (l *Loop) Uint64() uint64 { return l.rng.Uint64() }
 
 // AfterFunc runs f on the loop once d of virtual time has passed.
 func (l *Loop) AfterFunc(d time.Duration, f func()) (stop func() bool) {
-	t := l.At(l.now+max(d, 0), f)
+	t := &Timer{f: f}
+	l.arm(armed{at: l.now + max(d, 0), t: t})
 	return t.stop
 }
 
-// At runs f on the loop at virtual time at (now, if at has passed).
-func (l *Loop) At(at time.Duration, f func()) *Timer {
-	t := &Timer{f: f}
-	l.timers.push(armed{at: max(at, l.now), seq: l.armed, t: t})
+// At runs f on the loop at virtual time at (now, if at has passed). It
+// cannot be cancelled, and costs no allocation of its own: the network
+// arms one for every frame.
+func (l *Loop) At(at time.Duration, f func()) {
+	l.arm(armed{at: at, f: f})
+}
+
+func (l *Loop) arm(a armed) {
+	a.at = max(a.at, l.now)
+	a.seq = l.armed
 	l.armed++
-	return t
+	l.timers.push(a)
 }
 
 // Run runs tasks and timers until nothing is left or the next event lies
@@ -85,6 +92,10 @@ func (l *Loop) Run(limit time.Duration) (idle bool) {
 		}
 		l.timers.pop()
 		l.now = next.at
+		if next.t == nil {
+			next.f()
+			continue
+		}
 		next.t.fired = true
 		next.t.f()
 	}
@@ -93,7 +104,7 @@ func (l *Loop) Run(limit time.Duration) (idle bool) {
 // nextTimer is the earliest timer not stopped, if any.
 func (l *Loop) nextTimer() (armed, bool) {
 	for len(l.timers) > 0 {
-		if a := l.timers[0]; !a.t.stopped {
+		if a := l.timers[0]; a.t == nil || !a.t.stopped {
 			return a, true
 		}
 		l.timers.pop()
@@ -101,21 +112,22 @@ func (l *Loop) nextTimer() (armed, bool) {
 	return armed{}, false
 }
 
-// Timer is a callback armed on the loop.
+// Timer is a callback armed on the loop that can be cancelled.
 type Timer struct {
 	f       func()
 	stopped bool
 	fired   bool
 }
 
-// armed is a timer in the queue. Its firing time and arming order sit in
-// the queue itself: a run keeps hundreds of thousands of timers, and
-// ordering them through pointers would touch one cold cache line per
-// comparison.
+// armed is a timer in the queue: a cancellable Timer, or a plain f. Its
+// firing time and arming order sit in the queue itself: a run keeps
+// hundreds of thousands of timers, and ordering them through pointers
+// would touch one cold cache line per comparison.
 type armed struct {
 	at  time.Duration
 	seq uint64
 	t   *Timer
+	f   func() // when t is nil
 }
 
 // stop cancels the timer and reports whether it had neither fired nor been
