@@ -164,8 +164,7 @@ type state struct {
 	heard    time.Time
 	watching bool
 	stopTick func() bool
-	routes   map[Key]route
-	stash    map[Key][]transport.Frame
+	routing  routing
 	out      outbound
 	in       inbound
 }
@@ -173,11 +172,9 @@ type state struct {
 // Props returns the Props of the link actor described by cfg.
 func Props(rt *actors.Runtime, cfg Config) *actor.Props {
 	st := &state{
-		rt:     rt,
-		cfg:    cfg,
-		conn:   cfg.Conn,
-		routes: map[Key]route{},
-		stash:  map[Key][]transport.Frame{},
+		rt:   rt,
+		cfg:  cfg,
+		conn: cfg.Conn,
 	}
 	return rt.Props(func() actor.Actor { return &linkActor{state: st} })
 }
@@ -200,7 +197,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		l.route(ctx, m)
 		l.watch(ctx)
 	case *Unroute:
-		delete(l.routes, m.Key)
+		l.routing.unroute(m.Key)
 		l.watch(ctx)
 	case tick:
 		l.tick(ctx)
@@ -232,7 +229,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 // a routed operation, for the acknowledgement of a lent payload, or for an
 // agreement (Watch).
 func (l *linkActor) waiting() bool {
-	return l.failed == nil && (len(l.routes) > 0 || l.out.lent > 0 || l.watched)
+	return l.failed == nil && (len(l.routing.routes) > 0 || l.out.lent > 0 || l.watched)
 }
 
 // watch starts watching the peer when the link comes to wait on it, and
@@ -423,56 +420,24 @@ func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
 		return
 	}
 	key := KeyOf(m.Frame.Header)
-	if r, ok := l.routes[key]; ok {
-		ctx.Send(r.to, m)
-		l.routed(key, r, 1)
+	if to, ok := l.routing.take(key); ok {
+		ctx.Send(to, m)
 		return
 	}
-	l.stash[key] = append(l.stash[key], m.Frame)
-}
-
-// route is where the frames of a key go, and how many more will.
-type route struct {
-	to   *actor.PID
-	left int
-}
-
-// routed counts n frames handed over on r, and forgets key once r has had
-// its last.
-func (l *linkActor) routed(key Key, r route, n int) {
-	if r.left -= n; r.left > 0 {
-		l.routes[key] = r
-	} else {
-		delete(l.routes, key)
-	}
+	l.routing.keep(key, m.Frame)
 }
 
 func (l *linkActor) route(ctx actor.Context, m *Route) {
 	if m.Key.Kind == transport.Collective {
-		for k, frames := range l.stash {
-			if k.Kind == transport.Collective && k.Seq < m.Key.Seq {
-				for _, f := range frames {
-					transport.PutBuffer(f.Payload)
-				}
-				delete(l.stash, k)
-			}
-		}
+		l.routing.discard(func(k Key) bool { return k.Kind == transport.Collective && k.Seq < m.Key.Seq })
 	}
-	r := route{to: m.To, left: max(m.Frames, 1)}
 	// Frames beyond the count stay stashed, for the next collective's
-	// Route to discard: a peer sent more than its schedule says, which the
-	// operation's signature check reports.
-	stashed := l.stash[m.Key]
-	n := min(len(stashed), r.left)
-	for _, f := range stashed[:n] {
-		ctx.Send(r.to, &Delivered{Peer: l.cfg.Peer, Frame: f})
+	// Route to discard: a peer sent more than this rank's schedule
+	// expects, so their arguments differ, which the signature of the
+	// frames handed over reports.
+	for _, f := range l.routing.add(m.Key, m.To, max(m.Frames, 1)) {
+		ctx.Send(m.To, &Delivered{Peer: l.cfg.Peer, Frame: f})
 	}
-	if n == len(stashed) {
-		delete(l.stash, m.Key)
-	} else {
-		l.stash[m.Key] = stashed[n:]
-	}
-	l.routed(m.Key, r, n)
 	if l.failed != nil {
 		ctx.Send(m.To, &Failed{Peer: l.cfg.Peer, Err: l.failed})
 	}
@@ -493,7 +458,7 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 	}
 	failed := &Failed{Peer: l.cfg.Peer, Err: err}
 	ctx.Send(ctx.Parent(), failed)
-	for _, r := range l.routes {
+	for _, r := range l.routing.routes {
 		ctx.Send(r.to, failed)
 	}
 }
@@ -511,12 +476,7 @@ func (l *linkActor) stop() {
 		l.conn.Close()
 	}
 	l.out.releaseAll()
-	for k, frames := range l.stash {
-		for _, f := range frames {
-			transport.PutBuffer(f.Payload)
-		}
-		delete(l.stash, k)
-	}
+	l.routing.discard(func(Key) bool { return true })
 }
 
 // handler turns transport callbacks into messages to the link actor.

@@ -1,0 +1,119 @@
+package link
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/transport"
+)
+
+// routing is where a link's inbound operation frames go: the routes of
+// the operations running, and the stash of frames that came before their
+// operation's route. A link has a route or two at a time, so both are
+// slices searched in order rather than maps: smaller (a simulation keeps
+// millions of links), and walked in one order on every run.
+type routing struct {
+	routes []route
+	stash  []stashed
+}
+
+// route is where the frames of a key go, and how many more will.
+type route struct {
+	key  Key
+	to   *actor.PID
+	left int
+}
+
+// stashed holds the frames of a key that no route has taken yet.
+type stashed struct {
+	key    Key
+	frames []transport.Frame
+}
+
+// take returns the route of key and counts one frame handed over on it;
+// the route ends with its last frame.
+func (rt *routing) take(key Key) (to *actor.PID, ok bool) {
+	for i := range rt.routes {
+		if r := &rt.routes[i]; r.key == key {
+			to = r.to
+			if r.left--; r.left == 0 {
+				rt.routes = deleteAt(rt.routes, i)
+			}
+			return to, true
+		}
+	}
+	return nil, false
+}
+
+// add routes the next frames frames of key to to, and returns the stashed
+// frames of key it takes at once: up to that many, oldest first. Frames
+// beyond the count stay stashed.
+func (rt *routing) add(key Key, to *actor.PID, frames int) []transport.Frame {
+	rt.unroute(key)
+	var taken []transport.Frame
+	if i := rt.stashed(key); i >= 0 {
+		s := &rt.stash[i]
+		n := min(len(s.frames), frames)
+		taken, s.frames = s.frames[:n:n], s.frames[n:]
+		if len(s.frames) == 0 {
+			rt.stash = deleteAt(rt.stash, i)
+		}
+	}
+	if left := frames - len(taken); left > 0 {
+		rt.routes = append(rt.routes, route{key: key, to: to, left: left})
+	}
+	return taken
+}
+
+// unroute ends the route of key, if there is one.
+func (rt *routing) unroute(key Key) {
+	for i := range rt.routes {
+		if rt.routes[i].key == key {
+			rt.routes = deleteAt(rt.routes, i)
+			return
+		}
+	}
+}
+
+// keep stashes f until a route of key takes it.
+func (rt *routing) keep(key Key, f transport.Frame) {
+	if i := rt.stashed(key); i >= 0 {
+		rt.stash[i].frames = append(rt.stash[i].frames, f)
+		return
+	}
+	rt.stash = append(rt.stash, stashed{key: key, frames: []transport.Frame{f}})
+}
+
+func (rt *routing) stashed(key Key) int {
+	for i := range rt.stash {
+		if rt.stash[i].key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// discard gives back the payloads of the stashed frames that drop says to
+// drop, and forgets them.
+func (rt *routing) discard(drop func(Key) bool) {
+	kept := rt.stash[:0]
+	for _, s := range rt.stash {
+		if !drop(s.key) {
+			kept = append(kept, s)
+			continue
+		}
+		for _, f := range s.frames {
+			transport.PutBuffer(f.Payload)
+		}
+	}
+	clear(rt.stash[len(kept):])
+	rt.stash = kept
+}
+
+// deleteAt removes element i, keeping the order of the rest, and clears
+// the freed slot so that nothing it pointed to is kept alive.
+func deleteAt[T any](s []T, i int) []T {
+	copy(s[i:], s[i+1:])
+	var zero T
+	s[len(s)-1] = zero
+	return s[:len(s)-1]
+}
