@@ -15,7 +15,7 @@ import "github.com/asynkron/protoactor-go/actor"
 // not unpacked: the engine sends none.
 type mailbox struct {
 	trace     *Trace
-	self      string
+	self      uint64 // the hash of the actor's name
 	invoker   actor.MessageInvoker
 	loop      actor.Dispatcher
 	turn      func()
@@ -37,7 +37,7 @@ func (t *Trace) mailboxes() actor.MailboxProducer {
 func (m *mailbox) RegisterHandlers(invoker actor.MessageInvoker, loop actor.Dispatcher) {
 	m.invoker, m.loop = invoker, loop
 	if c, ok := invoker.(interface{ Self() *actor.PID }); ok {
-		m.self = c.Self().Id
+		m.self = nameHash(c.Self().Id)
 	}
 }
 
