@@ -297,7 +297,10 @@ func (b *Builder) finishDeps() []int32 {
 		d = keep
 	}
 	if cap(b.arena)-len(b.arena) < len(d) {
-		b.arena = make([]int32, 0, max(1024, len(d)))
+		// Each new chunk doubles the last, up to 1024: a small schedule
+		// keeps a small arena (a simulation builds 100,000 of them), a
+		// large one few chunks.
+		b.arena = make([]int32, 0, max(min(2*cap(b.arena), 1024), 64, len(d)))
 	}
 	start := len(b.arena)
 	b.arena = append(b.arena, d...)
