@@ -24,6 +24,7 @@ type conn struct {
 	err         error         // ended: no more frames either way
 	errPending  bool          // err arrived before Start
 	shut        bool          // this end's rank crashed: it neither sends nor receives
+	held        bool          // its rank asked for it (network.connect)
 }
 
 var _ transport.Conn = (*conn)(nil)

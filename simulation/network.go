@@ -123,7 +123,9 @@ func (n *network) connect(comm, rank, peer int) (transport.Conn, error) {
 	}
 	if n.onConnect != nil {
 		n.loop.At(open, func() {
-			if end.err == nil {
+			// A peer that asked for the pair meanwhile holds its end: it
+			// would take the notice for a connection it has.
+			if end.err == nil && !end.other.held {
 				n.onConnect(comm, peer, rank)
 			}
 		})
@@ -148,11 +150,14 @@ func (n *network) refusal(rank, peer int, t time.Duration) error {
 	return nil
 }
 
+// end returns rank's end of the pair lo, now that rank holds it.
 func (n *network) end(rank int, lo *conn) *conn {
-	if lo.rank == rank {
-		return lo
+	end := lo
+	if lo.rank != rank {
+		end = lo.other
 	}
-	return lo.other
+	end.held = true
+	return end
 }
 
 func (n *network) sameNode(a, b int) bool { return a/n.perNode == b/n.perNode }
