@@ -164,7 +164,7 @@ func (r *rankActor) agreeWatch(ctx actor.Context, peers []int) {
 	for p := range r.agreeWatched {
 		if !slices.Contains(peers, p) {
 			delete(r.agreeWatched, p)
-			if l := r.links.byPeer[p]; l != nil {
+			if l := r.links.of(p); l != nil {
 				ctx.Send(l.pid, &link.Watch{On: false})
 			}
 		}

@@ -29,7 +29,7 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 		}
 		r.answerProbe(ctx, d.Peer, h.Seq, asker)
 	case collective.ControlBye:
-		r.links.byPeer[d.Peer].left = true
+		r.links.of(d.Peer).left = true
 	case collective.ControlPeerFailed:
 		r.peerReportedFailure(ctx, d.Peer, d.Frame.Payload)
 	case collective.ControlAgree:
@@ -150,7 +150,7 @@ func (r *rankActor) answerProbes(ctx actor.Context, m *collective.Finished) {
 }
 
 func (r *rankActor) replyProbe(ctx actor.Context, peer int, asker uint64, status collective.ProbeStatus, at uint64, waiting []int) {
-	if l := r.links.byPeer[peer]; l != nil {
+	if l := r.links.of(peer); l != nil {
 		ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, asker, collective.ControlProbeReply, collective.EncodeProbeReply(status, at, waiting)))
 	}
 }

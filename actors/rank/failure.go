@@ -24,7 +24,7 @@ import (
 func (r *rankActor) peerFailed(ctx actor.Context, m *link.Failed) {
 	r.rt.Logger.Debug("connection to peer failed", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", m.Peer, "err", m.Err)
 	r.markFailed(ctx, m.Peer)
-	if l := r.links.byPeer[m.Peer]; l != nil && l.left || r.closing || r.aborted != nil || r.broken != nil {
+	if l := r.links.of(m.Peer); l != nil && l.left || r.closing || r.aborted != nil || r.broken != nil {
 		return
 	}
 	r.breakComm(ctx, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err), m.Peer)

@@ -187,7 +187,7 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	case *link.Failed:
 		r.peerFailed(ctx, m)
 	case *link.Lost:
-		if l := r.links.byPeer[m.Peer]; l != nil {
+		if l := r.links.of(m.Peer); l != nil {
 			l.lost = m.Err
 		}
 	case *Abort:
@@ -221,13 +221,13 @@ func (r *rankActor) Receive(ctx actor.Context) {
 			r.closed(ctx)
 		}
 	case *actor.Started:
-		r.links = newLinks()
+		r.links = links{}
 	case *actor.Terminated:
 		if r.runner != nil && r.runner.Equal(m.Who) {
 			r.runnerStopped(ctx)
 			return
 		}
-		if l := r.links.byPID[m.Who.Id]; l != nil {
+		if l := r.links.ofActor(m.Who.Id); l != nil {
 			r.links.stopped(l)
 			switch {
 			case r.closing:
@@ -305,7 +305,7 @@ func (r *rankActor) closed(ctx actor.Context) {
 // connect returns the link to peer, spawning it if there is none. A peer
 // that cannot be connected has failed, and the error says so.
 func (r *rankActor) connect(ctx actor.Context, peer int) (*peerLink, error) {
-	if l := r.links.byPeer[peer]; l != nil {
+	if l := r.links.of(peer); l != nil {
 		return l, nil
 	}
 	if r.closing {
