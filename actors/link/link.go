@@ -420,8 +420,11 @@ func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
 		return
 	}
 	key := KeyOf(m.Frame.Header)
-	if to, ok := l.routing.take(key); ok {
+	if to, ok, ended := l.routing.take(key); ok {
 		ctx.Send(to, m)
+		if ended {
+			l.watch(ctx) // the operation may have been all the link waited for
+		}
 		return
 	}
 	l.routing.keep(key, m.Frame)

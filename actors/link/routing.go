@@ -30,18 +30,19 @@ type stashed struct {
 }
 
 // take returns the route of key and counts one frame handed over on it;
-// the route ends with its last frame.
-func (rt *routing) take(key Key) (to *actor.PID, ok bool) {
+// the route ends with its last frame (ended).
+func (rt *routing) take(key Key) (to *actor.PID, ok, ended bool) {
 	for i := range rt.routes {
 		if r := &rt.routes[i]; r.key == key {
 			to = r.to
 			if r.left--; r.left == 0 {
 				rt.routes = deleteAt(rt.routes, i)
+				ended = true
 			}
-			return to, true
+			return to, true, ended
 		}
 	}
-	return nil, false
+	return nil, false, false
 }
 
 // add routes the next frames frames of key to to, and returns the stashed

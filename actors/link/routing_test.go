@@ -36,8 +36,11 @@ func TestRoutingHandsOverInOrderAndCounts(t *testing.T) {
 			case 0: // a frame arrives
 				n := next
 				next++
-				if pid, ok := rt.take(k); ok {
+				if pid, ok, ended := rt.take(k); ok {
 					got[pid] = append(got[pid], n)
+					if ended != (left[k] == 1) {
+						t.Fatalf("route of %v ended %v with %d frames left before this one", k, ended, left[k])
+					}
 				} else {
 					rt.keep(k, frame(n))
 				}
