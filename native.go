@@ -1,6 +1,7 @@
 package gocomms
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,7 +103,7 @@ func (n *native) request(op *Op, done Completion) (*collective.Request, error) {
 		Kind: op.Kind, Rank: n.cfg.Rank, Size: n.cfg.Size, Root: op.Root,
 		Counts: op.Counts, SendCounts: op.Send, RecvCounts: op.Recv,
 		ElemSize: op.DType.Size(), ChunkBytes: chunk, InPlace: op.InPlace,
-		Algorithm: n.hint(op, HintAlgorithm),
+		Algorithm: n.algorithm(op),
 	}
 	if err := req.Plan(spec); err != nil {
 		return nil, commerr.Invalid("%v", err)
@@ -142,6 +143,16 @@ func (n *native) hint(op *Op, key string) string {
 		return v
 	}
 	return n.cfg.Hints[key]
+}
+
+// algorithm is the schedule op names, else the one chosen for its
+// collective, else the communicator's hint; empty leaves it to the
+// selector.
+func (n *native) algorithm(op *Op) string {
+	if name := op.Hints[HintAlgorithm]; name != "" {
+		return name
+	}
+	return cmp.Or(n.cfg.Algorithms[op.Kind], n.cfg.Hints[HintAlgorithm])
 }
 
 func (n *native) intHint(op *Op, key string) (int, error) {

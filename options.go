@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/store/bootstrap"
@@ -32,6 +33,9 @@ type Config struct {
 	Timeout time.Duration     // default per-operation timeout, > 0
 	Logger  *slog.Logger      // never nil; discards unless set
 	Hints   map[string]string // free-form, backend-specific
+	// Algorithms is the schedule of each collective that WithAlgorithm or
+	// GOCOMMS_ALGO_<OP> chose; a collective not in it is the selector's.
+	Algorithms map[algorithms.Kind]string
 
 	// AbortProcessOnError makes a timed-out or failed operation run the
 	// abort hooks and exit the process, as torchcomms does by default.
@@ -54,11 +58,12 @@ type Config struct {
 type Option func(*options)
 
 type options struct {
-	cfg     Config
-	hasRank bool
-	hasSize bool
-	abort   *bool
-	exit    func(code int)
+	cfg        Config
+	algorithms map[OpName]string // WithAlgorithm's
+	hasRank    bool
+	hasSize    bool
+	abort      *bool
+	exit       func(code int)
 }
 
 // WithRank sets this process's rank. Without WithRank and WithSize, the
@@ -155,6 +160,9 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 	}
 	if c.Heartbeat < 0 || c.Silence > 0 && c.Heartbeat > c.Silence {
 		return nil, commerr.Invalid("failure detector: heartbeat %v must be positive and at most the silence %v", c.Heartbeat, c.Silence)
+	}
+	if err := resolveAlgorithms(c, o.algorithms, os.LookupEnv); err != nil {
+		return nil, err
 	}
 	if c.Timeout == 0 {
 		t, err := envTimeout()

@@ -497,15 +497,44 @@ func TestFinalizeDoesNotWaitForBusyPeers(t *testing.T) {
 }
 
 // countingNetwork counts dials, to show which communicators open
-// connections of their own.
+// connections of their own, and the collective frames its connections
+// send, to show which schedule ran.
 type countingNetwork struct {
 	transport.Network
-	dials atomic.Int64
+	dials, frames atomic.Int64
 }
 
 func (n *countingNetwork) Dial(ctx context.Context, addr string, hello []byte) (transport.Conn, error) {
 	n.dials.Add(1)
-	return n.Network.Dial(ctx, addr, hello)
+	c, err := n.Network.Dial(ctx, addr, hello)
+	return countingConn{c, &n.frames}, err
+}
+
+func (n *countingNetwork) Listen(addr string) (transport.Listener, error) {
+	l, err := n.Network.Listen(addr)
+	return countingListener{l, &n.frames}, err
+}
+
+type countingListener struct {
+	transport.Listener
+	frames *atomic.Int64
+}
+
+func (l countingListener) Accept(ctx context.Context) (transport.Conn, []byte, error) {
+	c, hello, err := l.Listener.Accept(ctx)
+	return countingConn{c, l.frames}, hello, err
+}
+
+type countingConn struct {
+	transport.Conn
+	frames *atomic.Int64
+}
+
+func (c countingConn) Send(f transport.Frame) error {
+	if f.Header.Kind == transport.Collective {
+		c.frames.Add(1)
+	}
+	return c.Conn.Send(f)
 }
 
 // TestSplitsReuseConnections: splits talk over the connections their

@@ -36,6 +36,25 @@ var kindNames = [...]string{
 
 func (k Kind) valid() bool { return k >= AllReduce && k <= Barrier }
 
+// Kinds lists every collective, in Kind order.
+func Kinds() []Kind {
+	ks := make([]Kind, 0, Barrier)
+	for k := AllReduce; k <= Barrier; k++ {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// ParseKind returns the Kind whose String is name.
+func ParseKind(name string) (Kind, bool) {
+	for _, k := range Kinds() {
+		if kindNames[k] == name {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
 func (k Kind) String() string {
 	if k.valid() {
 		return kindNames[k]

@@ -1,0 +1,81 @@
+package gocomms_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// framesOfAllReduce runs one 4-element all-reduce over 4 ranks and counts
+// the collective frames sent.
+func framesOfAllReduce(t *testing.T, hint string, opts ...gocomms.Option) int64 {
+	t.Helper()
+	nw := &countingNetwork{Network: transport.NewInproc()}
+	opts = append(opts, gocomms.WithNetwork(nw))
+	err := gocomms.RunLocal(context.Background(), 4, func(ctx context.Context, c *gocomms.Comm) error {
+		var call []gocomms.CallOption
+		if hint != "" {
+			call = append(call, gocomms.OpHints(map[string]string{gocomms.HintAlgorithm: hint}))
+		}
+		return c.AllReduce(ctx, gocomms.FromSlice([]float32{1, 2, 3, 4}), gocomms.Sum, call...)
+	}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nw.frames.Load()
+}
+
+// TestAlgorithmChoice checks where a collective's schedule comes from: an
+// operation's hint, else WithAlgorithm, else GOCOMMS_ALGO_<OP>, else the
+// selector. Four ranks of a 4-element all-reduce send 8 frames by
+// recursive doubling (the selector's choice), 16 by Rabenseifner's
+// algorithm and 24 by the ring.
+func TestAlgorithmChoice(t *testing.T) {
+	if got := framesOfAllReduce(t, ""); got != 8 {
+		t.Fatalf("the selector's all-reduce sent %d frames, want recursive doubling's 8", got)
+	}
+	t.Setenv(gocomms.AlgorithmEnv(gocomms.OpAllReduce), "rabenseifner")
+	if got := framesOfAllReduce(t, ""); got != 16 {
+		t.Fatalf("with GOCOMMS_ALGO_ALLREDUCE=rabenseifner the all-reduce sent %d frames, want 16", got)
+	}
+	ring := gocomms.WithAlgorithm(gocomms.OpAllReduce, "ring")
+	if got := framesOfAllReduce(t, "", ring); got != 24 {
+		t.Fatalf("with WithAlgorithm ring over the environment the all-reduce sent %d frames, want 24", got)
+	}
+	if got := framesOfAllReduce(t, "recursive_doubling", ring); got != 8 {
+		t.Fatalf("with the operation's hint over WithAlgorithm the all-reduce sent %d frames, want 8", got)
+	}
+}
+
+func TestAlgorithmChoiceRejectsUnknownNames(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		opts []gocomms.Option
+		env  string
+		want string
+	}{
+		{"unknown schedule", []gocomms.Option{gocomms.WithAlgorithm(gocomms.OpAllReduce, "fastest")}, "", `"fastest" is no all_reduce algorithm; have ["ring"`},
+		{"not a collective", []gocomms.Option{gocomms.WithAlgorithm(gocomms.OpSend, "ring")}, "", `"send"): not a collective`},
+		{"unknown in the environment", nil, "pairwise", `GOCOMMS_ALGO_ALLREDUCE: "pairwise" is no all_reduce algorithm`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("GOCOMMS_ALGO_ALLREDUCE", tc.env)
+			}
+			opts := append([]gocomms.Option{gocomms.WithRank(0), gocomms.WithSize(1)}, tc.opts...)
+			c, err := gocomms.NewComm(ctx, gocomms.NativeBackend, gocomms.CPU, "algo", opts...)
+			if err == nil {
+				c.Finalize(ctx)
+				t.Fatal("NewComm accepted it")
+			}
+			if !errors.Is(err, gocomms.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q, want ErrInvalidArgument saying %s", err, tc.want)
+			}
+		})
+	}
+}
