@@ -1,5 +1,11 @@
 package algorithms
 
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+)
+
 // RecursiveDoublingMaxBytes is the largest AllReduce, in bytes, for which
 // Select prefers recursive doubling (log2 p latency-bound rounds of the whole
 // tensor) to the ring (2(p-1) bandwidth-optimal rounds of 1/p of it) and to
@@ -28,15 +34,18 @@ const RecursiveDoublingMaxBytes = 64 << 10
 // rounds to Rabenseifner's 34.
 const RingMinSegmentBytes = 128 << 10
 
-// A generator writes one rank's program for a valid spec.
-type generator func(b *Builder, s *Spec)
+// A Generator writes one rank's program of a collective for a valid Spec,
+// appending steps to b. It must be a function of the Spec alone: every
+// rank runs it for itself, and what its peers expect of it follows from
+// theirs.
+type Generator func(b *Builder, s *Spec)
 
 type algorithm struct {
 	name string
-	gen  generator
+	gen  Generator
 }
 
-// registry lists the algorithms of each kind, default first.
+// registry lists the built-in algorithms of each kind, default first.
 var registry = [...][]algorithm{
 	AllReduce: {
 		{"ring", allReduceRing},
@@ -62,11 +71,46 @@ var registry = [...][]algorithm{
 	},
 }
 
-func generatorFor(k Kind, name string) generator {
+// schedules is the table Build reads: the registry, then what Register
+// added. Register replaces it whole, so that a Build running meanwhile
+// reads the old table or the new one, never half of either.
+var schedules atomic.Pointer[[len(registry)][]algorithm]
+
+func init() {
+	t := registry
+	schedules.Store(&t)
+}
+
+// Register adds a schedule of kind under name, after the built-in ones:
+// a Spec whose Algorithm is name builds with gen. Every rank of a job must
+// register the same schedules. Check proves a schedule before it runs on
+// a real network. Register fails on an unknown kind, an empty name, or a
+// name kind already has.
+func Register(kind Kind, name string, gen Generator) error {
+	switch {
+	case !kind.valid():
+		return fmt.Errorf("%w: register: unknown kind %d", ErrBadSpec, uint8(kind))
+	case name == "" || gen == nil:
+		return fmt.Errorf("%w: register %v: a schedule needs a name and a generator", ErrBadSpec, kind)
+	}
+	for {
+		old := schedules.Load()
+		if slices.ContainsFunc(old[kind], func(a algorithm) bool { return a.name == name }) {
+			return fmt.Errorf("%w: register %v: %q is taken", ErrBadSpec, kind, name)
+		}
+		t := *old
+		t[kind] = append(slices.Clip(t[kind]), algorithm{name, gen})
+		if schedules.CompareAndSwap(old, &t) {
+			return nil
+		}
+	}
+}
+
+func generatorFor(k Kind, name string) Generator {
 	if !k.valid() {
 		return nil
 	}
-	for _, a := range registry[k] {
+	for _, a := range schedules.Load()[k] {
 		if a.name == name {
 			return a.gen
 		}
@@ -74,13 +118,15 @@ func generatorFor(k Kind, name string) generator {
 	return nil
 }
 
-// Algorithms returns the algorithm names valid for k, default first.
+// Algorithms returns the algorithm names valid for k, default first, then
+// those Register added.
 func Algorithms(k Kind) []string {
 	if !k.valid() {
 		return nil
 	}
-	names := make([]string, 0, len(registry[k]))
-	for _, a := range registry[k] {
+	all := schedules.Load()[k]
+	names := make([]string, 0, len(all))
+	for _, a := range all {
 		names = append(names, a.name)
 	}
 	return names
@@ -108,5 +154,5 @@ func Select(s Spec) string {
 		}
 		return "rabenseifner"
 	}
-	return registry[s.Kind][0].name
+	return schedules.Load()[s.Kind][0].name
 }

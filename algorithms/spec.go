@@ -11,8 +11,14 @@ import (
 // Spec.ChunkBytes is zero.
 const DefaultChunkBytes = 512 << 10
 
-// ErrBadSpec is wrapped by every error Build and Spec.Validate return.
+// ErrBadSpec is wrapped by every error Spec.Validate returns, and by
+// Build's for a spec that is not valid.
 var ErrBadSpec = errors.New("algorithms: invalid spec")
+
+// ErrBadSchedule is wrapped by Build's error for a generator that broke
+// the Builder's rules: a region out of bounds, a write to Input, a bad
+// peer.
+var ErrBadSchedule = errors.New("algorithms: invalid schedule")
 
 // Spec describes one rank's part of a collective. Every rank of the
 // collective must pass the same Kind, Size, Root, Counts, ElemSize,
@@ -197,8 +203,11 @@ func (s *Spec) checkCounts(name string, c []int, want int) error {
 	return nil
 }
 
-// Build validates s and returns this rank's schedule.
-func Build(s Spec) (*Schedule, error) {
+// Build validates s and returns this rank's schedule. A generator that
+// breaks the Builder's rules fails here with an error wrapping
+// ErrBadSchedule, not with a panic in the caller: a registered generator
+// is anyone's code.
+func Build(s Spec) (sc *Schedule, err error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -206,6 +215,11 @@ func Build(s Spec) (*Schedule, error) {
 	if alg == "" {
 		alg = Select(s)
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			sc, err = nil, fmt.Errorf("%w: %v %q on rank %d: %v", ErrBadSchedule, s.Kind, alg, s.Rank, r)
+		}
+	}()
 	b := NewBuilder(s.Rank, s.Size)
 	b.Layout(Input, s.Blocks(Input))
 	b.Layout(Output, s.Blocks(Output))

@@ -7,13 +7,67 @@ import (
 	"slices"
 )
 
-// A symbolic network, in the spirit of etcd's raft_test network: the
-// schedules of all ranks of a collective run together in one goroutine. Every
-// element holds a symbolic value (which rank's input, which block, which
-// index it came from; for reductions the multiset of contributions), and a
-// seeded random source picks the next event among everything the
-// dependencies allow: starting a ready step, finishing a started one, or
-// delivering any in-flight message (links are not FIFO).
+// Check proves the schedules of one collective, specs holding every
+// rank's Spec as that rank passes it (EveryRank makes them from one).
+//
+// It builds every rank's schedule and checks them without running them:
+// regions in bounds, Input never written, tags dense, chunks no larger
+// than the Spec allows, every Send matched by one receive of the same
+// length. Then it runs all of them together on symbolic values, under
+// checkOrders delivery orders drawn from seed: every output element must
+// hold exactly what the collective means (for a reduction, every rank's
+// input element once; otherwise the right copy); no step may read an
+// element never written; no two steps that touch an element, one writing
+// it, may be runnable at once; and every rank must finish with no message
+// left over, so nothing waits on what waits on it. Last, it loses one
+// message, drawn too, and requires its receiver to stay unfinished and
+// to name the sender as the rank it waits for.
+//
+// The runs are a function of specs and seed: a failure replays.
+func Check(specs []Spec, seed uint64) error {
+	for k := range uint64(checkOrders) {
+		if _, err := simulate(specs, simOptions{seed: seed + k<<48}); err != nil {
+			return fmt.Errorf("delivery order %d: %w", k, err)
+		}
+	}
+	scheds, err := buildAll(specs)
+	if err != nil {
+		return err
+	}
+	ms := messages(scheds)
+	if len(ms) == 0 {
+		return nil
+	}
+	drop := ms[rand.New(rand.NewPCG(seed, 1)).IntN(len(ms))]
+	if _, err := simulate(specs, simOptions{seed: seed, drop: &drop}); err != nil {
+		return fmt.Errorf("losing message %d→%d tag %d: %w", drop.from, drop.to, drop.tag, err)
+	}
+	return nil
+}
+
+// checkOrders is how many delivery orders Check tries.
+const checkOrders = 3
+
+// EveryRank returns base as each of its base.Size ranks passes it. An
+// AllToAll's SendCounts and RecvCounts are every rank's alike, which
+// agree across ranks only when they are uniform: build a V form's specs
+// rank by rank.
+func EveryRank(base Spec) []Spec {
+	specs := make([]Spec, base.Size)
+	for r := range specs {
+		specs[r] = base
+		specs[r].Rank = r
+	}
+	return specs
+}
+
+// The checker's symbolic network, in the spirit of etcd's raft_test
+// network: the schedules of all ranks of a collective run together in one
+// goroutine. Every element holds a symbolic value (which rank's input,
+// which block, which index it came from; for reductions the multiset of
+// contributions), and a seeded source picks the next event among
+// everything the dependencies allow: starting a ready step, finishing a
+// started one, or delivering any in-flight message (links are not FIFO).
 
 // contrib names one input element: rank, block, index.
 type contrib uint64
@@ -80,9 +134,8 @@ type event struct {
 }
 
 type simOptions struct {
-	seed       uint64
-	drop       *msgKey // a message the network loses
-	skipChecks bool    // run schedules that are known not to match
+	seed uint64
+	drop *msgKey // a message the network loses
 }
 
 type network struct {
@@ -92,25 +145,6 @@ type network struct {
 	dropped bool
 	opts    simOptions
 	ready   []int
-}
-
-// specsFor expands a base spec into every rank's spec. For AllToAll, m[r][q]
-// is the number of elements rank r sends to rank q.
-func specsFor(base Spec, m [][]int) []Spec {
-	specs := make([]Spec, base.Size)
-	for r := range specs {
-		s := base
-		s.Rank = r
-		if base.Kind == AllToAll {
-			s.SendCounts = slices.Clone(m[r])
-			s.RecvCounts = make([]int, base.Size)
-			for q := range s.RecvCounts {
-				s.RecvCounts[q] = m[q][r]
-			}
-		}
-		specs[r] = s
-	}
-	return specs
 }
 
 // buildAll builds every rank's schedule and checks them statically.
@@ -126,18 +160,31 @@ func buildAll(specs []Spec) ([]*Schedule, error) {
 	return scheds, checkStatic(specs, scheds)
 }
 
-// simulateUnchecked runs schedules without the static or final checks and
-// reports what became of each rank.
-func simulateUnchecked(specs []Spec, seed uint64) (*network, error) {
-	return simulate(specs, simOptions{seed: seed, skipChecks: true})
-}
-
 // simulate runs the collective and checks the outcome against the reference.
 func simulate(specs []Spec, opts simOptions) (*network, error) {
 	scheds, err := buildAll(specs)
-	if err != nil && !(opts.skipChecks && scheds != nil) {
+	if err != nil {
 		return nil, err
 	}
+	n, err := run(specs, scheds, opts)
+	if err != nil || opts.drop != nil {
+		return n, err
+	}
+	for r, sr := range n.ranks {
+		if !sr.prog.Done() {
+			return n, fmt.Errorf("rank %d stuck with %d steps left, waiting for %v", r, sr.prog.Remaining(), sr.prog.Waiting(nil))
+		}
+		if len(sr.inbox) != 0 {
+			return n, fmt.Errorf("rank %d has %d unconsumed messages", r, len(sr.inbox))
+		}
+	}
+	return n, n.checkReference()
+}
+
+// run runs the schedules until no event is left, and checks only what
+// each event must keep; with opts.drop, that losing it stalls its
+// receiver.
+func run(specs []Spec, scheds []*Schedule, opts simOptions) (*network, error) {
 	n := &network{rng: rand.New(rand.NewPCG(opts.seed, opts.seed^0x9e3779b97f4a7c15)), opts: opts}
 	for r, s := range specs {
 		n.ranks = append(n.ranks, newSimRank(s, scheds[r]))
@@ -169,18 +216,7 @@ func simulate(specs []Spec, opts simOptions) (*network, error) {
 	if opts.drop != nil {
 		return n, n.checkDropped()
 	}
-	if opts.skipChecks {
-		return n, nil
-	}
-	for r, sr := range n.ranks {
-		if !sr.prog.Done() {
-			return n, fmt.Errorf("rank %d stuck with %d steps left, waiting for %v", r, sr.prog.Remaining(), sr.prog.Waiting(nil))
-		}
-		if len(sr.inbox) != 0 {
-			return n, fmt.Errorf("rank %d has %d unconsumed messages", r, len(sr.inbox))
-		}
-	}
-	return n, n.checkReference()
+	return n, nil
 }
 
 func newSimRank(s Spec, sc *Schedule) *simRank {

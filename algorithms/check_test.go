@@ -1,0 +1,94 @@
+package algorithms
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// reduceBroadcast is an all-reduce in two plain phases: every rank sends
+// its input to rank 0, which reduces in rank order and sends the total
+// back. forget leaves out the last rank's contribution, whose message is
+// then never received.
+func reduceBroadcast(forget bool) Generator {
+	return func(b *Builder, s *Spec) {
+		n, out := s.Counts[0], whole(Output, 0, s.Counts[0])
+		in := whole(Input, 0, n)
+		if n == 0 {
+			return
+		}
+		if s.Rank != 0 {
+			b.Send(0, in)
+			b.Recv(0, out)
+			return
+		}
+		b.Copy(out, in)
+		last := s.Size
+		if forget {
+			last--
+		}
+		for q := 1; q < last; q++ {
+			b.RecvReduce(q, out, out)
+		}
+		for q := 1; q < s.Size; q++ {
+			b.Send(q, out)
+		}
+	}
+}
+
+// registerForTest registers a schedule until the test ends, so that the
+// tests that walk every schedule never meet it.
+func registerForTest(t *testing.T, kind Kind, name string, gen Generator) {
+	t.Helper()
+	old := schedules.Load()
+	t.Cleanup(func() { schedules.Store(old) })
+	if err := Register(kind, name, gen); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckProvesRegisteredSchedules(t *testing.T) {
+	registerForTest(t, AllReduce, "test_reduce_broadcast", reduceBroadcast(false))
+	registerForTest(t, AllReduce, "test_forgetful", reduceBroadcast(true))
+	for _, p := range []int{1, 2, 3, 5} {
+		base := Spec{Kind: AllReduce, Size: p, Counts: []int{3}, ElemSize: 4, ChunkBytes: 64, Algorithm: "test_reduce_broadcast"}
+		if err := Check(EveryRank(base), 1); err != nil {
+			t.Errorf("p=%d: a correct schedule failed the check: %v", p, err)
+		}
+		if p < 2 {
+			continue
+		}
+		base.Algorithm = "test_forgetful"
+		if err := Check(EveryRank(base), 1); err == nil {
+			t.Errorf("p=%d: a schedule that drops a rank's input passed the check", p)
+		}
+	}
+}
+
+func TestBuildTurnsAGeneratorsPanicIntoAnError(t *testing.T) {
+	outOfBounds := func(b *Builder, s *Spec) { b.Copy(whole(Output, 0, s.Counts[0]+1), whole(Input, 0, s.Counts[0]+1)) }
+	registerForTest(t, AllReduce, "test_out_of_bounds", outOfBounds)
+	_, err := Build(Spec{Kind: AllReduce, Size: 1, Counts: []int{2}, ElemSize: 4, Algorithm: "test_out_of_bounds"})
+	if !errors.Is(err, ErrBadSchedule) || !strings.Contains(err.Error(), `"test_out_of_bounds"`) {
+		t.Fatalf("Build of a generator writing out of bounds: %v, want ErrBadSchedule naming it", err)
+	}
+}
+
+func TestRegisterRejects(t *testing.T) {
+	gen := reduceBroadcast(false)
+	for _, tc := range []struct {
+		kind Kind
+		name string
+		gen  Generator
+		want string
+	}{
+		{0, "x", gen, "unknown kind"},
+		{AllReduce, "", gen, "needs a name"},
+		{AllReduce, "x", nil, "needs a name and a generator"},
+		{AllReduce, "ring", gen, `"ring" is taken`},
+	} {
+		if err := Register(tc.kind, tc.name, tc.gen); !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Register(%v, %q): %v, want an error saying %s", tc.kind, tc.name, err, tc.want)
+		}
+	}
+}
