@@ -26,9 +26,9 @@ func sweepCounts(n int) []int {
 	return slices.Compact(cs)
 }
 
-// sweep runs plan on n in-process ranks and fails t with every rank's
-// wrong results.
-func sweep(t *testing.T, n int, plan commtest.Plan) {
+// sweep runs plan on n in-process ranks, configured by opts, and fails t
+// with every rank's wrong results.
+func sweep(t *testing.T, n int, plan commtest.Plan, opts ...gocomms.Option) {
 	t.Helper()
 	err := gocomms.RunLocal(context.Background(), n, func(ctx context.Context, c *gocomms.Comm) error {
 		rep, err := commtest.Sweep(ctx, c, plan)
@@ -36,7 +36,7 @@ func sweep(t *testing.T, n int, plan commtest.Plan) {
 			return err
 		}
 		return rep.Err()
-	})
+	}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,55 @@
+package gocomms_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commtest"
+	"github.com/gocomms/gocomms/transport/tcp"
+)
+
+// scheduleChoices picks, for the i-th run, the i-th schedule of every
+// collective (its last, for one with fewer), so that a few runs together
+// take every schedule, and names what they picked.
+func scheduleChoices(i int) ([]gocomms.Option, string) {
+	var opts []gocomms.Option
+	var names []string
+	for _, k := range algorithms.Kinds() {
+		algs := algorithms.Algorithms(k)
+		name := algs[min(i, len(algs)-1)]
+		opts = append(opts, gocomms.WithAlgorithm(gocomms.OpName(k.String()), name))
+		names = append(names, k.String()+"="+name)
+	}
+	return opts, strings.Join(names, ",")
+}
+
+// TestEveryScheduleEndToEnd runs every collective, its single and vector
+// forms included, with every schedule of the library, through the engine
+// at every world size of the sweep and 17, against the reference; over
+// loopback TCP too, at a few sizes.
+func TestEveryScheduleEndToEnd(t *testing.T) {
+	most := 0
+	for _, k := range algorithms.Kinds() {
+		most = max(most, len(algorithms.Algorithms(k)))
+	}
+	plan := commtest.Plan{DTypes: []gocomms.DType{gocomms.Float32, gocomms.Int64}}
+	for i := range most {
+		opts, names := scheduleChoices(i)
+		for _, n := range append(worldSizes(), 17) {
+			t.Run(fmt.Sprintf("choice=%d/ranks=%d", i, n), func(t *testing.T) {
+				plan.Counts = sweepCounts(n)
+				sweep(t, n, plan, opts...)
+			})
+		}
+		for _, n := range []int{3, 4} {
+			t.Run(fmt.Sprintf("choice=%d/tcp/ranks=%d", i, n), func(t *testing.T) {
+				plan.Counts = sweepCounts(n)
+				sweep(t, n, plan, append(opts, gocomms.WithNetwork(tcp.New()))...)
+			})
+		}
+		t.Logf("choice %d: %s", i, names)
+	}
+}
