@@ -54,8 +54,8 @@ var registry = [...][]algorithm{
 	},
 	Reduce:        {{"binomial_tree", reduceTree}},
 	Broadcast:     {{"binomial_tree", broadcastTree}},
-	AllGather:     {{"ring", allGatherRing}},
-	ReduceScatter: {{"ring", reduceScatterRing}},
+	AllGather:     {{"ring", allGatherRing}, {"recursive_doubling", allGatherDoubling}, {"bruck", allGatherBruck}},
+	ReduceScatter: {{"ring", reduceScatterRing}, {"recursive_halving", reduceScatterHalving}, {"pairwise", reduceScatterPairwise}},
 	AllToAll:      {{"pairwise", allToAllPairwise}},
 	Gather: {
 		{"binomial_tree", gatherTree},
