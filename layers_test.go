@@ -22,9 +22,9 @@ func TestLayers(t *testing.T) {
 		allowed   []string
 	}{
 		{"algorithms", []string{"time", "sync", "net", "math/rand", "math/rand/v2", "github.com/asynkron/protoactor-go"}, []string{"sync/atomic"}},
-		{"actors", []string{"net", "math/rand"}},
-		{"tensor", []string{"github.com/gocomms/gocomms"}},
-		{"reduce", []string{"github.com/gocomms/gocomms/actors", "github.com/gocomms/gocomms/algorithms"}},
+		{"actors", []string{"net", "math/rand"}, nil},
+		{"tensor", []string{"github.com/gocomms/gocomms"}, nil},
+		{"reduce", []string{"github.com/gocomms/gocomms/actors", "github.com/gocomms/gocomms/algorithms"}, nil},
 	}
 	for _, rule := range rules {
 		err := filepath.WalkDir(rule.dir, func(path string, d fs.DirEntry, err error) error {
