@@ -59,3 +59,19 @@ func exchange(b *Builder, c, to int, out Region, from int, in Region, local Regi
 		}
 	}
 }
+
+// extent is a run of an all-reduce tensor's elements. Input and Output share
+// one layout (a single block), so an extent names the same elements in either.
+type extent struct{ off, n int }
+
+func (e extent) on(buf Buffer) Region { return Region{Buf: buf, Off: e.off, Len: e.n} }
+
+// part is the run [lo, lo+k) of parts near-equal segments of e. Segment i
+// starts at i·q + min(i, rem) for q, rem = e.n / parts, e.n % parts: the
+// first rem segments have one element more, and every rank derives the same
+// boundaries from the count alone.
+func (e extent) part(parts, lo, k int) extent {
+	q, rem := e.n/parts, e.n%parts
+	off := lo*q + min(lo, rem)
+	return extent{off: e.off + off, n: (lo+k)*q + min(lo+k, rem) - off}
+}

@@ -50,11 +50,8 @@ func allReduceHalving(b *Builder, s *Spec) {
 		exchange(b, c, -1, Region{}, fold, out, cur, true)
 		cur = out
 	}
-	q, rem := n/pp, n%pp
-	segs := func(buf Buffer, lo, k int) Region { // segments [lo, lo+k)
-		off := lo*q + min(lo, rem)
-		return Region{Buf: buf, Off: off, Len: (lo+k)*q + min(lo+k, rem) - off}
-	}
+	all := extent{n: n}
+	segs := func(buf Buffer, lo, k int) Region { return all.part(pp, lo, k).on(buf) }
 	// This rank's segments are [lo, lo+size): the run it still reduces, then
 	// the run it has gathered.
 	lo, size := 0, pp

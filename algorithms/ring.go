@@ -4,42 +4,83 @@ package algorithms
 // step per link, chunked so that chunk j of step k+1 waits only for chunk j
 // of step k.
 
-// allReduceRing is a reduce-scatter followed by an all-gather over p
-// near-equal segments of the tensor. In reduce-scatter step k rank r sends
-// segment r-k and folds segment r-k-1 from its predecessor into Output, with
-// its own Input as the local operand: no initial copy. After p-1 steps rank r
-// holds the total of segment r+1, which the all-gather passes on.
+// allReduceRing is a reduce-scatter followed by an all-gather around the
+// ring of all ranks (see ring.allReduce).
 func allReduceRing(b *Builder, s *Spec) {
-	p, r, n, c := s.Size, s.Rank, s.Counts[0], s.ChunkElems()
-	if p == 1 {
+	if s.Size == 1 {
 		localReduce(b, s)
 		return
 	}
-	src := Input
-	if s.InPlace {
-		src = Output
-	}
-	q, rem := n/p, n%p
-	b.Grow(4 * (p - 1) * nchunks(q+1, c))
-	seg := func(buf Buffer, i int) Region {
-		ln := q
-		if i < rem {
-			ln++
-		}
-		return Region{Buf: buf, Off: i*q + min(i, rem), Len: ln}
-	}
-	next, prev := RingNext(r, p), RingPrev(r, p)
-	for k := range p - 1 {
+	g, n, c := worldRing(s), s.Counts[0], s.ChunkElems()
+	b.Grow(g.allReduceSteps(n, c))
+	g.allReduce(b, c, contribution(s), extent{n: n})
+}
+
+// ring is the ring of size ranks base, base+stride, …, in which position i
+// sends to position i+1: every rank, or the ranks of one node (stride 1),
+// or one rank per node (stride: ranks per node), so that the phases of a
+// hierarchical all-reduce are the ring's own.
+type ring struct {
+	base, stride, size int
+	pos                int // this rank's position
+}
+
+func worldRing(s *Spec) ring { return ring{stride: 1, size: s.Size, pos: s.Rank} }
+
+// at is the rank at position i, modulo the ring.
+func (g ring) at(i int) int { return g.base + g.stride*mod(i, g.size) }
+
+// seg is segment i, modulo the ring, of g.size near-equal segments of e.
+func (g ring) seg(e extent, buf Buffer, i int) Region {
+	return e.part(g.size, mod(i, g.size), 1).on(buf)
+}
+
+// allReduceSteps bounds the steps allReduce takes over n elements.
+func (g ring) allReduceSteps(n, c int) int {
+	return 4 * (g.size - 1) * nchunks(n/g.size+1, c)
+}
+
+// allReduce is a reduce-scatter followed by an all-gather over g.size
+// near-equal segments of e, among the ring's ranks. src holds this rank's
+// contribution: Input, or Output when in place or when an earlier phase
+// left a partial there. With a ring of one, nothing moves and the
+// contribution stays in src.
+func (g ring) allReduce(b *Builder, c int, src Buffer, e extent) {
+	g.reduceScatter(b, c, src, e)
+	g.allGather(b, c, e)
+}
+
+// reduceScatter: in step k position i sends segment i-k and folds segment
+// i-k-1 from its predecessor into Output, with src as the local operand: no
+// initial copy. After size-1 steps position i holds the total of segment
+// i+1 in Output.
+func (g ring) reduceScatter(b *Builder, c int, src Buffer, e extent) {
+	next, prev := g.at(g.pos+1), g.at(g.pos-1)
+	for k := range g.size - 1 {
 		from := Output
 		if k == 0 {
 			from = src // own contribution, untouched so far
 		}
-		rs := mod(r-k-1, p)
-		exchange(b, c, next, seg(from, mod(r-k, p)), prev, seg(Output, rs), seg(src, rs), true)
+		rs := g.pos - k - 1
+		exchange(b, c, next, g.seg(e, from, g.pos-k), prev, g.seg(e, Output, rs), g.seg(e, src, rs), true)
 	}
-	for k := range p - 1 {
-		exchange(b, c, next, seg(Output, mod(r+1-k, p)), prev, seg(Output, mod(r-k, p)), Region{}, false)
+}
+
+// allGather passes the totals reduceScatter left on: in step k position i
+// forwards segment i+1-k and receives segment i-k.
+func (g ring) allGather(b *Builder, c int, e extent) {
+	next, prev := g.at(g.pos+1), g.at(g.pos-1)
+	for k := range g.size - 1 {
+		exchange(b, c, next, g.seg(e, Output, g.pos+1-k), prev, g.seg(e, Output, g.pos-k), Region{}, false)
 	}
+}
+
+// contribution is the buffer holding this rank's all-reduce operand.
+func contribution(s *Spec) Buffer {
+	if s.InPlace {
+		return Output
+	}
+	return Input
 }
 
 // localReduce is a reduction over one rank: Output = Input.

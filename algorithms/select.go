@@ -51,6 +51,8 @@ var registry = [...][]algorithm{
 		{"ring", allReduceRing},
 		{"recursive_doubling", allReduceDoubling},
 		{"rabenseifner", allReduceHalving},
+		{"double_binary_tree", allReduceDoubleTree},
+		{"hierarchical", allReduceHierarchical},
 	},
 	Reduce:        {{"binomial_tree", reduceTree}},
 	Broadcast:     {{"binomial_tree", broadcastTree}},

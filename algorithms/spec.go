@@ -22,8 +22,8 @@ var ErrBadSchedule = errors.New("algorithms: invalid schedule")
 
 // Spec describes one rank's part of a collective. Every rank of the
 // collective must pass the same Kind, Size, Root, Counts, ElemSize,
-// ChunkBytes, InPlace and Algorithm, and its own Rank (AllToAll: its own
-// SendCounts and RecvCounts row and column).
+// ChunkBytes, InPlace, LocalSize and Algorithm, and its own Rank (AllToAll:
+// its own SendCounts and RecvCounts row and column).
 //
 // Buffers are lists of blocks (see Blocks):
 //
@@ -51,7 +51,12 @@ type Spec struct {
 	ElemSize   int  // bytes per element, >= 1
 	ChunkBytes int  // largest message in bytes; 0 means DefaultChunkBytes
 	InPlace    bool // see the table above
-	Algorithm  string
+	// LocalSize is the number of ranks per node, ranks being numbered node
+	// by node: node k holds ranks k·LocalSize … (k+1)·LocalSize-1. Zero, or
+	// a value that does not divide Size, means unknown. Only hierarchical
+	// algorithms use it.
+	LocalSize int
+	Algorithm string
 }
 
 func (s *Spec) rooted() bool {
@@ -143,6 +148,9 @@ func (s *Spec) validate() error {
 	}
 	if s.ChunkBytes < 0 {
 		return fmt.Errorf("chunk bytes %d, want 0 (default) or more", s.ChunkBytes)
+	}
+	if s.LocalSize < 0 {
+		return fmt.Errorf("local size %d, want 0 (unknown) or more", s.LocalSize)
 	}
 	switch s.Kind {
 	case AllReduce, Reduce, Broadcast:
