@@ -120,6 +120,7 @@ func TestCollectives(t *testing.T) {
 			t.Run(kind.String()+"/"+alg, func(t *testing.T) {
 				t.Parallel()
 				seed := uint64(kind)<<32 | uint64(len(alg))
+				ran := 0
 				for _, p := range tableSizes {
 					roots := []int{0}
 					if (&Spec{Kind: kind}).rooted() {
@@ -138,16 +139,53 @@ func TestCollectives(t *testing.T) {
 								seed++
 								base := Spec{Kind: kind, Size: p, Root: root, Counts: cc.counts, ElemSize: tableElem, ChunkBytes: tableChunk, InPlace: ip, Algorithm: alg}
 								name := fmt.Sprintf("p=%d counts=%s root=%d inplace=%v seed=%d", p, cc.name, root, ip, seed)
-								if err := Check(specsFor(base, cc.matrix), seed); err != nil {
+								specs := specsFor(base, cc.matrix)
+								if no, err := refused(specs, true); err != nil {
+									t.Fatalf("%s: %v", name, err)
+								} else if no {
+									continue
+								}
+								ran++
+								if err := Check(specs, seed); err != nil {
 									t.Fatalf("%s: %v", name, err)
 								}
 							}
 						}
 					}
 				}
+				if ran == 0 {
+					t.Fatal("every case refused")
+				}
 			})
 		}
 	}
+}
+
+// refused reports whether Build refuses specs because their algorithm does
+// not serve them (see requirements). A rank's refusal is an error unless it
+// wraps ErrBadSpec and Build takes the same spec with no algorithm named;
+// with alike, also unless every rank refuses, as every rank must where each
+// one's own counts break the requirement.
+func refused(specs []Spec, alike bool) (bool, error) {
+	n := 0
+	for r, s := range specs {
+		_, err := Build(s)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, ErrBadSpec) {
+			return false, fmt.Errorf("rank %d: %w", r, err)
+		}
+		s.Algorithm = ""
+		if _, err := Build(s); err != nil {
+			return false, fmt.Errorf("rank %d: the default algorithm refuses it too: %w", r, err)
+		}
+		n++
+	}
+	if alike && n > 0 && n < len(specs) {
+		return false, fmt.Errorf("%d of %d ranks refuse", n, len(specs))
+	}
+	return n > 0, nil
 }
 
 // TestCollectivesProperty draws random kinds, sizes, counts (V forms and
@@ -179,9 +217,21 @@ func TestCollectivesProperty(t *testing.T) {
 		case AllGather, ReduceScatter, Gather, Scatter:
 			base.Counts = rapid.SliceOfN(count, p, p).Draw(t, "counts")
 		case AllToAll:
-			m = rapid.SliceOfN(rapid.SliceOfN(count, p, p), p, p).Draw(t, "matrix")
+			if rapid.Bool().Draw(t, "uniform") { // the only matrices bruck serves
+				n := count.Draw(t, "n")
+				m = matrix(p, func(int, int) int { return n })
+			} else {
+				m = rapid.SliceOfN(rapid.SliceOfN(count, p, p), p, p).Draw(t, "matrix")
+			}
 		}
 		specs := specsFor(base, m)
+		// Random matrices may break a requirement in some ranks' rows and
+		// columns only: the others cannot tell, so refusals need not agree.
+		if no, err := refused(specs, false); err != nil {
+			t.Fatalf("%v", err)
+		} else if no {
+			return
+		}
 		seed := rapid.Uint64().Draw(t, "seed")
 		if _, err := simulate(specs, simOptions{seed: seed}); err != nil {
 			t.Fatalf("%v", err)
@@ -210,7 +260,13 @@ func TestSchedulesOrderConflicts(t *testing.T) {
 			for _, p := range []int{1, 3, 4, 6} {
 				for _, cc := range countCases(kind, p) {
 					base := Spec{Kind: kind, Size: p, Root: p / 2, Counts: cc.counts, ElemSize: tableElem, ChunkBytes: tableChunk, Algorithm: alg}
-					for _, s := range specsFor(base, cc.matrix) {
+					specs := specsFor(base, cc.matrix)
+					if no, err := refused(specs, true); err != nil {
+						t.Fatalf("%v %s p=%d counts=%s: %v", kind, alg, p, cc.name, err)
+					} else if no {
+						continue
+					}
+					for _, s := range specs {
 						sc, err := Build(s)
 						if err != nil {
 							t.Fatal(err)
@@ -313,6 +369,9 @@ func TestBuildRejectsBadSpecs(t *testing.T) {
 		{"in place", func(s *Spec) { s.Kind, s.Counts, s.InPlace = Scatter, []int{1, 1, 1, 1}, true }, "in-place is not defined for scatter"},
 		{"algorithm", func(s *Spec) { s.Algorithm = "bogus" }, `unknown algorithm "bogus"`},
 		{"algorithm of another kind", func(s *Spec) { s.Algorithm = "pairwise" }, `unknown algorithm "pairwise"`},
+		{"algorithm requirement", func(s *Spec) {
+			s.Kind, s.Counts, s.SendCounts, s.RecvCounts, s.Algorithm = AllToAll, nil, []int{2, 2, 3, 2}, []int{2, 2, 2, 2}, "bruck"
+		}, `algorithm "bruck" needs uniform counts, but rank 1 sends 2 elements to rank 0 and 3 to rank 2`},
 	} {
 		s := ok
 		tc.edit(&s)

@@ -45,6 +45,13 @@ type algorithm struct {
 	gen  Generator
 }
 
+// requirements holds the checks of the algorithms that serve only some
+// valid specs, by kind and name; Validate applies them. Defaults have
+// none: they serve every valid spec.
+var requirements = map[Kind]map[string]func(*Spec) error{
+	AllToAll: {"bruck": uniformCounts},
+}
+
 // registry lists the built-in algorithms of each kind, default first.
 var registry = [...][]algorithm{
 	AllReduce: {
@@ -54,11 +61,21 @@ var registry = [...][]algorithm{
 		{"double_binary_tree", allReduceDoubleTree},
 		{"hierarchical", allReduceHierarchical},
 	},
-	Reduce:        {{"binomial_tree", reduceTree}},
-	Broadcast:     {{"binomial_tree", broadcastTree}},
+	Reduce: {
+		{"binomial_tree", reduceTree},
+		{"rabenseifner", reduceHalving},
+	},
+	Broadcast: {
+		{"binomial_tree", broadcastTree},
+		{"chain", broadcastChain},
+		{"scatter_allgather", broadcastScatterAllGather},
+	},
 	AllGather:     {{"ring", allGatherRing}, {"recursive_doubling", allGatherDoubling}, {"bruck", allGatherBruck}},
 	ReduceScatter: {{"ring", reduceScatterRing}, {"recursive_halving", reduceScatterHalving}, {"pairwise", reduceScatterPairwise}},
-	AllToAll:      {{"pairwise", allToAllPairwise}},
+	AllToAll: {
+		{"pairwise", allToAllPairwise},
+		{"bruck", allToAllBruck},
+	},
 	Gather: {
 		{"binomial_tree", gatherTree},
 		{"linear", gatherLinear},

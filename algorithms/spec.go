@@ -189,6 +189,11 @@ func (s *Spec) validate() error {
 	if s.Algorithm != "" && generatorFor(s.Kind, s.Algorithm) == nil {
 		return fmt.Errorf("unknown algorithm %q (have %q)", s.Algorithm, Algorithms(s.Kind))
 	}
+	if check := requirements[s.Kind][s.Algorithm]; check != nil {
+		if err := check(s); err != nil {
+			return fmt.Errorf("algorithm %q %v", s.Algorithm, err)
+		}
+	}
 	return nil
 }
 
