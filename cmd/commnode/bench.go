@@ -48,7 +48,7 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Warmup, "w", cfg.Warmup, "warm-up iterations per size")
 	check := fs.Int("c", 1, "check results: 1 counts wrong elements after the timed loop, 0 skips it")
 	jsonOut := fs.Bool("json", false, "print one JSON object per size instead of the table")
-	fs.StringVar(&cfg.Algorithm, "algo", "", "algorithm hint for the ops that have it (default: gocomms chooses)")
+	fs.StringVar(&cfg.Algorithm, "algo", "", "algorithm hint for the ops that have it, or all: each schedule in turn, and the fastest per size (default: gocomms chooses)")
 	local := fs.Int("local", 0, "run N ranks in this process instead of joining a job")
 	fs.Bool("ft", false, "run a training loop in worker processes under a fault plan instead (Linux; see commnode bench --ft -h)")
 	if err := fs.Parse(args); err != nil {

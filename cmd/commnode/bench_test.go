@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gocomms/gocomms/cmd/commnode/internal/bench"
 )
 
 // benchRows runs commnode bench with args, expecting exit 0, and returns
@@ -155,5 +159,47 @@ func TestBenchJoinsTheJob(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := benchCommand([]string{"--op", "scatter", "--root", "1"}, &out, &errb); code != 2 {
 		t.Errorf("root 1 of a one-rank job: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestBenchEveryAlgorithm runs --algo all over every op: a table per op
+// and schedule, each row checked, and the fastest schedule of each op and
+// size named once among that op's schedules.
+func TestBenchEveryAlgorithm(t *testing.T) {
+	rows, out := benchRows(t, "-local", "3", "--op", "all", "--algo", "all", "-b", "64", "-e", "4K", "-f", "64", "-n", "1", "-w", "0")
+	for _, want := range []string{"algo: all", "# Out of bounds values : 0 OK\n", "# fastest schedule per size\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	for _, op := range []bench.Op{bench.AllReduce, bench.Broadcast, bench.AllToAll, bench.Barrier} {
+		for _, algo := range op.Algorithms() {
+			if !strings.Contains(out, fmt.Sprintf("#\n# %v by %s\n", op, algo)) {
+				t.Errorf("no %v table by %s", op, algo)
+			}
+		}
+	}
+	fastest := 0
+	_, tuning, _ := strings.Cut(out, "# fastest schedule per size\n")
+	for line := range strings.Lines(tuning) {
+		cols := strings.Fields(strings.TrimPrefix(line, "#"))
+		if len(cols) < 4 {
+			continue
+		}
+		ops, err := bench.ParseOps(cols[0])
+		if err != nil {
+			continue
+		}
+		op := ops[0]
+		fastest++
+		if !slices.Contains(op.Algorithms(), cols[2]) && cols[2] != "(gocomms)" {
+			t.Errorf("fastest line %q names no schedule of %v", line, op)
+		}
+	}
+	if fastest != 19 { // two sizes of every op, one of barrier
+		t.Errorf("%d fastest lines, want 19:\n%s", fastest, out)
+	}
+	if len(rows) == 0 {
+		t.Fatal("no rows")
 	}
 }

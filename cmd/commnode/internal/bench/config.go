@@ -24,7 +24,7 @@ type Config struct {
 	Iters     int              // timed ops per size, >= 1
 	Warmup    int              // untimed ops per size before them, >= 0
 	Check     bool             // run one more op per size and count wrong elements
-	Algorithm string           // gocomms.HintAlgorithm for the ops that have it; "" lets gocomms choose
+	Algorithm string           // gocomms.HintAlgorithm for the ops that have it; "" lets gocomms choose; AllAlgorithms runs each
 
 	// Progress, if set, is called on every rank before each size.
 	Progress func(Step)
@@ -36,6 +36,10 @@ type Step struct {
 	Bytes        int64
 	Index, Total int
 }
+
+// AllAlgorithms as the Algorithm runs every op with each of its schedules
+// in turn, and reports the fastest per size: the table tuning produces.
+const AllAlgorithms = "all"
 
 // DefaultConfig is nccl-tests' defaults: all_reduce of float32 sums from 8
 // bytes to 64 MiB, doubling, 20 timed iterations after 5 warm-ups, checked.
@@ -144,7 +148,7 @@ func (c *Config) Validate() error {
 			bad("--redop %s is not defined for %v", redOpName(c.RedOp), c.DType)
 		}
 	}
-	if c.Algorithm != "" && !slices.ContainsFunc(c.Ops, c.hasAlgorithm) {
+	if c.Algorithm != "" && c.Algorithm != AllAlgorithms && !slices.ContainsFunc(c.Ops, c.hasAlgorithm) {
 		var have []string
 		for _, o := range c.Ops {
 			have = append(have, fmt.Sprintf("%v: %s", o, strings.Join(o.Algorithms(), ", ")))
@@ -169,6 +173,19 @@ func (c *Config) ValidateRanks(p int) error {
 // `--op all` sweep run with gocomms' choice.
 func (c *Config) hasAlgorithm(o Op) bool {
 	return c.Algorithm != "" && slices.Contains(o.Algorithms(), c.Algorithm)
+}
+
+// algorithms are the schedules o runs with, one sweep of sizes each: all
+// of them with AllAlgorithms, --algo's where it applies, else gocomms'
+// choice ("").
+func (c *Config) algorithms(o Op) []string {
+	switch {
+	case c.Algorithm == AllAlgorithms && len(o.Algorithms()) > 0:
+		return o.Algorithms()
+	case c.hasAlgorithm(o):
+		return []string{c.Algorithm}
+	}
+	return []string{""}
 }
 
 // sizes returns the buffer sizes of the sweep, in bytes.

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 )
 
 // Result is one row: one op at one size.
@@ -21,6 +23,8 @@ type Result struct {
 	BusBW   float64 `json:"busbw"`   // GB/s: AlgBW × Op.BusFactor(Ranks)
 	Checked bool    `json:"checked"`
 	Wrong   int64   `json:"wrong"` // elements, summed over ranks; 0 when not checked
+	// Algorithm is the schedule --algo asked for; empty where gocomms chose.
+	Algorithm string `json:"algo,omitempty"`
 }
 
 // WriteJSON writes r as one line of JSON.
@@ -38,7 +42,10 @@ type Header struct {
 // formats, one table per op, and its closing lines.
 type Table struct {
 	w      io.Writer
-	op     Op // of the table being printed; 0 before the first row
+	op     Op       // of the table being printed; 0 before the first row
+	algo   string   // of the table being printed
+	tuning []Result // every row, with --algo all: Close prints the fastest
+	tune   bool
 	rows   int
 	busSum float64
 	wrong  int64
@@ -49,7 +56,7 @@ type Table struct {
 // NewTable prints h and returns a table for the rows.
 func NewTable(w io.Writer, h Header) *Table {
 	c := h.Config
-	t := &Table{w: w, check: c.Check}
+	t := &Table{w: w, check: c.Check, tune: c.Algorithm == AllAlgorithms}
 	check, algo := 0, c.Algorithm
 	if c.Check {
 		check = 1
@@ -72,10 +79,14 @@ func (t *Table) printf(format string, args ...any) {
 // Add prints r, under a new table heading when its op differs from the
 // previous row's.
 func (t *Table) Add(r Result) error {
-	if r.Op != t.op {
+	if r.Op != t.op || r.Algorithm != t.algo {
 		t.closeOp()
-		t.op = r.Op
-		t.printf("#\n# %v\n", r.Op)
+		t.op, t.algo = r.Op, r.Algorithm
+		if r.Algorithm != "" {
+			t.printf("#\n# %v by %s\n", r.Op, r.Algorithm)
+		} else {
+			t.printf("#\n# %v\n", r.Op)
+		}
 		t.printf("#       size         count      type   redop    root     time   algbw   busbw #wrong\n")
 		t.printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       \n")
 	}
@@ -85,6 +96,9 @@ func (t *Table) Add(r Result) error {
 	}
 	t.printf("%12d  %12d  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %5s\n",
 		r.Bytes, r.Count, r.DType, r.RedOp, r.Root, formatTime(r.TimeUS), r.AlgBW, r.BusBW, wrong)
+	if t.tune {
+		t.tuning = append(t.tuning, r)
+	}
 	t.rows++
 	t.busSum += r.BusBW
 	t.wrong += r.Wrong
@@ -99,10 +113,14 @@ func (t *Table) closeOp() {
 	t.rows, t.busSum = 0, 0
 }
 
-// Close prints the closing lines: the last op's average bus bandwidth and
-// the wrong elements over every row.
+// Close prints the closing lines: the last op's average bus bandwidth, the
+// fastest schedule of each op and size with --algo all, and the wrong
+// elements over every row.
 func (t *Table) Close() error {
 	t.closeOp()
+	if t.tune {
+		t.printTuning()
+	}
 	switch {
 	case !t.check:
 		t.printf("#\n# Out of bounds values : N/A (not checked)\n#\n")
@@ -112,6 +130,54 @@ func (t *Table) Close() error {
 		t.printf("#\n# Out of bounds values : 0 OK\n#\n")
 	}
 	return t.err
+}
+
+// printTuning prints, for each op and size, the schedule that ran fastest
+// and its bus bandwidth, beside the runner-up: the table a selector for
+// this machine would ship.
+func (t *Table) printTuning() {
+	t.printf("#\n# fastest schedule per size\n")
+	t.printf("#   op                      size   fastest               busbw   next                  busbw\n")
+	type opSize struct {
+		op   Op
+		size int64
+	}
+	seen := map[opSize]bool{}
+	for _, r := range t.tuning { // the first schedule's rows give the order
+		if seen[opSize{r.Op, r.Bytes}] {
+			continue
+		}
+		seen[opSize{r.Op, r.Bytes}] = true
+		best, next := t.fastest(r.Op, r.Bytes)
+		nextName, nextBW := "-", "-"
+		if next != nil {
+			nextName, nextBW = scheduleName(next.Algorithm), fmt.Sprintf("%6.2f", next.BusBW)
+		}
+		t.printf("#   %-16s %12d   %-20s %6.2f   %-20s %6s\n", r.Op, r.Bytes, scheduleName(best.Algorithm), best.BusBW, nextName, nextBW)
+	}
+}
+
+// scheduleName is algo, or what stands for gocomms' choice.
+func scheduleName(algo string) string {
+	if algo == "" {
+		return "(gocomms)"
+	}
+	return algo
+}
+
+// fastest returns the quickest and second quickest rows of op at size.
+func (t *Table) fastest(op Op, size int64) (best Result, next *Result) {
+	var rows []Result
+	for _, r := range t.tuning {
+		if r.Op == op && r.Bytes == size {
+			rows = append(rows, r)
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b Result) int { return cmp.Compare(a.TimeUS, b.TimeUS) })
+	if len(rows) > 1 {
+		next = &rows[1]
+	}
+	return rows[0], next
 }
 
 // formatTime is nccl-tests' time column: fewer decimals as time grows, so

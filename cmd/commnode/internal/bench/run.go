@@ -32,13 +32,15 @@ func Run(ctx context.Context, c *gocomms.Comm, cfg Config, report func(Result) e
 	b := newBench(c, cfg)
 	sizes := cfg.sizes()
 	total := 0
+	opSizes := func(o Op) []int64 {
+		if o == Barrier {
+			return []int64{0} // nothing moves: one row
+		}
+		return sizes
+	}
 	for _, o := range cfg.Ops {
-		switch {
-		case !runs(o, b.ranks):
-		case o == Barrier:
-			total++
-		default:
-			total += len(sizes)
+		if runs(o, b.ranks) {
+			total += len(opSizes(o)) * len(cfg.algorithms(o))
 		}
 	}
 	step := 0
@@ -46,22 +48,20 @@ func Run(ctx context.Context, c *gocomms.Comm, cfg Config, report func(Result) e
 		if !runs(o, b.ranks) {
 			continue
 		}
-		opSizes := sizes
-		if o == Barrier {
-			opSizes = []int64{0} // nothing moves: one row
-		}
-		for _, size := range opSizes {
-			step++
-			if cfg.Progress != nil {
-				cfg.Progress(Step{Op: o, Bytes: size, Index: step, Total: total})
-			}
-			res, err := b.row(ctx, o, size)
-			if err != nil {
-				return wrong, fmt.Errorf("%v of %d bytes: %w", o, size, err)
-			}
-			wrong += res.Wrong
-			if err := report(res); err != nil {
-				return wrong, err
+		for _, b.algo = range cfg.algorithms(o) {
+			for _, size := range opSizes(o) {
+				step++
+				if cfg.Progress != nil {
+					cfg.Progress(Step{Op: o, Bytes: size, Index: step, Total: total})
+				}
+				res, err := b.row(ctx, o, size)
+				if err != nil {
+					return wrong, fmt.Errorf("%v of %d bytes%s: %w", o, size, b.by(), err)
+				}
+				wrong += res.Wrong
+				if err := report(res); err != nil {
+					return wrong, err
+				}
 			}
 		}
 	}
@@ -81,6 +81,15 @@ type bench struct {
 	secsT       *gocomms.Tensor
 	wrongT      *gocomms.Tensor
 	chk         *checker // with Check
+	algo        string   // the schedule of the rows being run; "" lets gocomms choose
+}
+
+// by names the schedule of the rows being run, for an error.
+func (b *bench) by() string {
+	if b.algo == "" {
+		return ""
+	}
+	return " by " + b.algo
 }
 
 func newBench(c *gocomms.Comm, cfg Config) *bench {
@@ -143,7 +152,7 @@ func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
 	res := Result{
 		Op: o, Ranks: p, Bytes: int64(max(sendN, recvN) * es), Count: int64(n),
 		DType: b.cfg.DType.String(), RedOp: "none", Root: -1,
-		TimeUS: sec * 1e6, Checked: checked, Wrong: wrong,
+		TimeUS: sec * 1e6, Checked: checked, Wrong: wrong, Algorithm: b.algo,
 	}
 	if o == Barrier {
 		res.DType = "none"
@@ -230,8 +239,8 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 	c, r, p, root, es := b.c, b.rank, b.ranks, b.cfg.Root, b.elemSize
 	op, dt := b.cfg.RedOp, b.cfg.DType
 	var opts []gocomms.CallOption
-	if b.cfg.hasAlgorithm(o) {
-		opts = []gocomms.CallOption{gocomms.OpHints(map[string]string{gocomms.HintAlgorithm: b.cfg.Algorithm})}
+	if b.algo != "" {
+		opts = []gocomms.CallOption{gocomms.OpHints(map[string]string{gocomms.HintAlgorithm: b.algo})}
 	}
 	in := b.send[:sendN*es]
 	var out []byte
