@@ -102,7 +102,7 @@ func (n *native) request(op *Op, done Completion) (*collective.Request, error) {
 	spec := algorithms.Spec{
 		Kind: op.Kind, Rank: n.cfg.Rank, Size: n.cfg.Size, Root: op.Root,
 		Counts: op.Counts, SendCounts: op.Send, RecvCounts: op.Recv,
-		ElemSize: op.DType.Size(), ChunkBytes: chunk, InPlace: op.InPlace,
+		ElemSize: op.DType.Size(), ChunkBytes: chunk, InPlace: op.InPlace, LocalSize: n.cfg.LocalSize,
 		Algorithm: n.algorithm(op),
 	}
 	if err := req.Plan(spec); err != nil {

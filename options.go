@@ -33,6 +33,10 @@ type Config struct {
 	Timeout time.Duration     // default per-operation timeout, > 0
 	Logger  *slog.Logger      // never nil; discards unless set
 	Hints   map[string]string // free-form, backend-specific
+	// LocalSize is the number of ranks on each host, ranks being numbered
+	// host by host, as torchrun and mpirun number them; 0 when unknown.
+	// Hierarchical schedules keep their heavy traffic inside a host.
+	LocalSize int
 	// Algorithms is the schedule of each collective that WithAlgorithm or
 	// GOCOMMS_ALGO_<OP> chose; a collective not in it is the selector's.
 	Algorithms map[algorithms.Kind]string
@@ -97,6 +101,11 @@ func WithTimeout(d time.Duration) Option { return func(o *options) { o.cfg.Timeo
 // WithLogger sets the logger; gocomms is quiet without one.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.cfg.Logger = l } }
 
+// WithLocalSize says how many ranks share each host, ranks being numbered
+// host by host (Config.LocalSize); LOCAL_WORLD_SIZE says so under a
+// launcher. Every rank must give the same.
+func WithLocalSize(n int) Option { return func(o *options) { o.cfg.LocalSize = n } }
+
 // WithHints sets free-form backend hints.
 func WithHints(h map[string]string) Option {
 	return func(o *options) {
@@ -151,9 +160,15 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 			return nil, commerr.Invalid("%v", err)
 		}
 		c.Rank, c.Size = env.Rank, env.Size
+		if c.LocalSize == 0 {
+			c.LocalSize = max(env.LocalSize, 0)
+		}
 	}
 	if !c.Dynamic && (c.Size < 1 || c.Rank < 0 || c.Rank >= c.Size) {
 		return nil, commerr.Invalid("rank %d out of range for size %d", c.Rank, c.Size)
+	}
+	if c.LocalSize < 0 {
+		return nil, commerr.Invalid("negative local size %d", c.LocalSize)
 	}
 	if c.Timeout < 0 {
 		return nil, commerr.Invalid("negative timeout %v", c.Timeout)

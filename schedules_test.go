@@ -47,6 +47,9 @@ func TestEveryScheduleEndToEnd(t *testing.T) {
 	plan := commtest.Plan{DTypes: []gocomms.DType{gocomms.Float32, gocomms.Int64}}
 	for i := range most {
 		opts, names := scheduleChoices(i)
+		// Two ranks a host, where the size allows: hierarchical schedules
+		// run in two levels.
+		opts = append(opts, gocomms.WithLocalSize(2))
 		for _, n := range append(worldSizes(), 17) {
 			t.Run(fmt.Sprintf("choice=%d/ranks=%d", i, n), func(t *testing.T) {
 				plan.Counts = sweepCounts(n)

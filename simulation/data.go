@@ -100,6 +100,7 @@ func (d *dataset) spec(r int) algorithms.Spec {
 	return algorithms.Spec{
 		Kind: cfg.Op, Rank: r, Size: cfg.Ranks, Root: cfg.Root, Counts: counts,
 		ElemSize: d.elem, ChunkBytes: cfg.ChunkBytes, Algorithm: cfg.Algorithm,
+		LocalSize: cfg.Ranks / cfg.Topology.Nodes, // ranks are numbered node by node
 	}
 }
 
