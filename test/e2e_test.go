@@ -30,6 +30,28 @@ func TestVerifyAcrossProcesses(t *testing.T) {
 	}
 }
 
+// TestEveryScheduleAcrossProcesses runs every op with each of its
+// schedules, checked, with one process per rank over TCP, at sizes
+// including a non-power of two and a prime.
+func TestEveryScheduleAcrossProcesses(t *testing.T) {
+	for _, n := range []int{2, 3, 5} {
+		t.Run(fmt.Sprintf("%d_ranks", n), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			out, err := runLaunch(t, ctx, n, "bench", "--op", "all", "--algo", "all", "--dtype", "int32",
+				"-b", "4", "-e", "256K", "-f", "64", "-n", "1", "-w", "0", "-c", "1", "-timeout", "30s")
+			if err != nil {
+				t.Fatalf("launch -n %d bench --algo all: %v\n%s", n, err, out)
+			}
+			for _, want := range []string{"# all_reduce by rabenseifner", "# broadcast by scatter_allgather", "# all_to_all by bruck", "[rank 0] # Out of bounds values : 0 OK"} {
+				if !strings.Contains(string(out), want) {
+					t.Fatalf("no %q in\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
 // TestKilledRankFailsTheOthers kills one rank mid-run: every other rank
 // must exit non-zero within its timeout, naming the rank that died.
 func TestKilledRankFailsTheOthers(t *testing.T) {
