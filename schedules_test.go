@@ -3,6 +3,7 @@ package gocomms_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -92,6 +93,43 @@ func TestBruckAllToAll(t *testing.T) {
 		}, gocomms.WithAlgorithm(gocomms.OpAllToAll, "bruck"))
 		if err != nil {
 			t.Fatalf("%d ranks: %v", n, err)
+		}
+	}
+}
+
+// TestAllReduceGivesEveryRankTheSameBits sums float32 values whose sum
+// depends on the order of addition with every all-reduce schedule, and
+// requires every rank to end with the same bits: data-parallel replicas
+// must not drift apart.
+func TestAllReduceGivesEveryRankTheSameBits(t *testing.T) {
+	const n = 1000
+	for _, algo := range algorithms.Algorithms(algorithms.AllReduce) {
+		for _, p := range []int{3, 5, 8} {
+			err := gocomms.RunLocal(context.Background(), p, func(ctx context.Context, c *gocomms.Comm) error {
+				data := make([]float32, n)
+				for i := range data {
+					// Magnitudes far apart: rounding differs with the order.
+					data[i] = float32(math.Pow(10, float64((c.Rank()*7+i)%9-4))) * float32(1+i%3)
+				}
+				if err := c.AllReduce(ctx, gocomms.FromSlice(data), gocomms.Sum); err != nil {
+					return err
+				}
+				all := make([]float32, n*p)
+				if err := c.AllGatherSingle(ctx, gocomms.FromSlice(all), gocomms.FromSlice(data)); err != nil {
+					return err
+				}
+				for q := range p {
+					for i, v := range all[q*n : (q+1)*n] {
+						if math.Float32bits(v) != math.Float32bits(data[i]) {
+							return fmt.Errorf("element %d: rank %d has %x, rank %d %x", i, c.Rank(), math.Float32bits(data[i]), q, math.Float32bits(v))
+						}
+					}
+				}
+				return nil
+			}, gocomms.WithAlgorithm(gocomms.OpAllReduce, algo), gocomms.WithHints(map[string]string{gocomms.HintChunkBytes: "256"}))
+			if err != nil {
+				t.Errorf("%s on %d ranks: %v", algo, p, err)
+			}
 		}
 	}
 }

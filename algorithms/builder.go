@@ -128,6 +128,21 @@ func (b *Builder) Copy(dst, src Region) int {
 	return b.add(Step{Prim: Copy, Peer: -1, Dst: dst, Src: src})
 }
 
+// Accumulate appends a step writing dst ⊕ src into dst; they must have the
+// same length and not overlap.
+func (b *Builder) Accumulate(dst, src Region) int {
+	b.checkWritable(dst)
+	b.checkRegion(dst, false)
+	b.checkRegion(src, false)
+	if dst.Len != src.Len {
+		panic(fmt.Sprintf("algorithms: Accumulate dst %v and src %v differ in length", dst, src))
+	}
+	if dst.Overlaps(src) {
+		panic(fmt.Sprintf("algorithms: Accumulate dst %v overlaps src %v", dst, src))
+	}
+	return b.add(Step{Prim: Accumulate, Peer: -1, Dst: dst, Src: src})
+}
+
 // Grow reserves room for n more steps. Generators that can bound their
 // length call it first, so that Steps is allocated once.
 func (b *Builder) Grow(n int) {

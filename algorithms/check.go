@@ -339,6 +339,13 @@ func (n *network) start(r, i int) error {
 		}
 		sr.snap[i] = vals
 	}
+	if st.Prim == Accumulate {
+		for k, v := range sr.region(st.Dst) {
+			if v == nil {
+				return fmt.Errorf("rank %d: step %d (%v) accumulates into unwritten element %d", r, i, *st, st.Dst.Off+k)
+			}
+		}
+	}
 	n.events = append(n.events, event{kind: evFinish, rank: r, step: i})
 	return nil
 }
@@ -373,6 +380,11 @@ func (n *network) finish(r, i int) error {
 		}
 	case Copy:
 		copy(sr.region(st.Dst), vals)
+	case Accumulate:
+		dst := sr.region(st.Dst)
+		for k := range dst {
+			dst[k] = combine(dst[k], vals[k])
+		}
 	}
 	k := slices.Index(sr.active, i)
 	sr.active = slices.Delete(sr.active, k, k+1)
@@ -560,10 +572,11 @@ func checkStatic(specs []Spec, scheds []*Schedule) error {
 					return fail(errors.New("receive tags not dense in program order"))
 				}
 			}
-			if st.Prim != Copy && st.Len() > s.ChunkElems() {
+			local := st.Prim == Copy || st.Prim == Accumulate
+			if !local && st.Len() > s.ChunkElems() {
 				return fail(fmt.Errorf("message of %d elements exceeds the chunk of %d", st.Len(), s.ChunkElems()))
 			}
-			if st.Prim != Copy && (st.Peer < 0 || st.Peer >= p || st.Peer == r) {
+			if !local && (st.Peer < 0 || st.Peer >= p || st.Peer == r) {
 				return fail(errors.New("bad peer"))
 			}
 		}

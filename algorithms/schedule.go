@@ -119,11 +119,14 @@ type Prim uint8
 
 // Send reads Src and sends it to Peer. Recv writes the message from Peer into
 // Dst. RecvReduce writes Src ⊕ message into Dst. Copy writes Src into Dst.
+// Accumulate writes Dst ⊕ Src into Dst: a rank's own contribution can take
+// its place in an order of reduction every rank shares.
 const (
 	Send Prim = iota + 1
 	Recv
 	RecvReduce
 	Copy
+	Accumulate
 )
 
 func (p Prim) String() string {
@@ -136,6 +139,8 @@ func (p Prim) String() string {
 		return "recv_reduce"
 	case Copy:
 		return "copy"
+	case Accumulate:
+		return "accumulate"
 	}
 	return fmt.Sprintf("prim(%d)", uint8(p))
 }
@@ -146,17 +151,19 @@ func (p Prim) Receives() bool { return p == Recv || p == RecvReduce }
 // Step is one primitive of a rank's schedule.
 type Step struct {
 	Prim Prim
-	// Peer is the other rank of a Send, Recv or RecvReduce; -1 for Copy.
+	// Peer is the other rank of a Send, Recv or RecvReduce; -1 for Copy and
+	// Accumulate.
 	Peer int
 	// Tag is the ordinal of this message among all messages from this rank
 	// to Peer (Send) or from Peer to this rank (Recv*), in program order,
 	// starting at 0. The k-th Send from A to B matches the k-th Recv* on B
 	// from A.
 	Tag int
-	// Dst is the region written by Recv, RecvReduce and Copy.
+	// Dst is the region written by Recv, RecvReduce, Copy and Accumulate
+	// (which reads it too).
 	Dst Region
-	// Src is the region read by Send and Copy, and the local operand of
-	// RecvReduce (Dst = Src ⊕ incoming; Src may equal Dst).
+	// Src is the region read by Send, Copy and Accumulate, and the local
+	// operand of RecvReduce (Dst = Src ⊕ incoming; Src may equal Dst).
 	Src Region
 	// Deps are indices of earlier steps that must complete before this one
 	// executes. They are sorted ascending.
@@ -164,9 +171,10 @@ type Step struct {
 }
 
 // Reads returns the region the step reads and whether it reads at all.
+// Accumulate reads its Dst as well, which its write orders anyway.
 func (s *Step) Reads() (Region, bool) {
 	switch s.Prim {
-	case Send, Copy, RecvReduce:
+	case Send, Copy, RecvReduce, Accumulate:
 		return s.Src, true
 	}
 	return Region{}, false
@@ -175,14 +183,14 @@ func (s *Step) Reads() (Region, bool) {
 // Writes returns the region the step writes and whether it writes at all.
 func (s *Step) Writes() (Region, bool) {
 	switch s.Prim {
-	case Recv, RecvReduce, Copy:
+	case Recv, RecvReduce, Copy, Accumulate:
 		return s.Dst, true
 	}
 	return Region{}, false
 }
 
 // Len is the number of elements the step moves: the message length for Send
-// and Recv*, the copied length for Copy.
+// and Recv*, the local length for Copy and Accumulate.
 func (s *Step) Len() int {
 	if s.Prim == Send {
 		return s.Src.Len
@@ -200,6 +208,8 @@ func (s Step) String() string {
 		return fmt.Sprintf("recv_reduce %v = %v + %d#%d deps%v", s.Dst, s.Src, s.Peer, s.Tag, s.Deps)
 	case Copy:
 		return fmt.Sprintf("copy %v = %v deps%v", s.Dst, s.Src, s.Deps)
+	case Accumulate:
+		return fmt.Sprintf("accumulate %v += %v deps%v", s.Dst, s.Src, s.Deps)
 	}
 	return fmt.Sprintf("%v deps%v", s.Prim, s.Deps)
 }

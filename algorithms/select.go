@@ -59,6 +59,7 @@ var registry = [...][]algorithm{
 		{"recursive_doubling", allReduceDoubling},
 		{"rabenseifner", allReduceHalving},
 		{"double_binary_tree", allReduceDoubleTree},
+		{"direct", allReduceDirect},
 		{"hierarchical", allReduceHierarchical},
 	},
 	Reduce: {

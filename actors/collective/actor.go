@@ -243,6 +243,9 @@ func (c *runner) execute(ctx actor.Context, i int) bool {
 		c.release(i)
 	case algorithms.Copy:
 		copy(c.region(s.Dst), c.region(s.Src))
+	case algorithms.Accumulate:
+		dst := c.region(s.Dst)
+		reduce.Combine(c.req.Reduce, c.req.DType, dst, dst, c.region(s.Src))
 	}
 	return true
 }
