@@ -75,12 +75,12 @@ func TestPipelining(t *testing.T) {
 		{AllReduce, "recursive_doubling", 6, 2 + 2}, // fold and unfold
 		{AllReduce, "rabenseifner", 8, 2 * 3},
 		{AllReduce, "rabenseifner", 6, 2*2 + 2},
-		{Reduce, "binomial_tree", 8, 3},
-		{Broadcast, "binomial_tree", 8, 3},
+		{Reduce, "binomial", 8, 3},
+		{Broadcast, "binomial", 8, 3},
 		{AllGather, "ring", 8, 7},
 		{ReduceScatter, "ring", 8, 7},
-		{Gather, "binomial_tree", 8, 3},
-		{Scatter, "binomial_tree", 8, 3},
+		{Gather, "binomial", 8, 3},
+		{Scatter, "binomial", 8, 3},
 	} {
 		t.Run(fmt.Sprintf("%v/%s/p=%d", tc.kind, tc.alg, tc.p), func(t *testing.T) {
 			base := Spec{Kind: tc.kind, Size: tc.p, ElemSize: 1, ChunkBytes: 1, Algorithm: tc.alg}

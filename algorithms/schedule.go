@@ -217,7 +217,7 @@ func (s Step) String() string {
 // Schedule is one rank's part of a collective: a DAG of steps. It is
 // immutable once built and may be shared by any number of Progress values.
 type Schedule struct {
-	// Algorithm names the generator, e.g. "ring" or "binomial_tree".
+	// Algorithm names the generator, e.g. "ring" or "binomial".
 	Algorithm string
 	// Rank and Size identify the rank this schedule is for.
 	Rank, Size int

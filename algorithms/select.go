@@ -63,11 +63,11 @@ var registry = [...][]algorithm{
 		{"hierarchical", allReduceHierarchical},
 	},
 	Reduce: {
-		{"binomial_tree", reduceTree},
+		{"binomial", reduceTree},
 		{"rabenseifner", reduceHalving},
 	},
 	Broadcast: {
-		{"binomial_tree", broadcastTree},
+		{"binomial", broadcastTree},
 		{"chain", broadcastChain},
 		{"scatter_allgather", broadcastScatterAllGather},
 	},
@@ -78,11 +78,11 @@ var registry = [...][]algorithm{
 		{"bruck", allToAllBruck},
 	},
 	Gather: {
-		{"binomial_tree", gatherTree},
+		{"binomial", gatherTree},
 		{"linear", gatherLinear},
 	},
 	Scatter: {
-		{"binomial_tree", scatterTree},
+		{"binomial", scatterTree},
 		{"linear", scatterLinear},
 	},
 	Barrier: {
