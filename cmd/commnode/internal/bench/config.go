@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/algorithms"
 )
 
 // Config is one sweep: every op in Ops, at every size from MinBytes to
@@ -25,6 +26,11 @@ type Config struct {
 	Warmup    int              // untimed ops per size before them, >= 0
 	Check     bool             // run one more op per size and count wrong elements
 	Algorithm string           // gocomms.HintAlgorithm for the ops that have it; "" lets gocomms choose; AllAlgorithms runs each
+
+	// Model, with AllAlgorithms, estimates each row's time by running its
+	// schedule on an alpha-beta model (algorithms.Estimate); a zero Model
+	// estimates nothing.
+	Model algorithms.Model
 
 	// Progress, if set, is called on every rank before each size.
 	Progress func(Step)

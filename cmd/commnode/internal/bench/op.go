@@ -143,3 +143,33 @@ func (o Op) BusFactor(p int) float64 {
 	}
 	return 1
 }
+
+// Specs lays o out for the schedule estimate as a row of the sweep runs
+// it: every rank's Spec for n elements per rank as Counts gives it, under
+// algorithm algo. Ops without a schedule give nil.
+func (o Op) Specs(p, n, elemSize, root int, algo string) []algorithms.Spec {
+	kind, ok := o.Kind()
+	if !ok {
+		return nil
+	}
+	base := algorithms.Spec{Kind: kind, Size: p, ElemSize: elemSize, Algorithm: algo}
+	uniform := func() []int {
+		c := make([]int, p)
+		for i := range c {
+			c[i] = n
+		}
+		return c
+	}
+	switch kind {
+	case algorithms.AllReduce, algorithms.Reduce, algorithms.Broadcast:
+		base.Counts = []int{n}
+	case algorithms.AllGather, algorithms.ReduceScatter, algorithms.Gather, algorithms.Scatter:
+		base.Counts = uniform()
+	case algorithms.AllToAll:
+		base.SendCounts, base.RecvCounts = uniform(), uniform()
+	}
+	if o.Rooted() {
+		base.Root = root
+	}
+	return algorithms.EveryRank(base)
+}

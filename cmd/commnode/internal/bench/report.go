@@ -25,6 +25,8 @@ type Result struct {
 	Wrong   int64   `json:"wrong"` // elements, summed over ranks; 0 when not checked
 	// Algorithm is the schedule --algo asked for; empty where gocomms chose.
 	Algorithm string `json:"algo,omitempty"`
+	// EstimateUS is the schedule's time on Config.Model, with --algo all.
+	EstimateUS float64 `json:"estimate_us,omitempty"`
 }
 
 // WriteJSON writes r as one line of JSON.
@@ -46,17 +48,20 @@ type Table struct {
 	algo   string   // of the table being printed
 	tuning []Result // every row, with --algo all: Close prints the fastest
 	tune   bool
-	rows   int
-	busSum float64
-	wrong  int64
-	check  bool
-	err    error // the first write error; later writes are skipped
+	// estimates says the rows carry the model's estimate.
+	estimates bool
+	rows      int
+	busSum    float64
+	wrong     int64
+	check     bool
+	err       error // the first write error; later writes are skipped
 }
 
 // NewTable prints h and returns a table for the rows.
 func NewTable(w io.Writer, h Header) *Table {
 	c := h.Config
 	t := &Table{w: w, check: c.Check, tune: c.Algorithm == AllAlgorithms}
+	t.estimates = t.tune && c.Model.BytesPerSecond > 0
 	check, algo := 0, c.Algorithm
 	if c.Check {
 		check = 1
@@ -67,6 +72,9 @@ func NewTable(w io.Writer, h Header) *Table {
 	t.printf("# gocomms bench: gocomms %s, %d ranks, rank 0 on host %s\n", h.Version, h.Ranks, h.Host)
 	t.printf("# minBytes %d maxBytes %d step: %d(factor) warmup iters: %d iters: %d validation: %d dtype: %v redop: %s root: %d algo: %s\n",
 		c.MinBytes, c.MaxBytes, c.Factor, c.Warmup, c.Iters, check, c.DType, redOpName(c.RedOp), c.Root, algo)
+	if t.estimates {
+		t.printf("# est: each schedule run on an alpha-beta model: %.0f us a message, %.3g GB/s a port\n", c.Model.Alpha*1e6, c.Model.BytesPerSecond/1e9)
+	}
 	return t
 }
 
@@ -87,15 +95,19 @@ func (t *Table) Add(r Result) error {
 		} else {
 			t.printf("#\n# %v\n", r.Op)
 		}
-		t.printf("#       size         count      type   redop    root     time   algbw   busbw #wrong\n")
-		t.printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       \n")
+		t.printf("#       size         count      type   redop    root     time   algbw   busbw #wrong%s\n", t.column("      est"))
+		t.printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       %s\n", t.column("     (us)"))
 	}
 	wrong := "N/A"
 	if r.Checked {
 		wrong = fmt.Sprint(r.Wrong)
 	}
-	t.printf("%12d  %12d  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %5s\n",
-		r.Bytes, r.Count, r.DType, r.RedOp, r.Root, formatTime(r.TimeUS), r.AlgBW, r.BusBW, wrong)
+	est := ""
+	if r.EstimateUS > 0 {
+		est = "  " + formatTime(r.EstimateUS)
+	}
+	t.printf("%12d  %12d  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %5s%s\n",
+		r.Bytes, r.Count, r.DType, r.RedOp, r.Root, formatTime(r.TimeUS), r.AlgBW, r.BusBW, wrong, est)
 	if t.tune {
 		t.tuning = append(t.tuning, r)
 	}
@@ -103,6 +115,15 @@ func (t *Table) Add(r Result) error {
 	t.busSum += r.BusBW
 	t.wrong += r.Wrong
 	return t.err
+}
+
+// column is a heading of the estimate column, which --algo all with a
+// model adds.
+func (t *Table) column(heading string) string {
+	if t.estimates {
+		return heading
+	}
+	return ""
 }
 
 // closeOp prints the average bus bandwidth of the op's rows.

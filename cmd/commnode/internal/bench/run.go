@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/tensor"
 )
 
@@ -166,6 +167,13 @@ func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
 	if sec > 0 {
 		res.AlgBW = float64(res.Bytes) / sec / 1e9
 		res.BusBW = res.AlgBW * o.BusFactor(p)
+	}
+	if b.algo != "" && b.cfg.Algorithm == AllAlgorithms && b.cfg.Model.BytesPerSecond > 0 {
+		est, err := algorithms.Estimate(o.Specs(p, n, es, b.cfg.Root, b.algo), b.cfg.Model)
+		if err != nil {
+			return Result{}, fmt.Errorf("estimating %s: %w", b.algo, err)
+		}
+		res.EstimateUS = est * 1e6
 	}
 	return res, nil
 }
