@@ -323,6 +323,27 @@ func TestSelect(t *testing.T) {
 	}
 }
 
+func TestSelectWeighsHostsAndTheTunedTable(t *testing.T) {
+	mib := 1 << 20
+	for _, tc := range []struct {
+		s    Spec
+		want string
+	}{
+		{Spec{Kind: AllReduce, Size: 16, LocalSize: 8, Counts: []int{16 * mib}, ElemSize: 4}, "hierarchical"}, // 4 MiB segments on 2 hosts
+		{Spec{Kind: AllReduce, Size: 16, LocalSize: 16, Counts: []int{16 * mib}, ElemSize: 4}, "ring"},        // one host
+		{Spec{Kind: AllReduce, Size: 16, LocalSize: 3, Counts: []int{16 * mib}, ElemSize: 4}, "ring"},         // no host numbering
+		{Spec{Kind: AllReduce, Size: 16, LocalSize: 8, Counts: []int{mib / 16}, ElemSize: 4}, "rabenseifner"}, // 16 KiB segments
+		{Spec{Kind: Gather, Size: 4, Counts: uniform(4, 16<<10), ElemSize: 4}, "linear"},                      // 256 KiB
+		{Spec{Kind: Gather, Size: 4, Counts: uniform(4, 16<<10-1), ElemSize: 4}, "binomial"},
+		{Spec{Kind: Scatter, Size: 8, Counts: uniform(8, mib), ElemSize: 1}, "linear"},
+		{Spec{Kind: Scatter, Size: 2, Counts: uniform(2, mib), ElemSize: 1}, "binomial"}, // two ranks: the same messages
+	} {
+		if got := Select(tc.s); got != tc.want {
+			t.Errorf("Select(%v on %d ranks, %d a host, counts %d…) = %q, want %q", tc.s.Kind, tc.s.Size, tc.s.LocalSize, tc.s.Counts[0], got, tc.want)
+		}
+	}
+}
+
 func uniformIf(ok bool, p int) []int {
 	if !ok {
 		return nil
