@@ -6,15 +6,17 @@ import (
 	"fmt"
 )
 
-// Model is an alpha-beta model of a network. Every rank has a send port
-// and a receive port, each taking one message at a time: a message of b
-// bytes leaves once the sender's port is free and occupies it for
+// Model is an alpha-beta model of a network, the simulator's in small.
+// Every rank has a send port and a receive port, each taking one message
+// at a time: a message of b bytes leaves once the sender's port is free,
+// and occupies it for Overhead (the software's cost per message) plus
 // b/BytesPerSecond; its last byte lands Alpha later, once the receiver's
 // port has taken what came before it. Between ranks of one node (Spec's
 // LocalSize) the Local figures apply, where set. Local steps (copies and
 // reductions) cost nothing: the model is the network's.
 type Model struct {
-	Alpha          float64 // seconds per message: latency and per-message overhead
+	Alpha          float64 // seconds from a message's last byte leaving to its landing
+	Overhead       float64 // seconds of the sender's per message
 	BytesPerSecond float64 // per port
 
 	LocalAlpha          float64 // 0: Alpha
@@ -28,7 +30,7 @@ type Model struct {
 // ones included, with its chunking and pipelining, rather than for a
 // formula of its rounds.
 func Estimate(specs []Spec, m Model) (float64, error) {
-	if m.BytesPerSecond <= 0 || m.Alpha < 0 || m.LocalAlpha < 0 || m.LocalBytesPerSecond < 0 {
+	if m.BytesPerSecond <= 0 || m.Alpha < 0 || m.Overhead < 0 || m.LocalAlpha < 0 || m.LocalBytesPerSecond < 0 {
 		return 0, fmt.Errorf("%w: model %+v: bandwidth must be positive, latencies not negative", ErrBadSpec, m)
 	}
 	scheds, err := buildAll(specs)
@@ -49,15 +51,22 @@ func Estimate(specs []Spec, m Model) (float64, error) {
 		ev := heap.Pop(&e.events).(timed)
 		e.now = ev.at
 		p := e.progs[ev.rank]
-		if ev.arrival {
+		switch ev.kind {
+		case reaches:
+			// The receiving port takes messages in the order they reach it.
+			land := max(e.now, e.recvFree[ev.rank]+ev.wire)
+			e.recvFree[ev.rank] = land
+			ev.kind, ev.at = lands, land
+			e.at(ev)
+		case lands:
 			ready, _, err := p.Arrive(ev.peer, ev.tag, nil)
 			if err != nil {
 				return 0, fmt.Errorf("rank %d: %w", ev.rank, err)
 			}
 			e.ready(ev.rank, e.now, ready)
-			continue
+		default:
+			e.ready(ev.rank, e.now, p.Complete(ev.step, nil))
 		}
-		e.ready(ev.rank, e.now, p.Complete(ev.step, nil))
 	}
 	for r, p := range e.progs {
 		if !p.Done() {
@@ -74,14 +83,16 @@ type estimator struct {
 	scheds   []*Schedule
 	progs    []*Progress
 	sendFree []float64 // when each rank's send port is next free
-	recvFree []float64 // when each rank's receive port has taken everything so far
+	recvFree []float64 // when each rank's receive port has taken what reached it
 	events   timeline
 	now      float64
 	seq      uint64
 }
 
 // ready starts rank r's ready steps at time t: a send occupies the send
-// port and schedules its arrival; every other step completes at once.
+// port and schedules its message reaching the receiver (whose port it
+// then takes as long, overhead included, a simplification); every other
+// step completes at once.
 func (e *estimator) ready(r int, t float64, steps []int) {
 	elem := float64(e.specs[r].ElemSize)
 	for _, i := range steps {
@@ -91,13 +102,11 @@ func (e *estimator) ready(r int, t float64, steps []int) {
 			continue
 		}
 		alpha, bw := e.link(r, st.Peer)
-		wire := float64(st.Src.Len) * elem / bw
+		wire := e.m.Overhead + float64(st.Src.Len)*elem/bw
 		leave := max(t, e.sendFree[r])
 		e.sendFree[r] = leave + wire
-		land := max(leave+wire+alpha, e.recvFree[st.Peer]+wire)
-		e.recvFree[st.Peer] = land
 		e.at(timed{at: leave + wire, rank: r, step: i})
-		e.at(timed{at: land, rank: st.Peer, arrival: true, peer: r, tag: st.Tag})
+		e.at(timed{at: leave + wire + alpha, rank: st.Peer, kind: reaches, peer: r, tag: st.Tag, wire: wire})
 	}
 }
 
@@ -117,16 +126,25 @@ func (e *estimator) at(ev timed) {
 }
 
 // timed is an event of the estimate: a step completing, or a message
-// arriving.
+// reaching its receiver's port, or landing.
 type timed struct {
-	at      float64
-	seq     uint64 // ties in the order they were scheduled
-	rank    int
-	step    int
-	arrival bool
-	peer    int
-	tag     int
+	at   float64
+	seq  uint64 // ties in the order they were scheduled
+	rank int
+	kind eventKind
+	step int // completes
+	peer int // reaches, lands: the sender, the tag and the time on a port
+	tag  int
+	wire float64
 }
+
+type eventKind uint8
+
+const (
+	completes eventKind = iota
+	reaches
+	lands
+)
 
 type timeline []timed
 

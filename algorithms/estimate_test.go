@@ -35,6 +35,17 @@ func TestEstimateMatchesTheAlphaBetaFormulas(t *testing.T) {
 	}
 }
 
+// TestEstimateChargesTheSenderPerMessage checks the overhead: a one-shot
+// all-reduce on 3 ranks sends two messages from each, one after the other,
+// so the last lands after 2(o + w) + α.
+func TestEstimateChargesTheSenderPerMessage(t *testing.T) {
+	m := Model{Alpha: 10e-6, Overhead: 50e-6, BytesPerSecond: 1e9}
+	got, err := Estimate(EveryRank(Spec{Kind: AllReduce, Size: 3, Counts: []int{1}, ElemSize: 4, Algorithm: "direct"}), m)
+	if want := 2*(m.Overhead+4/m.BytesPerSecond) + m.Alpha; err != nil || math.Abs(got-want) > 1e-15 {
+		t.Fatalf("estimate %.6g s (%v), want %.6g s", got, err, want)
+	}
+}
+
 // TestEstimateChargesLocalLinksApart checks that ranks of one node use the
 // local figures: a two-rank all-reduce on one node takes the local
 // latency, on two nodes the network's.

@@ -19,7 +19,7 @@ import (
 	"github.com/gocomms/gocomms/tensor"
 )
 
-const benchUsage = "usage: commnode bench [-local N] [-b MIN] [-e MAX] [-f F] [--op OP] [--dtype T] [--redop R] [--root R] [-n N] [-w N] [-c 0|1] [--json] [--algo A|all] [--alpha D] [--link-gbps G] [-timeout D] [-heartbeat D] [-silence D] [-v] [-comm NAME]"
+const benchUsage = "usage: commnode bench [-local N] [-b MIN] [-e MAX] [-f F] [--op OP] [--dtype T] [--redop R] [--root R] [-n N] [-w N] [-c 0|1] [--json] [--algo A|all] [--alpha D] [--overhead D] [--link-gbps G] [-timeout D] [-heartbeat D] [-silence D] [-v] [-comm NAME]"
 
 // benchCommand runs `commnode bench`, nccl-tests for gocomms: as one rank
 // of a job, or as -local N in-process ranks. Rank 0 prints the table (or
@@ -50,7 +50,8 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	check := fs.Int("c", 1, "check results: 1 counts wrong elements after the timed loop, 0 skips it")
 	jsonOut := fs.Bool("json", false, "print one JSON object per size instead of the table")
 	fs.StringVar(&cfg.Algorithm, "algo", "", "algorithm hint for the ops that have it, or all: each schedule in turn, and the fastest per size (default: gocomms chooses)")
-	alpha := fs.Duration("alpha", 186*time.Microsecond, "with --algo all: the model's time per message, for each schedule's estimate (default: the loopback TCP fit, docs/calibration.md)")
+	alpha := fs.Duration("alpha", 16*time.Microsecond, "with --algo all: the model's latency per message, for each schedule's estimate (defaults: the loopback TCP fit, docs/calibration.md)")
+	overhead := fs.Duration("overhead", 170*time.Microsecond, "with --algo all: the model's sender time per message")
 	linkGBps := fs.Float64("link-gbps", 0.77, "with --algo all: the model's bandwidth per port in GB/s; 0 estimates nothing")
 	local := fs.Int("local", 0, "run N ranks in this process instead of joining a job")
 	fs.Bool("ft", false, "run a training loop in worker processes under a fault plan instead (Linux; see commnode bench --ft -h)")
@@ -76,10 +77,10 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 		errs = append(errs, errors.New("-c must be 0 or 1"))
 	}
 	cfg.Check = *check == 1
-	if *alpha < 0 || *linkGBps < 0 {
-		errs = append(errs, errors.New("--alpha and --link-gbps must not be negative"))
+	if *alpha < 0 || *overhead < 0 || *linkGBps < 0 {
+		errs = append(errs, errors.New("--alpha, --overhead and --link-gbps must not be negative"))
 	}
-	cfg.Model = algorithms.Model{Alpha: alpha.Seconds(), BytesPerSecond: *linkGBps * 1e9}
+	cfg.Model = algorithms.Model{Alpha: alpha.Seconds(), Overhead: overhead.Seconds(), BytesPerSecond: *linkGBps * 1e9}
 	if *local < 0 {
 		errs = append(errs, errors.New("-local must not be negative"))
 	}

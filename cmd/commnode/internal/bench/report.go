@@ -73,7 +73,8 @@ func NewTable(w io.Writer, h Header) *Table {
 	t.printf("# minBytes %d maxBytes %d step: %d(factor) warmup iters: %d iters: %d validation: %d dtype: %v redop: %s root: %d algo: %s\n",
 		c.MinBytes, c.MaxBytes, c.Factor, c.Warmup, c.Iters, check, c.DType, redOpName(c.RedOp), c.Root, algo)
 	if t.estimates {
-		t.printf("# est: each schedule run on an alpha-beta model: %.0f us a message, %.3g GB/s a port\n", c.Model.Alpha*1e6, c.Model.BytesPerSecond/1e9)
+		t.printf("# est: each schedule run on an alpha-beta model: %.0f us latency, %.0f us sender overhead a message, %.3g GB/s a port\n",
+			c.Model.Alpha*1e6, c.Model.Overhead*1e6, c.Model.BytesPerSecond/1e9)
 	}
 	return t
 }
