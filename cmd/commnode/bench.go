@@ -50,9 +50,9 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	check := fs.Int("c", 1, "check results: 1 counts wrong elements after the timed loop, 0 skips it")
 	jsonOut := fs.Bool("json", false, "print one JSON object per size instead of the table")
 	fs.StringVar(&cfg.Algorithm, "algo", "", "algorithm hint for the ops that have it, or all: each schedule in turn, and the fastest per size (default: gocomms chooses)")
-	alpha := fs.Duration("alpha", 16*time.Microsecond, "with --algo all: the model's latency per message, for each schedule's estimate (defaults: the loopback TCP fit, docs/calibration.md)")
-	overhead := fs.Duration("overhead", 170*time.Microsecond, "with --algo all: the model's sender time per message")
-	linkGBps := fs.Float64("link-gbps", 0.77, "with --algo all: the model's bandwidth per port in GB/s; 0 estimates nothing")
+	alpha := fs.Duration("alpha", 15*time.Microsecond, "with --algo all: the model's latency per message, for each schedule's estimate (defaults: fitted to processes over loopback TCP, docs/ALGORITHMS.md)")
+	overhead := fs.Duration("overhead", 80*time.Microsecond, "with --algo all: the model's sender time per message")
+	linkGBps := fs.Float64("link-gbps", 1.0, "with --algo all: the model's bandwidth per port in GB/s; 0 estimates nothing")
 	local := fs.Int("local", 0, "run N ranks in this process instead of joining a job")
 	fs.Bool("ft", false, "run a training loop in worker processes under a fault plan instead (Linux; see commnode bench --ft -h)")
 	if err := fs.Parse(args); err != nil {
