@@ -31,10 +31,10 @@ func TestVerifyAcrossProcesses(t *testing.T) {
 }
 
 // TestEveryScheduleAcrossProcesses runs every op with each of its
-// schedules, checked, with one process per rank over TCP, at sizes
-// including a non-power of two and a prime.
+// schedules, checked, with one process per rank over TCP, at 1 to 9, 16
+// and 17 ranks.
 func TestEveryScheduleAcrossProcesses(t *testing.T) {
-	for _, n := range []int{2, 3, 5} {
+	for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17} {
 		t.Run(fmt.Sprintf("%d_ranks", n), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
