@@ -195,7 +195,7 @@ func TestCollectivesProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		kind := rapid.SampledFrom(allKinds).Draw(t, "kind")
 		alg := rapid.SampledFrom(append(Algorithms(kind), "")).Draw(t, "algorithm")
-		p := rapid.IntRange(1, 17).Draw(t, "size")
+		p := rapid.IntRange(1, 64).Draw(t, "size")
 		count := rapid.IntRange(0, 40)
 		base := Spec{
 			Kind:       kind,
