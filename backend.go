@@ -59,6 +59,9 @@ type Op struct {
 	Inputs  []*Tensor
 	Outputs []*Tensor
 	P2P     []P2P // point-to-point messages
+	// Schedule is the caller's own (Comm.Custom), run over Inputs and
+	// Outputs as its blocks; Kind is then 0.
+	Schedule *algorithms.Schedule
 
 	Timeout time.Duration
 	Hints   map[string]string

@@ -15,6 +15,7 @@ import (
 	"github.com/gocomms/gocomms/actors/rank"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -91,7 +92,16 @@ func (n *native) request(op *Op, done Completion) (*collective.Request, error) {
 		In: tensorBytes(op.Inputs), Out: tensorBytes(op.Outputs),
 		Started: done.Started, Done: done.Finished,
 	}
-	if op.Kind == 0 {
+	switch {
+	case op.Schedule != nil:
+		req.Schedule = op.Schedule
+		var red reduce.Kind
+		if op.Reduce.Valid() {
+			red = op.Reduce.Kind()
+		}
+		req.Sig = collective.Sig(0, op.DType, red, -1, nil)
+		return req, nil
+	case op.Kind == 0:
 		n.p2pRequest(op, req)
 		return req, nil
 	}
