@@ -115,32 +115,24 @@ func (b *Builder) RecvReduce(peer int, dst, local Region) int {
 }
 
 // Copy appends a step copying src into dst; they must not overlap.
-func (b *Builder) Copy(dst, src Region) int {
-	b.checkWritable(dst)
-	b.checkRegion(dst, false)
-	b.checkRegion(src, false)
-	if dst.Len != src.Len {
-		panic(fmt.Sprintf("algorithms: Copy dst %v and src %v differ in length", dst, src))
-	}
-	if dst.Overlaps(src) {
-		panic(fmt.Sprintf("algorithms: Copy dst %v overlaps src %v", dst, src))
-	}
-	return b.add(Step{Prim: Copy, Peer: -1, Dst: dst, Src: src})
-}
+func (b *Builder) Copy(dst, src Region) int { return b.local(Copy, dst, src) }
 
 // Accumulate appends a step writing dst ⊕ src into dst; they must have the
 // same length and not overlap.
-func (b *Builder) Accumulate(dst, src Region) int {
+func (b *Builder) Accumulate(dst, src Region) int { return b.local(Accumulate, dst, src) }
+
+// local appends a step of a primitive that moves no message.
+func (b *Builder) local(prim Prim, dst, src Region) int {
 	b.checkWritable(dst)
 	b.checkRegion(dst, false)
 	b.checkRegion(src, false)
 	if dst.Len != src.Len {
-		panic(fmt.Sprintf("algorithms: Accumulate dst %v and src %v differ in length", dst, src))
+		panic(fmt.Sprintf("algorithms: %s dst %v and src %v differ in length", prim, dst, src))
 	}
 	if dst.Overlaps(src) {
-		panic(fmt.Sprintf("algorithms: Accumulate dst %v overlaps src %v", dst, src))
+		panic(fmt.Sprintf("algorithms: %s dst %v overlaps src %v", prim, dst, src))
 	}
-	return b.add(Step{Prim: Accumulate, Peer: -1, Dst: dst, Src: src})
+	return b.add(Step{Prim: prim, Peer: -1, Dst: dst, Src: src})
 }
 
 // Grow reserves room for n more steps. Generators that can bound their
