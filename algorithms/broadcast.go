@@ -45,11 +45,8 @@ func broadcastChain(b *Builder, s *Spec) {
 func broadcastScatterAllGather(b *Builder, s *Spec) {
 	p, root, n, c := s.Size, s.Root, s.Counts[0], s.ChunkElems()
 	v := virtual(s.Rank, root, p)
-	q, rem := n/p, n%p
-	segs := func(u, k int) Region { // the segments of virtual ranks [u, u+k)
-		off := u*q + min(u, rem)
-		return Region{Buf: Output, Off: off, Len: (u+k)*q + min(u+k, rem) - off}
-	}
+	all := extent{n: n}
+	segs := func(u, k int) Region { return all.part(p, u, k).on(Output) } // the segments of virtual ranks [u, u+k)
 	subtree := func(u int) Region { return segs(u, span(u, p)) }
 	holds := func(u, seg int) bool { return seg >= u && seg < u+span(u, p) } // after the scatter
 	children := TreeChildren(s.Rank, root, p, nil)

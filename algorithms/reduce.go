@@ -40,8 +40,8 @@ func reduceHalving(b *Builder, s *Spec) {
 		sendAll(b, c, rank(fold), in.at(0, n))
 		return
 	}
-	q, rem := n/pp, n%pp
-	off := func(seg int) int { return seg*q + min(seg, rem) }
+	all := extent{n: n}
+	off := func(seg int) int { return all.part(pp, seg, 0).off }                 // where segment seg starts
 	segs := func(w window, lo, k int) Region { return w.at(off(lo), off(lo+k)) } // segments [lo, lo+k)
 	acc := window{buf: Output}
 	if v > 0 {
