@@ -49,6 +49,9 @@ func Combine(op Op, dt tensor.DType, dst, a, b []byte) {
 			return
 		}
 	}
+	if vectorized(k, dt, dst, a, b) {
+		return
+	}
 	switch dt {
 	case tensor.Bool:
 		combineBool(k, dst, a, b)
