@@ -13,7 +13,7 @@ import (
 // conversions the most.
 func BenchmarkCombine(b *testing.B) {
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16, tensor.Int32} {
-		for _, size := range []int{64 << 10, 1 << 20} {
+		for _, size := range []int{64 << 10, 1 << 20, 64 << 20} {
 			b.Run(fmt.Sprintf("%v/sum/%dKiB", dt, size>>10), func(b *testing.B) {
 				dst, x := benchBuffers(dt, size)
 				op := New(Sum)
