@@ -69,3 +69,99 @@ TEXT ·addF64(SB), NOSPLIT, $0-32
 // func mulF64(dst, a, b unsafe.Pointer, n int)
 TEXT ·mulF64(SB), NOSPLIT, $0-32
 	KERNEL(VMULPD, VMULSD, VMOVSD, 8)
+
+// HALF16 is dst[i] = a[i] op b[i] over n float16 elements, n a multiple
+// of 8: F16C widens 8 at a time to float32, and rounds the result back to
+// nearest even, quieting NaNs and keeping their top payload bits, as
+// tensor.Float16FromFloat32 does.
+#define HALF16(VOP) \
+	MOVQ dst+0(FP), DI \
+	MOVQ a+8(FP), SI \
+	MOVQ b+16(FP), DX \
+	MOVQ n+24(FP), CX \
+loop: \
+	CMPQ CX, $8 \
+	JL   done \
+	VCVTPH2PS (SI), Y0 \
+	VCVTPH2PS (DX), Y1 \
+	VOP Y1, Y0, Y0 \
+	VCVTPS2PH $0, Y0, X0 \
+	VMOVDQU X0, (DI) \
+	ADDQ $16, SI \
+	ADDQ $16, DX \
+	ADDQ $16, DI \
+	SUBQ $8, CX \
+	JMP  loop \
+done: \
+	VZEROUPPER \
+	RET
+
+// func addF16(dst, a, b unsafe.Pointer, n int)
+TEXT ·addF16(SB), NOSPLIT, $0-32
+	HALF16(VADDPS)
+
+// func mulF16(dst, a, b unsafe.Pointer, n int)
+TEXT ·mulF16(SB), NOSPLIT, $0-32
+	HALF16(VMULPS)
+
+// BRAIN16 is dst[i] = a[i] op b[i] over n bfloat16 elements, n a multiple
+// of 8: widening is a shift; rounding back adds 0x7fff and the lowest kept
+// bit, and a NaN keeps its top half with the quiet bit set, as
+// tensor.BFloat16FromFloat32 does.
+#define BRAIN16(VOP) \
+	MOVQ dst+0(FP), DI \
+	MOVQ a+8(FP), SI \
+	MOVQ b+16(FP), DX \
+	MOVQ n+24(FP), CX \
+	MOVL $1, AX \
+	VMOVD AX, X8 \
+	VPBROADCASTD X8, Y8 \
+	MOVL $0x7fff, AX \
+	VMOVD AX, X9 \
+	VPBROADCASTD X9, Y9 \
+	MOVL $0x40, AX \
+	VMOVD AX, X10 \
+	VPBROADCASTD X10, Y10 \
+loop: \
+	CMPQ CX, $8 \
+	JL   done \
+	VPMOVZXWD (SI), Y0 \
+	VPMOVZXWD (DX), Y1 \
+	VPSLLD $16, Y0, Y0 \
+	VPSLLD $16, Y1, Y1 \
+	VOP Y1, Y0, Y0 \
+	VCMPPS $3, Y0, Y0, Y2 \
+	VPSRLD $16, Y0, Y3 \
+	VPAND Y8, Y3, Y4 \
+	VPADDD Y9, Y0, Y5 \
+	VPADDD Y4, Y5, Y5 \
+	VPSRLD $16, Y5, Y5 \
+	VPOR Y10, Y3, Y6 \
+	VBLENDVPS Y2, Y6, Y5, Y5 \
+	VPACKUSDW Y5, Y5, Y5 \
+	VPERMQ $0x08, Y5, Y5 \
+	VMOVDQU X5, (DI) \
+	ADDQ $16, SI \
+	ADDQ $16, DX \
+	ADDQ $16, DI \
+	SUBQ $8, CX \
+	JMP  loop \
+done: \
+	VZEROUPPER \
+	RET
+
+// func addBF16(dst, a, b unsafe.Pointer, n int)
+TEXT ·addBF16(SB), NOSPLIT, $0-32
+	BRAIN16(VADDPS)
+
+// func mulBF16(dst, a, b unsafe.Pointer, n int)
+TEXT ·mulBF16(SB), NOSPLIT, $0-32
+	BRAIN16(VMULPS)
+
+// func cpuid1ECX() uint32
+TEXT ·cpuid1ECX(SB), NOSPLIT, $0-4
+	MOVL $1, AX
+	XORL CX, CX
+	CPUID
+	MOVL CX, ret+0(FP)
+	RET

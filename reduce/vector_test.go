@@ -20,7 +20,10 @@ func TestVectorKernelsMatchThePortableLoops(t *testing.T) {
 		t.Skip("no vector kernels on this CPU")
 	}
 	rapid.Check(t, func(rt *rapid.T) {
-		dt := rapid.SampledFrom([]tensor.DType{tensor.Float32, tensor.Float64}).Draw(rt, "dtype")
+		dt := rapid.SampledFrom([]tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16}).Draw(rt, "dtype")
+		if dt == tensor.Float16 && !hasF16C {
+			rt.Skip("no F16C")
+		}
 		k := rapid.SampledFrom([]Kind{Sum, Product}).Draw(rt, "op")
 		n := rapid.IntRange(1, 300).Draw(rt, "elements") * dt.Size()
 		skew := rapid.IntRange(0, 7).Draw(rt, "misalignment")
@@ -30,9 +33,12 @@ func TestVectorKernelsMatchThePortableLoops(t *testing.T) {
 		for _, x := range [][]byte{a, b} {
 			for i := 0; i < n; i += dt.Size() {
 				bits := rapid.OneOf(rapid.Uint64(), rapid.SampledFrom(edgeBits(dt))).Draw(rt, "bits")
-				if dt == tensor.Float32 {
+				switch dt.Size() {
+				case 2:
+					binary.NativeEndian.PutUint16(x[i:], uint16(bits))
+				case 4:
 					binary.NativeEndian.PutUint32(x[i:], uint32(bits))
-				} else {
+				default:
 					binary.NativeEndian.PutUint64(x[i:], bits)
 				}
 			}
@@ -58,18 +64,63 @@ func TestVectorKernelsMatchThePortableLoops(t *testing.T) {
 
 // portable runs the portable loop of k on dt.
 func portable(k Kind, dt tensor.DType, dst, a, b []byte) {
-	if dt == tensor.Float32 {
+	switch dt {
+	case tensor.Float32:
 		combineNumbers(k, view[float32](dst), view[float32](a), view[float32](b))
-		return
+	case tensor.Float64:
+		combineNumbers(k, view[float64](dst), view[float64](a), view[float64](b))
+	case tensor.BFloat16:
+		combineBF16(k, view[tensor.BF16](dst), view[tensor.BF16](a), view[tensor.BF16](b))
+	case tensor.Float16:
+		combineF16(k, view[tensor.F16](dst), view[tensor.F16](a), view[tensor.F16](b))
 	}
-	combineNumbers(k, view[float64](dst), view[float64](a), view[float64](b))
 }
 
+// sameFloat compares two elements' bits, NaNs being any NaN: which
+// operand's payload survives is the hardware's to choose.
 func sameFloat(dt tensor.DType, x, y []byte) bool {
-	if dt == tensor.Float32 {
+	switch dt {
+	case tensor.BFloat16:
+		u, v := tensor.BF16(binary.NativeEndian.Uint16(x)), tensor.BF16(binary.NativeEndian.Uint16(y))
+		return u == v || u.IsNaN() && v.IsNaN()
+	case tensor.Float16:
+		u, v := tensor.F16(binary.NativeEndian.Uint16(x)), tensor.F16(binary.NativeEndian.Uint16(y))
+		return u == v || u.IsNaN() && v.IsNaN()
+	case tensor.Float32:
 		u, v := binary.NativeEndian.Uint32(x), binary.NativeEndian.Uint32(y)
 		return u == v || math.IsNaN(float64(math.Float32frombits(u))) && math.IsNaN(float64(math.Float32frombits(v)))
 	}
 	u, v := binary.NativeEndian.Uint64(x), binary.NativeEndian.Uint64(y)
 	return u == v || math.IsNaN(math.Float64frombits(u)) && math.IsNaN(math.Float64frombits(v))
+}
+
+// TestVectorKernelsRoundHalfTiesToEven sums pairs whose float32 total lies
+// exactly halfway between two half-precision values, the lower one odd or
+// even, so that only ties-to-even gives the portable loops' answers.
+func TestVectorKernelsRoundHalfTiesToEven(t *testing.T) {
+	for _, tc := range []struct {
+		dt         tensor.DType
+		a, b, want uint16
+	}{
+		{tensor.BFloat16, 0x3f81, 0x3b80, 0x3f82}, // (1+2^-7) + 2^-8: up to even
+		{tensor.BFloat16, 0x3f80, 0x3b80, 0x3f80}, // 1 + 2^-8: down to even
+		{tensor.Float16, 0x3c01, 0x1000, 0x3c02},  // (1+2^-10) + 2^-11
+		{tensor.Float16, 0x3c00, 0x1000, 0x3c00},  // 1 + 2^-11
+	} {
+		if tc.dt == tensor.Float16 && !hasF16C {
+			continue
+		}
+		const n = 19 // two kernel steps and a tail
+		a, b, dst := make([]byte, 2*n), make([]byte, 2*n), make([]byte, 2*n)
+		for i := range n {
+			binary.NativeEndian.PutUint16(a[2*i:], tc.a)
+			binary.NativeEndian.PutUint16(b[2*i:], tc.b)
+		}
+		Combine(New(Sum), tc.dt, dst, a, b)
+		for i := range n {
+			if got := binary.NativeEndian.Uint16(dst[2*i:]); got != tc.want {
+				t.Fatalf("%v element %d: %#x, want %#x", tc.dt, i, got, tc.want)
+			}
+		}
+	}
 }
