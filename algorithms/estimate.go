@@ -16,7 +16,7 @@ import (
 // reductions) cost nothing: the model is the network's.
 type Model struct {
 	Alpha          float64 // seconds from a message's last byte leaving to its landing
-	Overhead       float64 // seconds of the sender's per message
+	Overhead       float64 // seconds of the sender's time per message
 	BytesPerSecond float64 // per port
 
 	LocalAlpha          float64 // 0: Alpha
