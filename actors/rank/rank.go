@@ -430,13 +430,16 @@ func (r *rankActor) cancel(ctx actor.Context, m *Cancel) {
 // still running may send to a stopped link, which drops the frame.
 // Finalize closes the links with an ordinary message, so that frames
 // already in their mailboxes are sent first, and each stops once its peer
-// has them all; abort stops them at once.
+// has them all. Abort stops each without waiting for its peer, but after
+// what is already in its mailbox (a poison pill, not Stop, which would
+// overtake it): the word of a failure this rank spreads before it aborts
+// still leaves, and peers blame the failed rank, not this one's leaving.
 func (r *rankActor) stopLinks(ctx actor.Context, flush bool) {
 	for _, l := range r.links.order {
 		if flush {
 			ctx.Send(l.pid, &link.Close{})
 		} else {
-			ctx.Stop(l.pid)
+			ctx.Poison(l.pid)
 		}
 	}
 }
