@@ -158,6 +158,53 @@ TEXT ·addBF16(SB), NOSPLIT, $0-32
 TEXT ·mulBF16(SB), NOSPLIT, $0-32
 	BRAIN16(VMULPS)
 
+// MINMAX is dst[i] = min or max(a[i], b[i]) over n bytes, n a multiple of
+// 32, with Go's rules, which the vector instruction alone does not keep: a
+// NaN operand gives NaN (a+b carries it), and of equal operands, ±0 among
+// them, min takes a|b (-0 below +0) and max a&b.
+#define MINMAX(VOP, VMERGE, VADD, VCMP, VBLEND) \
+	MOVQ dst+0(FP), DI \
+	MOVQ a+8(FP), SI \
+	MOVQ b+16(FP), DX \
+	MOVQ n+24(FP), CX \
+loop: \
+	CMPQ CX, $32 \
+	JL   done \
+	VMOVUPS (SI), Y0 \
+	VMOVUPS (DX), Y1 \
+	VOP Y1, Y0, Y2 \
+	VCMP $0, Y1, Y0, Y3 \
+	VMERGE Y1, Y0, Y4 \
+	VBLEND Y3, Y4, Y2, Y2 \
+	VCMP $3, Y1, Y0, Y3 \
+	VADD Y1, Y0, Y4 \
+	VBLEND Y3, Y4, Y2, Y2 \
+	VMOVUPS Y2, (DI) \
+	ADDQ $32, SI \
+	ADDQ $32, DX \
+	ADDQ $32, DI \
+	SUBQ $32, CX \
+	JMP  loop \
+done: \
+	VZEROUPPER \
+	RET
+
+// func minF32(dst, a, b unsafe.Pointer, n int)
+TEXT ·minF32(SB), NOSPLIT, $0-32
+	MINMAX(VMINPS, VORPS, VADDPS, VCMPPS, VBLENDVPS)
+
+// func maxF32(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxF32(SB), NOSPLIT, $0-32
+	MINMAX(VMAXPS, VANDPS, VADDPS, VCMPPS, VBLENDVPS)
+
+// func minF64(dst, a, b unsafe.Pointer, n int)
+TEXT ·minF64(SB), NOSPLIT, $0-32
+	MINMAX(VMINPD, VORPD, VADDPD, VCMPPD, VBLENDVPD)
+
+// func maxF64(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxF64(SB), NOSPLIT, $0-32
+	MINMAX(VMAXPD, VANDPD, VADDPD, VCMPPD, VBLENDVPD)
+
 // func cpuid1ECX() uint32
 TEXT ·cpuid1ECX(SB), NOSPLIT, $0-4
 	MOVL $1, AX
