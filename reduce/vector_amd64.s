@@ -1,13 +1,25 @@
 #include "textflag.h"
 
+// ARGS loads every kernel's arguments: dst, a and b, and their length.
+#define ARGS \
+	MOVQ dst+0(FP), DI \
+	MOVQ a+8(FP), SI \
+	MOVQ b+16(FP), DX \
+	MOVQ n+24(FP), CX
+
+// NEXT moves past a step of BYTES bytes of each buffer, and counts off
+// COUNT of the length.
+#define NEXT(BYTES, COUNT) \
+	ADDQ $BYTES, SI \
+	ADDQ $BYTES, DX \
+	ADDQ $BYTES, DI \
+	SUBQ $COUNT, CX
+
 // KERNEL is dst[i] = a[i] op b[i] over n bytes: four vectors (128 bytes) at
 // a time, then one (32), then single elements. It loads before it stores
 // in every step, so dst may alias a or b exactly.
 #define KERNEL(VOP, SOP, SMOV, ELEM) \
-	MOVQ dst+0(FP), DI \
-	MOVQ a+8(FP), SI \
-	MOVQ b+16(FP), DX \
-	MOVQ n+24(FP), CX \
+	ARGS \
 block: \
 	CMPQ CX, $128 \
 	JL   vector \
@@ -23,10 +35,7 @@ block: \
 	VMOVUPS Y1, 32(DI) \
 	VMOVUPS Y2, 64(DI) \
 	VMOVUPS Y3, 96(DI) \
-	ADDQ $128, SI \
-	ADDQ $128, DX \
-	ADDQ $128, DI \
-	SUBQ $128, CX \
+	NEXT(128, 128) \
 	JMP  block \
 vector: \
 	CMPQ CX, $32 \
@@ -34,10 +43,7 @@ vector: \
 	VMOVUPS (SI), Y0 \
 	VOP (DX), Y0, Y0 \
 	VMOVUPS Y0, (DI) \
-	ADDQ $32, SI \
-	ADDQ $32, DX \
-	ADDQ $32, DI \
-	SUBQ $32, CX \
+	NEXT(32, 32) \
 	JMP  vector \
 scalar: \
 	TESTQ CX, CX \
@@ -45,10 +51,7 @@ scalar: \
 	SMOV (SI), X0 \
 	SOP (DX), X0, X0 \
 	SMOV X0, (DI) \
-	ADDQ $ELEM, SI \
-	ADDQ $ELEM, DX \
-	ADDQ $ELEM, DI \
-	SUBQ $ELEM, CX \
+	NEXT(ELEM, ELEM) \
 	JMP  scalar \
 done: \
 	VZEROUPPER \
@@ -75,10 +78,7 @@ TEXT ·mulF64(SB), NOSPLIT, $0-32
 // nearest even, quieting NaNs and keeping their top payload bits, as
 // tensor.Float16FromFloat32 does.
 #define HALF16(VOP) \
-	MOVQ dst+0(FP), DI \
-	MOVQ a+8(FP), SI \
-	MOVQ b+16(FP), DX \
-	MOVQ n+24(FP), CX \
+	ARGS \
 loop: \
 	CMPQ CX, $8 \
 	JL   done \
@@ -87,10 +87,7 @@ loop: \
 	VOP Y1, Y0, Y0 \
 	VCVTPS2PH $0, Y0, X0 \
 	VMOVDQU X0, (DI) \
-	ADDQ $16, SI \
-	ADDQ $16, DX \
-	ADDQ $16, DI \
-	SUBQ $8, CX \
+	NEXT(16, 8) \
 	JMP  loop \
 done: \
 	VZEROUPPER \
@@ -109,10 +106,7 @@ TEXT ·mulF16(SB), NOSPLIT, $0-32
 // bit, and a NaN keeps its top half with the quiet bit set, as
 // tensor.BFloat16FromFloat32 does.
 #define BRAIN16(VOP) \
-	MOVQ dst+0(FP), DI \
-	MOVQ a+8(FP), SI \
-	MOVQ b+16(FP), DX \
-	MOVQ n+24(FP), CX \
+	ARGS \
 	MOVL $1, AX \
 	VMOVD AX, X8 \
 	VPBROADCASTD X8, Y8 \
@@ -141,10 +135,7 @@ loop: \
 	VPACKUSDW Y5, Y5, Y5 \
 	VPERMQ $0x08, Y5, Y5 \
 	VMOVDQU X5, (DI) \
-	ADDQ $16, SI \
-	ADDQ $16, DX \
-	ADDQ $16, DI \
-	SUBQ $8, CX \
+	NEXT(16, 8) \
 	JMP  loop \
 done: \
 	VZEROUPPER \
@@ -163,10 +154,7 @@ TEXT ·mulBF16(SB), NOSPLIT, $0-32
 // NaN operand gives NaN (a+b carries it), and of equal operands, ±0 among
 // them, min takes a|b (-0 below +0) and max a&b.
 #define MINMAX(VOP, VMERGE, VADD, VCMP, VBLEND) \
-	MOVQ dst+0(FP), DI \
-	MOVQ a+8(FP), SI \
-	MOVQ b+16(FP), DX \
-	MOVQ n+24(FP), CX \
+	ARGS \
 loop: \
 	CMPQ CX, $32 \
 	JL   done \
@@ -180,10 +168,7 @@ loop: \
 	VADD Y1, Y0, Y4 \
 	VBLEND Y3, Y4, Y2, Y2 \
 	VMOVUPS Y2, (DI) \
-	ADDQ $32, SI \
-	ADDQ $32, DX \
-	ADDQ $32, DI \
-	SUBQ $32, CX \
+	NEXT(32, 32) \
 	JMP  loop \
 done: \
 	VZEROUPPER \

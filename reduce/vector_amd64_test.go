@@ -65,18 +65,11 @@ func TestVectorKernelsMatchThePortableLoops(t *testing.T) {
 	})
 }
 
-// portable runs the portable loop of k on dt.
+// portable runs Combine with the vector kernels turned off.
 func portable(k Kind, dt tensor.DType, dst, a, b []byte) {
-	switch dt {
-	case tensor.Float32:
-		combineNumbers(k, view[float32](dst), view[float32](a), view[float32](b))
-	case tensor.Float64:
-		combineNumbers(k, view[float64](dst), view[float64](a), view[float64](b))
-	case tensor.BFloat16:
-		combineBF16(k, view[tensor.BF16](dst), view[tensor.BF16](a), view[tensor.BF16](b))
-	case tensor.Float16:
-		combineF16(k, view[tensor.F16](dst), view[tensor.F16](a), view[tensor.F16](b))
-	}
+	defer func(on bool) { hasAVX2 = on }(hasAVX2)
+	hasAVX2 = false
+	Combine(New(k), dt, dst, a, b)
 }
 
 // sameFloat compares two elements' bits, NaNs being any NaN: which
