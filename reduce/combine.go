@@ -49,9 +49,14 @@ func Combine(op Op, dt tensor.DType, dst, a, b []byte) {
 			return
 		}
 	}
-	if vectorized(k, dt, dst, a, b) {
-		return
+	if !vectorized(k, dt, dst, a, b) {
+		combinePortable(k, dt, dst, a, b)
 	}
+}
+
+// combinePortable is Combine's portable loops, the reference the vector
+// kernels match.
+func combinePortable(k Kind, dt tensor.DType, dst, a, b []byte) {
 	switch dt {
 	case tensor.Bool:
 		combineBool(k, dst, a, b)

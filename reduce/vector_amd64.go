@@ -17,75 +17,91 @@ var (
 	hasF16C = hasAVX2 && cpuid1ECX()&(1<<29) != 0
 )
 
-// vectorized combines the floating-point dtypes with AVX2 (and F16C for
-// float16) where the CPU has them, and reports whether it did: Sum and
-// Product of every floating dtype, Min and Max of float32 and float64.
-// float32 and float64 run at about four times the portable loop's rate in
-// cache and memory's rate beyond, the half types convert eight elements at
-// a time. Vector and scalar instructions round alike, and neither flushes
-// subnormals (Go leaves MXCSR at its default), so the results are the
-// portable loops' bits.
-func vectorized(k Kind, dt tensor.DType, dst, a, b []byte) bool {
-	if !hasAVX2 || len(dst) == 0 {
-		return false
-	}
-	switch {
-	case k == Sum || k == Product:
-		return arithmetic(k == Sum, k, dt, dst, a, b)
-	case (k == Min || k == Max) && (dt == tensor.Float32 || dt == tensor.Float64):
-		n := len(dst) &^ 31 // the kernel takes whole vectors
-		if dt == tensor.Float32 {
-			run(pick(k == Min, minF32, maxF32), dst, a, b, n)
-			combineNumbers(k, view[float32](dst[n:]), view[float32](a[n:]), view[float32](b[n:]))
-		} else {
-			run(pick(k == Min, minF64, maxF64), dst, a, b, n)
-			combineNumbers(k, view[float64](dst[n:]), view[float64](a[n:]), view[float64](b[n:]))
-		}
-		return true
-	}
-	return false
-}
-
-// arithmetic runs Sum (sum) or Product of dt, if a kernel does.
-func arithmetic(sum bool, k Kind, dt tensor.DType, dst, a, b []byte) bool {
-	switch dt {
-	case tensor.Float32:
-		run(pick(sum, addF32, mulF32), dst, a, b, len(dst))
-	case tensor.Float64:
-		run(pick(sum, addF64, mulF64), dst, a, b, len(dst))
-	case tensor.BFloat16:
-		n := len(dst) / 2 &^ 7 // the kernel takes eight elements at a time
-		run(pick(sum, addBF16, mulBF16), dst, a, b, n)
-		combineBF16(k, view[tensor.BF16](dst[2*n:]), view[tensor.BF16](a[2*n:]), view[tensor.BF16](b[2*n:]))
-	case tensor.Float16:
-		if !hasF16C {
-			return false
-		}
-		n := len(dst) / 2 &^ 7
-		run(pick(sum, addF16, mulF16), dst, a, b, n)
-		combineF16(k, view[tensor.F16](dst[2*n:]), view[tensor.F16](a[2*n:]), view[tensor.F16](b[2*n:]))
-	default:
-		return false
-	}
-	return true
-}
-
+// kernel is dst[i] = a[i] op b[i] over n bytes, n a multiple of its unit.
 type kernel func(dst, a, b unsafe.Pointer, n int)
 
-// pick returns first if which, else second.
-func pick(which bool, first, second kernel) kernel {
-	if which {
-		return first
-	}
-	return second
+// unitKernel is a kernel and the bytes it takes at least at a time: an
+// element for float32 and float64, which finish with single elements,
+// eight elements of the half types, a whole vector for the others.
+type unitKernel struct {
+	run  kernel
+	unit int
 }
 
-// run calls k over dst, a and b, which have at least one byte: n counts
-// bytes for float32 and float64, elements for the half types.
-func run(k kernel, dst, a, b []byte, n int) {
-	if n > 0 {
-		k(unsafe.Pointer(&dst[0]), unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), n)
+type kindDType struct {
+	k  Kind
+	dt tensor.DType
+}
+
+// kernels are the vector kernels by kind and dtype. AVX2 has no 8-bit or
+// 64-bit integer multiply and no 64-bit min or max, and min and max of the
+// half types are left to the portable loops.
+var kernels = func() map[kindDType]unitKernel {
+	m := map[kindDType]unitKernel{}
+	add := func(k Kind, f kernel, unit int, dts ...tensor.DType) {
+		for _, dt := range dts {
+			m[kindDType{k, dt}] = unitKernel{f, unit}
+		}
 	}
+	add(Sum, addF32, 4, tensor.Float32)
+	add(Product, mulF32, 4, tensor.Float32)
+	add(Min, minF32, 32, tensor.Float32)
+	add(Max, maxF32, 32, tensor.Float32)
+	add(Sum, addF64, 8, tensor.Float64)
+	add(Product, mulF64, 8, tensor.Float64)
+	add(Min, minF64, 32, tensor.Float64)
+	add(Max, maxF64, 32, tensor.Float64)
+	add(Sum, addBF16, 16, tensor.BFloat16)
+	add(Product, mulBF16, 16, tensor.BFloat16)
+	if hasF16C {
+		add(Sum, addF16, 16, tensor.Float16)
+		add(Product, mulF16, 16, tensor.Float16)
+	}
+	add(Sum, addI8, 32, tensor.Int8, tensor.Uint8)
+	add(Sum, addI16, 32, tensor.Int16, tensor.Uint16)
+	add(Sum, addI32, 32, tensor.Int32, tensor.Uint32)
+	add(Sum, addI64, 32, tensor.Int64, tensor.Uint64)
+	add(Product, mulI16, 32, tensor.Int16, tensor.Uint16)
+	add(Product, mulI32, 32, tensor.Int32, tensor.Uint32)
+	add(Min, minS8, 32, tensor.Int8)
+	add(Min, minS16, 32, tensor.Int16)
+	add(Min, minS32, 32, tensor.Int32)
+	add(Max, maxS8, 32, tensor.Int8)
+	add(Max, maxS16, 32, tensor.Int16)
+	add(Max, maxS32, 32, tensor.Int32)
+	add(Min, minU8, 32, tensor.Uint8)
+	add(Min, minU16, 32, tensor.Uint16)
+	add(Min, minU32, 32, tensor.Uint32)
+	add(Max, maxU8, 32, tensor.Uint8)
+	add(Max, maxU16, 32, tensor.Uint16)
+	add(Max, maxU32, 32, tensor.Uint32)
+	return m
+}()
+
+// vectorized combines with a vector kernel where the CPU and the kind and
+// dtype have one, the portable loop finishing what is left over, and
+// reports whether it did. float32 and float64 run at about four times the
+// portable loop's rate in cache and at memory's rate beyond; the half
+// types convert eight elements at a time. Vector and scalar instructions
+// round alike, and neither flushes subnormals (Go leaves MXCSR at its
+// default); integers wrap alike; min and max blend in Go's rules for NaN
+// and signed zero: the results are the portable loops' bits.
+func vectorized(k Kind, dt tensor.DType, dst, a, b []byte) bool {
+	if !hasAVX2 {
+		return false
+	}
+	kern, ok := kernels[kindDType{k, dt}]
+	if !ok {
+		return false
+	}
+	n := len(dst) / kern.unit * kern.unit
+	if n > 0 {
+		kern.run(unsafe.Pointer(&dst[0]), unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), n)
+	}
+	if n < len(dst) {
+		combinePortable(k, dt, dst[n:], a[n:], b[n:])
+	}
+	return true
 }
 
 //go:noescape
@@ -123,5 +139,59 @@ func minF64(dst, a, b unsafe.Pointer, n int)
 
 //go:noescape
 func maxF64(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func addI8(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func addI16(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func addI32(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func addI64(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func mulI16(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func mulI32(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func minS8(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func minS16(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func minS32(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func maxS8(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func maxS16(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func maxS32(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func minU8(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func minU16(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func minU32(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func maxU8(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func maxU16(dst, a, b unsafe.Pointer, n int)
+
+//go:noescape
+func maxU32(dst, a, b unsafe.Pointer, n int)
 
 func cpuid1ECX() uint32

@@ -73,21 +73,21 @@ TEXT ·addF64(SB), NOSPLIT, $0-32
 TEXT ·mulF64(SB), NOSPLIT, $0-32
 	KERNEL(VMULPD, VMULSD, VMOVSD, 8)
 
-// HALF16 is dst[i] = a[i] op b[i] over n float16 elements, n a multiple
-// of 8: F16C widens 8 at a time to float32, and rounds the result back to
-// nearest even, quieting NaNs and keeping their top payload bits, as
-// tensor.Float16FromFloat32 does.
+// HALF16 is dst[i] = a[i] op b[i] over n bytes of float16, n a multiple
+// of 16 (eight elements): F16C widens them to float32, and rounds the
+// result back to nearest even, quieting NaNs and keeping their top payload
+// bits, as tensor.Float16FromFloat32 does.
 #define HALF16(VOP) \
 	ARGS \
 loop: \
-	CMPQ CX, $8 \
+	CMPQ CX, $16 \
 	JL   done \
 	VCVTPH2PS (SI), Y0 \
 	VCVTPH2PS (DX), Y1 \
 	VOP Y1, Y0, Y0 \
 	VCVTPS2PH $0, Y0, X0 \
 	VMOVDQU X0, (DI) \
-	NEXT(16, 8) \
+	NEXT(16, 16) \
 	JMP  loop \
 done: \
 	VZEROUPPER \
@@ -101,10 +101,10 @@ TEXT ·addF16(SB), NOSPLIT, $0-32
 TEXT ·mulF16(SB), NOSPLIT, $0-32
 	HALF16(VMULPS)
 
-// BRAIN16 is dst[i] = a[i] op b[i] over n bfloat16 elements, n a multiple
-// of 8: widening is a shift; rounding back adds 0x7fff and the lowest kept
-// bit, and a NaN keeps its top half with the quiet bit set, as
-// tensor.BFloat16FromFloat32 does.
+// BRAIN16 is dst[i] = a[i] op b[i] over n bytes of bfloat16, n a
+// multiple of 16 (eight elements): widening is a shift; rounding back adds
+// 0x7fff and the lowest kept bit, and a NaN keeps its top half with the
+// quiet bit set, as tensor.BFloat16FromFloat32 does.
 #define BRAIN16(VOP) \
 	ARGS \
 	MOVL $1, AX \
@@ -117,7 +117,7 @@ TEXT ·mulF16(SB), NOSPLIT, $0-32
 	VMOVD AX, X10 \
 	VPBROADCASTD X10, Y10 \
 loop: \
-	CMPQ CX, $8 \
+	CMPQ CX, $16 \
 	JL   done \
 	VPMOVZXWD (SI), Y0 \
 	VPMOVZXWD (DX), Y1 \
@@ -135,7 +135,7 @@ loop: \
 	VPACKUSDW Y5, Y5, Y5 \
 	VPERMQ $0x08, Y5, Y5 \
 	VMOVDQU X5, (DI) \
-	NEXT(16, 8) \
+	NEXT(16, 16) \
 	JMP  loop \
 done: \
 	VZEROUPPER \
@@ -189,6 +189,117 @@ TEXT ·minF64(SB), NOSPLIT, $0-32
 // func maxF64(dst, a, b unsafe.Pointer, n int)
 TEXT ·maxF64(SB), NOSPLIT, $0-32
 	MINMAX(VMAXPD, VANDPD, VADDPD, VCMPPD, VBLENDVPD)
+
+// WHOLE is dst[i] = a[i] op b[i] over n bytes, n a multiple of 32, for
+// the integer instructions, which wrap as Go's integers do: four vectors a
+// step, then one.
+#define WHOLE(VOP) \
+	ARGS \
+block: \
+	CMPQ CX, $128 \
+	JL   vector \
+	VMOVDQU (SI), Y0 \
+	VMOVDQU 32(SI), Y1 \
+	VMOVDQU 64(SI), Y2 \
+	VMOVDQU 96(SI), Y3 \
+	VMOVDQU (DX), Y4 \
+	VMOVDQU 32(DX), Y5 \
+	VMOVDQU 64(DX), Y6 \
+	VMOVDQU 96(DX), Y7 \
+	VOP Y4, Y0, Y0 \
+	VOP Y5, Y1, Y1 \
+	VOP Y6, Y2, Y2 \
+	VOP Y7, Y3, Y3 \
+	VMOVDQU Y0, (DI) \
+	VMOVDQU Y1, 32(DI) \
+	VMOVDQU Y2, 64(DI) \
+	VMOVDQU Y3, 96(DI) \
+	NEXT(128, 128) \
+	JMP  block \
+vector: \
+	CMPQ CX, $32 \
+	JL   done \
+	VMOVDQU (SI), Y0 \
+	VMOVDQU (DX), Y4 \
+	VOP Y4, Y0, Y0 \
+	VMOVDQU Y0, (DI) \
+	NEXT(32, 32) \
+	JMP  vector \
+done: \
+	VZEROUPPER \
+	RET
+
+// func addI8(dst, a, b unsafe.Pointer, n int)
+TEXT ·addI8(SB), NOSPLIT, $0-32
+	WHOLE(VPADDB)
+
+// func addI16(dst, a, b unsafe.Pointer, n int)
+TEXT ·addI16(SB), NOSPLIT, $0-32
+	WHOLE(VPADDW)
+
+// func addI32(dst, a, b unsafe.Pointer, n int)
+TEXT ·addI32(SB), NOSPLIT, $0-32
+	WHOLE(VPADDD)
+
+// func addI64(dst, a, b unsafe.Pointer, n int)
+TEXT ·addI64(SB), NOSPLIT, $0-32
+	WHOLE(VPADDQ)
+
+// func mulI16(dst, a, b unsafe.Pointer, n int)
+TEXT ·mulI16(SB), NOSPLIT, $0-32
+	WHOLE(VPMULLW)
+
+// func mulI32(dst, a, b unsafe.Pointer, n int)
+TEXT ·mulI32(SB), NOSPLIT, $0-32
+	WHOLE(VPMULLD)
+
+// func minS8(dst, a, b unsafe.Pointer, n int)
+TEXT ·minS8(SB), NOSPLIT, $0-32
+	WHOLE(VPMINSB)
+
+// func minS16(dst, a, b unsafe.Pointer, n int)
+TEXT ·minS16(SB), NOSPLIT, $0-32
+	WHOLE(VPMINSW)
+
+// func minS32(dst, a, b unsafe.Pointer, n int)
+TEXT ·minS32(SB), NOSPLIT, $0-32
+	WHOLE(VPMINSD)
+
+// func maxS8(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxS8(SB), NOSPLIT, $0-32
+	WHOLE(VPMAXSB)
+
+// func maxS16(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxS16(SB), NOSPLIT, $0-32
+	WHOLE(VPMAXSW)
+
+// func maxS32(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxS32(SB), NOSPLIT, $0-32
+	WHOLE(VPMAXSD)
+
+// func minU8(dst, a, b unsafe.Pointer, n int)
+TEXT ·minU8(SB), NOSPLIT, $0-32
+	WHOLE(VPMINUB)
+
+// func minU16(dst, a, b unsafe.Pointer, n int)
+TEXT ·minU16(SB), NOSPLIT, $0-32
+	WHOLE(VPMINUW)
+
+// func minU32(dst, a, b unsafe.Pointer, n int)
+TEXT ·minU32(SB), NOSPLIT, $0-32
+	WHOLE(VPMINUD)
+
+// func maxU8(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxU8(SB), NOSPLIT, $0-32
+	WHOLE(VPMAXUB)
+
+// func maxU16(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxU16(SB), NOSPLIT, $0-32
+	WHOLE(VPMAXUW)
+
+// func maxU32(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxU32(SB), NOSPLIT, $0-32
+	WHOLE(VPMAXUD)
 
 // func cpuid1ECX() uint32
 TEXT ·cpuid1ECX(SB), NOSPLIT, $0-4
