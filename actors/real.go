@@ -9,12 +9,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// dispatchThroughput bounds how many messages one mailbox drain handles
-// before yielding; protoactor's default.
-const dispatchThroughput = 300
-
-// NewRuntime returns the real runtime: wall clock, one goroutine per mailbox
-// wake-up, an entropy-seeded random source, and logger (nil discards).
+// NewRuntime returns the real runtime: wall clock, a pool of worker
+// goroutines for mailbox turns, an entropy-seeded random source, and
+// logger (nil discards).
 func NewRuntime(logger *slog.Logger) *Runtime {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -25,7 +22,7 @@ func NewRuntime(logger *slog.Logger) *Runtime {
 	return &Runtime{
 		System:     sys,
 		Clock:      wallClock{},
-		Dispatcher: actor.NewDefaultDispatcher(dispatchThroughput),
+		Dispatcher: newPool(),
 		Rand:       &lockedRand{r: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, // nondeterministic: entropy seed
 		Logger:     logger,
 	}

@@ -52,4 +52,7 @@ func (rt *Runtime) After(d time.Duration, pid *actor.PID, msg any) (stop func() 
 // Shutdown stops the actor system's background work.
 func (rt *Runtime) Shutdown() {
 	rt.System.Shutdown()
+	if p, ok := rt.Dispatcher.(*pool); ok {
+		p.stop()
+	}
 }
