@@ -2,7 +2,6 @@ package gocomms
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
@@ -49,48 +48,13 @@ func (c *Comm) custom(sched *algorithms.Schedule, inputs, outputs []*Tensor, op 
 	if err := c.checkTensors("outputs", outputs, -1, o.DType); err != nil {
 		return o, err
 	}
-	blocks := [...][]*Tensor{algorithms.Input: inputs, algorithms.Output: outputs}
-	for i, st := range sched.Steps {
-		if err := checkStep(st, blocks, sched.Scratch); err != nil {
-			return o, commerr.Invalid("schedule %q step %d (%v): %v", sched.Algorithm, i, st, err)
-		}
+	if err := sched.Fits(numels(inputs), numels(outputs)); err != nil {
+		return o, commerr.Invalid("schedule %q: %v", sched.Algorithm, err)
+	}
+	for _, st := range sched.Steps {
 		if st.Prim == algorithms.RecvReduce || st.Prim == algorithms.Accumulate {
-			if err := checkReduce(op, o.DType); err != nil {
-				return o, err
-			}
+			return o, checkReduce(op, o.DType)
 		}
 	}
 	return o, nil
-}
-
-// checkStep checks that a step's regions lie in the buffers they name and
-// that it writes no input.
-func checkStep(st algorithms.Step, blocks [2][]*Tensor, scratch []int) error {
-	inBounds := func(r algorithms.Region) error {
-		var size int
-		switch {
-		case r.Buf == algorithms.Scratch && r.Block >= 0 && r.Block < len(scratch):
-			size = scratch[r.Block]
-		case r.Buf != algorithms.Scratch && r.Block >= 0 && r.Block < len(blocks[r.Buf]):
-			size = blocks[r.Buf][r.Block].Numel()
-		default:
-			return fmt.Errorf("%v block %d does not exist", r.Buf, r.Block)
-		}
-		if r.Off < 0 || r.Len < 0 || r.End() > size {
-			return fmt.Errorf("region %v lies outside its block of %d elements", r, size)
-		}
-		return nil
-	}
-	if src, ok := st.Reads(); ok {
-		if err := inBounds(src); err != nil {
-			return err
-		}
-	}
-	if dst, ok := st.Writes(); ok {
-		if dst.Buf == algorithms.Input {
-			return fmt.Errorf("it writes an input")
-		}
-		return inBounds(dst)
-	}
-	return nil
 }

@@ -514,12 +514,12 @@ func checkStatic(specs []Spec, scheds []*Schedule) error {
 		if sc.Algorithm == "" {
 			return fmt.Errorf("rank %d: schedule has no algorithm name", r)
 		}
+		if err := sc.Fits(s.Blocks(Input), s.Blocks(Output)); err != nil {
+			return fmt.Errorf("rank %d: %w", r, err)
+		}
 		blocks := [3][]int{s.Blocks(Input), s.Blocks(Output), sc.Scratch}
-		inBounds := func(reg Region, message bool) error {
+		regionRules := func(reg Region, message bool) error {
 			bl := blocks[reg.Buf]
-			if reg.Buf > Scratch || reg.Block < 0 || reg.Block >= len(bl) || reg.Off < 0 || reg.Len < 0 || reg.End() > bl[reg.Block] {
-				return fmt.Errorf("region %v out of bounds (blocks %v)", reg, bl)
-			}
 			if reg.Len == 0 && !(message && s.Kind == Barrier && reg.Buf == Scratch && bl[reg.Block] == 0) {
 				return fmt.Errorf("zero-length region %v", reg)
 			}
@@ -542,16 +542,13 @@ func checkStatic(specs []Spec, scheds []*Schedule) error {
 		for i, st := range sc.Steps {
 			fail := func(err error) error { return fmt.Errorf("rank %d step %d (%v): %w", r, i, st, err) }
 			if src, ok := st.Reads(); ok {
-				if err := inBounds(src, st.Prim == Send); err != nil {
+				if err := regionRules(src, st.Prim == Send); err != nil {
 					return fail(err)
 				}
 			}
 			if dst, ok := st.Writes(); ok {
-				if err := inBounds(dst, st.Prim == Recv); err != nil {
+				if err := regionRules(dst, st.Prim == Recv); err != nil {
 					return fail(err)
-				}
-				if dst.Buf == Input {
-					return fail(errors.New("writes Input"))
 				}
 			}
 			if !slices.IsSorted(st.Deps) || len(slices.Compact(slices.Clone(st.Deps))) != len(st.Deps) {

@@ -81,18 +81,16 @@ func matrix(p int, f func(r, q int) int) [][]int {
 // specsFor expands a base spec into every rank's spec. For AllToAll, m[r][q]
 // is the number of elements rank r sends to rank q.
 func specsFor(base Spec, m [][]int) []Spec {
-	specs := make([]Spec, base.Size)
+	specs := EveryRank(base)
+	if base.Kind != AllToAll {
+		return specs
+	}
 	for r := range specs {
-		s := base
-		s.Rank = r
-		if base.Kind == AllToAll {
-			s.SendCounts = slices.Clone(m[r])
-			s.RecvCounts = make([]int, base.Size)
-			for q := range s.RecvCounts {
-				s.RecvCounts[q] = m[q][r]
-			}
+		specs[r].SendCounts = slices.Clone(m[r])
+		specs[r].RecvCounts = make([]int, base.Size)
+		for q := range base.Size {
+			specs[r].RecvCounts[q] = m[q][r]
 		}
-		specs[r] = s
 	}
 	return specs
 }

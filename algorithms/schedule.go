@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -228,6 +229,38 @@ type Schedule struct {
 	Scratch []int
 
 	ix *index
+}
+
+// Fits reports the first step whose regions lie outside their blocks
+// (input and output giving the element counts of the Input and Output
+// blocks, s.Scratch those of Scratch), or that writes Input: what an
+// executor must know before it lets s touch its buffers.
+func (s *Schedule) Fits(input, output []int) error {
+	blocks := [3][]int{input, output, s.Scratch}
+	inBounds := func(r Region) error {
+		if r.Buf > Scratch || r.Block < 0 || r.Block >= len(blocks[r.Buf]) {
+			return fmt.Errorf("%v block %d does not exist", r.Buf, r.Block)
+		}
+		if size := blocks[r.Buf][r.Block]; r.Off < 0 || r.Len < 0 || r.End() > size {
+			return fmt.Errorf("region %v lies outside its block of %d elements", r, size)
+		}
+		return nil
+	}
+	for i, st := range s.Steps {
+		err := error(nil)
+		if src, ok := st.Reads(); ok {
+			err = inBounds(src)
+		}
+		if dst, ok := st.Writes(); ok && err == nil {
+			if err = inBounds(dst); err == nil && dst.Buf == Input {
+				err = errors.New("it writes an input")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("step %d (%v): %w", i, st, err)
+		}
+	}
+	return nil
 }
 
 // index is what Progress needs and is computed once per Schedule: dependency

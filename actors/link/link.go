@@ -34,8 +34,8 @@ func KeyOf(h transport.Header) Key {
 // transport.Frame).
 type Send struct{ Frame transport.Frame }
 
-// Route asks the link to deliver the next Frames frames of Key to To,
-// stashed ones first, and then to forget the key: an operation that gets
+// Route asks the link to deliver the next Frames (at least one) frames of
+// Key to To, stashed ones first, and then to forget the key: an operation that gets
 // every frame it expects needs no Unroute, which saves a message per link
 // and operation. Routing a collective sequence number also discards
 // stashed collective frames of earlier sequence numbers: ops on a
@@ -438,7 +438,7 @@ func (l *linkActor) route(ctx actor.Context, m *Route) {
 	// Route to discard: a peer sent more than this rank's schedule
 	// expects, so their arguments differ, which the signature of the
 	// frames handed over reports.
-	for _, f := range l.routing.add(m.Key, m.To, max(m.Frames, 1)) {
+	for _, f := range l.routing.add(m.Key, m.To, m.Frames) {
 		ctx.Send(m.To, &Delivered{Peer: l.cfg.Peer, Frame: f})
 	}
 	if l.failed != nil {
