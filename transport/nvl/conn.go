@@ -1,0 +1,571 @@
+package nvl
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gocomms/gocomms/transport"
+)
+
+// conn is one end of a connection: a ring to send on, a ring to receive
+// from, and the socket that carried the handshake and now carries only
+// doorbells (one-byte messages that wake a sleeping side) and, by ending,
+// the news that the peer's process is gone.
+//
+// Send writes into the ring in the caller's goroutine and returns; what
+// does not fit waits in the queue. One goroutine per connection, the
+// server (serve), receives: it polls the ring, spinning a while after the
+// last thing it moved and then sleeping on the socket, and writes what
+// waits in the queue as the peer frees room.
+type conn struct {
+	sock          *net.UnixConn
+	raw           syscall.RawConn // sock's descriptor, for doorbells that never block
+	local, remote string
+	peerPID       int
+	cfg           *config
+	seg           *segment
+	tx, rx        ring
+
+	// sendByAddress says the peer can read this process's memory, so
+	// large payloads stay where they are and only their address travels.
+	sendByAddress bool
+
+	in transport.Inbox
+
+	mu       sync.Mutex
+	queue    []outgoing        // records not yet wholly in tx; queue[qHead:] wait
+	qHead    int               //
+	tail     uint64            // bytes written to tx (published with each write)
+	lent     []transport.Frame // by-address payloads the peer has not acked, oldest first
+	finished []transport.Frame // written or acked, to release once mu is let go
+	sendErr  error             // once set, Send fails with it
+	byeState int               // byeNone, byeQueued, byeWritten
+	gone     bool              // the segment is unmapped
+	waiting  atomic.Int32      // len(queue) - qHead, for the server's check without mu
+
+	// The server's own state.
+	head    uint64          // bytes consumed from rx
+	hdr     [recordLen]byte // the record header being read
+	hdrHave int             // bytes of hdr read
+	cur     transport.Frame // the inline frame whose payload is being read
+	curHave int             // bytes of cur.Payload read
+	filling bool            // cur is being read
+	peerBye bool            // the peer's bye has arrived
+	local1  [1]unix.Iovec   // process_vm_readv's vectors, kept to allocate nothing
+	remote1 [1]unix.RemoteIovec
+
+	closeOnce sync.Once
+	released  chan struct{} // closed once the server has ended and let go of the segment
+}
+
+const (
+	byeNone = iota
+	byeQueued
+	byeWritten
+)
+
+// outgoing is a record on its way into tx: its header, an inline
+// payload, and the frame to release once both are written.
+type outgoing struct {
+	hdr     [recordLen]byte
+	payload []byte
+	done    int // bytes of hdr and payload written
+	frame   transport.Frame
+	release bool // frame is to be released once written
+}
+
+var (
+	_ transport.Conn     = (*conn)(nil)
+	_ transport.Drainer  = (*conn)(nil)
+	_ transport.Borrower = (*conn)(nil)
+)
+
+// newConn starts serving a connection whose handshake is complete.
+// tx and rx are the segment's rings as this side sees them.
+func newConn(sock *net.UnixConn, seg *segment, tx, rx ring, local, remote string, peerPID int, sendByAddress bool, cfg *config) *conn {
+	c := &conn{
+		sock:          sock,
+		local:         local,
+		remote:        remote,
+		peerPID:       peerPID,
+		cfg:           cfg,
+		seg:           seg,
+		tx:            tx,
+		rx:            rx,
+		sendByAddress: sendByAddress && cfg.byAddressMin > 0,
+		released:      make(chan struct{}),
+	}
+	c.raw, _ = sock.SyscallConn() // cannot fail on a connected socket
+	c.tail = tx.ctl.tail.Load()
+	c.head = rx.ctl.head.Load()
+	go c.run()
+	return c
+}
+
+// BorrowsPayloads marks the connection as a transport.Borrower: a lent
+// payload is copied into the ring, or read by the peer, from where it lies.
+func (c *conn) BorrowsPayloads() {}
+
+func (c *conn) LocalAddr() string  { return c.local }
+func (c *conn) RemoteAddr() string { return c.remote }
+
+func (c *conn) Start(h transport.Handler) { c.in.Start(h) }
+
+// Drained is closed once the server has ended: every frame sent before
+// Close is in the ring and the peer has said goodbye, or the connection
+// failed, or the close timeout gave up waiting.
+func (c *conn) Drained() <-chan struct{} { return c.released }
+
+func (c *conn) Send(f transport.Frame) error {
+	if len(f.Payload) > MaxPayload {
+		transport.Release(f)
+		return fmt.Errorf("transport/nvl: send to peer %s: payload of %d bytes exceeds the limit of %d: %w",
+			c.remote, len(f.Payload), MaxPayload, ErrTooLarge)
+	}
+	c.mu.Lock()
+	if c.sendErr != nil {
+		err := c.sendErr
+		c.mu.Unlock()
+		transport.Release(f)
+		return err
+	}
+	r := record{header: f.Header, what: inline, n: uint32(len(f.Payload))}
+	o := outgoing{payload: f.Payload, frame: f, release: true}
+	if c.sendByAddress && len(f.Payload) >= c.cfg.byAddressMin {
+		// The peer reads the payload where it lies and acks; the frame
+		// waits in lent until then.
+		r.what, r.address = byAddress, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(f.Payload))))
+		o.payload, o.frame, o.release = nil, transport.Frame{}, false
+		c.lent = append(c.lent, f)
+	}
+	r.encode(&o.hdr)
+	c.queue = append(c.queue, o)
+	c.flushLocked()
+	c.unlockAndRelease()
+	return nil
+}
+
+// Close makes Sends fail and tells the local handler; the peer's handler
+// gets every frame sent before, then its error, when it reads this side's
+// bye, which is queued once no handler call is in progress here (so that
+// the peer learns of the close after the call that closed returns).
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		err := c.ended("closed locally", nil)
+		c.mu.Lock()
+		c.failLocked(err)
+		c.mu.Unlock()
+		c.in.CloseLocal(err, func() {
+			c.mu.Lock()
+			c.queueByeLocked()
+			c.unlockAndRelease()
+		})
+		c.sock.SetReadDeadline(time.Now().Add(c.cfg.closeTimeout))
+	})
+	return nil
+}
+
+// failLocked records the connection's end for Sends, if none is yet.
+func (c *conn) failLocked(err error) error {
+	if c.sendErr == nil {
+		c.sendErr = err
+	}
+	return c.sendErr
+}
+
+// queueByeLocked queues this side's last record, once.
+func (c *conn) queueByeLocked() {
+	if c.byeState != byeNone || c.gone {
+		return
+	}
+	c.byeState = byeQueued
+	o := outgoing{}
+	(&record{what: bye}).encode(&o.hdr)
+	c.queue = append(c.queue, o)
+	c.flushLocked()
+}
+
+// queueAckLocked tells the peer that one more by-address payload has been
+// read, adding to an ack still waiting whole in the queue if there is one.
+func (c *conn) queueAckLocked() {
+	if n := len(c.queue); n > c.qHead {
+		if last := &c.queue[n-1]; last.done == 0 && last.hdr[1] == ack {
+			r, _ := decodeRecord(&last.hdr, MaxPayload)
+			r.header.Tag++
+			r.encode(&last.hdr)
+			return
+		}
+	}
+	o := outgoing{}
+	(&record{what: ack, header: transport.Header{Tag: 1}}).encode(&o.hdr)
+	c.queue = append(c.queue, o)
+	c.flushLocked()
+}
+
+// flushLocked writes queued records into tx as far as there is room,
+// publishing each piece, and rings the peer's doorbell if it sleeps.
+// When room runs out it asks the peer to ring once it frees some. Called
+// with c.mu held.
+func (c *conn) flushLocked() {
+	if c.gone {
+		return
+	}
+	wrote := false
+	for c.qHead < len(c.queue) {
+		room := c.tx.room(c.tail)
+		if room == 0 {
+			c.tx.ctl.starved.Store(1)
+			if c.tx.room(c.tail) == 0 {
+				break
+			}
+			continue // the peer freed room meanwhile
+		}
+		o := &c.queue[c.qHead]
+		n := min(room, c.cfg.piece)
+		if o.done < recordLen {
+			k := min(n, recordLen-o.done)
+			c.tx.put(c.tail, o.hdr[o.done:o.done+k])
+			c.tail += uint64(k)
+			o.done += k
+			n -= k
+		}
+		if at := o.done - recordLen; at >= 0 && n > 0 && at < len(o.payload) {
+			k := min(n, len(o.payload)-at)
+			c.tx.put(c.tail, o.payload[at:at+k])
+			c.tail += uint64(k)
+			o.done += k
+		}
+		c.tx.ctl.tail.Store(c.tail)
+		wrote = true
+		if o.done < recordLen+len(o.payload) {
+			continue
+		}
+		if o.release {
+			c.finished = append(c.finished, o.frame)
+		}
+		if o.hdr[0] == 0 && o.hdr[1] == bye {
+			c.byeState = byeWritten
+		}
+		c.queue[c.qHead] = outgoing{}
+		c.qHead++
+	}
+	if c.qHead == len(c.queue) {
+		c.queue, c.qHead = c.queue[:0], 0
+	}
+	c.waiting.Store(int32(len(c.queue) - c.qHead))
+	if wrote && c.tx.ctl.asleep.Load() == 1 && c.tx.ctl.asleep.CompareAndSwap(1, 0) {
+		c.ring()
+	}
+}
+
+// unlockAndRelease lets go of c.mu, then releases the frames written or
+// acked meanwhile: their Sent callbacks run without the lock held.
+func (c *conn) unlockAndRelease() {
+	done := c.finished
+	c.finished = nil
+	c.mu.Unlock()
+	if len(done) == 0 {
+		return
+	}
+	for i, f := range done {
+		transport.Release(f)
+		done[i] = transport.Frame{}
+	}
+	c.mu.Lock()
+	if c.finished == nil {
+		c.finished = done[:0] // keep the capacity
+	}
+	c.mu.Unlock()
+}
+
+// run is the server goroutine: it serves the connection until it ends,
+// then lets go of everything.
+func (c *conn) run() {
+	err := c.serve()
+	c.mu.Lock()
+	if err != nil {
+		err = c.failLocked(err)
+	} else {
+		err = c.sendErr
+	}
+	c.gone = true
+	for i := c.qHead; i < len(c.queue); i++ {
+		if c.queue[i].release {
+			c.finished = append(c.finished, c.queue[i].frame)
+		}
+	}
+	c.finished = append(c.finished, c.lent...)
+	c.queue, c.qHead, c.lent = nil, 0, nil
+	c.waiting.Store(0)
+	c.unlockAndRelease()
+	if c.filling {
+		transport.PutBuffer(c.cur.Payload)
+	}
+	c.in.Fail(err)
+	c.seg.unmap()
+	c.sock.Close()
+	close(c.released)
+}
+
+// serve moves bytes both ways until both byes are through, spinning for
+// cfg.spin after the last thing it moved and then sleeping until a
+// doorbell rings. It returns nil after a clean goodbye.
+func (c *conn) serve() error {
+	var idleSince time.Time
+	for {
+		moved, err := c.receive()
+		if err != nil {
+			return err
+		}
+		if c.waiting.Load() > 0 {
+			c.mu.Lock()
+			before := c.tail
+			c.flushLocked()
+			moved = moved || c.tail != before
+			c.unlockAndRelease()
+		}
+		if c.peerBye && c.byeWritten() {
+			return nil
+		}
+		if moved {
+			idleSince = time.Time{}
+			continue
+		}
+		now := time.Now()
+		if idleSince.IsZero() {
+			idleSince = now
+		}
+		if now.Sub(idleSince) < c.cfg.spin {
+			runtime.Gosched()
+			continue
+		}
+		if err := c.sleep(); err != nil {
+			return err
+		}
+		idleSince = time.Time{}
+	}
+}
+
+func (c *conn) byeWritten() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byeState == byeWritten
+}
+
+// sleep blocks until a doorbell rings, after asking for one: the peer
+// rings when it publishes into rx while this side is asleep, and when it
+// frees room in tx while this side is starved. Asking and then looking
+// once more is what makes a wake-up impossible to miss.
+func (c *conn) sleep() error {
+	c.rx.ctl.asleep.Store(1)
+	if c.rx.ready(c.head) != 0 || c.waiting.Load() > 0 && c.tx.room(c.tx.ctl.tail.Load()) > 0 {
+		c.rx.ctl.asleep.Store(0)
+		return nil
+	}
+	err := c.await()
+	c.rx.ctl.asleep.Store(0)
+	if err == nil {
+		return nil
+	}
+	// The socket ended. What the peer published before it did is still
+	// delivered; then the connection ends.
+	for {
+		moved, rerr := c.receive()
+		if rerr != nil {
+			return rerr
+		}
+		if !moved {
+			break
+		}
+	}
+	switch {
+	case c.peerBye && c.byeWritten():
+		return nil
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return c.ended("the peer did not say goodbye in time", nil)
+	case errors.Is(err, io.EOF):
+		return c.ended(fmt.Sprintf("peer process %d is gone", c.peerPID), nil)
+	}
+	return c.ended("doorbell", err)
+}
+
+// bell is the doorbell: any one-byte message.
+var bell = []byte{1}
+
+// ring rings the peer's doorbell. It never blocks: a socket too full to
+// take one more holds doorbells the peer has yet to read, so the peer
+// wakes anyway. A failure shows as the socket's end in the server.
+func (c *conn) ring() {
+	c.raw.Write(func(fd uintptr) bool {
+		unix.Write(int(fd), bell)
+		return true
+	})
+}
+
+// await blocks until at least one doorbell has rung, and takes every one
+// that has, so that rings left over from wake-ups that were not needed
+// cannot pile up. It returns io.EOF when the peer has hung up.
+func (c *conn) await() error {
+	var err error
+	if rerr := c.raw.Read(func(fd uintptr) bool {
+		var b [64]byte
+		rang := false
+		for {
+			n, e := unix.Read(int(fd), b[:])
+			switch {
+			case e == unix.EINTR:
+			case e == unix.EAGAIN:
+				return rang // if none rang yet, wait for the socket
+			case e != nil:
+				err = e
+				return true
+			case n == 0:
+				err = io.EOF
+				return true
+			default:
+				rang = true
+			}
+		}
+	}); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+// receive takes in what rx holds: record headers, inline payloads piece
+// by piece, by-address payloads read from the peer's memory. It reports
+// whether it moved anything.
+func (c *conn) receive() (bool, error) {
+	if c.peerBye {
+		return false, nil
+	}
+	ready := c.rx.ready(c.head)
+	if ready < 0 {
+		return false, c.ended("receive", fmt.Errorf("%w: the peer's ring count is past its size", ErrProtocol))
+	}
+	if ready == 0 {
+		return false, nil
+	}
+	for ready > 0 && !c.peerBye {
+		if c.filling {
+			k := min(ready, len(c.cur.Payload)-c.curHave)
+			c.rx.get(c.head, c.cur.Payload[c.curHave:c.curHave+k])
+			c.consumed(k)
+			ready -= k
+			c.curHave += k
+			if c.curHave == len(c.cur.Payload) {
+				f := c.cur
+				c.cur, c.filling = transport.Frame{}, false
+				c.in.Push(f)
+			}
+			continue
+		}
+		k := min(ready, recordLen-c.hdrHave)
+		c.rx.get(c.head, c.hdr[c.hdrHave:c.hdrHave+k])
+		c.consumed(k)
+		ready -= k
+		if c.hdrHave += k; c.hdrHave < recordLen {
+			break
+		}
+		c.hdrHave = 0
+		if err := c.take(); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// consumed frees k bytes of rx for the peer, and rings its doorbell if it
+// is starved for room.
+func (c *conn) consumed(k int) {
+	c.head += uint64(k)
+	c.rx.ctl.head.Store(c.head)
+	if c.rx.ctl.starved.Load() == 1 && c.rx.ctl.starved.CompareAndSwap(1, 0) {
+		c.ring()
+	}
+}
+
+// take acts on the record header just read.
+func (c *conn) take() error {
+	r, err := decodeRecord(&c.hdr, MaxPayload)
+	if err != nil {
+		return c.ended("receive", err)
+	}
+	switch r.what {
+	case inline:
+		if r.n == 0 {
+			c.in.Push(transport.Frame{Header: r.header})
+			return nil
+		}
+		c.cur, c.curHave, c.filling = transport.Frame{Header: r.header, Payload: transport.GetBuffer(int(r.n))}, 0, true
+	case byAddress:
+		p := transport.GetBuffer(int(r.n))
+		if err := c.readPeer(p, r.address); err != nil {
+			transport.PutBuffer(p)
+			return err
+		}
+		c.mu.Lock()
+		c.queueAckLocked()
+		c.unlockAndRelease()
+		c.in.Push(transport.Frame{Header: r.header, Payload: p})
+	case ack:
+		c.mu.Lock()
+		n := int(r.header.Tag)
+		if n > len(c.lent) {
+			c.mu.Unlock()
+			return c.ended("receive", fmt.Errorf("%w: ack of %d payloads, %d lent", ErrProtocol, n, len(c.lent)))
+		}
+		c.finished = append(c.finished, c.lent[:n]...)
+		clear(c.lent[:n])
+		c.lent = c.lent[n:]
+		c.unlockAndRelease()
+	case bye:
+		c.peerBye = true
+		c.mu.Lock()
+		err := c.failLocked(c.ended("closed by the peer", nil))
+		c.queueByeLocked()
+		c.unlockAndRelease()
+		c.in.Fail(err)
+	}
+	return nil
+}
+
+// readPeer copies len(p) bytes at address in the peer's memory into p,
+// with cross-memory attach: one copy, made by this side.
+func (c *conn) readPeer(p []byte, address uint64) error {
+	for done := 0; done < len(p); {
+		c.local1[0].Base = &p[done]
+		c.local1[0].SetLen(len(p) - done)
+		c.remote1[0] = unix.RemoteIovec{Base: uintptr(address) + uintptr(done), Len: len(p) - done}
+		n, err := unix.ProcessVMReadv(c.peerPID, c.local1[:], c.remote1[:], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return c.ended(fmt.Sprintf("read %d bytes from peer process %d", len(p), c.peerPID), err)
+		}
+		done += n
+	}
+	c.local1[0].Base = nil
+	return nil
+}
+
+// ended describes the end of the connection, naming the peer; every such
+// error wraps transport.ErrClosed.
+func (c *conn) ended(what string, cause error) error {
+	if cause == nil {
+		return fmt.Errorf("transport/nvl: connection with peer %s (local %s): %s: %w", c.remote, c.local, what, transport.ErrClosed)
+	}
+	return fmt.Errorf("transport/nvl: connection with peer %s (local %s): %s: %w: %w", c.remote, c.local, what, cause, transport.ErrClosed)
+}

@@ -1,0 +1,45 @@
+package nvl
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gocomms/gocomms/transport"
+	"github.com/gocomms/gocomms/transport/transporttest"
+)
+
+// pair connects a dialer and an acceptor of nw in this process, started
+// with recorders, and closes both when the test ends.
+func pair(t testing.TB, nw *Network) (d, a *conn, dr, ar *transporttest.Recorder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := nw.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	dc, err := nw.Dial(ctx, l.Addr(), []byte("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, _, err := l.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dr, ar = transporttest.NewRecorder(), transporttest.NewRecorder()
+	dc.Start(dr)
+	ac.Start(ar)
+	t.Cleanup(func() {
+		dc.Close()
+		ac.Close()
+		<-dc.(*conn).Drained()
+		<-ac.(*conn).Drained()
+	})
+	return dc.(*conn), ac.(*conn), dr, ar
+}
+
+func testHeader(i int) transport.Header {
+	return transport.Header{Comm: 7, Kind: transport.Collective, Seq: uint64(i), Tag: uint32(i), Sig: 99}
+}
