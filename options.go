@@ -88,7 +88,9 @@ func WithSize(size int) Option {
 func WithStore(s store.Store) Option { return func(o *options) { o.cfg.Store = s } }
 
 // WithNetwork sets the transport ranks connect over. Without it, ranks
-// connect over TCP, listening on GOCOMMS_PORT_RANGE ("lo-hi") if set.
+// on one host connect through shared memory and others over TCP, or as
+// GOCOMMS_TRANSPORT says ("auto", "shm", "tcp"); TCP listens on
+// GOCOMMS_PORT_RANGE ("lo-hi") if set.
 func WithNetwork(n transport.Network) Option { return func(o *options) { o.cfg.Network = n } }
 
 // WithRuntime shares a runtime (actor system, clock, dispatcher) between

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -11,11 +12,13 @@ import (
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/store/bootstrap"
 	"github.com/gocomms/gocomms/transport"
+	"github.com/gocomms/gocomms/transport/nvl"
 	"github.com/gocomms/gocomms/transport/tcp"
+	"github.com/gocomms/gocomms/transport/topo"
 )
 
 // What a communicator uses when its options name no store or network: the
-// process's connection to the job's store and its TCP network, shared by
+// process's connection to the job's store and its network, shared by
 // every communicator of the process.
 
 // envStore connects to the store the launcher's environment names, rank 0
@@ -32,14 +35,48 @@ func envStore(ctx context.Context, rank int, timeout time.Duration) (store.Store
 	return st, err
 }
 
-var processNetwork = sync.OnceValues(func() (transport.Network, error) {
-	var opts []tcp.Option
-	if v, ok := os.LookupEnv("GOCOMMS_PORT_RANGE"); ok {
+var processNetwork = sync.OnceValues(func() (transport.Network, error) { return envNetwork(os.LookupEnv) })
+
+// envNetwork builds the network GOCOMMS_TRANSPORT names: "auto" (the
+// default) reaches peers on this host through shared memory and the rest
+// over TCP; "shm" uses shared memory only, "tcp" TCP only.
+// GOCOMMS_PORT_RANGE bounds TCP's ports; GOCOMMS_SHM_SPIN (a duration)
+// and GOCOMMS_SHM_BY_ADDRESS (bytes, 0 for never) tune shared memory.
+func envNetwork(lookup func(string) (string, bool)) (transport.Network, error) {
+	var tcpOpts []tcp.Option
+	if v, ok := lookup("GOCOMMS_PORT_RANGE"); ok {
 		lo, hi, err := tcp.ParsePortRange(v)
 		if err != nil {
 			return nil, commerr.Invalid("GOCOMMS_PORT_RANGE=%q: %v", v, err)
 		}
-		opts = append(opts, tcp.WithPortRange(lo, hi))
+		tcpOpts = append(tcpOpts, tcp.WithPortRange(lo, hi))
 	}
-	return tcp.New(opts...), nil
-})
+	var shmOpts []nvl.Option
+	if v, ok := lookup("GOCOMMS_SHM_SPIN"); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return nil, commerr.Invalid("GOCOMMS_SHM_SPIN=%q: want a duration such as 50us", v)
+		}
+		shmOpts = append(shmOpts, nvl.WithSpin(d))
+	}
+	if v, ok := lookup("GOCOMMS_SHM_BY_ADDRESS"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, commerr.Invalid("GOCOMMS_SHM_BY_ADDRESS=%q: want a size in bytes, 0 for never", v)
+		}
+		shmOpts = append(shmOpts, nvl.WithByAddress(n))
+	}
+	switch v, _ := lookup("GOCOMMS_TRANSPORT"); v {
+	case "", "auto":
+		if nvl.Host() == "" {
+			return tcp.New(tcpOpts...), nil // no shared memory here
+		}
+		return topo.New(nvl.New(shmOpts...), tcp.New(tcpOpts...), nvl.Reachable)
+	case "shm":
+		return nvl.New(shmOpts...), nil
+	case "tcp":
+		return tcp.New(tcpOpts...), nil
+	default:
+		return nil, commerr.Invalid("GOCOMMS_TRANSPORT=%q: want auto, shm or tcp", v)
+	}
+}

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -11,22 +12,33 @@ import (
 	"time"
 )
 
+// transports are the values of GOCOMMS_TRANSPORT the tests run under:
+// shared memory between the processes of this host, and TCP.
+var transports = []string{"shm", "tcp"}
+
 // TestVerifyAcrossProcesses runs the correctness sweep with one process
 // per rank, started by commnode launch, at sizes including 1, a non-power
-// of two and a prime.
+// of two and a prime, over each transport.
 func TestVerifyAcrossProcesses(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 4, 7} {
-		t.Run(fmt.Sprintf("%d_ranks", n), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			out, err := runLaunch(t, ctx, n, "verify", "-timeout", "30s")
-			if err != nil {
-				t.Fatalf("launch -n %d verify: %v\n%s", n, err, out)
-			}
-			if !regexp.MustCompile(fmt.Sprintf(`\[rank 0\] verify: \d+ cases on %d ranks, all correct`, n)).Match(out) {
-				t.Fatalf("no verdict from rank 0:\n%s", out)
-			}
-		})
+	for _, tr := range transports {
+		for _, n := range []int{1, 2, 3, 4, 7} {
+			t.Run(fmt.Sprintf("%s/%d_ranks", tr, n), func(t *testing.T) {
+				t.Setenv("GOCOMMS_TRANSPORT", tr)
+				verify(t, n)
+			})
+		}
+	}
+}
+
+func verify(t *testing.T, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := runLaunch(t, ctx, n, "verify", "-timeout", "30s")
+	if err != nil {
+		t.Fatalf("launch -n %d verify: %v\n%s", n, err, out)
+	}
+	if !regexp.MustCompile(fmt.Sprintf(`\[rank 0\] verify: \d+ cases on %d ranks, all correct`, n)).Match(out) {
+		t.Fatalf("no verdict from rank 0:\n%s", out)
 	}
 }
 
@@ -52,9 +64,37 @@ func TestEveryScheduleAcrossProcesses(t *testing.T) {
 	}
 }
 
-// TestKilledRankFailsTheOthers kills one rank mid-run: every other rank
-// must exit non-zero within its timeout, naming the rank that died.
+// TestKilledRankFailsTheOthers kills one rank mid-run, over each
+// transport: every other rank must exit non-zero within its timeout,
+// naming the rank that died, and nothing is left in /dev/shm.
 func TestKilledRankFailsTheOthers(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			t.Setenv("GOCOMMS_TRANSPORT", tr)
+			before := shmEntries(t)
+			killRank(t)
+			if after := shmEntries(t); len(after) > len(before) {
+				t.Errorf("/dev/shm held %v before the job and %v after", before, after)
+			}
+		})
+	}
+}
+
+// shmEntries lists /dev/shm, where a shared-memory segment with a name
+// would outlive a killed job.
+func shmEntries(t *testing.T) []string {
+	entries, err := os.ReadDir("/dev/shm")
+	if err != nil {
+		t.Skipf("no /dev/shm: %v", err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func killRank(t *testing.T) {
 	const timeout = 5 * time.Second
 	procs := startRanks(t, 3, []int{0, 1, 2}, "bench", "-timeout", timeout.String(),
 		"-b", "4M", "-e", "4M", "-n", "3000", "-w", "1", "-c", "0")

@@ -5,8 +5,14 @@ import (
 	"time"
 )
 
-// MaxPayload is the largest payload a frame may carry, as over TCP.
-const MaxPayload = 1 << 30
+const (
+	// MaxPayload is the largest payload a frame may carry, as over TCP.
+	MaxPayload = 1 << 30
+	// MinRing and MaxRing bound the ring size WithRingSize accepts, and
+	// what an acceptor maps.
+	MinRing = 64 << 10
+	MaxRing = 256 << 20
+)
 
 // Option configures a Network.
 type Option func(*config)

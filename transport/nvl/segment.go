@@ -1,3 +1,5 @@
+//go:build linux
+
 package nvl
 
 import (
@@ -30,11 +32,6 @@ const (
 	controlPage    = 4096
 	control0       = 256
 	control1       = 512
-
-	// MinRing and MaxRing bound the ring size WithRingSize accepts, and
-	// what an acceptor maps.
-	MinRing = 64 << 10
-	MaxRing = 256 << 20
 )
 
 // A ring's control block must fit between the two offsets.
