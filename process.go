@@ -66,6 +66,13 @@ func envNetwork(lookup func(string) (string, bool)) (transport.Network, error) {
 		}
 		shmOpts = append(shmOpts, nvl.WithByAddress(n))
 	}
+	if v, ok := lookup("GOCOMMS_SHM_RING"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, commerr.Invalid("GOCOMMS_SHM_RING=%q: want a size in bytes", v)
+		}
+		shmOpts = append(shmOpts, nvl.WithRingSize(n))
+	}
 	switch v, _ := lookup("GOCOMMS_TRANSPORT"); v {
 	case "", "auto":
 		if nvl.Host() == "" {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,7 +20,7 @@ import (
 	"github.com/gocomms/gocomms/tensor"
 )
 
-const benchUsage = "usage: commnode bench [-local N] [-b MIN] [-e MAX] [-f F] [--op OP] [--dtype T] [--redop R] [--root R] [-n N] [-w N] [-c 0|1] [--json] [--algo A|all] [--alpha D] [--overhead D] [--link-gbps G] [-timeout D] [-heartbeat D] [-silence D] [-v] [-comm NAME]"
+const benchUsage = "usage: commnode bench [-local N] [-b MIN] [-e MAX] [-f F] [--op OP] [--dtype T] [--redop R] [--root R] [-n N] [-w N] [-c 0|1] [--json] [--algo A|all] [--alpha D] [--overhead D] [--link-gbps G] [-timeout D] [-heartbeat D] [-silence D] [-v] [-comm NAME] [-cpuprofile FILE]"
 
 // benchCommand runs `commnode bench`, nccl-tests for gocomms: as one rank
 // of a job, or as -local N in-process ranks. Rank 0 prints the table (or
@@ -54,6 +55,7 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	overhead := fs.Duration("overhead", 80*time.Microsecond, "with --algo all: the model's sender time per message")
 	linkGBps := fs.Float64("link-gbps", 1.0, "with --algo all: the model's bandwidth per port in GB/s; 0 estimates nothing")
 	local := fs.Int("local", 0, "run N ranks in this process instead of joining a job")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to `file` (one file per process: add the rank, as in prof.$RANK)")
 	fs.Bool("ft", false, "run a training loop in worker processes under a fault plan instead (Linux; see commnode bench --ft -h)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -99,6 +101,18 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "commnode bench: -cpuprofile: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	progress := newProgressLine(stderr, job.verbose)
