@@ -349,7 +349,7 @@ func (c *conn) serve() error {
 			idleSince = now
 		}
 		if now.Sub(idleSince) < c.cfg.spin {
-			runtime.Gosched()
+			relax()
 			continue
 		}
 		if err := c.sleep(); err != nil {
@@ -359,6 +359,15 @@ func (c *conn) serve() error {
 	}
 }
 
+// relax lets others run between two polls: this process's goroutines,
+// and, through the kernel, other processes' threads, among them the peer
+// this side waits for when the two share few cores.
+func relax() {
+	runtime.Gosched()
+	unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+}
+
+// byeWritten reports whether this side's bye is in the ring.
 func (c *conn) byeWritten() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -10,16 +10,18 @@
 //
 //	Send -> record header + payload copied into the ring, in the caller's
 //	        goroutine; what does not fit waits in a queue
-//	     -> or, from 256 KiB, only the payload's address: the receiver
-//	        copies it straight out of the sender's memory (process_vm_readv)
-//	        and acks, and the payload goes back to its owner
+//	     -> or, with WithByAddress, only a large payload's address: the
+//	        receiver copies it straight out of the sender's memory
+//	        (process_vm_readv) and acks, and the payload goes back to its
+//	        owner
 //	ring -> the server goroutine: headers, payloads into pooled buffers,
 //	        inbox -> Handler, in order
 //
 // # Waiting
 //
 // The server polls its ring while there is work, and for 50 µs after the
-// last (WithSpin), yielding between polls; then it asks for a doorbell
+// last (WithSpin), yielding between polls to this process's goroutines
+// and to other processes (sched_yield); then it asks for a doorbell
 // (a flag in the ring's control block) and sleeps on the socket, taking
 // no CPU. A sender that publishes into a ring whose consumer sleeps, or a
 // receiver that frees room a starved sender waits for, sends one byte on
