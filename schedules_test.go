@@ -3,6 +3,7 @@ package gocomms_test
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commtest"
+	"github.com/gocomms/gocomms/transport/nvl"
 	"github.com/gocomms/gocomms/transport/tcp"
+	"github.com/gocomms/gocomms/transport/topo"
 )
 
 // uniformOnly are the schedules that serve only uniform counts, which
@@ -39,7 +42,8 @@ func scheduleChoices(i int) ([]gocomms.Option, string) {
 // TestEveryScheduleEndToEnd runs every collective, its single and vector
 // forms included, with every schedule of the library, through the engine
 // at every world size of the sweep and 17, against the reference; over
-// loopback TCP too, at a few sizes.
+// loopback TCP and shared memory too, at a few sizes, and over a mix of
+// both in one communicator.
 func TestEveryScheduleEndToEnd(t *testing.T) {
 	most := 0
 	for _, k := range algorithms.Kinds() {
@@ -62,9 +66,38 @@ func TestEveryScheduleEndToEnd(t *testing.T) {
 				plan.Counts = sweepCounts(n)
 				sweep(t, n, plan, append(opts, gocomms.WithNetwork(tcp.New()))...)
 			})
+			t.Run(fmt.Sprintf("choice=%d/shm/ranks=%d", i, n), func(t *testing.T) {
+				if nvl.Host() == "" {
+					t.Skip("no shared memory between processes here")
+				}
+				plan.Counts = sweepCounts(n)
+				sweep(t, n, plan, append(opts, gocomms.WithNetwork(nvl.New()))...)
+			})
 		}
+		t.Run(fmt.Sprintf("choice=%d/mixed/ranks=5", i), func(t *testing.T) {
+			plan.Counts = sweepCounts(5)
+			sweep(t, 5, plan, append(opts, gocomms.WithNetwork(mixedNetwork(t)))...)
+		})
 		t.Logf("choice %d: %s", i, names)
 	}
+}
+
+// mixedNetwork joins shared memory and TCP as on a cluster, where some
+// peers share a host and others do not: here a hash of the address says
+// which, so that one communicator's links are some of each.
+func mixedNetwork(t *testing.T) *topo.Network {
+	if nvl.Host() == "" {
+		t.Skip("no shared memory between processes here")
+	}
+	nw, err := topo.New(nvl.New(), tcp.New(tcp.WithListenHost("127.0.0.1")), func(addr string) bool {
+		h := fnv.New32a()
+		h.Write([]byte(addr))
+		return h.Sum32()%2 == 0
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nw
 }
 
 // TestBruckAllToAll runs Bruck's all-to-all, which serves uniform counts
