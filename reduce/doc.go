@@ -14,7 +14,7 @@
 // Start reading at op.go (what is defined for which dtype), then combine.go
 // (dispatch and the semantics of each kernel). The loops themselves live in
 // kernels_int.go and kernels_float.go, the portable reference; on amd64,
-// vector_amd64.go and its assembly run the floating-point sums and
-// products with AVX2 and F16C, to the same bits. finish.go completes Avg
-// and PreMulSum.
+// vector_amd64.go and its assembly run Sum, Product, Min and Max of every
+// numeric dtype with AVX2 (and F16C for float16), to the same bits.
+// finish.go completes Avg and PreMulSum.
 package reduce

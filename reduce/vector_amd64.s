@@ -301,6 +301,321 @@ TEXT ·maxU16(SB), NOSPLIT, $0-32
 TEXT ·maxU32(SB), NOSPLIT, $0-32
 	WHOLE(VPMAXUD)
 
+// PAIRS is WHOLE for the operations that take several instructions:
+// STEP(A, B, OFF) leaves a[i] op b[i] in A, given a vector of a in A and
+// one of b in B, read at offset OFF of SI and DX, where a step may read
+// them again in another form. It may overwrite B and Y8-Y11; Y12-Y15 hold
+// the constants the caller broadcast first. The four vectors of a block
+// share those temporaries, which the CPU renames.
+#define PAIRS(STEP) \
+	ARGS \
+block: \
+	CMPQ CX, $128 \
+	JL   vector \
+	VMOVDQU (SI), Y0 \
+	VMOVDQU 32(SI), Y1 \
+	VMOVDQU 64(SI), Y2 \
+	VMOVDQU 96(SI), Y3 \
+	VMOVDQU (DX), Y4 \
+	VMOVDQU 32(DX), Y5 \
+	VMOVDQU 64(DX), Y6 \
+	VMOVDQU 96(DX), Y7 \
+	STEP(Y0, Y4, 0) \
+	STEP(Y1, Y5, 32) \
+	STEP(Y2, Y6, 64) \
+	STEP(Y3, Y7, 96) \
+	VMOVDQU Y0, (DI) \
+	VMOVDQU Y1, 32(DI) \
+	VMOVDQU Y2, 64(DI) \
+	VMOVDQU Y3, 96(DI) \
+	NEXT(128, 128) \
+	JMP  block \
+vector: \
+	CMPQ CX, $32 \
+	JL   done \
+	VMOVDQU (SI), Y0 \
+	VMOVDQU (DX), Y4 \
+	STEP(Y0, Y4, 0) \
+	VMOVDQU Y0, (DI) \
+	NEXT(32, 32) \
+	JMP  vector \
+done: \
+	VZEROUPPER \
+	RET
+
+// SPLAT16 and SPLAT64 broadcast IMM to every 16- or 64-bit lane of Y (X
+// being its lower half).
+#define SPLAT16(IMM, X, Y) \
+	MOVL $IMM, AX \
+	VMOVD AX, X \
+	VPBROADCASTW X, Y
+
+#define SPLAT64(IMM, X, Y) \
+	MOVQ $IMM, AX \
+	VMOVQ AX, X \
+	VPBROADCASTQ X, Y
+
+// MUL8 is a[i]*b[i] of bytes, wrapping, with 16-bit multiplies (Y12 =
+// 0x00ff): an even byte's product is the low byte of its word's product,
+// and an odd byte's the high byte of (a & 0xff00) * (b >> 8).
+#define MUL8(A, B, OFF) \
+	VPMULLW B, A, Y8 \
+	VPAND Y12, Y8, Y8 \
+	VPANDN A, Y12, Y9 \
+	VPSRLW $8, B, B \
+	VPMULLW B, Y9, Y9 \
+	VPOR Y9, Y8, A
+
+// MUL64 is the low 64 bits of a[i]*b[i], the same for signed and unsigned
+// operands, from 32-bit multiplies: lo·lo + (hi·lo + lo·hi) << 32.
+#define MUL64(A, B, OFF) \
+	VPMULUDQ B, A, Y8 \
+	VPSRLQ $32, A, Y9 \
+	VPMULUDQ B, Y9, Y9 \
+	VPSRLQ $32, B, B \
+	VPMULUDQ B, A, B \
+	VPADDQ B, Y9, Y9 \
+	VPSLLQ $32, Y9, Y9 \
+	VPADDQ Y9, Y8, A
+
+// MINS64 and MAXS64 pick b[i] where a[i] > b[i], or b[i] > a[i]: AVX2
+// compares 64-bit integers only for greater, and signed.
+#define MINS64(A, B, OFF) \
+	VPCMPGTQ B, A, Y8 \
+	VPBLENDVB Y8, B, A, A
+
+#define MAXS64(A, B, OFF) \
+	VPCMPGTQ A, B, Y8 \
+	VPBLENDVB Y8, B, A, A
+
+// MINU64 and MAXU64 do the same unsigned, comparing the operands with
+// their top bits flipped (Y12 = 1<<63), which orders them as signed.
+#define MINU64(A, B, OFF) \
+	VPXOR Y12, A, Y8 \
+	VPXOR Y12, B, Y9 \
+	VPCMPGTQ Y9, Y8, Y8 \
+	VPBLENDVB Y8, B, A, A
+
+#define MAXU64(A, B, OFF) \
+	VPXOR Y12, A, Y8 \
+	VPXOR Y12, B, Y9 \
+	VPCMPGTQ Y8, Y9, Y8 \
+	VPBLENDVB Y8, B, A, A
+
+// The half types' min and max work on their bits, sixteen elements a
+// vector, with Y12 = 0x7fff, Y13 the format's +Inf and Y14 its quiet NaN.
+// The portable loops widen both operands to float32 exactly, and Go's
+// min(x, y) of float32 is whichever is below the other, or else x|y, bit
+// by bit; max(x, y) is whichever is above, or else x|y with the sign bit
+// only where both have it. So -0 and +0 give -0 and +0 and any other equal
+// operands themselves, and a NaN operand gives a NaN that merges both
+// operands' widened bits, quieted by the rounding back. The kernels pick
+// the operand by integer compares, and compute the NaN alike.
+//
+// HALFPAIRS is PAIRS for them, which first finds from the largest
+// magnitude in a block (a vector) whether it holds a NaN: if not, the
+// common case, it takes the FAST steps, which just pick an operand, and if
+// so the FULL steps.
+#define HALFPAIRS(FAST, FULL) \
+	ARGS \
+block: \
+	CMPQ CX, $128 \
+	JL   vector \
+	VMOVDQU (SI), Y0 \
+	VMOVDQU 32(SI), Y1 \
+	VMOVDQU 64(SI), Y2 \
+	VMOVDQU 96(SI), Y3 \
+	VMOVDQU (DX), Y4 \
+	VMOVDQU 32(DX), Y5 \
+	VMOVDQU 64(DX), Y6 \
+	VMOVDQU 96(DX), Y7 \
+	VPAND Y12, Y0, Y8 \
+	HALFMAG(Y1) \
+	HALFMAG(Y2) \
+	HALFMAG(Y3) \
+	HALFMAG(Y4) \
+	HALFMAG(Y5) \
+	HALFMAG(Y6) \
+	HALFMAG(Y7) \
+	VPCMPGTW Y13, Y8, Y8 \
+	VPTEST Y8, Y8 \
+	JNE  blocknan \
+	FAST(Y0, Y4, 0) \
+	FAST(Y1, Y5, 32) \
+	FAST(Y2, Y6, 64) \
+	FAST(Y3, Y7, 96) \
+	JMP  blockstore \
+blocknan: \
+	FULL(Y0, Y4, 0) \
+	FULL(Y1, Y5, 32) \
+	FULL(Y2, Y6, 64) \
+	FULL(Y3, Y7, 96) \
+blockstore: \
+	VMOVDQU Y0, (DI) \
+	VMOVDQU Y1, 32(DI) \
+	VMOVDQU Y2, 64(DI) \
+	VMOVDQU Y3, 96(DI) \
+	NEXT(128, 128) \
+	JMP  block \
+vector: \
+	CMPQ CX, $32 \
+	JL   done \
+	VMOVDQU (SI), Y0 \
+	VMOVDQU (DX), Y4 \
+	HALFNAN(Y0, Y4) \
+	VPTEST Y11, Y11 \
+	JNE  vectornan \
+	FAST(Y0, Y4, 0) \
+	JMP  vectorstore \
+vectornan: \
+	FULL(Y0, Y4, 0) \
+vectorstore: \
+	VMOVDQU Y0, (DI) \
+	NEXT(32, 32) \
+	JMP  vector \
+done: \
+	VZEROUPPER \
+	RET
+
+// HALFMAG folds X's magnitude bits into Y8's largest, overwriting Y9.
+#define HALFMAG(X) \
+	VPAND Y12, X, Y9 \
+	VPMAXSW Y9, Y8, Y8
+
+// HALFMIN and HALFMAX pick the lesser or greater of a[i] and b[i], neither
+// a NaN, overwriting Y8 and Y9. Their bits compare as 16-bit integers as
+// their values do, -0 below +0, but where both signs are set, which
+// reverses the order; the same bits may pick either.
+#define HALFMIN(A, B, OFF) \
+	VPCMPGTW B, A, Y8 \
+	VPAND B, A, Y9 \
+	VPSRAW $15, Y9, Y9 \
+	VPXOR Y9, Y8, Y8 \
+	VPBLENDVB Y8, B, A, A
+
+#define HALFMAX(A, B, OFF) \
+	VPCMPGTW A, B, Y8 \
+	VPAND B, A, Y9 \
+	VPSRAW $15, Y9, Y9 \
+	VPXOR Y9, Y8, Y8 \
+	VPBLENDVB Y8, B, A, A
+
+// HALFNAN sets every bit of Y11 where a[i] or b[i] is a NaN, its magnitude
+// bits above +Inf's, overwriting Y8.
+#define HALFNAN(A, B) \
+	VPAND Y12, A, Y11 \
+	VPAND Y12, B, Y8 \
+	VPMAXSW Y8, Y11, Y11 \
+	VPCMPGTW Y13, Y11, Y11
+
+// HALFNANPICK is PICK(A, B) with the NaN in Y10 blended in where a[i] or
+// b[i] is one.
+#define HALFNANPICK(PICK, A, B) \
+	HALFNAN(A, B) \
+	PICK(A, B, 0) \
+	VPBLENDVB Y11, Y10, A, A
+
+// BF16MIN and BF16MAX: bfloat16 widens by a shift, so the merged NaN is
+// a|b, quieted; for max, (a|b) & ((a&b) | 0x7fff), which keeps the sign
+// only where both have it.
+#define BF16MIN(A, B, OFF) \
+	VPOR B, A, Y10 \
+	VPOR Y14, Y10, Y10 \
+	HALFNANPICK(HALFMIN, A, B)
+
+#define BF16MAX(A, B, OFF) \
+	VPAND B, A, Y10 \
+	VPOR Y12, Y10, Y10 \
+	VPOR B, A, Y11 \
+	VPAND Y11, Y10, Y10 \
+	VPOR Y14, Y10, Y10 \
+	HALFNANPICK(HALFMAX, A, B)
+
+// F16NAN sets Y10 to the float16 NaN that a[i] and b[i] merge into, given
+// SIGN(B, A, Y11) the instruction that merges their signs (VPOR for min,
+// VPAND for max). Widening a subnormal float16 normalizes its mantissa, so
+// the merged mantissa is that of both operands widened (F16C), or'd, and
+// cut to ten bits, as rounding a NaN back keeps them.
+#define F16NAN(SIGN, A, B, OFF) \
+	VCVTPH2PS OFF(SI), Y8 \
+	VCVTPH2PS OFF(DX), Y9 \
+	VPOR Y9, Y8, Y8 \
+	VCVTPH2PS OFF+16(SI), Y10 \
+	VCVTPH2PS OFF+16(DX), Y11 \
+	VPOR Y11, Y10, Y10 \
+	VPSLLD $9, Y8, Y8 \
+	VPSRLD $22, Y8, Y8 \
+	VPSLLD $9, Y10, Y10 \
+	VPSRLD $22, Y10, Y10 \
+	VPACKUSDW Y10, Y8, Y10 \
+	VPERMQ $0xd8, Y10, Y10 \
+	SIGN B, A, Y11 \
+	VPANDN Y11, Y12, Y11 \
+	VPOR Y11, Y10, Y10 \
+	VPOR Y14, Y10, Y10
+
+#define F16MIN(A, B, OFF) \
+	F16NAN(VPOR, A, B, OFF) \
+	HALFNANPICK(HALFMIN, A, B)
+
+#define F16MAX(A, B, OFF) \
+	F16NAN(VPAND, A, B, OFF) \
+	HALFNANPICK(HALFMAX, A, B)
+
+// HALFCONST broadcasts the half-type constants: INF is +Inf's bits and
+// QNAN a quiet NaN's.
+#define HALFCONST(INF, QNAN) \
+	SPLAT16(0x7fff, X12, Y12) \
+	SPLAT16(INF, X13, Y13) \
+	SPLAT16(QNAN, X14, Y14)
+
+// func mulI8(dst, a, b unsafe.Pointer, n int)
+TEXT ·mulI8(SB), NOSPLIT, $0-32
+	SPLAT16(0x00ff, X12, Y12)
+	PAIRS(MUL8)
+
+// func mulI64(dst, a, b unsafe.Pointer, n int)
+TEXT ·mulI64(SB), NOSPLIT, $0-32
+	PAIRS(MUL64)
+
+// func minS64(dst, a, b unsafe.Pointer, n int)
+TEXT ·minS64(SB), NOSPLIT, $0-32
+	PAIRS(MINS64)
+
+// func maxS64(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxS64(SB), NOSPLIT, $0-32
+	PAIRS(MAXS64)
+
+// func minU64(dst, a, b unsafe.Pointer, n int)
+TEXT ·minU64(SB), NOSPLIT, $0-32
+	SPLAT64(0x8000000000000000, X12, Y12)
+	PAIRS(MINU64)
+
+// func maxU64(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxU64(SB), NOSPLIT, $0-32
+	SPLAT64(0x8000000000000000, X12, Y12)
+	PAIRS(MAXU64)
+
+// func minBF16(dst, a, b unsafe.Pointer, n int)
+TEXT ·minBF16(SB), NOSPLIT, $0-32
+	HALFCONST(0x7f80, 0x7fc0)
+	HALFPAIRS(HALFMIN, BF16MIN)
+
+// func maxBF16(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxBF16(SB), NOSPLIT, $0-32
+	HALFCONST(0x7f80, 0x7fc0)
+	HALFPAIRS(HALFMAX, BF16MAX)
+
+// func minF16(dst, a, b unsafe.Pointer, n int)
+TEXT ·minF16(SB), NOSPLIT, $0-32
+	HALFCONST(0x7c00, 0x7e00)
+	HALFPAIRS(HALFMIN, F16MIN)
+
+// func maxF16(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxF16(SB), NOSPLIT, $0-32
+	HALFCONST(0x7c00, 0x7e00)
+	HALFPAIRS(HALFMAX, F16MAX)
+
 // func cpuid1ECX() uint32
 TEXT ·cpuid1ECX(SB), NOSPLIT, $0-4
 	MOVL $1, AX

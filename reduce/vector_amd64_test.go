@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -18,51 +19,165 @@ import (
 // portable loops on the same random bits (NaNs, infinities, subnormals and
 // signed zeros among them), at lengths that are no multiple of a vector,
 // at unaligned addresses, and with dst aliasing an operand: every result
-// must be the same bits, NaNs being any NaN.
+// must be the same bits, NaNs being any NaN where the kernel computes with
+// floats (see same).
 func TestVectorKernelsMatchThePortableLoops(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no vector kernels on this CPU")
 	}
-	rapid.Check(t, func(rt *rapid.T) {
-		key := rapid.SampledFrom(kernelKeys()).Draw(rt, "kernel")
-		k, dt := key.k, key.dt
-		n := rapid.IntRange(1, 300).Draw(rt, "elements") * dt.Size()
-		skew := rapid.IntRange(0, 7).Draw(rt, "misalignment")
-		alias := rapid.Bool().Draw(rt, "dst aliases a")
-		buf := func() []byte { return make([]byte, n+skew)[skew:] }
-		a, b := buf(), buf()
-		for _, x := range [][]byte{a, b} {
-			for i := 0; i < n; i += dt.Size() {
-				bits := rapid.OneOf(rapid.Uint64(), rapid.SampledFrom(edgeBits(dt))).Draw(rt, "bits")
-				switch dt.Size() {
-				case 1:
-					x[i] = byte(bits)
-				case 2:
-					binary.NativeEndian.PutUint16(x[i:], uint16(bits))
-				case 4:
-					binary.NativeEndian.PutUint32(x[i:], uint32(bits))
-				default:
-					binary.NativeEndian.PutUint64(x[i:], bits)
+	rapid.Check(t, func(rt *rapid.T) { checkKernel(rt, false) })
+}
+
+// TestVectorKernelsMatchWithoutNaNs is the same on bits with no NaNs,
+// which a kernel may handle apart (the half types' min and max do: a
+// block with no NaN only picks operands), and which the random bits of
+// the test above rarely give a whole block of.
+func TestVectorKernelsMatchWithoutNaNs(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no vector kernels on this CPU")
+	}
+	rapid.Check(t, func(rt *rapid.T) { checkKernel(rt, true) })
+}
+
+// TestHalfMinMaxFindEveryNaN puts a single NaN at every place of a
+// block, a vector and a tail, in either operand, among ordinary values:
+// the half types' min and max kernels take the path that only picks
+// operands where they find no NaN, so each place must be searched. The
+// other operand there is a subnormal, whose widened mantissa the NaN
+// merges with.
+func TestHalfMinMaxFindEveryNaN(t *testing.T) {
+	for _, tc := range []struct {
+		dt  tensor.DType
+		nan uint64
+	}{{tensor.BFloat16, 0xff81}, {tensor.Float16, 0xfc01}} {
+		for _, k := range []Kind{Min, Max} {
+			if _, ok := kernels[kindDType{k, tc.dt}]; !ok || !hasAVX2 {
+				continue
+			}
+			const n = 64 + 16 + 3
+			for at := range n {
+				for _, inB := range []bool{false, true} {
+					a, b := make([]byte, 2*n), make([]byte, 2*n)
+					for i := range n {
+						storeBits(tc.dt, a, i, niceBits(tc.dt, int64(i%9-4)))
+						storeBits(tc.dt, b, i, niceBits(tc.dt, int64(i%7-3)))
+					}
+					x, y := a, b
+					if inB {
+						x, y = b, a
+					}
+					storeBits(tc.dt, x, at, tc.nan)
+					storeBits(tc.dt, y, at, 1)
+					want, got := make([]byte, 2*n), make([]byte, 2*n)
+					combinePortable(k, tc.dt, want, a, b)
+					vectorized(k, tc.dt, got, a, b)
+					for i := range n {
+						if g, w := loadBits(tc.dt, got, i), loadBits(tc.dt, want, i); g != w {
+							t.Fatalf("%v %v, a NaN at %d (in b: %v): element %d is %#04x, portable %#04x", k, tc.dt, at, inB, i, g, w)
+						}
+					}
 				}
 			}
 		}
-		want := buf()
-		combinePortable(k, dt, want, a, b)
-		got := buf()
-		if alias {
-			copy(got, a)
-			if !vectorized(k, dt, got, got, b) {
-				rt.Fatal("the kernel declined")
+	}
+}
+
+// checkKernel draws a kernel and operands for it, NaNs turned into
+// infinities if noNaNs, and compares the kernel's results with the
+// portable loop's.
+func checkKernel(rt *rapid.T, noNaNs bool) {
+	key := rapid.SampledFrom(kernelKeys()).Draw(rt, "kernel")
+	k, dt := key.k, key.dt
+	n := rapid.IntRange(1, 300).Draw(rt, "elements") * dt.Size()
+	skew := rapid.IntRange(0, 7).Draw(rt, "misalignment")
+	alias := rapid.Bool().Draw(rt, "dst aliases a")
+	buf := func() []byte { return make([]byte, n+skew)[skew:] }
+	a, b := buf(), buf()
+	for _, x := range [][]byte{a, b} {
+		for i := 0; i < n; i += dt.Size() {
+			bits := rapid.OneOf(rapid.Uint64(), rapid.SampledFrom(edgeBits(dt))).Draw(rt, "bits")
+			if noNaNs {
+				bits = nanToInf(dt, bits)
 			}
-		} else if !vectorized(k, dt, got, a, b) {
+			switch dt.Size() {
+			case 1:
+				x[i] = byte(bits)
+			case 2:
+				binary.NativeEndian.PutUint16(x[i:], uint16(bits))
+			case 4:
+				binary.NativeEndian.PutUint32(x[i:], uint32(bits))
+			default:
+				binary.NativeEndian.PutUint64(x[i:], bits)
+			}
+		}
+	}
+	want := buf()
+	combinePortable(k, dt, want, a, b)
+	got := buf()
+	if alias {
+		copy(got, a)
+		if !vectorized(k, dt, got, got, b) {
 			rt.Fatal("the kernel declined")
 		}
-		for i := 0; i < n; i += dt.Size() {
-			if !same(dt, got[i:], want[i:]) {
-				rt.Fatalf("%v %v element %d: vector %x, portable %x", k, dt, i/dt.Size(), got[i:i+dt.Size()], want[i:i+dt.Size()])
-			}
+	} else if !vectorized(k, dt, got, a, b) {
+		rt.Fatal("the kernel declined")
+	}
+	for i := 0; i < n; i += dt.Size() {
+		if !same(k, dt, got[i:], want[i:]) {
+			rt.Fatalf("%v %v element %d: vector %x, portable %x", k, dt, i/dt.Size(), got[i:i+dt.Size()], want[i:i+dt.Size()])
 		}
-	})
+	}
+}
+
+// BenchmarkCombineKernels measures every kind and dtype that has a vector
+// kernel, through Combine and through the portable loop it replaces, in
+// cache and out of L1, as BenchmarkCombine does (dst = dst ⊕ x; SetBytes
+// counts one operand).
+func BenchmarkCombineKernels(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("no vector kernels on this CPU")
+	}
+	for _, key := range kernelKeys() {
+		for _, size := range []int{64 << 10, 1 << 20} {
+			op := New(key.k)
+			b.Run(fmt.Sprintf("%v/%v/%dKiB/vector", key.dt, key.k, size>>10), func(b *testing.B) {
+				dst, x := benchBuffers(key.dt, size)
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					Combine(op, key.dt, dst, dst, x)
+				}
+			})
+			b.Run(fmt.Sprintf("%v/%v/%dKiB/portable", key.dt, key.k, size>>10), func(b *testing.B) {
+				dst, x := benchBuffers(key.dt, size)
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					combinePortable(key.k, key.dt, dst, dst, x)
+				}
+			})
+		}
+	}
+}
+
+// nanToInf turns the bits of a NaN of dt into an infinity of its sign, and
+// leaves every other value alone.
+func nanToInf(dt tensor.DType, bits uint64) uint64 {
+	var sign, inf uint64
+	switch dt {
+	case tensor.BFloat16:
+		sign, inf = 0x8000, 0x7f80
+	case tensor.Float16:
+		sign, inf = 0x8000, 0x7c00
+	case tensor.Float32:
+		sign, inf = 1<<31, 0x7f800000
+	case tensor.Float64:
+		sign, inf = 1<<63, 0x7ff0000000000000
+	default:
+		return bits
+	}
+	if bits&(sign-1) > inf {
+		return bits&sign | inf
+	}
+	return bits
 }
 
 // kernelKeys lists the kinds and dtypes that have a kernel, in one order.
@@ -72,9 +187,17 @@ func kernelKeys() []kindDType {
 	return keys
 }
 
-// same compares two elements' bits, NaNs being any NaN: which operand's
-// payload survives is the hardware's to choose.
-func same(dt tensor.DType, x, y []byte) bool {
+// same compares two elements' bits, NaNs being any NaN where the kernel
+// computes with floats: which operand's payload survives is the hardware's
+// to choose. Min and max of the half types select and merge the operands'
+// bits as the portable loops do, so their NaNs must match too.
+func same(k Kind, dt tensor.DType, x, y []byte) bool {
+	if k == Min || k == Max {
+		switch dt {
+		case tensor.BFloat16, tensor.Float16:
+			return bytes.Equal(x[:2], y[:2])
+		}
+	}
 	switch dt {
 	case tensor.BFloat16:
 		u, v := tensor.BF16(binary.NativeEndian.Uint16(x)), tensor.BF16(binary.NativeEndian.Uint16(y))
