@@ -1,12 +1,12 @@
 module github.com/gocomms/gocomms
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/asynkron/protoactor-go v0.0.0-20240822202345-3c0e61ca19c9
 	github.com/google/uuid v1.6.0
 	github.com/lmittmann/tint v1.2.1
-	golang.org/x/sys v0.19.0
+	golang.org/x/sys v0.50.0
 	pgregory.net/rapid v1.3.0
 )
 

@@ -40,8 +40,9 @@ var processNetwork = sync.OnceValues(func() (transport.Network, error) { return 
 // envNetwork builds the network GOCOMMS_TRANSPORT names: "auto" (the
 // default) reaches peers on this host through shared memory and the rest
 // over TCP; "shm" uses shared memory only, "tcp" TCP only.
-// GOCOMMS_PORT_RANGE bounds TCP's ports; GOCOMMS_SHM_SPIN (a duration)
-// and GOCOMMS_SHM_BY_ADDRESS (bytes, 0 for never) tune shared memory.
+// GOCOMMS_PORT_RANGE bounds TCP's ports; GOCOMMS_SHM_SPIN (a duration),
+// GOCOMMS_SHM_SLOTS (a count), GOCOMMS_SHM_RING and
+// GOCOMMS_SHM_BY_ADDRESS (bytes, 0 for never) tune shared memory.
 func envNetwork(lookup func(string) (string, bool)) (transport.Network, error) {
 	var tcpOpts []tcp.Option
 	if v, ok := lookup("GOCOMMS_PORT_RANGE"); ok {
@@ -65,6 +66,13 @@ func envNetwork(lookup func(string) (string, bool)) (transport.Network, error) {
 			return nil, commerr.Invalid("GOCOMMS_SHM_BY_ADDRESS=%q: want a size in bytes, 0 for never", v)
 		}
 		shmOpts = append(shmOpts, nvl.WithByAddress(n))
+	}
+	if v, ok := lookup("GOCOMMS_SHM_SLOTS"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, commerr.Invalid("GOCOMMS_SHM_SLOTS=%q: want a count of 512 KiB slots, 0 for none", v)
+		}
+		shmOpts = append(shmOpts, nvl.WithSlots(n, 512<<10))
 	}
 	if v, ok := lookup("GOCOMMS_SHM_RING"); ok {
 		n, err := strconv.Atoi(v)

@@ -30,8 +30,11 @@ func (b *Inbox) Push(f Frame) {
 	b.mu.Lock()
 	if b.shut {
 		b.mu.Unlock()
-		PutBuffer(f.Payload)
+		Release(f)
 		return
+	}
+	if b.handler == nil {
+		f = Detach(f) // it may wait long for Start
 	}
 	if b.handler == nil || b.delivering {
 		b.queue = append(b.queue, f)
@@ -76,7 +79,7 @@ func (b *Inbox) CloseLocal(err error, then func()) {
 	b.mu.Lock()
 	b.shut = true
 	for i := b.head; i < len(b.queue); i++ {
-		PutBuffer(b.queue[i].Payload)
+		Release(b.queue[i])
 	}
 	b.resetQueue()
 	b.afterClose = then

@@ -57,17 +57,37 @@ type Frame struct {
 	// exactly once, from any goroutine, when it no longer reads it (the
 	// bytes are written or copied, or dropped on failure). The sender must
 	// not modify Payload until then. Large sends skip a copy this way.
+	//
+	// A received frame may lend its payload the same way: Sent set, the
+	// payload the transport's own memory (shared memory the peer wrote
+	// into), which the receiver reads in place, skipping a copy. The
+	// receiver must give it back with Release once done, and soon: one
+	// that keeps a frame while it waits for others (an early frame
+	// stashed until its operation starts) must Detach it first, since the
+	// transport's memory is lent out of a small area.
 	Sent func()
 }
 
-// Release gives up a frame that Send was handed: it calls Sent if the
-// payload is borrowed, and returns it to the pool otherwise.
+// Release gives up a frame: it calls Sent if the payload is borrowed, and
+// returns it to the pool otherwise.
 func Release(f Frame) {
 	if f.Sent != nil {
 		f.Sent()
 		return
 	}
 	PutBuffer(f.Payload)
+}
+
+// Detach returns f with a payload of its own: a lent payload is copied
+// into a pooled buffer and given back; any other frame is returned as is.
+func Detach(f Frame) Frame {
+	if f.Sent == nil {
+		return f
+	}
+	p := GetBuffer(len(f.Payload))
+	copy(p, f.Payload)
+	f.Sent()
+	return Frame{Header: f.Header, Payload: p}
 }
 
 // Handler receives what arrives on a connection. Both methods are called

@@ -34,7 +34,7 @@ type runner struct {
 
 	prog      *algorithms.Progress
 	ready     []int
-	held      [][]byte // payload of each receiving step that arrived before it was ready
+	held      []transport.Frame // the frame of each receiving step, from its arrival until the step runs
 	scratch   [][]byte
 	elemSize  int
 	stopTimer func() bool
@@ -56,7 +56,7 @@ func (c *runner) Receive(ctx actor.Context) {
 	}
 	if c.ended {
 		if d, ok := ctx.Message().(*link.Delivered); ok {
-			transport.PutBuffer(d.Frame.Payload)
+			transport.Release(d.Frame)
 		}
 		return
 	}
@@ -89,7 +89,7 @@ func (c *runner) start(ctx actor.Context) {
 	req := c.req
 	c.elemSize = req.DType.Size()
 	c.prog = algorithms.NewProgress(req.Schedule)
-	c.held = make([][]byte, len(req.Schedule.Steps))
+	c.held = make([]transport.Frame, len(req.Schedule.Steps))
 	c.scratch = make([][]byte, len(req.Schedule.Scratch))
 	for i, n := range req.Schedule.Scratch {
 		if !req.Phantom {
@@ -157,7 +157,7 @@ func (c *runner) arrive(ctx actor.Context, d *link.Delivered) {
 	req := c.req
 	h := d.Frame.Header
 	if h.Sig != req.Sig {
-		transport.PutBuffer(d.Frame.Payload)
+		transport.Release(d.Frame)
 		c.fail(ctx, &Fail{Err: commerr.Invalid("arguments differ across ranks: %s", Mismatch(h.Sig, req.Sig, d.Peer)), Ranks: []int{d.Peer}, Tell: true})
 		return
 	}
@@ -169,16 +169,18 @@ func (c *runner) arrive(ctx actor.Context, d *link.Delivered) {
 	var err error
 	c.ready, step, err = c.prog.Arrive(d.Peer, tag, c.ready)
 	if err != nil {
-		transport.PutBuffer(d.Frame.Payload)
+		transport.Release(d.Frame)
 		c.fail(ctx, &Fail{Err: commerr.Invalid("unexpected message %d from rank %d: %v", h.Tag, d.Peer, err), Ranks: []int{d.Peer}, Tell: true})
 		return
 	}
 	if want := req.Schedule.Steps[step].Dst.Len * c.elemSize; len(d.Frame.Payload) != want {
-		transport.PutBuffer(d.Frame.Payload)
+		transport.Release(d.Frame)
 		c.fail(ctx, &Fail{Err: commerr.Invalid("rank %d sent %d bytes where this rank expects %d: sizes differ across ranks", d.Peer, len(d.Frame.Payload), want), Ranks: []int{d.Peer}, Tell: true})
 		return
 	}
-	c.held[step] = d.Frame.Payload
+	// A payload lent by the transport is read in place: the step runs
+	// from it and gives it back.
+	c.held[step] = d.Frame
 	c.run(ctx)
 }
 
@@ -235,11 +237,11 @@ func (c *runner) execute(ctx actor.Context, i int) bool {
 		ctx.Send(l, &link.Send{Frame: f})
 		return f.Sent == nil
 	case algorithms.Recv:
-		copy(c.region(s.Dst), c.held[i])
+		copy(c.region(s.Dst), c.held[i].Payload)
 		c.release(i)
 	case algorithms.RecvReduce:
 		dst := c.region(s.Dst)
-		reduce.Combine(c.req.Reduce, c.req.DType, dst, c.region(s.Src), c.held[i])
+		reduce.Combine(c.req.Reduce, c.req.DType, dst, c.region(s.Src), c.held[i].Payload)
 		c.release(i)
 	case algorithms.Copy:
 		copy(c.region(s.Dst), c.region(s.Src))
@@ -251,8 +253,8 @@ func (c *runner) execute(ctx actor.Context, i int) bool {
 }
 
 func (c *runner) release(i int) {
-	transport.PutBuffer(c.held[i])
-	c.held[i] = nil
+	transport.Release(c.held[i])
+	c.held[i] = transport.Frame{}
 }
 
 func (c *runner) region(r algorithms.Region) []byte {
@@ -316,8 +318,8 @@ func (c *runner) end(ctx actor.Context, err error) {
 	if err != nil { // else every route has had its frames, and is gone
 		c.routeFrames(ctx, false)
 	}
-	for i, p := range c.held {
-		if p != nil {
+	for i, f := range c.held {
+		if f.Payload != nil || f.Sent != nil {
 			c.release(i)
 		}
 	}

@@ -348,7 +348,7 @@ func (l *linkActor) sendLink(tag uint32) {
 func (l *linkActor) arrive(ctx actor.Context, m *inFrame) {
 	if m.epoch != l.epoch || l.failed != nil {
 		// The peer sends it again on the new connection.
-		transport.PutBuffer(m.Frame.Payload)
+		transport.Release(m.Frame)
 		return
 	}
 	l.peerUp = true

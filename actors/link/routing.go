@@ -75,8 +75,10 @@ func (rt *routing) unroute(key Key) {
 	}
 }
 
-// keep stashes f until a route of key takes it.
+// keep stashes f until a route of key takes it, with a payload of its
+// own: its operation may start much later.
 func (rt *routing) keep(key Key, f transport.Frame) {
+	f = transport.Detach(f)
 	if i := rt.stashed(key); i >= 0 {
 		rt.stash[i].frames = append(rt.stash[i].frames, f)
 		return
@@ -103,7 +105,7 @@ func (rt *routing) discard(drop func(Key) bool) {
 			continue
 		}
 		for _, f := range s.frames {
-			transport.PutBuffer(f.Payload)
+			transport.Release(f)
 		}
 	}
 	clear(rt.stash[len(kept):])

@@ -16,7 +16,7 @@ import (
 // control handles a control frame from a peer: a failed collective, a
 // failed rank, a goodbye, a timeout probe or the answer to one of ours.
 func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
-	defer transport.PutBuffer(d.Frame.Payload)
+	defer transport.Release(d.Frame)
 	h := d.Frame.Header
 	switch h.Tag {
 	case collective.ControlFailed:

@@ -77,7 +77,7 @@ func (c *conn) dial(ctx context.Context, cancel context.CancelFunc) {
 // answered handles the first frame of the connection we dialled.
 func (c *conn) answered(l *link, f transport.Frame) {
 	empty := len(f.Payload) == 0
-	transport.PutBuffer(f.Payload)
+	transport.Release(f)
 	c.mu.Lock()
 	if c.st != dialing || c.dialLink != l {
 		c.mu.Unlock()
@@ -225,7 +225,7 @@ func (c *conn) received(l *link, f transport.Frame) {
 	ours := c.cur == l
 	c.mu.Unlock()
 	if !ours {
-		transport.PutBuffer(f.Payload)
+		transport.Release(f)
 		return
 	}
 	c.in.Push(f)

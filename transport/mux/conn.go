@@ -114,7 +114,7 @@ func (c *vconn) Close() error {
 func (c *vconn) shutdown(err error) {
 	c.shut = true
 	for _, f := range c.queue[c.head:] {
-		transport.PutBuffer(f.Payload)
+		transport.Release(f)
 	}
 	c.queue, c.head = nil, 0 // a closed comm is remembered: keep it small
 	c.end(err)

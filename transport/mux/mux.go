@@ -180,8 +180,11 @@ func (r receiver) HandleFrame(f transport.Frame) {
 	if vc.recvErr != nil {
 		// Closed here, or by the peer in a race with this frame's Send.
 		m.mu.Unlock()
-		transport.PutBuffer(f.Payload)
+		transport.Release(f)
 		return
+	}
+	if vc.handler == nil {
+		f = transport.Detach(f) // it waits for Open and Start, maybe long
 	}
 	if !vc.opened {
 		cost := len(f.Payload) + heldOverhead
@@ -189,7 +192,7 @@ func (r receiver) HandleFrame(f transport.Frame) {
 			err := fmt.Errorf("transport/mux: %s: a frame of %d bytes for comm %#x would take what is held for comms not yet opened over %d bytes: %w: %w",
 				m.describe(), len(f.Payload), f.Header.Comm, m.cfg.maxHeld, ErrHeldLimit, transport.ErrClosed)
 			m.fail(err)
-			transport.PutBuffer(f.Payload)
+			transport.Release(f)
 			m.conn.Close() // tell the peer; a handler may close its own conn
 			return
 		}
@@ -197,7 +200,7 @@ func (r receiver) HandleFrame(f transport.Frame) {
 		vc.held += cost
 	}
 	if f.Header.Kind == KindClose {
-		transport.PutBuffer(f.Payload)
+		transport.Release(f)
 		vc.end(fmt.Errorf("transport/mux: comm %#x on %s closed by peer: %w", vc.comm, m.describe(), transport.ErrClosed))
 	} else {
 		vc.queue = append(vc.queue, f)

@@ -38,6 +38,17 @@ type conn struct {
 	cfg           *config
 	seg           *segment
 	tx, rx        ring
+	txSlab        *slab         // where this side fills slots
+	rxSlab        *slab         // where the peer does
+	nextSlot      atomic.Uint32 // where the search for a free slot starts
+	// slotFreed[i] gives rx slot i back; one func per slot, made once, so
+	// that lending a slot allocates nothing.
+	slotFreed []func()
+	// lentSlots counts rx slots lent to the handler: the segment stays
+	// mapped until the last comes back, even after the connection ends.
+	lentSlots atomic.Int32
+	over      atomic.Bool // the server has ended
+	unmapOnce sync.Once
 
 	// sendByAddress says the peer can read this process's memory, so
 	// large payloads stay where they are and only their address travels.
@@ -93,9 +104,9 @@ var (
 	_ transport.Borrower = (*conn)(nil)
 )
 
-// newConn starts serving a connection whose handshake is complete.
-// tx and rx are the segment's rings as this side sees them.
-func newConn(sock *net.UnixConn, seg *segment, tx, rx ring, local, remote string, peerPID int, sendByAddress bool, cfg *config) *conn {
+// newConn starts serving a connection whose handshake is complete, on
+// the dialer's side or the acceptor's.
+func newConn(sock *net.UnixConn, seg *segment, dialer bool, local, remote string, peerPID int, sendByAddress bool, cfg *config) *conn {
 	c := &conn{
 		sock:          sock,
 		local:         local,
@@ -103,14 +114,23 @@ func newConn(sock *net.UnixConn, seg *segment, tx, rx ring, local, remote string
 		peerPID:       peerPID,
 		cfg:           cfg,
 		seg:           seg,
-		tx:            tx,
-		rx:            rx,
+		tx:            seg.ring0,
+		rx:            seg.ring1,
+		txSlab:        &seg.slab0,
+		rxSlab:        &seg.slab1,
 		sendByAddress: sendByAddress && cfg.byAddressMin > 0,
 		released:      make(chan struct{}),
 	}
+	if !dialer {
+		c.tx, c.rx, c.txSlab, c.rxSlab = c.rx, c.tx, c.rxSlab, c.txSlab
+	}
+	c.slotFreed = make([]func(), len(c.rxSlab.states))
+	for i := range c.slotFreed {
+		c.slotFreed[i] = func() { c.freeSlot(i) }
+	}
 	c.raw, _ = sock.SyscallConn() // cannot fail on a connected socket
-	c.tail = tx.ctl.tail.Load()
-	c.head = rx.ctl.head.Load()
+	c.tail = c.tx.ctl.tail.Load()
+	c.head = c.rx.ctl.head.Load()
 	go c.run()
 	return c
 }
@@ -144,7 +164,10 @@ func (c *conn) Send(f transport.Frame) error {
 	}
 	r := record{header: f.Header, what: inline, n: uint32(len(f.Payload))}
 	o := outgoing{payload: f.Payload, frame: f, release: true}
-	if c.sendByAddress && len(f.Payload) >= c.cfg.byAddressMin {
+	if slot := c.fillSlot(f.Payload); slot >= 0 {
+		r.what, r.address = inSlot, uint64(slot)
+		o.payload = nil // copied: f is released once queued
+	} else if c.sendByAddress && len(f.Payload) >= c.cfg.byAddressMin {
 		// The peer reads the payload where it lies and acks; the frame
 		// waits in lent until then.
 		r.what, r.address = byAddress, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(f.Payload))))
@@ -152,10 +175,37 @@ func (c *conn) Send(f transport.Frame) error {
 		c.lent = append(c.lent, f)
 	}
 	r.encode(&o.hdr)
+	if r.what == inSlot {
+		c.finished = append(c.finished, f)
+		o.frame, o.release = transport.Frame{}, false
+	}
 	c.queue = append(c.queue, o)
 	c.flushLocked()
 	c.unlockAndRelease()
 	return nil
+}
+
+// fillSlot copies p into a free slot of the peer's, if p is of a size
+// that goes in one and a slot is free, and returns its index, or -1.
+func (c *conn) fillSlot(p []byte) int {
+	s := c.txSlab
+	if s.size == 0 || len(p) < c.cfg.slotFrom || len(p) > s.size {
+		return -1
+	}
+	i := s.acquire(int(c.nextSlot.Add(1)))
+	if i >= 0 {
+		copy(s.slot(i, len(p)), p)
+	}
+	return i
+}
+
+// freeSlot gives rx slot i back to the peer, once its handler is done
+// with the payload lent from it.
+func (c *conn) freeSlot(i int) {
+	c.rxSlab.states[i].Store(0)
+	if c.lentSlots.Add(-1) == 0 && c.over.Load() {
+		c.unmapOnce.Do(c.seg.unmap)
+	}
 }
 
 // Close makes Sends fail and tells the local handler; the peer's handler
@@ -315,7 +365,10 @@ func (c *conn) run() {
 		transport.PutBuffer(c.cur.Payload)
 	}
 	c.in.Fail(err)
-	c.seg.unmap()
+	c.over.Store(true)
+	if c.lentSlots.Load() == 0 {
+		c.unmapOnce.Do(c.seg.unmap) // else the last slot given back does
+	}
 	c.sock.Close()
 	close(c.released)
 }
@@ -405,7 +458,7 @@ func (c *conn) sleep() error {
 		return nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return c.ended("the peer did not say goodbye in time", nil)
-	case errors.Is(err, io.EOF):
+	case errors.Is(err, io.EOF), errors.Is(err, unix.ECONNRESET):
 		return c.ended(fmt.Sprintf("peer process %d is gone", c.peerPID), nil)
 	}
 	return c.ended("doorbell", err)
@@ -520,6 +573,13 @@ func (c *conn) take() error {
 			return nil
 		}
 		c.cur, c.curHave, c.filling = transport.Frame{Header: r.header, Payload: transport.GetBuffer(int(r.n))}, 0, true
+	case inSlot:
+		i, n := int(r.address), int(r.n)
+		if i >= len(c.rxSlab.states) || n > c.rxSlab.size || c.rxSlab.states[i].Load() != 1 {
+			return c.ended("receive", fmt.Errorf("%w: %d bytes in slot %d, which is not a full slot of the %d", ErrProtocol, n, i, len(c.rxSlab.states)))
+		}
+		c.lentSlots.Add(1)
+		c.in.Push(transport.Frame{Header: r.header, Payload: c.rxSlab.slot(i, n), Sent: c.slotFreed[i]})
 	case byAddress:
 		p := transport.GetBuffer(int(r.n))
 		if err := c.readPeer(p, r.address); err != nil {

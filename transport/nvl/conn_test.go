@@ -3,6 +3,7 @@
 package nvl
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -77,3 +78,62 @@ func TestGarbageFromPeer(t *testing.T) {
 		}
 	}
 }
+
+// TestSlots checks that payloads of slot size arrive lent from the
+// peer's slots, read in place, and that the slots come back when given
+// back; that a receiver keeping every slot only sends the rest through
+// the ring; and that a slot lent when the connection ends keeps the
+// segment mapped until it comes back.
+func TestSlots(t *testing.T) {
+	const slots, size = 4, 64 << 10
+	nw := New(WithSlots(slots, size))
+	d, a := connectPair(t, nw)
+	got := make(chan transport.Frame, 2*slots)
+	a.Start(handlerFunc(func(f transport.Frame) { got <- f }))
+	p := make([]byte, size)
+	for i := range p {
+		p[i] = byte(i)
+	}
+	for i := range 2 * slots {
+		if err := d.Send(transport.Frame{Header: testHeader(i), Payload: bytes.Clone(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var kept []transport.Frame
+	for i := range 2 * slots {
+		f := <-got
+		if f.Header != testHeader(i) || !bytes.Equal(f.Payload, p) {
+			t.Fatalf("frame %d: %+v with %d bytes, not what was sent", i, f.Header, len(f.Payload))
+		}
+		if lent := f.Sent != nil; lent != (i < slots) {
+			t.Fatalf("frame %d lent %v: want the first %d lent from slots, the rest through the ring", i, lent, slots)
+		}
+		kept = append(kept, f)
+	}
+	for _, f := range kept {
+		transport.Release(f)
+	}
+	for i := range slots {
+		if s := a.rxSlab.states[i].Load(); s != 0 {
+			t.Errorf("slot %d is %d after its payload came back", i, s)
+		}
+	}
+	if err := d.Send(transport.Frame{Header: testHeader(9), Payload: bytes.Clone(p)}); err != nil {
+		t.Fatal(err)
+	}
+	f := <-got
+	if f.Sent == nil {
+		t.Fatal("a freed slot was not used again")
+	}
+	d.Close()
+	<-a.Drained()
+	if !bytes.Equal(f.Payload, p) {
+		t.Fatal("the lent payload changed after the connection ended")
+	}
+	transport.Release(f) // unmaps the segment
+}
+
+type handlerFunc func(transport.Frame)
+
+func (h handlerFunc) HandleFrame(f transport.Frame) { h(f) }
+func (h handlerFunc) HandleError(error)             {}

@@ -15,6 +15,17 @@ import (
 // with recorders, and closes both when the test ends.
 func pair(t testing.TB, nw *Network) (d, a *conn, dr, ar *transporttest.Recorder) {
 	t.Helper()
+	d, a = connectPair(t, nw)
+	dr, ar = transporttest.NewRecorder(), transporttest.NewRecorder()
+	d.Start(dr)
+	a.Start(ar)
+	return d, a, dr, ar
+}
+
+// connectPair connects a dialer and an acceptor of nw in this process,
+// not started, and closes both when the test ends.
+func connectPair(t testing.TB, nw *Network) (d, a *conn) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	l, err := nw.Listen("")
@@ -30,16 +41,13 @@ func pair(t testing.TB, nw *Network) (d, a *conn, dr, ar *transporttest.Recorder
 	if err != nil {
 		t.Fatal(err)
 	}
-	dr, ar = transporttest.NewRecorder(), transporttest.NewRecorder()
-	dc.Start(dr)
-	ac.Start(ar)
 	t.Cleanup(func() {
 		dc.Close()
 		ac.Close()
 		<-dc.(*conn).Drained()
 		<-ac.(*conn).Drained()
 	})
-	return dc.(*conn), ac.(*conn), dr, ar
+	return dc.(*conn), ac.(*conn)
 }
 
 func testHeader(i int) transport.Header {

@@ -79,7 +79,7 @@ func (l *listener) Accept(ctx context.Context) (transport.Conn, []byte, error) {
 	select {
 	case p := <-l.backlog:
 		remote := fmt.Sprintf("nvl:%s/pid%d", Host(), p.pid)
-		return newConn(p.sock, p.seg, p.seg.ring1, p.seg.ring0, l.addr, remote, p.pid, p.sendByAddress, l.cfg), p.hello, nil
+		return newConn(p.sock, p.seg, false, l.addr, remote, p.pid, p.sendByAddress, l.cfg), p.hello, nil
 	case <-l.done:
 		return nil, nil, l.closedErr()
 	case <-ctx.Done():

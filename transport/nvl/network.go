@@ -172,7 +172,7 @@ func (n *Network) handshake(sock *net.UnixConn, addr string, hello []byte) (*con
 	if err != nil {
 		return nil, err
 	}
-	seg, fd, err := createSegment(n.cfg.ringSize)
+	seg, fd, err := createSegment(n.cfg.layout())
 	if err != nil {
 		return nil, err
 	}
@@ -205,5 +205,5 @@ func (n *Network) handshake(sock *net.UnixConn, addr string, hello []byte) (*con
 	}
 	sock.SetDeadline(time.Time{})
 	local := fmt.Sprintf("nvl:%s/pid%d", Host(), os.Getpid())
-	return newConn(sock, seg, seg.ring0, seg.ring1, local, addr, pid, a.readsDialer, &n.cfg), nil
+	return newConn(sock, seg, true, local, addr, pid, a.readsDialer, &n.cfg), nil
 }

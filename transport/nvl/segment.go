@@ -5,65 +5,116 @@ package nvl
 import (
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // A segment is the shared memory of one connection: a page of control
-// blocks, then the data of its two rings. The dialer creates it as an
-// anonymous memory file (memfd) and passes the descriptor over the
-// connection's socket, so it has no name anywhere: nothing can find it,
-// and the kernel frees it when the last of the two processes unmaps it,
-// whether they exit or crash. No segment outlives its job, and there is
-// nothing stale to sweep on the next start.
+// blocks, the data of its two rings, and two slabs of slots, one per
+// direction. The dialer creates it as an anonymous memory file (memfd)
+// and passes the descriptor over the connection's socket, so it has no
+// name anywhere: nothing can find it, and the kernel frees it when the
+// last of the two processes unmaps it, whether they exit or crash. No
+// segment outlives its job, and there is nothing stale to sweep on the
+// next start.
 //
 //	offset          size   what
 //	0               8      magic "GOCMNVL\x00"
-//	8               4      layout version, 1
+//	8               4      layout version, 2
 //	12              4      ring size R, a power of two
+//	16              4      slot size S, a power of two, or 0
+//	20              4      slots per direction N, at most 64
 //	256             256    control of ring 0 (dialer to acceptor)
 //	512             256    control of ring 1 (acceptor to dialer)
+//	1024            4N     states of slab 0's slots (0 free, 1 full)
+//	1536            4N     states of slab 1's slots
 //	4096            R      data of ring 0
 //	4096+R          R      data of ring 1
+//	4096+2R         NS     slab 0 (dialer to acceptor)
+//	4096+2R+NS      NS     slab 1 (acceptor to dialer)
 const (
 	segmentMagic   = "GOCMNVL\x00"
-	segmentVersion = 1
+	segmentVersion = 2
 	controlPage    = 4096
 	control0       = 256
 	control1       = 512
+	states0        = 1024
+	states1        = 1536
+
+	// slabGuard is address space reserved, never mapped, after each slab:
+	// a payload lent from a slot then has a capacity past the buffer
+	// pool's largest class, so that a PutBuffer made by mistake drops it
+	// instead of filing shared memory as a pooled buffer.
+	slabGuard = 1 << 31
 )
 
-// A ring's control block must fit between the two offsets.
-const _ = uint(control1 - control0 - ringControlSize)
+// A ring's control block, and a slab's states, must fit between offsets.
+const (
+	_ = uint(control1 - control0 - ringControlSize)
+	_ = uint(states1 - states0 - 4*maxSlots)
+	_ = uint(controlPage - states1 - 4*maxSlots)
+)
 
-type segment struct {
-	mem          []byte // the whole mapping
-	ring0, ring1 ring
+// slab is one direction's slots: the producer fills a free slot and sends
+// its index; the consumer lends the slot's bytes to its handler and frees
+// the slot when they are given back.
+type slab struct {
+	states []atomic.Uint32
+	mem    []byte // the slots, then the guard (never mapped)
+	size   int    // bytes per slot
 }
 
-func segmentSize(ringSize int) int { return controlPage + 2*ringSize }
+// acquire takes a free slot, starting the search at from, or returns -1.
+func (s *slab) acquire(from int) int {
+	for k := range s.states {
+		i := (from + k) % len(s.states)
+		if s.states[i].Load() == 0 && s.states[i].CompareAndSwap(0, 1) {
+			return i
+		}
+	}
+	return -1
+}
 
-// createSegment makes and maps a segment with rings of ringSize bytes. It
-// returns the memory file's descriptor, which the caller passes to the
-// peer and closes.
-func createSegment(ringSize int) (*segment, int, error) {
+// slot returns the n bytes of slot i, with a capacity that reaches into
+// the guard.
+func (s *slab) slot(i, n int) []byte { return s.mem[i*s.size : i*s.size+n] }
+
+type segment struct {
+	mem          []byte // the control page and the rings
+	ring0, ring1 ring
+	slab0, slab1 slab
+	slabs        []byte // both slabs and their guards, one reservation
+}
+
+// createSegment makes and maps a segment of layout l. It returns the
+// memory file's descriptor, which the caller passes to the peer and
+// closes.
+func createSegment(l layout) (*segment, int, error) {
 	fd, err := unix.MemfdCreate("gocomms-nvl", unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, -1, fmt.Errorf("memfd_create: %w", err)
 	}
-	if err := unix.Ftruncate(fd, int64(segmentSize(ringSize))); err != nil {
+	if err := unix.Ftruncate(fd, int64(l.size())); err != nil {
 		unix.Close(fd)
 		return nil, -1, fmt.Errorf("size the segment: %w", err)
 	}
-	s, err := mapSegment(fd, ringSize)
+	var head [24]byte
+	copy(head[:], segmentMagic)
+	binary.LittleEndian.PutUint32(head[8:], segmentVersion)
+	binary.LittleEndian.PutUint32(head[12:], uint32(l.ringSize))
+	binary.LittleEndian.PutUint32(head[16:], uint32(l.slotSize))
+	binary.LittleEndian.PutUint32(head[20:], uint32(l.slots))
+	if _, err := unix.Pwrite(fd, head[:], 0); err != nil {
+		unix.Close(fd)
+		return nil, -1, fmt.Errorf("write the segment's header: %w", err)
+	}
+	s, err := mapSegment(fd, l)
 	if err != nil {
 		unix.Close(fd)
 		return nil, -1, err
 	}
-	copy(s.mem, segmentMagic)
-	binary.LittleEndian.PutUint32(s.mem[8:], segmentVersion)
-	binary.LittleEndian.PutUint32(s.mem[12:], uint32(ringSize))
 	return s, fd, nil
 }
 
@@ -75,7 +126,7 @@ func openSegment(fd int) (*segment, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("stat the segment: %w", err)
 	}
-	var head [16]byte
+	var head [24]byte
 	if n, err := unix.Pread(fd, head[:], 0); err != nil || n != len(head) {
 		return nil, fmt.Errorf("read the segment's header: %d bytes, %v", n, err)
 	}
@@ -85,31 +136,64 @@ func openSegment(fd int) (*segment, error) {
 	if v := binary.LittleEndian.Uint32(head[8:]); v != segmentVersion {
 		return nil, fmt.Errorf("segment layout version %d, want %d", v, segmentVersion)
 	}
-	ringSize := int(binary.LittleEndian.Uint32(head[12:]))
-	if ringSize < MinRing || ringSize > MaxRing || ringSize&(ringSize-1) != 0 {
-		return nil, fmt.Errorf("segment ring size %d is not a power of two in [%d, %d]", ringSize, MinRing, MaxRing)
+	l := layout{
+		ringSize: int(binary.LittleEndian.Uint32(head[12:])),
+		slotSize: int(binary.LittleEndian.Uint32(head[16:])),
+		slots:    int(binary.LittleEndian.Uint32(head[20:])),
 	}
-	if st.Size != int64(segmentSize(ringSize)) {
-		return nil, fmt.Errorf("segment of %d bytes, want %d for rings of %d", st.Size, segmentSize(ringSize), ringSize)
+	if err := l.check(); err != nil {
+		return nil, fmt.Errorf("segment: %w", err)
 	}
-	return mapSegment(fd, ringSize)
+	if st.Size != int64(l.size()) {
+		return nil, fmt.Errorf("segment of %d bytes, want %d for its layout", st.Size, l.size())
+	}
+	return mapSegment(fd, l)
 }
 
-func mapSegment(fd, ringSize int) (*segment, error) {
-	mem, err := unix.Mmap(fd, 0, segmentSize(ringSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+func mapSegment(fd int, l layout) (*segment, error) {
+	front := controlPage + 2*l.ringSize
+	mem, err := unix.Mmap(fd, 0, front, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("map the segment: %w", err)
 	}
+	s := &segment{mem: mem}
 	ctl := func(off int) *ringControl { return (*ringControl)(unsafe.Pointer(&mem[off])) }
 	data := func(i int) []byte {
-		at := controlPage + i*ringSize
-		return mem[at : at+ringSize : at+ringSize]
+		at := controlPage + i*l.ringSize
+		return mem[at : at+l.ringSize : at+l.ringSize]
 	}
-	return &segment{
-		mem:   mem,
-		ring0: newRing(ctl(control0), data(0)),
-		ring1: newRing(ctl(control1), data(1)),
-	}, nil
+	s.ring0 = newRing(ctl(control0), data(0))
+	s.ring1 = newRing(ctl(control1), data(1))
+	if l.slots == 0 {
+		return s, nil
+	}
+	// Each slab is followed by its guard: reserve the address space of
+	// both, then map the file's slabs over the front of each half.
+	half := l.slots*l.slotSize + slabGuard
+	base, err := unix.MmapPtr(-1, 0, nil, uintptr(2*half), unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		unix.Munmap(mem)
+		return nil, fmt.Errorf("reserve the slabs' address space: %w", err)
+	}
+	s.slabs = unsafe.Slice((*byte)(base), 2*half)
+	states := func(off int) []atomic.Uint32 {
+		return unsafe.Slice((*atomic.Uint32)(unsafe.Pointer(&mem[off])), l.slots)
+	}
+	for i, sl := range []*slab{&s.slab0, &s.slab1} {
+		at := unsafe.Pointer(&s.slabs[i*half])
+		if _, err := unix.MmapPtr(fd, int64(front+i*l.slots*l.slotSize), at, uintptr(l.slots*l.slotSize),
+			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_FIXED); err != nil {
+			s.unmap()
+			return nil, fmt.Errorf("map a slab: %w", err)
+		}
+		*sl = slab{states: states([]int{states0, states1}[i]), mem: s.slabs[i*half : (i+1)*half], size: l.slotSize}
+	}
+	return s, nil
 }
 
-func (s *segment) unmap() { unix.Munmap(s.mem) }
+func (s *segment) unmap() {
+	unix.Munmap(s.mem)
+	if s.slabs != nil {
+		unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(s.slabs)), uintptr(len(s.slabs)))
+	}
+}

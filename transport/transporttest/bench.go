@@ -35,7 +35,7 @@ func BenchPingPong(b *testing.B, nw transport.Network) {
 		frame: func(f transport.Frame) {
 			f.Header.Seq++
 			if f.Header.Seq == rounds {
-				transport.PutBuffer(f.Payload)
+				transport.Release(f)
 				finish(nil)
 				return
 			}
@@ -60,7 +60,7 @@ func BenchPingPong(b *testing.B, nw transport.Network) {
 // BenchStream measures one-way throughput of frames of size bytes on one
 // connection of nw. The sender keeps at most window frames unacknowledged
 // by the receiving handler, so transports that queue do not grow without
-// bound; the receiver returns each payload to the pool.
+// bound; the receiver releases each payload as it arrives.
 func BenchStream(b *testing.B, nw transport.Network, size int) {
 	const window = 64
 	d, a := connect(b, nw)
@@ -68,7 +68,7 @@ func BenchStream(b *testing.B, nw transport.Network, size int) {
 	var failure atomic.Pointer[error]
 	a.Start(handlerFunc{
 		frame: func(f transport.Frame) {
-			transport.PutBuffer(f.Payload)
+			transport.Release(f)
 			credits <- struct{}{} // never blocks: the sender took it first
 		},
 		err: func(err error) {

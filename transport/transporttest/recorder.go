@@ -58,7 +58,7 @@ func (r *Recorder) HandleFrame(f transport.Frame) {
 	}
 
 	r.mu.Lock()
-	r.frames = append(r.frames, f)
+	r.frames = append(r.frames, transport.Detach(f)) // kept for the test to read
 	if err != nil {
 		r.violations = append(r.violations, fmt.Sprintf("reply to seq %d: %v", f.Header.Seq, err))
 	}
