@@ -185,6 +185,21 @@ func (c *conn) Send(f transport.Frame) error {
 	return nil
 }
 
+// moveToSlot turns the inline record o, not yet started, into one whose
+// payload is in a slot, if one is free and the payload goes in one.
+// Called with c.mu held.
+func (c *conn) moveToSlot(o *outgoing) {
+	slot := c.fillSlot(o.payload)
+	if slot < 0 {
+		return
+	}
+	r, _ := decodeRecord(&o.hdr, MaxPayload)
+	r.what, r.address = inSlot, uint64(slot)
+	r.encode(&o.hdr)
+	c.finished = append(c.finished, o.frame)
+	o.payload, o.frame, o.release = nil, transport.Frame{}, false
+}
+
 // fillSlot copies p into a free slot of the peer's, if p is of a size
 // that goes in one and a slot is free, and returns its index, or -1.
 func (c *conn) fillSlot(p []byte) int {
@@ -284,6 +299,9 @@ func (c *conn) flushLocked() {
 			continue // the peer freed room meanwhile
 		}
 		o := &c.queue[c.qHead]
+		if o.done == 0 && o.release && o.hdr[1] == inline {
+			c.moveToSlot(o) // a slot freed since it was queued
+		}
 		n := min(room, c.cfg.piece)
 		if o.done < recordLen {
 			k := min(n, recordLen-o.done)
