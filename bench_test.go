@@ -3,6 +3,7 @@ package gocomms_test
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"testing"
 
 	"github.com/gocomms/gocomms"
@@ -67,4 +68,78 @@ func benchAllReduce(b *testing.B, ranks, size int, opts ...gocomms.Option) {
 	if err != nil {
 		b.Fatal(err)
 	}
+}
+
+// TestSteadyCollectivesAllocateNothing: once warm, a blocking all-reduce,
+// reduce or broadcast between in-process ranks allocates nothing, summed
+// over the ranks, below and above the size from which sends lend their
+// payload. The race detector's pools drop what they are given, so it is
+// not measured there.
+func TestSteadyCollectivesAllocateNothing(t *testing.T) {
+	if raceEnabled() {
+		t.Skip("the race detector's pools drop what they are given")
+	}
+	const runs = 200
+	for _, size := range []int{8, 1 << 20} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			var allocs float64
+			err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+				x := gocomms.FromSlice(make([]float32, size/4))
+				ops := func() error {
+					if err := c.AllReduce(ctx, x, gocomms.Sum); err != nil {
+						return err
+					}
+					if err := c.Reduce(ctx, x, 1, gocomms.Max); err != nil {
+						return err
+					}
+					return c.Broadcast(ctx, x, 0)
+				}
+				// Warm plans, links and pools: a link keeps up to 64 small
+				// frames until the peer acknowledges them.
+				for range 100 {
+					if err := ops(); err != nil {
+						return err
+					}
+				}
+				if err := c.Barrier(ctx); err != nil {
+					return err
+				}
+				var err error
+				if c.Rank() == 0 {
+					allocs = testing.AllocsPerRun(runs, func() {
+						if e := ops(); e != nil && err == nil {
+							err = e
+						}
+					})
+				} else {
+					for range runs + 1 { // AllocsPerRun runs once more, to warm up
+						if err = ops(); err != nil {
+							break
+						}
+					}
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if allocs != 0 {
+				t.Errorf("%v allocations per round of all-reduce, reduce and broadcast", allocs)
+			}
+		})
+	}
+}
+
+// raceEnabled reports whether the test binary was built with -race.
+func raceEnabled() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
 }

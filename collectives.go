@@ -14,76 +14,110 @@ import (
 
 // AllReduce reduces t across ranks, in place: every rank ends with the result.
 func (c *Comm) AllReduce(ctx context.Context, t *Tensor, op ReduceOp, opts ...CallOption) error {
-	o, err := c.allReduce(t, op)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.allReduce(&r.single, t, op), opts)
 }
 
 // AllReduceAsync is the async form of AllReduce.
 func (c *Comm) AllReduceAsync(t *Tensor, op ReduceOp, opts ...CallOption) *Work {
-	o, err := c.allReduce(t, op)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.allReduce(&r.single, t, op), opts)
 }
 
-func (c *Comm) allReduce(t *Tensor, op ReduceOp) (*Op, error) {
-	o := &Op{Name: OpAllReduce, Kind: algorithms.AllReduce, Reduce: op, Root: -1, InPlace: true}
+// singleOp is an Op with room for the count and tensors of a collective
+// over one tensor, so that its Op, counts and tensor lists are one
+// allocation (part of an opRecord).
+type singleOp struct {
+	Op
+	count   [1]int
+	in, out [1]*Tensor
+}
+
+// counts sets the Op's Counts to n alone.
+func (s *singleOp) counts(n int) {
+	s.count[0] = n
+	s.Counts = s.count[:]
+}
+
+// inputs sets the Op's Inputs to t alone.
+func (s *singleOp) inputs(t *Tensor) {
+	s.in[0] = t
+	s.Inputs = s.in[:]
+}
+
+// outputs sets the Op's Outputs to t alone.
+func (s *singleOp) outputs(t *Tensor) {
+	s.out[0] = t
+	s.Outputs = s.out[:]
+}
+
+func (c *Comm) allReduce(s *singleOp, t *Tensor, op ReduceOp) error {
+	s.Op = Op{Name: OpAllReduce, Kind: algorithms.AllReduce, Reduce: op, Root: -1, InPlace: true}
 	if err := c.checkTensor("tensor", t); err != nil {
-		return o, err
+		return err
 	}
-	o.DType, o.Counts = t.DType(), []int{t.Numel()}
-	o.Inputs, o.Outputs = []*Tensor{t}, []*Tensor{t}
-	return o, checkReduce(op, t.DType())
+	s.DType = t.DType()
+	s.counts(t.Numel())
+	s.inputs(t)
+	s.outputs(t)
+	return checkReduce(op, t.DType())
 }
 
 // Reduce reduces t across ranks into root's t. Other ranks' tensors are
 // inputs only and are left unchanged.
 func (c *Comm) Reduce(ctx context.Context, t *Tensor, root int, op ReduceOp, opts ...CallOption) error {
-	o, err := c.reduce(t, root, op)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.reduce(&r.single, t, root, op), opts)
 }
 
 // ReduceAsync is the async form of Reduce.
 func (c *Comm) ReduceAsync(t *Tensor, root int, op ReduceOp, opts ...CallOption) *Work {
-	o, err := c.reduce(t, root, op)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.reduce(&r.single, t, root, op), opts)
 }
 
-func (c *Comm) reduce(t *Tensor, root int, op ReduceOp) (*Op, error) {
-	o := &Op{Name: OpReduce, Kind: algorithms.Reduce, Reduce: op, Root: root}
+func (c *Comm) reduce(s *singleOp, t *Tensor, root int, op ReduceOp) error {
+	s.Op = Op{Name: OpReduce, Kind: algorithms.Reduce, Reduce: op, Root: root}
 	if err := c.checkRank("root", root); err != nil {
-		return o, err
+		return err
 	}
 	if err := c.checkTensor("tensor", t); err != nil {
-		return o, err
+		return err
 	}
-	o.DType, o.Counts, o.Inputs = t.DType(), []int{t.Numel()}, []*Tensor{t}
+	s.DType = t.DType()
+	s.counts(t.Numel())
+	s.inputs(t)
 	if c.cfg.Rank == root {
-		o.Outputs, o.InPlace = []*Tensor{t}, true
+		s.outputs(t)
+		s.InPlace = true
 	}
-	return o, checkReduce(op, t.DType())
+	return checkReduce(op, t.DType())
 }
 
 // Broadcast copies root's t into every rank's t.
 func (c *Comm) Broadcast(ctx context.Context, t *Tensor, root int, opts ...CallOption) error {
-	o, err := c.broadcast(t, root)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.broadcast(&r.single, t, root), opts)
 }
 
 // BroadcastAsync is the async form of Broadcast.
 func (c *Comm) BroadcastAsync(t *Tensor, root int, opts ...CallOption) *Work {
-	o, err := c.broadcast(t, root)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.broadcast(&r.single, t, root), opts)
 }
 
-func (c *Comm) broadcast(t *Tensor, root int) (*Op, error) {
-	o := &Op{Name: OpBroadcast, Kind: algorithms.Broadcast, Root: root}
+func (c *Comm) broadcast(s *singleOp, t *Tensor, root int) error {
+	s.Op = Op{Name: OpBroadcast, Kind: algorithms.Broadcast, Root: root}
 	if err := c.checkRank("root", root); err != nil {
-		return o, err
+		return err
 	}
 	if err := c.checkTensor("tensor", t); err != nil {
-		return o, err
+		return err
 	}
-	o.DType, o.Counts, o.Outputs = t.DType(), []int{t.Numel()}, []*Tensor{t}
-	return o, nil
+	s.DType = t.DType()
+	s.counts(t.Numel())
+	s.outputs(t)
+	return nil
 }
 
 // AllGather gathers every rank's input into outputs[rank] on every rank.

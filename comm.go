@@ -50,6 +50,10 @@ type Comm struct {
 
 	failMu   sync.Mutex
 	failures []error
+	onEnd    func(*Work) // ended, bound once
+
+	recMu   sync.Mutex
+	records []*opRecord // free, for blocking calls over one tensor
 
 	flight *FlightRecorder
 }
@@ -99,6 +103,7 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 func newComm(o *options, backendName string, b Backend, owns bool, ranks []int, family string) *Comm {
 	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, ranks: ranks,
 		membership: o.cfg.Name, family: family, abortCh: make(chan struct{})}
+	c.onEnd = c.ended
 	c.timeout.Store(int64(o.cfg.Timeout))
 	c.startFlightRecorder()
 	return c
@@ -229,19 +234,87 @@ func (c *Comm) opError(op *Op, err error) error {
 // ctx bounds the operation, and its cancellation cancels the operation on
 // every rank.
 func (c *Comm) run(ctx context.Context, op *Op, invalid error, opts []CallOption) error {
-	return c.issue(ctx, op, invalid, opts).wait(ctx)
+	return c.issue(ctx, op, invalid, opts, nil, false).wait(ctx)
 }
 
 // start issues op and returns its Work: the async form of every operation.
 func (c *Comm) start(op *Op, invalid error, opts []CallOption) *Work {
-	return c.issue(context.Background(), op, invalid, opts)
+	return c.issue(context.Background(), op, invalid, opts, nil, false)
 }
 
-func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOption) *Work {
-	var cc call
-	for _, o := range opts {
-		o(&cc)
+// runRecord is run for the operation in r, which it gives back for reuse
+// if nobody else saw it.
+func (c *Comm) runRecord(ctx context.Context, r *opRecord, invalid error, opts []CallOption) error {
+	w := c.issue(ctx, &r.single.Op, invalid, opts, r, true)
+	err := w.wait(ctx)
+	if w.pooled {
+		r.release()
 	}
+	return err
+}
+
+// startRecord is start for the operation in r.
+func (c *Comm) startRecord(r *opRecord, invalid error, opts []CallOption) *Work {
+	return c.issue(context.Background(), &r.single.Op, invalid, opts, r, false)
+}
+
+// opRecord holds what an operation over one tensor needs, to issue it to
+// the native backend and wait for it, in one allocation: its Op, its Work
+// and its request. A blocking call that no hook saw gives it back to the
+// communicator once both the call and the rank are done with it (holds),
+// and the next call reuses it: a steady loop of such calls allocates
+// nothing.
+type opRecord struct {
+	single singleOp
+	work   Work
+	nat    nativeOp
+	comm   *Comm
+	holds  atomic.Int32 // of a pooled Work: the caller and the rank
+}
+
+// recordsKept bounds the free records a communicator keeps: one per
+// goroutine calling at once.
+const recordsKept = 16
+
+// record returns a record to fill, free or new.
+func (c *Comm) record() *opRecord {
+	c.recMu.Lock()
+	if n := len(c.records); n > 0 {
+		r := c.records[n-1]
+		c.records[n-1] = nil
+		c.records = c.records[:n-1]
+		c.recMu.Unlock()
+		return r
+	}
+	c.recMu.Unlock()
+	r := &opRecord{comm: c}
+	r.work.rec = r
+	return r
+}
+
+// release drops one hold of a pooled record; the last gives it back,
+// cleared so that it keeps no tensor alive.
+func (r *opRecord) release() {
+	if r.holds.Add(-1) != 0 {
+		return
+	}
+	r.single = singleOp{}
+	r.nat.clear()
+	r.work.clear()
+	c := r.comm
+	c.recMu.Lock()
+	if len(c.records) < recordsKept {
+		c.records = append(c.records, r)
+	}
+	c.recMu.Unlock()
+}
+
+// issue numbers op and hands it to the backend. With r, op is r's, and
+// so are the Work and the native request; a blocking call's Work is
+// pooled if nothing but the communicator and the rank will hold it: the
+// native backend runs it, and no hook sees it.
+func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOption, r *opRecord, blocking bool) *Work {
+	cc := callOf(opts)
 	op.ID = opIDs.Add(1)
 	op.Timeout = c.Timeout()
 	if cc.timeout > 0 {
@@ -257,8 +330,10 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 	if invalid == nil && ctx.Err() != nil {
 		invalid = context.Cause(ctx)
 	}
+	var pre []PreHook
 	if invalid == nil && !cc.internal {
-		for _, h := range hooks(c, &c.preHooks) {
+		pre = hooks(c, &c.preHooks)
+		for _, h := range pre {
 			if invalid = h(op); invalid != nil {
 				break
 			}
@@ -282,16 +357,56 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 		return w
 	}
 	c.seq++
-	w := newWork(op, c.ended)
-	w.cancel = c.backend.Issue(op, completion{w})
+	var post []PostHook
+	if !cc.internal {
+		post = hooks(c, &c.postHooks)
+	}
+	n, isNative := c.backend.(*native)
+	var w *Work
+	var o *nativeOp
+	if r != nil {
+		w, o = &r.work, &r.nat
+		w.op, w.onEnd = op, c.onEnd
+		if w.pooled = blocking && isNative && len(pre) == 0 && len(post) == 0; w.pooled {
+			r.holds.Store(2)
+			if w.wake == nil {
+				w.wake = make(chan struct{}, 1)
+			}
+		}
+	} else {
+		w = newWork(op, c.onEnd)
+	}
+	if !cc.internal {
+		c.flight.track(op, w)
+	}
+	if isNative {
+		if n.issueIn(op, completion{w}, o) {
+			w.canceler = n
+		} else if w.pooled {
+			r.release() // the rank never held it
+		}
+	} else {
+		w.cancel = c.backend.Issue(op, completion{w})
+	}
 	c.mu.Unlock()
 
-	if !cc.internal {
-		for _, h := range hooks(c, &c.postHooks) {
-			h(op, w)
-		}
+	for _, h := range post {
+		h(op, w)
 	}
 	return w
+}
+
+// callOf applies opts. The call escapes to the options, so it is made on
+// the heap only when there are some.
+func callOf(opts []CallOption) call {
+	if len(opts) == 0 {
+		return call{}
+	}
+	cc := new(call)
+	for _, o := range opts {
+		o(cc)
+	}
+	return *cc
 }
 
 // ended records a failed operation for Finalize and, when configured,

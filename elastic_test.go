@@ -162,10 +162,13 @@ func TestElasticShrinksAndGrowsBack(t *testing.T) {
 
 // TestElasticSurvivesSuccessiveFailures crashes a second member after the
 // first one's replacement grew in, so that the survivors that shrink come
-// from both the first communicator and the replacement's.
+// from both the first communicator and the replacement's. The second
+// crash waits for the replacement, which joins in milliseconds of wall
+// time while a step takes tens of microseconds: the job runs long enough
+// in steps for the replacement to join before the members may finish.
 func TestElasticSurvivesSuccessiveFailures(t *testing.T) {
 	j := newElasticJob(t)
-	deaths := j.run(t, 4, 60, map[int]int{3: 10, 1: 40})
+	deaths := j.run(t, 4, 2000, map[int]int{3: 10, 1: 40})
 	if t.Failed() {
 		return
 	}

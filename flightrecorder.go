@@ -97,14 +97,16 @@ func (r *FlightRecorder) Record(op *Op, w *Work) {
 	}
 	// Registered after issue, so the start and end may already be past:
 	// the Work then runs them at once, in this order.
-	w.OnStart(func(*Work) {
-		r.update(k, func(s *flightSlot) {
-			if s.entry.State == FlightIssued {
-				s.entry.State, s.entry.Started = FlightStarted, time.Now()
-			}
-		})
-	})
+	w.OnStart(func(*Work) { r.update(k, (*flightSlot).start) })
 	w.OnEnd(func(*Work) { r.update(k, (*flightSlot).settle) })
+}
+
+// track records op, which is about to be issued, and has w tell r of its
+// start and end: the communicator's own recorder, without hooks.
+func (r *FlightRecorder) track(op *Op, w *Work) {
+	if k, ok := r.add(op, w); ok {
+		w.flight, w.flightSlot = r, k
+	}
 }
 
 // recordRejected records an operation that ended before it was issued.
@@ -114,13 +116,20 @@ func (r *FlightRecorder) recordRejected(op *Op, w *Work) {
 	}
 }
 
+// start records that the slot's operation started.
+func (s *flightSlot) start() {
+	if s.entry.State == FlightIssued {
+		s.entry.State, s.entry.Started = FlightStarted, time.Now()
+	}
+}
+
 // settle records the end of the slot's Work, if it has ended.
 func (s *flightSlot) settle() {
 	if s.work == nil {
 		return
 	}
-	select {
-	case <-s.work.Done():
+	switch s.work.Status() { // not Done: a channel would be made for nothing
+	case Completed, TimedOut, Failed:
 	default:
 		return
 	}
@@ -266,10 +275,7 @@ func (c *Comm) startFlightRecorder() {
 	if err != nil {
 		c.cfg.Logger.Warn("flight recorder: using the default size", "size", n, "err", err)
 	}
-	c.flight = NewFlightRecorder(n)
-	if n > 0 {
-		c.RegisterPostHook(c.flight.Record)
-	}
+	c.flight = NewFlightRecorder(n) // Comm.issue tracks each operation
 	liveComms.Lock()
 	liveComms.comms = append(liveComms.comms, c)
 	liveComms.Unlock()

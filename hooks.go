@@ -43,6 +43,10 @@ func NaNCheck(op *Op) error {
 type hookSet[F any] struct {
 	next  int
 	hooks map[int]F
+	// listed is list's answer until the set changes: hooks run on every
+	// operation and rarely change.
+	listed []F
+	valid  bool
 }
 
 func (s *hookSet[F]) add(f F) (id int) {
@@ -52,18 +56,27 @@ func (s *hookSet[F]) add(f F) (id int) {
 	id = s.next
 	s.next++
 	s.hooks[id] = f
+	s.listed, s.valid = nil, false
 	return id
 }
 
-func (s *hookSet[F]) remove(id int) { delete(s.hooks, id) }
+func (s *hookSet[F]) remove(id int) {
+	delete(s.hooks, id)
+	s.listed, s.valid = nil, false
+}
 
-// list returns the hooks in registration order.
+// list returns the hooks in registration order. The slice is shared until
+// the set changes, which makes a new one: callers only read it.
 func (s *hookSet[F]) list() []F {
+	if s.valid {
+		return s.listed
+	}
 	fs := make([]F, 0, len(s.hooks))
 	for i := 0; i < s.next; i++ {
 		if f, ok := s.hooks[i]; ok {
 			fs = append(fs, f)
 		}
 	}
+	s.listed, s.valid = fs, true
 	return fs
 }

@@ -42,6 +42,7 @@ type native struct {
 	commID uint64
 	mesh   *mesh
 	pid    *actor.PID // nil until a dynamic communicator is reconfigured
+	plans  collective.Plans
 
 	endpointMu sync.Mutex
 	endpoint   transport.Listener // where the next Reconfigure's communicator listens
@@ -74,23 +75,61 @@ func startNative(cfg *Config, m *mesh) *native {
 func (n *native) Name() string { return NativeBackend }
 
 func (n *native) Issue(op *Op, done Completion) func(error) {
-	req, err := n.request(op, done)
-	if err != nil {
-		done.Finished(&commerr.OpError{Comm: n.cfg.Name, Op: string(op.Name), Seq: op.Seq, Rank: n.cfg.Rank, Err: err})
+	if !n.issue(op, done) {
 		return nil
 	}
-	root := n.cfg.Runtime.System.Root
-	root.Send(n.pid, &rank.Submit{Req: req})
-	return func(err error) { root.Send(n.pid, &rank.Cancel{Seq: op.Seq, Err: err}) }
+	seq := op.Seq
+	return func(err error) { n.cancel(seq, err) }
 }
 
-// request turns a validated Op into the rank actor's request.
-func (n *native) request(op *Op, done Completion) (*collective.Request, error) {
-	req := &collective.Request{
+// issue is Issue without the cancel function, which Comm does without
+// (Work.canceler): it reports whether op was submitted, else it has
+// ended.
+func (n *native) issue(op *Op, done Completion) bool { return n.issueIn(op, done, nil) }
+
+// issueIn is issue with the request in o (nil: a new one).
+func (n *native) issueIn(op *Op, done Completion, o *nativeOp) bool {
+	if o == nil {
+		o = &nativeOp{}
+	}
+	req, err := n.request(op, done, o)
+	if err != nil {
+		done.Finished(&commerr.OpError{Comm: n.cfg.Name, Op: string(op.Name), Seq: op.Seq, Rank: n.cfg.Rank, Err: err})
+		return false
+	}
+	o.submit.Req = req
+	n.cfg.Runtime.System.Root.Send(n.pid, &o.submit)
+	return true
+}
+
+// cancel cancels the operation numbered seq, if it has not ended.
+func (n *native) cancel(seq uint64, err error) {
+	n.cfg.Runtime.System.Root.Send(n.pid, &rank.Cancel{Seq: seq, Err: err})
+}
+
+// nativeOp holds an operation's request and what it points to, so that
+// issuing one allocates once.
+type nativeOp struct {
+	req     collective.Request
+	submit  rank.Submit
+	in, out [1][]byte // the blocks of In and Out, for one tensor each
+}
+
+// clear empties o for reuse, keeping no tensor or Work alive.
+func (o *nativeOp) clear() {
+	o.req = collective.Request{}
+	o.submit = rank.Submit{}
+	o.in, o.out = [1][]byte{}, [1][]byte{}
+}
+
+// request turns a validated Op into the rank actor's request, in o.
+func (n *native) request(op *Op, done Completion, o *nativeOp) (*collective.Request, error) {
+	req := &o.req
+	*req = collective.Request{
 		Comm: n.cfg.Name, CommID: n.commID, Rank: n.cfg.Rank, Op: string(op.Name), Seq: op.Seq,
 		DType: op.DType, Reduce: op.Reduce, Size: n.cfg.Size, Timeout: op.Timeout,
-		In: tensorBytes(op.Inputs), Out: tensorBytes(op.Outputs),
-		Started: done.Started, Done: done.Finished,
+		In: tensorBytes(o.in[:0], op.Inputs), Out: tensorBytes(o.out[:0], op.Outputs),
+		Completion: done,
 	}
 	switch {
 	case op.Schedule != nil:
@@ -115,7 +154,7 @@ func (n *native) request(op *Op, done Completion) (*collective.Request, error) {
 		ElemSize: op.DType.Size(), ChunkBytes: chunk, InPlace: op.InPlace, LocalSize: n.cfg.LocalSize,
 		Algorithm: n.algorithm(op),
 	}
-	if err := req.Plan(spec); err != nil {
+	if err := n.plans.Plan(req, spec); err != nil {
 		return nil, commerr.Invalid("%v", err)
 	}
 	return req, nil
@@ -177,12 +216,12 @@ func (n *native) intHint(op *Op, key string) (int, error) {
 	return i, nil
 }
 
-func tensorBytes(ts []*Tensor) [][]byte {
-	out := make([][]byte, len(ts))
-	for i, t := range ts {
-		out[i] = t.Bytes()
+// tensorBytes appends the bytes of each tensor to dst.
+func tensorBytes(dst [][]byte, ts []*Tensor) [][]byte {
+	for _, t := range ts {
+		dst = append(dst, t.Bytes())
 	}
-	return out
+	return dst
 }
 
 func (n *native) Abort(err error) {

@@ -40,15 +40,30 @@ func (s WorkStatus) String() string {
 type Work struct {
 	op     *Op
 	status atomic.Int32
-	done   chan struct{}
-	err    error // set before done is closed
+	err    error // set before status turns final
 	cancel func(error)
-	onEnd  func(w *Work) // the communicator's bookkeeping
+	// canceler cancels by sequence number instead, for the native backend,
+	// which then makes no cancel function per operation.
+	canceler interface{ cancel(seq uint64, err error) }
+	onEnd    func(w *Work) // the communicator's bookkeeping
+	// flight is the communicator's recorder, which keeps this operation in
+	// flightSlot: told directly rather than through hooks, which would cost
+	// closures per operation.
+	flight     *FlightRecorder
+	flightSlot uint64
 
-	mu      sync.Mutex // guards hooks and the two phases below
+	mu      sync.Mutex    // guards done, hooks and the two phases below
+	done    chan struct{} // closed once ended; made when first asked for
 	hooks   workHooks
 	started bool
 	ended   bool
+
+	// A pooled Work is a blocking call's that nobody else sees (no hooks):
+	// the call waits for wake's token, which finish sends once it no
+	// longer touches the Work, and then gives rec back for reuse.
+	pooled bool
+	rec    *opRecord
+	wake   chan struct{}
 }
 
 type workHooks struct {
@@ -56,7 +71,23 @@ type workHooks struct {
 }
 
 func newWork(op *Op, onEnd func(*Work)) *Work {
-	return &Work{op: op, done: make(chan struct{}), onEnd: onEnd}
+	return &Work{op: op, onEnd: onEnd}
+}
+
+// closedDone is Done's channel for a Work that ended before anyone asked.
+var closedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// clear empties a pooled Work for its next operation, keeping its record
+// and wake, which is empty again.
+func (w *Work) clear() {
+	w.op, w.err, w.cancel, w.canceler, w.onEnd = nil, nil, nil, nil, nil
+	w.flight, w.flightSlot = nil, 0
+	w.status.Store(int32(NotStarted))
+	w.done, w.hooks, w.started, w.ended, w.pooled = nil, workHooks{}, false, false, false
 }
 
 // failedWork returns a Work that ended before it was issued.
@@ -73,19 +104,28 @@ func (w *Work) Op() *Op { return w.op }
 func (w *Work) Status() WorkStatus { return WorkStatus(w.status.Load()) }
 
 // Done is closed when the operation has ended.
-func (w *Work) Done() <-chan struct{} { return w.done }
+func (w *Work) Done() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done == nil {
+		if w.ended {
+			return closedDone
+		}
+		w.done = make(chan struct{})
+	}
+	return w.done
+}
 
 // IsCompleted reports whether the operation ended successfully.
 func (w *Work) IsCompleted() bool { return w.Status() == Completed }
 
 // Err returns the operation's error once it has ended, nil before.
 func (w *Work) Err() error {
-	select {
-	case <-w.done:
+	switch w.Status() {
+	case Completed, TimedOut, Failed:
 		return w.err
-	default:
-		return nil
 	}
+	return nil
 }
 
 // Wait blocks until the operation ends or ctx is done, and returns the
@@ -95,7 +135,7 @@ func (w *Work) Wait(ctx context.Context) error {
 	w.runHooks(&w.hooks.waitBegin)
 	defer w.runHooks(&w.hooks.waitEnd)
 	select {
-	case <-w.done:
+	case <-w.Done():
 		return w.err
 	case <-ctx.Done():
 		return context.Cause(ctx)
@@ -105,15 +145,22 @@ func (w *Work) Wait(ctx context.Context) error {
 // wait is the blocking forms' wait: a ctx that ends first cancels the
 // operation on every rank, and the call returns once it has ended.
 func (w *Work) wait(ctx context.Context) error {
+	var done <-chan struct{} = w.wake
+	if !w.pooled {
+		done = w.Done()
+	}
 	select {
-	case <-w.done:
+	case <-done:
 		return w.err
 	case <-ctx.Done():
 	}
-	if w.cancel != nil {
+	switch {
+	case w.cancel != nil:
 		w.cancel(context.Cause(ctx))
+	case w.canceler != nil:
+		w.canceler.cancel(w.op.Seq, context.Cause(ctx))
 	}
-	<-w.done
+	<-done
 	return w.err
 }
 
@@ -175,6 +222,9 @@ func (w *Work) start() {
 	w.started = true
 	w.status.Store(int32(InProgress))
 	w.mu.Unlock()
+	if w.flight != nil {
+		w.flight.update(w.flightSlot, (*flightSlot).start)
+	}
 	w.runHooks(&w.hooks.start)
 }
 
@@ -190,11 +240,19 @@ func (w *Work) finish(err error) {
 	w.err = err
 	w.started, w.ended = true, true
 	w.status.Store(int32(st))
-	close(w.done)
+	if w.done != nil {
+		close(w.done)
+	}
 	w.mu.Unlock()
+	if w.flight != nil {
+		w.flight.update(w.flightSlot, (*flightSlot).settle)
+	}
 	w.runHooks(&w.hooks.end)
 	if w.onEnd != nil {
 		w.onEnd(w)
+	}
+	if w.pooled {
+		w.wake <- struct{}{} // the last touch: the caller may reuse w now
 	}
 }
 
@@ -204,3 +262,11 @@ type completion struct{ w *Work }
 
 func (c completion) Started()           { c.w.start() }
 func (c completion) Finished(err error) { c.w.finish(err) }
+
+// Released is the native backend's word that its rank let go of the
+// operation's request, which a pooled Work's record holds.
+func (c completion) Released() {
+	if c.w.pooled {
+		c.w.rec.release()
+	}
+}

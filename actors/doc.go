@@ -10,8 +10,8 @@
 // protoactor future or receive timeout, so the simulator's virtual clock and
 // single event loop drive the same code bit for bit.
 //
-// NewRuntime builds the real runtime: wall clock, goroutine dispatcher and an
-// entropy-seeded source. Its few lines that touch wall time or start
+// NewRuntime builds the real runtime: wall clock, goroutine dispatcher,
+// allocation-free mailboxes and an entropy-seeded source. Its few lines that touch wall time or start
 // goroutines are marked "nondeterministic:". The simulator supplies its own
 // Clock, Dispatcher, Mailbox and Rand.
 //

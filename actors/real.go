@@ -10,8 +10,8 @@ import (
 )
 
 // NewRuntime returns the real runtime: wall clock, a pool of worker
-// goroutines for mailbox turns, an entropy-seeded random source, and
-// logger (nil discards).
+// goroutines for mailbox turns, mailboxes that do not allocate per
+// message, an entropy-seeded random source, and logger (nil discards).
 func NewRuntime(logger *slog.Logger) *Runtime {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -23,6 +23,7 @@ func NewRuntime(logger *slog.Logger) *Runtime {
 		System:     sys,
 		Clock:      wallClock{},
 		Dispatcher: newPool(),
+		Mailbox:    newMailbox,
 		Rand:       &lockedRand{r: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, // nondeterministic: entropy seed
 		Logger:     logger,
 	}

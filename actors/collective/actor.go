@@ -13,9 +13,16 @@ import (
 	"github.com/gocomms/gocomms/transport"
 )
 
-// Props returns the Props of the actor that runs req.
+// Props returns the Props of the actor that runs req. Once req has
+// succeeded, the actor runs each *Request its parent sends it, one at a
+// time, keeping its buffers and the Progress of recent schedules: an
+// operation then costs no spawn. After an operation that failed it stops,
+// as frames, payloads it lent and timers of that operation may still be on
+// their way to it; the parent runs the next one on a new actor. A
+// successful operation leaves only its timeout behind, which Timer.Fired
+// tells apart.
 func Props(rt *actors.Runtime, req *Request) *actor.Props {
-	return rt.Props(func() actor.Actor { return &runner{rt: rt, req: req} })
+	return rt.Props(func() actor.Actor { return &runner{rt: rt, first: req} })
 }
 
 type timedOut struct{}
@@ -29,40 +36,59 @@ type sendDone struct{ step int }
 const lendMin = 64 << 10
 
 type runner struct {
-	rt  *actors.Runtime
-	req *Request
+	rt    *actors.Runtime
+	first *Request // run once started
+	req   *Request // the running operation; nil between operations
 
-	prog      *algorithms.Progress
-	ready     []int
-	held      []transport.Frame // the frame of each receiving step, from its arrival until the step runs
-	scratch   [][]byte
-	elemSize  int
-	stopTimer func() bool
-	recvFrom  []peerFrames // found at start
-	probe     *probe
-	lent      int   // sends whose payload the transport still reads
-	stuckOn   []int // the ranks it waited for when it timed out
-	ended     bool
+	prog     *algorithms.Progress
+	progs    []*algorithms.Progress // of recent schedules, most recent first
+	ready    []int
+	held     []transport.Frame // the frame of each receiving step, from its arrival until the step runs
+	scratch  [][]byte
+	elemSize int
+	timer    *actors.Timer // the operation's timeout
+	// probeTimer bounds the wait for a probe's answers.
+	probeTimer *actors.Timer
+	recvFrom   []peerFrames  // found at start
+	routes     []link.Route  // the messages of this operation's routes
+	sent       []func()      // by step: a lent send's Frame.Sent, made once
+	sends      link.SendPool // the messages of its frames
+	finished   Finished      // the parent reads it before it sends the next operation
+	probe      *probe
+	lent       int   // sends whose payload the transport still reads
+	stuckOn    []int // the ranks it waited for when it timed out
 }
 
+// progsKept bounds the Progress values a runner keeps for reuse.
+const progsKept = 8
+
 func (c *runner) Receive(ctx actor.Context) {
-	if m, ok := ctx.Message().(sendDone); ok {
-		c.lent--
-		if !c.ended {
-			c.ready = c.prog.Complete(m.step, c.ready)
-			c.run(ctx)
-		}
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		c.start(ctx, c.first)
+		c.first = nil
+		return
+	case *Request:
+		c.start(ctx, m)
 		return
 	}
-	if c.ended {
+	if c.req == nil {
+		// Between operations, or ended and stopping: what comes belongs to
+		// an operation that is over.
 		if d, ok := ctx.Message().(*link.Delivered); ok {
 			transport.Release(d.Frame)
+			d.Recycle()
 		}
 		return
 	}
 	switch m := ctx.Message().(type) {
+	case sendDone:
+		c.lent--
+		c.ready = c.prog.Complete(m.step, c.ready)
+		c.run(ctx)
 	case *link.Delivered:
 		c.arrive(ctx, m)
+		m.Recycle()
 	case *Fail:
 		c.fail(ctx, m)
 	case *link.Failed:
@@ -73,38 +99,90 @@ func (c *runner) Receive(ctx actor.Context) {
 			ctx.Send(ctx.Parent(), &PeerLost{Seq: c.req.Seq, Peer: m.Peer, Err: m.Err})
 		}
 	case timedOut:
-		c.startProbe(ctx)
+		if c.timer.Fired() {
+			c.startProbe(ctx)
+		}
 	case *Probe:
 		c.answerProbe(ctx, m.Peer)
 	case *ProbeReply:
 		c.probeReplied(ctx, m)
 	case probeOver:
-		c.timeout(ctx)
-	case *actor.Started:
-		c.start(ctx)
+		if c.probeTimer.Fired() {
+			c.timeout(ctx)
+		}
 	}
 }
 
-func (c *runner) start(ctx actor.Context) {
-	req := c.req
+func (c *runner) start(ctx actor.Context, req *Request) {
+	c.req, c.probe, c.stuckOn = req, nil, nil
 	c.elemSize = req.DType.Size()
-	c.prog = algorithms.NewProgress(req.Schedule)
-	c.held = make([]transport.Frame, len(req.Schedule.Steps))
-	c.scratch = make([][]byte, len(req.Schedule.Scratch))
+	c.prog = c.progress(req.Schedule)
+	c.held = resize(c.held, len(req.Schedule.Steps))
+	c.scratch = resize(c.scratch, len(req.Schedule.Scratch))
 	for i, n := range req.Schedule.Scratch {
 		if !req.Phantom {
 			c.scratch[i] = transport.GetBuffer(n * c.elemSize)
 		}
 	}
+	c.findPeers()
 	c.routeFrames(ctx, true)
 	if req.Timeout > 0 {
-		c.stopTimer = c.rt.After(req.Timeout, ctx.Self(), timedOut{})
+		if c.timer == nil {
+			c.timer = c.rt.NewTimer(ctx.Self(), timedOut{})
+		}
+		c.timer.Arm(req.Timeout)
 	}
-	if req.Started != nil {
-		req.Started()
-	}
+	req.Begin()
 	c.ready = c.prog.Start(c.ready[:0])
 	c.run(ctx)
+}
+
+// progress returns a fresh run of s, reusing the Progress of an earlier
+// run of s if the runner kept one.
+func (c *runner) progress(s *algorithms.Schedule) *algorithms.Progress {
+	for i, p := range c.progs {
+		if p.Schedule() == s {
+			copy(c.progs[1:i+1], c.progs[:i])
+			c.progs[0] = p
+			p.Reset()
+			return p
+		}
+	}
+	p := algorithms.NewProgress(s)
+	if len(c.progs) < progsKept {
+		c.progs = append(c.progs, nil)
+	}
+	copy(c.progs[1:], c.progs)
+	c.progs[0] = p
+	return p
+}
+
+// resize returns s with n empty entries, reusing its array if it can.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// findPeers counts the frames the collective receives from each peer.
+func (c *runner) findPeers() {
+	c.recvFrom = c.recvFrom[:0]
+	if c.req.P2P != nil {
+		return
+	}
+	for _, s := range c.req.Schedule.Steps {
+		if !s.Prim.Receives() {
+			continue
+		}
+		if i := slices.IndexFunc(c.recvFrom, func(p peerFrames) bool { return p.peer == s.Peer }); i >= 0 {
+			c.recvFrom[i].frames++
+		} else {
+			c.recvFrom = append(c.recvFrom, peerFrames{peer: s.Peer, frames: 1})
+		}
+	}
 }
 
 // routeFrames routes this operation's inbound frames to self on every link
@@ -112,6 +190,9 @@ func (c *runner) start(ctx actor.Context) {
 // ends the routes before their frames have all come (off).
 func (c *runner) routeFrames(ctx actor.Context, on bool) {
 	req := c.req
+	if on {
+		c.routes = c.routes[:0]
+	}
 	if req.P2P != nil {
 		for _, m := range req.P2P {
 			if !m.Send {
@@ -120,19 +201,6 @@ func (c *runner) routeFrames(ctx actor.Context, on bool) {
 			}
 		}
 		return
-	}
-	if c.recvFrom == nil {
-		c.recvFrom = []peerFrames{}
-		for _, s := range req.Schedule.Steps {
-			if !s.Prim.Receives() {
-				continue
-			}
-			if i := slices.IndexFunc(c.recvFrom, func(p peerFrames) bool { return p.peer == s.Peer }); i >= 0 {
-				c.recvFrom[i].frames++
-			} else {
-				c.recvFrom = append(c.recvFrom, peerFrames{peer: s.Peer, frames: 1})
-			}
-		}
 	}
 	key := link.Key{Kind: transport.Collective, Seq: req.CollSeq}
 	for _, p := range c.recvFrom {
@@ -144,13 +212,19 @@ func (c *runner) routeFrames(ctx actor.Context, on bool) {
 // per receiving step.
 type peerFrames struct{ peer, frames int }
 
+// toLink routes or unroutes key at the link to peer. The next operation
+// reuses the Route messages: by the time this one succeeded, the links
+// have read them (they delivered its frames), and a failed one ends the
+// runner. An array that grows leaves the messages sent from the old one
+// alone.
 func (c *runner) toLink(ctx actor.Context, peer int, key link.Key, frames int, on bool) {
 	l, _ := c.req.link(peer)
-	if on {
-		ctx.Send(l, &link.Route{Key: key, To: ctx.Self(), Frames: frames})
-	} else {
+	if !on {
 		ctx.Send(l, &link.Unroute{Key: key})
+		return
 	}
+	c.routes = append(c.routes, link.Route{Key: key, To: ctx.Self(), Frames: frames})
+	ctx.Send(l, &c.routes[len(c.routes)-1])
 }
 
 func (c *runner) arrive(ctx actor.Context, d *link.Delivered) {
@@ -227,14 +301,13 @@ func (c *runner) execute(ctx actor.Context, i int) bool {
 		case c.req.Phantom:
 			f.Payload = src
 		case len(src) >= lendMin && lend:
-			self, sys := ctx.Self(), c.rt.System.Root
-			f.Payload, f.Sent = src, func() { sys.Send(self, sendDone{step: i}) }
+			f.Payload, f.Sent = src, c.sentFunc(ctx, i)
 			c.lent++
 		default:
 			f.Payload = transport.GetBuffer(len(src))
 			copy(f.Payload, src)
 		}
-		ctx.Send(l, &link.Send{Frame: f})
+		ctx.Send(l, c.sends.Get(f))
 		return f.Sent == nil
 	case algorithms.Recv:
 		copy(c.region(s.Dst), c.held[i].Payload)
@@ -250,6 +323,16 @@ func (c *runner) execute(ctx actor.Context, i int) bool {
 		reduce.Combine(c.req.Reduce, c.req.DType, dst, dst, c.region(s.Src))
 	}
 	return true
+}
+
+// sentFunc returns the Frame.Sent of a lent send of step i, which tells
+// the runner the step is done; one per step index, kept for later runs.
+func (c *runner) sentFunc(ctx actor.Context, i int) func() {
+	for len(c.sent) <= i {
+		self, sys, msg := ctx.Self(), c.rt.System.Root, any(sendDone{step: len(c.sent)})
+		c.sent = append(c.sent, func() { sys.Send(self, msg) })
+	}
+	return c.sent[i]
 }
 
 func (c *runner) release(i int) {
@@ -307,13 +390,15 @@ func TellFailure(ctx actor.Context, req *Request, report []byte) {
 	}
 }
 
+// end completes the operation and tells the parent. After a failure the
+// runner stops; after a success it waits for the next operation.
 func (c *runner) end(ctx actor.Context, err error) {
-	c.ended = true
-	if c.stopTimer != nil {
-		c.stopTimer()
+	req := c.req
+	if c.timer != nil {
+		c.timer.Stop()
 	}
-	if c.probe != nil {
-		c.probe.stopTimer()
+	if c.probeTimer != nil {
+		c.probeTimer.Stop()
 	}
 	if err != nil { // else every route has had its frames, and is gone
 		c.routeFrames(ctx, false)
@@ -328,8 +413,12 @@ func (c *runner) end(ctx actor.Context, err error) {
 			transport.PutBuffer(s)
 		}
 	}
-	c.scratch = nil
-	c.req.Done(err)
-	ctx.Send(ctx.Parent(), &Finished{Seq: c.req.Seq, Err: err, CollSeq: c.req.CollSeq, StuckOn: c.stuckOn})
-	ctx.Stop(ctx.Self())
+	clear(c.scratch)
+	c.req = nil
+	c.finished = Finished{Seq: req.Seq, Err: err, CollSeq: req.CollSeq, StuckOn: c.stuckOn}
+	req.End(err)
+	ctx.Send(ctx.Parent(), &c.finished)
+	if err != nil {
+		ctx.Stop(ctx.Self())
+	}
 }

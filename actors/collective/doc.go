@@ -1,10 +1,13 @@
-// Package collective owns the actor that runs one operation: it executes an
-// algorithms.Schedule step by step over the communicator's link actors and
-// completes the operation's Work.
+// Package collective owns the actor that runs a rank's operations, one at
+// a time: it executes an algorithms.Schedule step by step over the
+// communicator's link actors and completes the operation's Work. It runs
+// the next operation its rank hands it once one succeeded, reusing its
+// buffers, and stops once one failed.
 //
 // The driving loop, around a pure algorithms.Progress:
 //
-//	Started     -> route this op's frames to self on each peer link; arm the
+//	Started, *Request
+//	            -> route this op's frames to self on each peer link; arm the
 //	               timeout; run the steps Progress says are ready
 //	*Delivered  -> check the frame against this op (signature, length), hand
 //	               it to Progress.Arrive, run what became ready
@@ -12,10 +15,11 @@
 //	               the link; Recv: copy the payload into the region;
 //	               RecvReduce: dst = local ⊕ payload; Copy: local copy;
 //	               then Progress.Complete(step) and run what became ready
-//	Done        -> finish the result (Avg, PreMulSum), unroute, complete the
-//	               Work, tell the parent, stop
-//	*Fail, timeout, a mismatched frame -> fail the Work with an OpError;
-//	               a mismatch is also reported to every rank as a control frame
+//	Done        -> finish the result (Avg, PreMulSum), complete the Work,
+//	               tell the parent, wait for the next operation
+//	*Fail, timeout, a mismatched frame -> fail the Work with an OpError,
+//	               unroute, stop; a mismatch is also reported to every rank
+//	               as a control frame
 //
 // Bulk data never passes through a mailbox by value: frames carry pooled
 // payloads whose ownership moves with the message, and regions are slices of

@@ -36,7 +36,6 @@ type probe struct {
 	left       []int       // their communicator broke
 	accuser    int         // of the first rank that left: who found the failure
 	todo       []probeTask // ranks to ask, the next one last
-	stopTimer  func() bool
 }
 
 // probeTask is a rank to ask, and about which collective.
@@ -75,7 +74,10 @@ func (c *runner) startProbe(ctx actor.Context) {
 	c.probe = &probe{state: make([]probeState, c.req.Size), about: make([]uint64, c.req.Size)}
 	c.probe.push(waiting, c.req.CollSeq)
 	c.askMore(ctx)
-	c.probe.stopTimer = c.rt.After(min(probeGrace, c.req.Timeout), ctx.Self(), probeOver{})
+	if c.probeTimer == nil {
+		c.probeTimer = c.rt.NewTimer(ctx.Self(), probeOver{})
+	}
+	c.probeTimer.Arm(min(probeGrace, c.req.Timeout))
 }
 
 // push adds peers to the ranks to ask, so that the first is asked next.

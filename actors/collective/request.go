@@ -2,6 +2,7 @@ package collective
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -53,9 +54,51 @@ type Request struct {
 	// when it ends, with nil or an *commerr.OpError.
 	Started func()
 	Done    func(error)
+	// Completion, if set, is told instead of Started and Done: an issuer
+	// that has such an object at hand makes no closures per operation.
+	Completion interface {
+		Started()
+		Finished(err error)
+	}
 
-	peers []int // found by Peers
+	peers []int       // found by Peers
+	ended atomic.Bool // End was called
 }
+
+// Begin tells the issuer that the operation begins to run.
+func (r *Request) Begin() {
+	switch {
+	case r.Completion != nil:
+		r.Completion.Started()
+	case r.Started != nil:
+		r.Started()
+	}
+}
+
+// End completes the operation, exactly once: it tells the issuer (Done,
+// or Completion) err, and Ended reports true from then on.
+func (r *Request) End(err error) {
+	r.ended.Store(true)
+	if r.Completion != nil {
+		r.Completion.Finished(err)
+	} else {
+		r.Done(err)
+	}
+}
+
+// Release tells the issuer that the rank no longer holds r, if its
+// Completion asks to know (with a Released method): the issuer may reuse
+// r then, and what it points to. The rank calls it once per request, after
+// End.
+func (r *Request) Release() {
+	if x, ok := r.Completion.(interface{ Released() }); ok {
+		x.Released()
+	}
+}
+
+// Ended reports whether End was called: whether the actor running the
+// operation completed it, as its parent asks when that actor stops.
+func (r *Request) Ended() bool { return r.ended.Load() }
 
 // Peers lists the ranks the operation exchanges messages with, in
 // increasing order: the links it needs, and whom it tells of its failure.

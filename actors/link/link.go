@@ -3,6 +3,7 @@ package link
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -31,8 +32,51 @@ func KeyOf(h transport.Header) Key {
 
 // Send asks the link to send a frame; the payload's ownership moves with
 // it, or, if the frame's Sent is set, the payload is lent (see
-// transport.Frame).
-type Send struct{ Frame transport.Frame }
+// transport.Frame). The link keeps the message as its record of the frame
+// until the peer has it; one taken from a SendPool goes back there then.
+type Send struct {
+	Frame transport.Frame
+	out   outFrame // the link's record
+	pool  *SendPool
+}
+
+// SendPool keeps Send messages for reuse, so that sending a frame
+// allocates nothing: an actor takes them from its own pool, and links give
+// them back, from any goroutine, once the frame needs no resending. The
+// zero value is ready.
+type SendPool struct {
+	mu   sync.Mutex
+	free []*Send
+}
+
+// poolKept bounds the messages a pool keeps.
+const poolKept = 1024
+
+// Get returns a message that sends f.
+func (p *SendPool) Get(f transport.Frame) *Send {
+	p.mu.Lock()
+	var m *Send
+	if n := len(p.free); n > 0 {
+		m = p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+	}
+	p.mu.Unlock()
+	if m == nil {
+		m = &Send{pool: p}
+	}
+	m.Frame = f
+	return m
+}
+
+func (p *SendPool) put(m *Send) {
+	m.Frame, m.out.frame = transport.Frame{}, transport.Frame{}
+	p.mu.Lock()
+	if len(p.free) < poolKept {
+		p.free = append(p.free, m)
+	}
+	p.mu.Unlock()
+}
 
 // Route asks the link to deliver the next Frames (at least one) frames of
 // Key to To, stashed ones first, and then to forget the key: an operation that gets
@@ -65,10 +109,56 @@ type Close struct{}
 
 // Delivered carries an inbound frame from a link to the actor its key is
 // routed to, or to the link's parent for control frames. The receiver owns
-// the payload.
+// the payload, and may give the message back with Recycle.
 type Delivered struct {
 	Peer  int
 	Frame transport.Frame
+
+	epoch uint64      // the connection it came on, for the link
+	pool  *deliveries // the link's, which Recycle gives it back to
+}
+
+// Recycle gives the message back to its link for reuse, once its receiver
+// has read it (the payload is the receiver's, and stays so): the receiver
+// must not touch the message afterwards. A message not given back is
+// the collector's.
+func (d *Delivered) Recycle() {
+	if p := d.pool; p != nil {
+		*d = Delivered{}
+		p.put(d)
+	}
+}
+
+// deliveries keeps a link's Delivered messages for reuse: its handler
+// takes them, on the transport's goroutine, and receivers give them back
+// on theirs.
+type deliveries struct {
+	mu   sync.Mutex
+	free []*Delivered
+}
+
+func (p *deliveries) get() *Delivered {
+	p.mu.Lock()
+	var d *Delivered
+	if n := len(p.free); n > 0 {
+		d = p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+	}
+	p.mu.Unlock()
+	if d == nil {
+		d = &Delivered{}
+	}
+	d.pool = p
+	return d
+}
+
+func (p *deliveries) put(d *Delivered) {
+	p.mu.Lock()
+	if len(p.free) < poolKept {
+		p.free = append(p.free, d)
+	}
+	p.mu.Unlock()
 }
 
 // Failed tells the link's parent, and every actor a key is routed to, that
@@ -114,12 +204,6 @@ const (
 // tick is the watch's timer.
 type tick struct{}
 
-// inFrame is a frame from connection number epoch.
-type inFrame struct {
-	epoch uint64
-	Delivered
-}
-
 // connFailed reports that connection number epoch failed.
 type connFailed struct {
 	epoch uint64
@@ -161,12 +245,13 @@ type state struct {
 	watched          bool // Watch asked
 	// heard is when a frame of the current connection last came, or the
 	// watch began; watching says a tick is armed.
-	heard    time.Time
-	watching bool
-	stopTick func() bool
-	routing  routing
-	out      outbound
-	in       inbound
+	heard     time.Time
+	watching  bool
+	ticker    *actors.Timer
+	routing   routing
+	out       outbound
+	in        inbound
+	delivered deliveries // the messages frames come in, for reuse
 }
 
 // Props returns the Props of the link actor described by cfg.
@@ -183,14 +268,17 @@ type linkActor struct{ *state }
 
 func (l *linkActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *inFrame:
+	case *Delivered: // from the handler
 		l.arrive(ctx, m)
 	case *Send:
 		if l.failed != nil {
 			transport.Release(m.Frame)
+			if m.pool != nil {
+				m.pool.put(m)
+			}
 			return
 		}
-		l.out.add(m.Frame)
+		l.out.addSend(m)
 		l.flush()
 		l.watch(ctx)
 	case *Route:
@@ -200,7 +288,9 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		l.routing.unroute(m.Key)
 		l.watch(ctx)
 	case tick:
-		l.tick(ctx)
+		if l.ticker.Fired() {
+			l.tick(ctx)
+		}
 	case *Watch:
 		l.watched = m.On
 		l.watch(ctx)
@@ -240,11 +330,20 @@ func (l *linkActor) watch(ctx actor.Context) {
 	switch waiting := l.cfg.Silence > 0 && l.waiting(); {
 	case waiting && !l.watching:
 		l.watching, l.heard = true, l.rt.Clock.Now()
-		l.stopTick = l.rt.After(l.cfg.Heartbeat, ctx.Self(), tick{})
+		l.armTick(ctx)
 	case !waiting && l.watching:
-		l.stopTick()
+		l.ticker.Stop()
 		l.watching = false
 	}
+}
+
+// armTick arms the watch's next tick, on a timer that stays with the link
+// across operations and restarts.
+func (l *linkActor) armTick(ctx actor.Context) {
+	if l.ticker == nil {
+		l.ticker = l.rt.NewTimer(ctx.Self(), tick{})
+	}
+	l.ticker.Arm(l.cfg.Heartbeat)
 }
 
 // tick checks on the peer: it has failed once silent for Silence, and is
@@ -272,7 +371,7 @@ func (l *linkActor) tick(ctx actor.Context) {
 		l.sendLink(tagPing)
 	}
 	l.watching = true
-	l.stopTick = l.rt.After(l.cfg.Heartbeat, ctx.Self(), tick{})
+	l.armTick(ctx)
 }
 
 // connect starts a connection: the first, or a new one after the last
@@ -296,7 +395,7 @@ func (l *linkActor) connect(ctx actor.Context) {
 	l.epoch++
 	l.out.reconnected()
 	l.resumed, l.broken, l.peerUp, l.resumeSent, l.finSent = len(l.out.unacked) == 0, false, false, false, false
-	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, epoch: l.epoch})
+	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, epoch: l.epoch, pool: &l.delivered})
 	if l.epoch > 1 {
 		l.resume()
 	}
@@ -345,10 +444,11 @@ func (l *linkActor) sendLink(tag uint32) {
 	}
 }
 
-func (l *linkActor) arrive(ctx actor.Context, m *inFrame) {
+func (l *linkActor) arrive(ctx actor.Context, m *Delivered) {
 	if m.epoch != l.epoch || l.failed != nil {
 		// The peer sends it again on the new connection.
 		transport.Release(m.Frame)
+		m.Recycle()
 		return
 	}
 	l.peerUp = true
@@ -357,6 +457,7 @@ func (l *linkActor) arrive(ctx actor.Context, m *inFrame) {
 	}
 	h := m.Frame.Header
 	if h.Kind == transport.Link {
+		m.Recycle()
 		l.linkFrame(ctx, h)
 		return
 	}
@@ -365,7 +466,7 @@ func (l *linkActor) arrive(ctx actor.Context, m *inFrame) {
 	if l.in.arrived(len(m.Frame.Payload)) || now {
 		l.sendLink(tagAck)
 	}
-	l.deliver(ctx, &m.Delivered)
+	l.deliver(ctx, m)
 }
 
 func (l *linkActor) linkFrame(ctx actor.Context, h transport.Header) {
@@ -428,6 +529,7 @@ func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
 		return
 	}
 	l.routing.keep(key, m.Frame)
+	m.Recycle()
 }
 
 func (l *linkActor) route(ctx actor.Context, m *Route) {
@@ -439,7 +541,9 @@ func (l *linkActor) route(ctx actor.Context, m *Route) {
 	// expects, so their arguments differ, which the signature of the
 	// frames handed over reports.
 	for _, f := range l.routing.add(m.Key, m.To, m.Frames) {
-		ctx.Send(m.To, &Delivered{Peer: l.cfg.Peer, Frame: f})
+		d := l.delivered.get()
+		d.Peer, d.Frame = l.cfg.Peer, f
+		ctx.Send(m.To, d)
 	}
 	if l.failed != nil {
 		ctx.Send(m.To, &Failed{Peer: l.cfg.Peer, Err: l.failed})
@@ -469,8 +573,8 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 // stop ends the link: the peer hears so first, unless it has already,
 // and does not reconnect.
 func (l *linkActor) stop() {
-	if l.stopTick != nil {
-		l.stopTick()
+	if l.ticker != nil {
+		l.ticker.Stop()
 	}
 	if l.failed == nil && l.conn != nil {
 		if !l.finSent && !l.broken {
@@ -488,10 +592,13 @@ type handler struct {
 	self  *actor.PID
 	peer  int
 	epoch uint64
+	pool  *deliveries
 }
 
 func (h handler) HandleFrame(f transport.Frame) {
-	h.rt.System.Root.Send(h.self, &inFrame{epoch: h.epoch, Delivered: Delivered{Peer: h.peer, Frame: f}})
+	d := h.pool.get()
+	d.Peer, d.Frame, d.epoch = h.peer, f, h.epoch
+	h.rt.System.Root.Send(h.self, d)
 }
 
 func (h handler) HandleError(err error) {

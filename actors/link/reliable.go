@@ -3,7 +3,6 @@ package link
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 
 	"github.com/gocomms/gocomms/transport"
@@ -64,25 +63,23 @@ var (
 func (o *outFrame) lent() bool { return o.frame.Sent != nil }
 
 // outFrame is a data frame kept until the peer acknowledges it, so that
-// it can be sent again on a new connection.
+// it can be sent again on a new connection. It lives in the Send message
+// that brought the frame.
 type outFrame struct {
 	frame transport.Frame // as the operation handed it: Sent is the operation's, for a lent payload
 	refs  atomic.Int32    // the retransmit buffer's hold, plus one per transport still reading the payload
-	sent  func()          // release, made once: the transport's Sent for every copy it is lent
-}
-
-func newOutFrame(f transport.Frame) *outFrame {
-	o := &outFrame{frame: f}
-	o.refs.Store(1)
-	o.sent = o.release
-	return o
+	sent  func()          // release, made once per message: the transport's Sent for every copy it is lent
+	msg   *Send
 }
 
 // release drops one hold; the last gives the payload back to the
-// operation (lent) or to the pool (owned).
+// operation (lent) or to the pool (owned), and the message to its pool.
 func (o *outFrame) release() {
 	if o.refs.Add(-1) == 0 {
 		transport.Release(o.frame)
+		if m := o.msg; m.pool != nil {
+			m.pool.put(m)
+		}
 	}
 }
 
@@ -97,13 +94,22 @@ type outbound struct {
 	// peer's resume or for room in the Window.
 	transmitted int
 	wire        int
-	lent        int // frames of unacked whose operation waits for them back
+	lent        int         // frames of unacked whose operation waits for them back
+	acking      []*outFrame // ack's scratch
 }
 
 // add numbers f and keeps it.
-func (o *outbound) add(f transport.Frame) {
+func (o *outbound) add(f transport.Frame) { o.addSend(&Send{Frame: f}) }
+
+// addSend numbers m's frame and keeps it, in m.
+func (o *outbound) addSend(m *Send) {
 	o.next++
-	of := newOutFrame(f)
+	of := &m.out
+	of.frame, of.msg = m.Frame, m
+	of.refs.Store(1)
+	if of.sent == nil {
+		of.sent = of.release
+	}
 	o.unacked = append(o.unacked, of)
 	if of.lent() {
 		o.lent++
@@ -116,9 +122,10 @@ func (o *outbound) ack(n uint64) error {
 		return fmt.Errorf("%w: the peer acknowledged %d frames; %d were sent and %d acknowledged before", errProtocol, n, o.next, o.acked)
 	}
 	drop := int(n - o.acked)
-	acked := slices.Clone(o.unacked[:drop])
-	clear(o.unacked[:drop])
-	o.unacked = o.unacked[drop:]
+	// Shifted rather than resliced, so that appending reuses the array.
+	acked := append(o.acking[:0], o.unacked[:drop]...)
+	o.unacked = o.unacked[:copy(o.unacked, o.unacked[drop:])]
+	clear(o.unacked[len(o.unacked) : len(o.unacked)+drop])
 	for i, of := range acked {
 		if i < o.transmitted {
 			o.wire -= len(of.frame.Payload)
@@ -132,6 +139,8 @@ func (o *outbound) ack(n uint64) error {
 	for _, of := range acked {
 		of.release()
 	}
+	clear(acked)
+	o.acking = acked
 	return nil
 }
 

@@ -14,7 +14,13 @@ import (
 type routing struct {
 	routes []route
 	stash  []stashed
+	// spare holds the frame arrays of stash entries gone, for keep to
+	// reuse: most operations find a frame or two that came first.
+	spare [][]transport.Frame
 }
+
+// spareKept bounds the spare arrays kept.
+const spareKept = 8
 
 // route is where the frames of a key go, and how many more will.
 type route struct {
@@ -46,16 +52,18 @@ func (rt *routing) take(key Key) (to *actor.PID, ok, ended bool) {
 }
 
 // add routes the next frames frames of key to to, and returns the stashed
-// frames of key it takes at once: up to that many, oldest first. Frames
-// beyond the count stay stashed.
+// frames of key it takes at once: up to that many, oldest first, valid
+// until the next keep. Frames beyond the count stay stashed.
 func (rt *routing) add(key Key, to *actor.PID, frames int) []transport.Frame {
 	rt.unroute(key)
 	var taken []transport.Frame
 	if i := rt.stashed(key); i >= 0 {
 		s := &rt.stash[i]
 		n := min(len(s.frames), frames)
-		taken, s.frames = s.frames[:n:n], s.frames[n:]
+		all := s.frames[:n] // spared whole: it grew to what a key stashes
+		taken, s.frames = all[:n:n], s.frames[n:]
 		if len(s.frames) == 0 {
+			rt.spareArray(all)
 			rt.stash = deleteAt(rt.stash, i)
 		}
 	}
@@ -83,7 +91,19 @@ func (rt *routing) keep(key Key, f transport.Frame) {
 		rt.stash[i].frames = append(rt.stash[i].frames, f)
 		return
 	}
-	rt.stash = append(rt.stash, stashed{key: key, frames: []transport.Frame{f}})
+	var fs []transport.Frame
+	if n := len(rt.spare); n > 0 {
+		fs, rt.spare = rt.spare[n-1], rt.spare[:n-1]
+		clear(fs[:cap(fs)]) // what it held was handed over: let it go
+	}
+	rt.stash = append(rt.stash, stashed{key: key, frames: append(fs, f)})
+}
+
+// spareArray keeps the array of fs, empty, for keep.
+func (rt *routing) spareArray(fs []transport.Frame) {
+	if cap(fs) > 0 && len(rt.spare) < spareKept {
+		rt.spare = append(rt.spare, fs[:0])
+	}
 }
 
 func (rt *routing) stashed(key Key) int {
@@ -107,6 +127,8 @@ func (rt *routing) discard(drop func(Key) bool) {
 		for _, f := range s.frames {
 			transport.Release(f)
 		}
+		clear(s.frames)
+		rt.spareArray(s.frames)
 	}
 	clear(rt.stash[len(kept):])
 	rt.stash = kept

@@ -16,6 +16,7 @@ import (
 // control handles a control frame from a peer: a failed collective, a
 // failed rank, a goodbye, a timeout probe or the answer to one of ours.
 func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
+	defer d.Recycle()
 	defer transport.Release(d.Frame)
 	h := d.Frame.Header
 	switch h.Tag {
@@ -43,7 +44,7 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 			return
 		}
 		if r.runsCollective(h.Seq) {
-			ctx.Send(r.runner, reply)
+			r.tell(ctx, reply)
 		}
 	default:
 		r.rt.Logger.Warn("unknown control frame", "comm", r.cfg.Comm, "peer", d.Peer, "tag", h.Tag)
@@ -75,7 +76,7 @@ func (r *rankActor) peerReported(ctx actor.Context, peer int, collSeq uint64, pa
 			r.reported[collSeq] = report{err: failure, reporter: reporter, payload: slices.Clone(payload)}
 		}
 	case r.runsCollective(collSeq):
-		ctx.Send(r.runner, &collective.Fail{Err: failure, Ranks: []int{reporter}, Forward: slices.Clone(payload)})
+		r.tell(ctx, &collective.Fail{Err: failure, Ranks: []int{reporter}, Forward: slices.Clone(payload)})
 	}
 }
 
@@ -88,7 +89,7 @@ func (r *rankActor) answerProbe(ctx actor.Context, peer int, collSeq, asker uint
 	if running && r.running.CollSeq <= collSeq {
 		behind := r.running.CollSeq < collSeq
 		r.probes = append(r.probes, pendingProbe{peer: peer, seq: r.running.Seq, asker: asker, behind: behind, at: r.running.CollSeq})
-		ctx.Send(r.runner, &collective.Probe{Peer: peer})
+		r.tell(ctx, &collective.Probe{Peer: peer})
 		return
 	}
 	status, at, waiting := collective.Ended, uint64(0), []int(nil)

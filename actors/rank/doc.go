@@ -8,7 +8,8 @@
 //	Started          -> spawn one link actor per peer, under a supervisor
 //	*Submit          -> queue; if idle, start: number it (sequence number,
 //	                    collective sequence or point-to-point ordinals),
-//	                    spawn its collective actor
+//	                    hand it to the collective actor (spawned for the
+//	                    first operation, and again after one failed)
 //	*Finished        -> start the next queued operation; finish a Finalize
 //	*link.Delivered  -> control frames: a peer's failure report for a
 //	                    collective fails that collective here too

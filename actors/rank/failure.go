@@ -95,7 +95,7 @@ func (r *rankActor) peerRevoked(ctx actor.Context, teller int, payload []byte) {
 func (r *rankActor) breakComm(ctx actor.Context, err error, failed int) {
 	r.broken, r.brokenRanks = err, []int{failed}
 	if r.running != nil {
-		ctx.Send(r.runner, &collective.Fail{Err: err, Ranks: r.brokenRanks})
+		r.tell(ctx, &collective.Fail{Err: err, Ranks: r.brokenRanks})
 	}
 	r.rejectQueued(err, r.brokenRanks)
 }
@@ -117,5 +117,5 @@ func (r *rankActor) peerLost(ctx actor.Context, m *collective.PeerLost) {
 	if err == nil {
 		err, ranks = fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err), []int{m.Peer}
 	}
-	ctx.Send(r.runner, &collective.Fail{Err: err, Ranks: ranks})
+	r.tell(ctx, &collective.Fail{Err: err, Ranks: ranks})
 }

@@ -28,7 +28,44 @@ type peerLink struct {
 type links struct {
 	byPeer []*peerLink // sorted by peer
 	order  []*peerLink
-	live   int // links whose actor has not stopped
+	live   int       // links whose actor has not stopped
+	sets   []linkSet // most recently used first
+}
+
+// linkSet is the links of a list of peers, as requests hold them
+// (Request.Links and Lend). A rank's link to a peer, once made, stays the
+// same actor, so requests with the same peers share one set instead of
+// each making its own.
+type linkSet struct {
+	peers []int
+	pids  []*actor.PID
+	lend  []bool
+}
+
+// setsKept bounds the link sets kept: a job repeats a few collectives.
+const setsKept = 8
+
+// setOf returns the kept set of peers, or nil.
+func (ls *links) setOf(peers []int) *linkSet {
+	for i := range ls.sets {
+		if slices.Equal(ls.sets[i].peers, peers) {
+			s := ls.sets[i]
+			copy(ls.sets[1:i+1], ls.sets[:i])
+			ls.sets[0] = s
+			return &ls.sets[0]
+		}
+	}
+	return nil
+}
+
+// keepSet keeps the links of peers for the next requests: none of the
+// three changes afterwards.
+func (ls *links) keepSet(peers []int, pids []*actor.PID, lend []bool) {
+	if len(ls.sets) < setsKept {
+		ls.sets = append(ls.sets, linkSet{})
+	}
+	copy(ls.sets[1:], ls.sets)
+	ls.sets[0] = linkSet{peers: peers, pids: pids, lend: lend}
 }
 
 func (ls *links) add(peer int, pid *actor.PID, lend bool) *peerLink {

@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -113,12 +113,13 @@ type rankActor struct {
 	links   links
 	queue   []*collective.Request
 	running *collective.Request
-	runner  *actor.PID // the running operation's collective actor
-	// runningEnded reports whether the running operation completed its Work.
-	runningEnded func() bool
-	seq          uint64 // operations submitted
-	collSeq      uint64 // collectives started
-	ordinals     map[p2pKey]uint64
+	// runner is the collective actor: it runs the operations one at a time,
+	// and lives on after each that succeeds; nil before the first, and
+	// after one failed (it stops then).
+	runner   *actor.PID
+	seq      uint64 // operations submitted
+	collSeq  uint64 // collectives started
+	ordinals map[p2pKey]uint64
 
 	reported map[uint64]report // collective sequence number -> a peer's failure report
 	// The collectives that timed out here, among the last gaveUpKept
@@ -224,6 +225,7 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		r.links = links{}
 	case *actor.Terminated:
 		if r.runner != nil && r.runner.Equal(m.Who) {
+			r.runner = nil
 			r.runnerStopped(ctx)
 			return
 		}
@@ -244,7 +246,12 @@ func (r *rankActor) Receive(ctx actor.Context) {
 func (r *rankActor) finished(ctx actor.Context, m *collective.Finished) {
 	r.answerProbes(ctx, m)
 	if r.running != nil && r.running.Seq == m.Seq {
-		r.running, r.runner, r.runningEnded = nil, nil, nil
+		if m.Err != nil {
+			r.runner = nil // it stops after a failure
+		}
+		req := r.running
+		r.running = nil
+		req.Release()
 		r.next(ctx)
 	}
 }
@@ -271,8 +278,8 @@ func (r *rankActor) submit(ctx actor.Context, req *collective.Request) {
 func (r *rankActor) next(ctx actor.Context) {
 	for r.running == nil && len(r.queue) > 0 {
 		req := r.queue[0]
-		r.queue[0] = nil
-		r.queue = r.queue[1:]
+		// Shifted rather than resliced, so that appending reuses the array.
+		r.queue = slices.Delete(r.queue, 0, 1)
 		r.start(ctx, req)
 	}
 	if r.running == nil && len(r.queue) == 0 && r.finalize != nil && !r.closing {
@@ -334,14 +341,19 @@ func (r *rankActor) connect(ctx actor.Context, peer int) (*peerLink, error) {
 
 func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
 	peers := req.Peers()
-	req.Links, req.Lend = make([]*actor.PID, len(peers)), make([]bool, len(peers))
-	for i, peer := range peers {
-		l, err := r.connect(ctx, peer)
-		if err != nil {
-			r.reject(req, err, []int{peer})
-			return
+	if s := r.links.setOf(peers); s != nil {
+		req.Links, req.Lend = s.pids, s.lend
+	} else {
+		req.Links, req.Lend = make([]*actor.PID, len(peers)), make([]bool, len(peers))
+		for i, peer := range peers {
+			l, err := r.connect(ctx, peer)
+			if err != nil {
+				r.reject(req, err, []int{peer})
+				return
+			}
+			req.Links[i], req.Lend[i] = l.pid, l.lend
 		}
-		req.Links[i], req.Lend[i] = l.pid, l.lend
+		r.links.keepSet(peers, req.Links, req.Lend)
 	}
 	if req.P2P != nil {
 		for i := range req.P2P {
@@ -360,36 +372,43 @@ func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
 			return
 		}
 	}
-	done := req.Done
-	var ended atomic.Bool
-	req.Done = func(err error) {
-		ended.Store(true)
-		done(err)
-	}
 	r.running = req
-	r.runningEnded = ended.Load
-	r.runner = ctx.SpawnPrefix(collective.Props(r.rt, req), opPrefix)
+	if r.runner != nil {
+		ctx.Send(r.runner, req)
+	} else {
+		r.runner = ctx.SpawnPrefix(collective.Props(r.rt, req), opPrefix)
+	}
 }
 
-// runnerStopped handles the running operation's actor stopping. An actor
-// that ended its operation sent Finished first, which protoactor delivers
-// after Terminated: the operation stays running until then, so that a
-// probe that arrives in between hears that it gave up rather than that it
-// ended. An actor that stopped without ending its operation crashed, and
-// the operation fails.
+// tell sends msg to the collective actor about the running operation.
+// That actor may have stopped, after a failure, before its Finished is
+// here: what it would have dropped goes nowhere then.
+func (r *rankActor) tell(ctx actor.Context, msg any) {
+	if r.runner != nil {
+		ctx.Send(r.runner, msg)
+	}
+}
+
+// runnerStopped handles the collective actor stopping. An actor that
+// ended its operation sent Finished first, which protoactor delivers after
+// Terminated: the operation stays running until then, so that a probe that
+// arrives in between hears that it gave up rather than that it ended. An
+// actor that stopped without ending its operation crashed, and the
+// operation fails.
 func (r *rankActor) runnerStopped(ctx actor.Context) {
 	req := r.running
-	if r.runningEnded() {
+	if req == nil || req.Ended() {
 		return
 	}
-	req.Done(&commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank,
+	req.End(&commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank,
 		Err: errors.New("gocomms: internal error: the operation's actor failed (see the log)")})
 	r.finished(ctx, &collective.Finished{Seq: req.Seq, CollSeq: req.CollSeq})
 }
 
-// reject ends an operation that never ran.
+// reject ends an operation that never ran, and lets go of it.
 func (r *rankActor) reject(req *collective.Request, err error, ranks []int) {
-	req.Done(&commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank, Ranks: ranks, Err: err})
+	req.End(&commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank, Ranks: ranks, Err: err})
+	req.Release()
 }
 
 func (r *rankActor) abort(ctx actor.Context, err error) {
@@ -399,7 +418,7 @@ func (r *rankActor) abort(ctx actor.Context, err error) {
 	r.aborted = err
 	r.abortAgreement(err)
 	if r.running != nil {
-		ctx.Send(r.runner, &collective.Fail{Err: err})
+		r.tell(ctx, &collective.Fail{Err: err})
 	}
 	r.rejectQueued(err, nil)
 	r.stopLinks(ctx, false)
@@ -414,7 +433,7 @@ func (r *rankActor) rejectQueued(err error, ranks []int) {
 
 func (r *rankActor) cancel(ctx actor.Context, m *Cancel) {
 	if r.running != nil && r.running.Seq == m.Seq {
-		ctx.Send(r.runner, &collective.Fail{Err: m.Err, Tell: true})
+		r.tell(ctx, &collective.Fail{Err: m.Err, Tell: true})
 		return
 	}
 	for i, req := range r.queue {

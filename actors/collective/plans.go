@@ -1,0 +1,85 @@
+package collective
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/tensor"
+)
+
+// Plans keeps what Request.Plan derived for the specs planned last, so
+// that an operation repeated with the same arguments reuses its schedule
+// instead of building it again. Sharing is safe: a schedule is a function
+// of its spec alone (algorithms.Generator) and immutable once built, and
+// so are the results, signature and peers derived from it. The zero value
+// is ready; it is safe for concurrent use.
+type Plans struct {
+	mu    sync.Mutex
+	plans []*plan // most recently used first
+}
+
+// plansKept bounds the plans kept: a training loop repeats a few shapes.
+const plansKept = 16
+
+// plan is what Plan sets on a request of a spec, dtype and reduction.
+type plan struct {
+	spec     algorithms.Spec
+	dtype    tensor.DType
+	reduces  bool
+	red      reduce.Kind
+	schedule *algorithms.Schedule
+	results  []int
+	sig      uint64
+	peers    []int
+}
+
+// Plan is r.Plan(spec), from the cache when it can be.
+func (p *Plans) Plan(r *Request, spec algorithms.Spec) error {
+	p.mu.Lock()
+	for i, pl := range p.plans {
+		if pl.fits(r, &spec) {
+			copy(p.plans[1:i+1], p.plans[:i])
+			p.plans[0] = pl
+			p.mu.Unlock()
+			r.Schedule, r.Results, r.Sig, r.peers = pl.schedule, pl.results, pl.sig, pl.peers
+			return nil
+		}
+	}
+	p.mu.Unlock()
+	if err := r.Plan(spec); err != nil {
+		return err // not kept: a failure is no hot path
+	}
+	pl := &plan{spec: spec, dtype: r.DType, schedule: r.Schedule, results: r.Results, sig: r.Sig, peers: r.Peers()}
+	pl.spec.Counts = slices.Clone(spec.Counts) // the caller's may change
+	pl.spec.SendCounts = slices.Clone(spec.SendCounts)
+	pl.spec.RecvCounts = slices.Clone(spec.RecvCounts)
+	if pl.reduces = r.Reduce.Valid(); pl.reduces {
+		pl.red = r.Reduce.Kind()
+	}
+	p.mu.Lock()
+	if len(p.plans) < plansKept {
+		p.plans = append(p.plans, nil)
+	}
+	copy(p.plans[1:], p.plans)
+	p.plans[0] = pl
+	p.mu.Unlock()
+	return nil
+}
+
+// fits reports whether pl is the plan of r and s: everything Plan reads.
+func (pl *plan) fits(r *Request, s *algorithms.Spec) bool {
+	a := &pl.spec
+	if a.Kind != s.Kind || a.Rank != s.Rank || a.Size != s.Size || a.Root != s.Root ||
+		a.ElemSize != s.ElemSize || a.ChunkBytes != s.ChunkBytes || a.InPlace != s.InPlace ||
+		a.LocalSize != s.LocalSize || a.Algorithm != s.Algorithm ||
+		!slices.Equal(a.Counts, s.Counts) || !slices.Equal(a.SendCounts, s.SendCounts) ||
+		!slices.Equal(a.RecvCounts, s.RecvCounts) {
+		return false
+	}
+	if pl.dtype != r.DType || pl.reduces != r.Reduce.Valid() {
+		return false
+	}
+	return !pl.reduces || pl.red == r.Reduce.Kind()
+}

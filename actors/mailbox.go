@@ -1,0 +1,177 @@
+package actors
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// mailbox is the real runtime's mailbox: protoactor's unbounded mailbox
+// without its steady-state allocations. protoactor's allocates a queue node
+// per system message and a closure each time an idle mailbox is scheduled;
+// this one keeps both queues in rings that grow and never shrink, and hands
+// the dispatcher one turn function made at creation. Its behaviour is the
+// same: system messages first, user messages held while suspended, a
+// panic escalated to the actor's supervisor, Throughput messages a turn
+// before it yields.
+type mailbox struct {
+	mu     sync.Mutex
+	system ring
+	user   ring
+
+	scheduled atomic.Bool  // a turn is scheduled or running
+	sysCount  atomic.Int32 // the queues' lengths, changed with them
+	userCount atomic.Int32
+	suspended atomic.Bool
+
+	invoker    actor.MessageInvoker
+	dispatcher actor.Dispatcher
+	turn       func() // m.process, bound once
+}
+
+func newMailbox() actor.Mailbox {
+	m := &mailbox{}
+	m.turn = m.process
+	return m
+}
+
+func (m *mailbox) PostUserMessage(msg any) {
+	// As protoactor's: a batch's messages are posted one by one, and then
+	// the batch itself.
+	if batch, ok := msg.(actor.MessageBatch); ok {
+		for _, b := range batch.GetMessages() {
+			m.PostUserMessage(b)
+		}
+	}
+	if env, ok := msg.(*actor.MessageEnvelope); ok {
+		if batch, ok := env.Message.(actor.MessageBatch); ok {
+			for _, b := range batch.GetMessages() {
+				m.PostUserMessage(b)
+			}
+		}
+	}
+	if msg == nil {
+		return // a queue's nil means empty
+	}
+	m.mu.Lock()
+	m.user.push(msg)
+	m.userCount.Add(1)
+	m.mu.Unlock()
+	m.schedule()
+}
+
+func (m *mailbox) PostSystemMessage(msg any) {
+	if msg == nil {
+		return
+	}
+	m.mu.Lock()
+	m.system.push(msg)
+	m.sysCount.Add(1)
+	m.mu.Unlock()
+	m.schedule()
+}
+
+func (m *mailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
+	m.invoker, m.dispatcher = invoker, dispatcher
+}
+
+func (m *mailbox) Start() {}
+
+func (m *mailbox) UserMessageCount() int { return int(m.userCount.Load()) }
+
+func (m *mailbox) schedule() {
+	if m.scheduled.CompareAndSwap(false, true) {
+		m.dispatcher.Schedule(m.turn)
+	}
+}
+
+// process is one turn: it runs until both queues are empty (or the user
+// queue is held), and takes the turn up again if a message came meanwhile.
+func (m *mailbox) process() {
+	for {
+		m.run()
+		m.scheduled.Store(false)
+		sys, user := m.sysCount.Load(), m.userCount.Load()
+		if sys == 0 && (m.suspended.Load() || user == 0) {
+			return
+		}
+		if !m.scheduled.CompareAndSwap(false, true) {
+			return // another turn took them
+		}
+	}
+}
+
+func (m *mailbox) run() {
+	var msg any
+	defer func() {
+		if r := recover(); r != nil {
+			m.invoker.EscalateFailure(r, msg)
+		}
+	}()
+	for i, t := 0, m.dispatcher.Throughput(); ; i++ {
+		if i > t {
+			i = 0
+			runtime.Gosched()
+		}
+		if msg = m.pop(&m.system, &m.sysCount); msg != nil {
+			switch msg.(type) {
+			case *actor.SuspendMailbox:
+				m.suspended.Store(true)
+			case *actor.ResumeMailbox:
+				m.suspended.Store(false)
+			default:
+				m.invoker.InvokeSystemMessage(msg)
+			}
+			continue
+		}
+		if m.suspended.Load() {
+			return
+		}
+		if msg = m.pop(&m.user, &m.userCount); msg == nil {
+			return
+		}
+		m.invoker.InvokeUserMessage(msg)
+	}
+}
+
+func (m *mailbox) pop(q *ring, count *atomic.Int32) any {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := q.pop()
+	if v != nil {
+		count.Add(-1)
+	}
+	return v
+}
+
+// ring is a FIFO queue over a slice that doubles when full.
+type ring struct {
+	buf  []any
+	head int // index of the oldest message
+	n    int
+}
+
+func (r *ring) push(v any) {
+	if r.n == len(r.buf) {
+		grown := make([]any, max(8, 2*len(r.buf)))
+		for i := range r.n {
+			grown[i] = r.buf[(r.head+i)%len(r.buf)]
+		}
+		r.buf, r.head = grown, 0
+	}
+	r.buf[(r.head+r.n)%len(r.buf)] = v
+	r.n++
+}
+
+func (r *ring) pop() any {
+	if r.n == 0 {
+		return nil
+	}
+	v := r.buf[r.head]
+	r.buf[r.head] = nil // keep nothing alive
+	r.head = (r.head + 1) % len(r.buf)
+	r.n--
+	return v
+}

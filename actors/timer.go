@@ -1,0 +1,110 @@
+package actors
+
+import (
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Timer delivers msg to an actor once a delay has passed, and is armed
+// again and again by that actor, for one delay at a time. On the real
+// clock it keeps one time.Timer and resets it, so arming allocates
+// nothing; other clocks arm with AfterFunc each time.
+//
+// A delivery can outlive Stop (it was on its way), so the actor asks
+// Fired, on receiving msg, whether it comes from the current arming.
+type Timer struct {
+	rt  *Runtime
+	pid *actor.PID
+	msg any
+
+	mu       sync.Mutex // the actor against the clock's callbacks
+	gen      uint64     // armings so far
+	armed    bool       // armed, and not stopped or reported fired since
+	sent     bool       // the current arming's message is on its way
+	deadline time.Time  // the real clock's: when the current arming fires
+	wall     *time.Timer
+	stop     func() bool
+}
+
+// NewTimer returns a timer that delivers msg to pid, not yet armed.
+func (rt *Runtime) NewTimer(pid *actor.PID, msg any) *Timer {
+	return &Timer{rt: rt, pid: pid, msg: msg}
+}
+
+// Arm stops the timer and arms it to deliver its message after d.
+func (t *Timer) Arm(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stopLocked()
+	t.gen++
+	t.armed, t.sent = true, false
+	if _, ok := t.rt.Clock.(wallClock); ok {
+		t.deadline = time.Now().Add(d) // nondeterministic: the real clock
+		if t.wall == nil {
+			t.wall = time.AfterFunc(d, t.fireWall) // nondeterministic: the real clock
+		} else {
+			t.wall.Reset(d) // nondeterministic: the real clock
+		}
+		return
+	}
+	gen := t.gen
+	t.stop = t.rt.Clock.AfterFunc(d, func() { t.fire(gen) })
+}
+
+// Stop disarms the timer.
+func (t *Timer) Stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stopLocked()
+}
+
+func (t *Timer) stopLocked() {
+	if !t.armed {
+		return
+	}
+	t.armed = false
+	if t.wall != nil {
+		t.wall.Stop()
+	} else if t.stop != nil {
+		t.stop()
+		t.stop = nil
+	}
+}
+
+// Fired reports whether the message just received is the current
+// arming's, and disarms the timer if so: a message of an earlier arming,
+// or one that came after Stop, is stale.
+func (t *Timer) Fired() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.armed || !t.sent {
+		return false
+	}
+	t.armed = false
+	return true
+}
+
+// fireWall is the real clock's callback. A callback of an earlier arming
+// may run after the timer was reset, and cannot tell from its arguments:
+// before the current deadline, it is that one.
+func (t *Timer) fireWall() {
+	t.mu.Lock()
+	send := t.armed && !t.sent && !time.Now().Before(t.deadline) // nondeterministic: the real clock
+	t.sent = t.sent || send
+	t.mu.Unlock()
+	if send { // outside the lock: a dispatcher may run the actor's turn at once
+		t.rt.System.Root.Send(t.pid, t.msg)
+	}
+}
+
+func (t *Timer) fire(gen uint64) {
+	t.mu.Lock()
+	send := t.armed && !t.sent && gen == t.gen
+	t.sent = t.sent || send
+	t.mu.Unlock()
+	if send {
+		t.rt.System.Root.Send(t.pid, t.msg)
+	}
+}
