@@ -59,8 +59,8 @@ Sweeps (bytes: from, to, factor; iterations, warm-ups), the same for all
 implementations:
   all_reduce   small  8 B .. 64 KiB x2       ITERS_SMALL=100 WARMUP_SMALL=10
                large  128 KiB .. 64 MiB x2   ITERS_LARGE=10  WARMUP_LARGE=3
-  other ops    small  8 B                    OPS_ITERS_SMALL=50 OPS_WARMUP_SMALL=5
-               large  1 MiB, 64 MiB          OPS_ITERS_LARGE=5  OPS_WARMUP_LARGE=2
+  other ops    small  8 B                    OPS_ITERS_SMALL=50 OPS_WARMUP_SMALL=10
+               large  1 MiB, 64 MiB          OPS_ITERS_LARGE=10 OPS_WARMUP_LARGE=5
   (all-gather, reduce-scatter and all-to-all start at 4P bytes when 8 B
   would leave a rank no element: 16 B at 3 or 4 processes)
 The eight variables above may be set in the environment. Sizes, times and
@@ -143,8 +143,8 @@ done
 # takes tens of milliseconds). The tables merge the bands of an op.
 iters_small=${ITERS_SMALL:-100} warmup_small=${WARMUP_SMALL:-10}
 iters_large=${ITERS_LARGE:-10} warmup_large=${WARMUP_LARGE:-3}
-ops_iters_small=${OPS_ITERS_SMALL:-50} ops_warmup_small=${OPS_WARMUP_SMALL:-5}
-ops_iters_large=${OPS_ITERS_LARGE:-5} ops_warmup_large=${OPS_WARMUP_LARGE:-2}
+ops_iters_small=${OPS_ITERS_SMALL:-50} ops_warmup_small=${OPS_WARMUP_SMALL:-10}
+ops_iters_large=${OPS_ITERS_LARGE:-10} ops_warmup_large=${OPS_WARMUP_LARGE:-5}
 for v in "$iters_small" "$iters_large" "$ops_iters_small" "$ops_iters_large"; do
 	[[ $v =~ ^[1-9][0-9]*$ ]] || die "ITERS_* and OPS_ITERS_* must be positive integers"
 done

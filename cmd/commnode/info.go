@@ -13,6 +13,7 @@ import (
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/store/bootstrap"
+	"github.com/gocomms/gocomms/transport/nvl"
 )
 
 // infoCommand runs `commnode info`: what this host offers and what a rank
@@ -47,11 +48,29 @@ func infoCommand(args []string, stdout, stderr io.Writer) int {
 	if v, ok := os.LookupEnv("GOCOMMS_PORT_RANGE"); ok {
 		fmt.Fprintf(w, "port range\t%s\n", v)
 	}
-	fmt.Fprintf(w, "transports\ttcp to every peer; in-process within one process (RunLocal)\n")
+	fmt.Fprintf(w, "transports\t%s; in-process within one process (RunLocal)\n", transports(os.Getenv("GOCOMMS_TRANSPORT")))
 	if err := w.Flush(); err != nil {
 		return 1
 	}
 	return 0
+}
+
+// transports says which transport a rank would use for which peers under
+// GOCOMMS_TRANSPORT=mode.
+func transports(mode string) string {
+	shm := "shared memory (nvl) to peers on this host"
+	if nvl.Host() == "" {
+		shm = "no shared memory here (Linux's /proc is needed)"
+	}
+	switch mode {
+	case "", "auto":
+		return shm + ", tcp to the others (GOCOMMS_TRANSPORT=auto)"
+	case "shm":
+		return shm + " only (GOCOMMS_TRANSPORT=shm)"
+	case "tcp":
+		return "tcp to every peer (GOCOMMS_TRANSPORT=tcp)"
+	}
+	return fmt.Sprintf("none: GOCOMMS_TRANSPORT=%q is not auto, shm or tcp", mode)
 }
 
 // interfaces lists the up interfaces with their addresses.

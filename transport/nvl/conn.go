@@ -38,9 +38,8 @@ type conn struct {
 	cfg           *config
 	seg           *segment
 	tx, rx        ring
-	txSlab        *slab         // where this side fills slots
-	rxSlab        *slab         // where the peer does
-	nextSlot      atomic.Uint32 // where the search for a free slot starts
+	txSlab        *slab // where this side fills slots
+	rxSlab        *slab // where the peer does
 	// slotFreed[i] gives rx slot i back; one func per slot, made once, so
 	// that lending a slot allocates nothing.
 	slotFreed []func()
@@ -207,7 +206,7 @@ func (c *conn) fillSlot(p []byte) int {
 	if s.size == 0 || len(p) < c.cfg.slotFrom || len(p) > s.size {
 		return -1
 	}
-	i := s.acquire(int(c.nextSlot.Add(1)))
+	i := s.acquire()
 	if i >= 0 {
 		copy(s.slot(i, len(p)), p)
 	}
