@@ -13,7 +13,8 @@ import (
 
 // demoCommand runs `commnode demo`: it launches local processes, one rank
 // each, that rendezvous over a TCPStore, check every collective (verify)
-// and time all-reduce (bench) over TCP.
+// and time all-reduce (bench) through shared memory (GOCOMMS_TRANSPORT
+// chooses).
 func demoCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
