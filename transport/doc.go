@@ -22,6 +22,10 @@
 // GetBuffer go back with PutBuffer; the pool is the package's only global
 // state.
 //
+// Backlog (backlog.go) is the accepting half of the socket transports'
+// listeners: an accept loop, a handshake goroutine per connection, and a
+// queue of those that passed for Accept.
+//
 // Inbox (inbox.go) is the delivery queue connections embed to keep that
 // contract: in order, one call at a time, no lock held across a call.
 //

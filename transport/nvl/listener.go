@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"runtime"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,26 +15,14 @@ import (
 	"github.com/gocomms/gocomms/transport"
 )
 
-// backlogLen is how many connections may finish the handshake before
-// Accept takes them; further ones wait in their handshake goroutines.
-const backlogLen = 64
-
-// listener accepts on its socket in its own goroutine and runs the
-// handshake of each connection in a goroutine of its own, so that a slow
-// or silent dialer holds up nobody. Connections that pass wait, mapped
-// but not yet served, in the backlog for Accept.
+// listener accepts on its abstract Unix socket through a
+// transport.Backlog, which runs the handshake of each connection in a
+// goroutine of its own; connections that pass wait, mapped but not yet
+// served, for Accept.
 type listener struct {
-	ln   *net.UnixListener
-	addr string
-	cfg  *config
-
-	backlog chan pending
-	done    chan struct{} // closed by Close
-
-	mu          sync.Mutex
-	closed      bool
-	inHandshake map[*net.UnixConn]struct{}
-	wg          sync.WaitGroup // the accept loop and the handshakes
+	backlog *transport.Backlog[pending]
+	addr    string
+	cfg     *config
 }
 
 // pending is a connection through its handshake, not yet accepted.
@@ -55,137 +42,30 @@ func (p pending) drop() {
 var _ transport.Listener = (*listener)(nil)
 
 func newListener(ln *net.UnixListener, addr string, cfg *config) *listener {
-	l := &listener{
-		ln:          ln,
-		addr:        addr,
-		cfg:         cfg,
-		backlog:     make(chan pending, backlogLen),
-		done:        make(chan struct{}),
-		inHandshake: make(map[*net.UnixConn]struct{}),
-	}
-	l.wg.Add(1)
-	go l.acceptLoop()
+	l := &listener{addr: addr, cfg: cfg}
+	l.backlog = transport.NewBacklog(ln, "transport/nvl: accept on "+addr,
+		func(c net.Conn) (pending, error) { return l.exchange(c.(*net.UnixConn)) }, pending.drop)
 	return l
 }
 
 func (l *listener) Addr() string { return l.addr }
 
 func (l *listener) Accept(ctx context.Context) (transport.Conn, []byte, error) {
-	select {
-	case <-l.done: // a closed listener refuses even when connections wait
-		return nil, nil, l.closedErr()
-	default:
+	p, err := l.backlog.Accept(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
-	select {
-	case p := <-l.backlog:
-		remote := fmt.Sprintf("nvl:%s/pid%d", Host(), p.pid)
-		return newConn(p.sock, p.seg, false, l.addr, remote, p.pid, p.sendByAddress, l.cfg), p.hello, nil
-	case <-l.done:
-		return nil, nil, l.closedErr()
-	case <-ctx.Done():
-		return nil, nil, fmt.Errorf("transport/nvl: accept on %s: %w", l.addr, ctx.Err())
-	}
-}
-
-func (l *listener) closedErr() error {
-	return fmt.Errorf("transport/nvl: accept on %s: listener closed: %w", l.addr, transport.ErrClosed)
+	remote := fmt.Sprintf("nvl:%s/pid%d", Host(), p.pid)
+	return newConn(p.sock, p.seg, false, l.addr, remote, p.pid, p.sendByAddress, l.cfg), p.hello, nil
 }
 
 // Close stops accepting and hangs up on connections that were not
-// accepted yet, so that their dialers learn of it. It returns once the
-// listener's goroutines have ended.
-func (l *listener) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
-	l.closed = true
-	close(l.done)
-	for sock := range l.inHandshake {
-		sock.Close()
-	}
-	l.mu.Unlock()
+// accepted yet. It returns once the listener's goroutines have ended.
+func (l *listener) Close() error { return l.backlog.Close() }
 
-	err := l.ln.Close()
-	l.wg.Wait()
-	for {
-		select {
-		case p := <-l.backlog:
-			p.drop()
-		default:
-			if err != nil {
-				return fmt.Errorf("transport/nvl: close listener %s: %w", l.addr, err)
-			}
-			return nil
-		}
-	}
-}
-
-func (l *listener) acceptLoop() {
-	defer l.wg.Done()
-	var backoff time.Duration
-	for {
-		sock, err := l.ln.AcceptUnix()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of file descriptors or the like: wait for it to pass
-			// rather than spin or stop listening.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			select {
-			case <-l.done:
-				return
-			case <-time.After(backoff):
-			}
-			continue
-		}
-		backoff = 0
-		if !l.track(sock) {
-			sock.Close()
-			return
-		}
-		l.wg.Add(1)
-		go l.handshake(sock)
-	}
-}
-
-func (l *listener) track(sock *net.UnixConn) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	l.inHandshake[sock] = struct{}{}
-	return true
-}
-
-func (l *listener) untrack(sock *net.UnixConn) {
-	l.mu.Lock()
-	delete(l.inHandshake, sock)
-	l.mu.Unlock()
-}
-
-// handshake runs the acceptor's side of a connection's handshake and
-// queues it for Accept. One that fails is dropped: whatever dialled is
-// not an nvl dialer, or not one of this version, and only the second kind
-// is told so.
-func (l *listener) handshake(sock *net.UnixConn) {
-	defer l.wg.Done()
-	p, err := l.exchange(sock)
-	l.untrack(sock)
-	if err != nil {
-		sock.Close()
-		return
-	}
-	select {
-	case l.backlog <- p:
-	case <-l.done:
-		p.drop()
-	}
-}
-
+// exchange runs the acceptor's side of a connection's handshake. One
+// that fails is dropped: whatever dialled is not an nvl dialer, or not
+// one of this version, and only the second kind is told so.
 func (l *listener) exchange(sock *net.UnixConn) (pending, error) {
 	sock.SetDeadline(time.Now().Add(l.cfg.handshakeTimeout))
 	pid, err := peerPID(sock)
