@@ -29,7 +29,7 @@ func TestEnvNetwork(t *testing.T) {
 		{nil, "auto"},
 		{[]string{"GOCOMMS_TRANSPORT", "auto", "GOCOMMS_SHM_SPIN", "0s"}, "auto"},
 		{[]string{"GOCOMMS_TRANSPORT", "shm", "GOCOMMS_SHM_BY_ADDRESS", "0"}, "shm"},
-		{[]string{"GOCOMMS_TRANSPORT", "tcp", "GOCOMMS_PORT_RANGE", "29500-29600"}, "tcp"},
+		{[]string{"GOCOMMS_TRANSPORT", "tcp", "GOCOMMS_PORT_RANGE", "29500-29600", "GOCOMMS_TCP_CHECKSUMS", "always"}, "tcp"},
 	} {
 		nw, err := envNetwork(env(tc.env...))
 		if err != nil {
@@ -56,6 +56,7 @@ func TestEnvNetwork(t *testing.T) {
 		{"GOCOMMS_SHM_SPIN", "fast"},
 		{"GOCOMMS_SHM_BY_ADDRESS", "-1"},
 		{"GOCOMMS_PORT_RANGE", "9-1"},
+		{"GOCOMMS_TCP_CHECKSUMS", "sometimes"},
 	} {
 		if _, err := envNetwork(env(bad...)); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%s=%q: %v, want ErrInvalidArgument", bad[0], bad[1], err)

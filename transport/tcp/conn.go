@@ -53,7 +53,7 @@ func newConn(sock *net.TCPConn, cfg *config) *conn {
 		remote:       sock.RemoteAddr().String(),
 		maxPayload:   cfg.maxPayload,
 		closeTimeout: cfg.closeTimeout,
-		w:            newWriter(sock),
+		w:            newWriter(sock, cfg.checkPayloads(sock.LocalAddr(), sock.RemoteAddr())),
 		released:     make(chan struct{}),
 		fr:           frameReader{r: bufio.NewReaderSize(sock, readBufferSize), max: uint32(cfg.maxPayload)},
 	}

@@ -43,19 +43,24 @@
 // Then each side sends frames, each a 44-byte header and the payload:
 //
 //	0      1    Kind
-//	1      3    reserved, 0
+//	1      1    flags: 1 = the payload carries no CRC32C (bytes 36..39 are 0)
+//	2      2    reserved, 0
 //	4      4    Tag
 //	8      8    Comm
 //	16     8    Seq
 //	24     8    Sig
 //	32     4    payload length n, at most the configured maximum (1 GiB)
-//	36     4    CRC32C of the payload
+//	36     4    CRC32C of the payload, or 0 with flag 1
 //	40     4    CRC32C of header bytes 0..39
 //	44     n    payload
 //
 // CRC32C is the Castagnoli polynomial, as hash/crc32 computes it with the
 // CPU's instructions. The header has its own checksum so that a corrupted
-// length is never believed. A frame that fails a check is never
+// length is never believed. The payload's is computed where the sender
+// asks for it (WithPayloadChecksums): by default between two hosts, not
+// within one, where it cost a third of a large all-reduce's time and the
+// kernel's copies have nothing to corrupt; the receiver checks it
+// whenever it is there. A frame that fails a check is never
 // delivered: it ends the connection with an error naming the peer and the
 // frame. So does a frame that announces a payload over the maximum, before
 // anything is allocated for it.

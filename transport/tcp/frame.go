@@ -19,13 +19,20 @@ const headerLen = 44
 // only read afterwards.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// flagUnchecked, in header byte 1, says the payload carries no CRC32C:
+// its sum field is zero and the receiver checks nothing.
+const flagUnchecked = 1
+
 // putHeader encodes h, the payload length n and the payload's CRC32C sum
-// into b, which must be headerLen bytes long, and seals them with the
-// header's own CRC32C.
-func putHeader(b []byte, h transport.Header, n int, sum uint32) {
+// (or, unchecked, no sum) into b, which must be headerLen bytes long, and
+// seals them with the header's own CRC32C.
+func putHeader(b []byte, h transport.Header, n int, sum uint32, checked bool) {
 	_ = b[headerLen-1]
 	b[0] = byte(h.Kind)
 	b[1], b[2], b[3] = 0, 0, 0
+	if !checked {
+		b[1], sum = flagUnchecked, 0
+	}
 	binary.LittleEndian.PutUint32(b[4:], h.Tag)
 	binary.LittleEndian.PutUint64(b[8:], h.Comm)
 	binary.LittleEndian.PutUint64(b[16:], h.Seq)
@@ -37,12 +44,13 @@ func putHeader(b []byte, h transport.Header, n int, sum uint32) {
 
 // parseHeader decodes a header encoded by putHeader. It checks the
 // header's CRC32C first, so that a corrupted length is never believed.
-func parseHeader(b *[headerLen]byte) (h transport.Header, n, sum uint32, err error) {
+func parseHeader(b *[headerLen]byte) (h transport.Header, n, sum uint32, checked bool, err error) {
 	if got, want := crc32.Checksum(b[:40], castagnoli), binary.LittleEndian.Uint32(b[40:]); got != want {
-		return h, 0, 0, fmt.Errorf("header CRC32C %#08x, header says %#08x: %w", got, want, ErrChecksum)
+		return h, 0, 0, false, fmt.Errorf("header CRC32C %#08x, header says %#08x: %w", got, want, ErrChecksum)
 	}
-	if b[1]|b[2]|b[3] != 0 {
-		return h, 0, 0, fmt.Errorf("reserved header bytes %x are not zero: %w", b[1:4], ErrProtocol)
+	sum = binary.LittleEndian.Uint32(b[36:])
+	if b[1]&^flagUnchecked|b[2]|b[3] != 0 || b[1] == flagUnchecked && sum != 0 {
+		return h, 0, 0, false, fmt.Errorf("reserved header bytes %x are not zero: %w", b[1:4], ErrProtocol)
 	}
 	h = transport.Header{
 		Kind: transport.Kind(b[0]),
@@ -51,7 +59,7 @@ func parseHeader(b *[headerLen]byte) (h transport.Header, n, sum uint32, err err
 		Seq:  binary.LittleEndian.Uint64(b[16:]),
 		Sig:  binary.LittleEndian.Uint64(b[24:]),
 	}
-	return h, binary.LittleEndian.Uint32(b[32:]), binary.LittleEndian.Uint32(b[36:]), nil
+	return h, binary.LittleEndian.Uint32(b[32:]), sum, b[1] == 0, nil
 }
 
 // frameReader decodes frames from a byte stream into pooled payloads.
@@ -72,7 +80,7 @@ func (fr *frameReader) next() (transport.Frame, error) {
 		}
 		return transport.Frame{}, err // io.EOF stays bare: a clean end
 	}
-	h, n, sum, err := parseHeader(&fr.hdr)
+	h, n, sum, checked, err := parseHeader(&fr.hdr)
 	if err != nil {
 		return transport.Frame{}, fmt.Errorf("frame %d: %w", fr.frames, err)
 	}
@@ -85,7 +93,9 @@ func (fr *frameReader) next() (transport.Frame, error) {
 	var crc uint32
 	for off := 0; off < len(p); {
 		k, err := fr.r.Read(p[off:])
-		crc = crc32.Update(crc, castagnoli, p[off:off+k])
+		if checked {
+			crc = crc32.Update(crc, castagnoli, p[off:off+k])
+		}
 		off += k
 		if err != nil && off < len(p) {
 			transport.PutBuffer(p)
@@ -93,7 +103,7 @@ func (fr *frameReader) next() (transport.Frame, error) {
 				fr.frames, h.Comm, h.Seq, off, n, unexpected(err))
 		}
 	}
-	if crc != sum {
+	if checked && crc != sum {
 		transport.PutBuffer(p)
 		return transport.Frame{}, fmt.Errorf("frame %d (comm %d, seq %d): payload CRC32C %#08x, header says %#08x: %w",
 			fr.frames, h.Comm, h.Seq, crc, sum, ErrChecksum)

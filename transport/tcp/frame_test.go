@@ -82,7 +82,7 @@ func TestReservedBits(t *testing.T) {
 	_, l := listen(t)
 	raw, _, r := rawPeer(t, l)
 	var hdr [headerLen]byte
-	putHeader(hdr[:], testHeader(0), 0, 0)
+	putHeader(hdr[:], testHeader(0), 0, 0, true)
 	hdr[2] = 1
 	binary.LittleEndian.PutUint32(hdr[40:], crcOf(hdr[:40]))
 	if _, err := raw.Write(hdr[:]); err != nil {
@@ -98,7 +98,7 @@ func TestOversizedFrame(t *testing.T) {
 	_, l := listen(t)
 	raw, _, r := rawPeer(t, l)
 	var hdr [headerLen]byte
-	putHeader(hdr[:], testHeader(1), 0, 0)
+	putHeader(hdr[:], testHeader(1), 0, 0, true)
 	binary.LittleEndian.PutUint32(hdr[32:], 0xFFFF_FFF0) // 4 GiB announced, 1 GiB allowed
 	binary.LittleEndian.PutUint32(hdr[40:], crcOf(hdr[:40]))
 

@@ -18,6 +18,7 @@ func FuzzDecode(f *testing.F) {
 	valid := appendPreface(nil, []byte("rank 3"))
 	valid = appendFrame(valid, testHeader(1), []byte("payload"))
 	valid = appendFrame(valid, transport.Header{}, nil)
+	valid = appendFrameAs(valid, testHeader(2), []byte("unchecked"), false)
 	f.Add(valid)
 	f.Add(appendPreface(nil, nil))
 	f.Add(valid[:len(valid)-3])
@@ -47,7 +48,8 @@ func FuzzDecode(f *testing.F) {
 			if err != nil {
 				break
 			}
-			got = appendFrame(got, fm.Header, fm.Payload)
+			checked := rest[len(got)+1] == 0 // the flags of the header just decoded
+			got = appendFrameAs(got, fm.Header, fm.Payload, checked)
 			transport.PutBuffer(fm.Payload)
 		}
 		if !bytes.HasPrefix(rest, got) {

@@ -15,10 +15,16 @@ import (
 // waitTimeout bounds every wait; it matters only when a test fails.
 const waitTimeout = 20 * time.Second
 
-// appendFrame appends one frame as the writer puts it on the wire.
+// appendFrame appends one frame, its payload checksummed, as the writer
+// puts it on the wire.
 func appendFrame(b []byte, h transport.Header, payload []byte) []byte {
+	return appendFrameAs(b, h, payload, true)
+}
+
+// appendFrameAs appends one frame, its payload checksummed or not.
+func appendFrameAs(b []byte, h transport.Header, payload []byte, checked bool) []byte {
 	var hdr [headerLen]byte
-	putHeader(hdr[:], h, len(payload), crc32.Checksum(payload, castagnoli))
+	putHeader(hdr[:], h, len(payload), crc32.Checksum(payload, castagnoli), checked)
 	return append(append(b, hdr[:]...), payload...)
 }
 

@@ -164,3 +164,36 @@ func TestListenInterface(t *testing.T) {
 		t.Error("Listen with both a host and an interface succeeded")
 	}
 }
+
+// TestPayloadChecksums checks which connections checksum payloads: by
+// default those between two hosts, and not those within one, over
+// loopback or to the host's own address.
+func TestPayloadChecksums(t *testing.T) {
+	addr := func(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 29500} }
+	for _, tc := range []struct {
+		mode          Checksums
+		local, remote string
+		want          bool
+	}{
+		{ChecksumsBetweenHosts, "127.0.0.1", "127.0.0.1", false},
+		{ChecksumsBetweenHosts, "10.0.0.5", "10.0.0.5", false},
+		{ChecksumsBetweenHosts, "::1", "::1", false},
+		{ChecksumsBetweenHosts, "10.0.0.5", "10.0.0.7", true},
+		{ChecksumsAlways, "127.0.0.1", "127.0.0.1", true},
+		{ChecksumsNever, "10.0.0.5", "10.0.0.7", false},
+	} {
+		cfg := defaultConfig()
+		cfg.checksums = tc.mode
+		if got := cfg.checkPayloads(addr(tc.local), addr(tc.remote)); got != tc.want {
+			t.Errorf("mode %d, %s to %s: checksums %v, want %v", tc.mode, tc.local, tc.remote, got, tc.want)
+		}
+	}
+	for s, want := range map[string]Checksums{"hosts": ChecksumsBetweenHosts, "always": ChecksumsAlways, "never": ChecksumsNever} {
+		if got, err := ParseChecksums(s); err != nil || got != want {
+			t.Errorf("ParseChecksums(%q) = %d, %v", s, got, err)
+		}
+	}
+	if _, err := ParseChecksums("sometimes"); err == nil {
+		t.Error("ParseChecksums accepted sometimes")
+	}
+}

@@ -29,7 +29,8 @@ type outFrame struct {
 // side without copying, then gives each payload back: to the pool, or to
 // its lender.
 type writer struct {
-	sock *net.TCPConn
+	sock  *net.TCPConn
+	check bool // checksum payloads (see Checksums)
 
 	mu      sync.Mutex
 	wake    sync.Cond // signalled when the queue fills or closing or abort is set
@@ -46,15 +47,18 @@ type writer struct {
 	out   net.Buffers // what is left of it to write; a field, so as not to escape
 }
 
-func newWriter(sock *net.TCPConn) *writer {
-	w := &writer{sock: sock, done: make(chan struct{})}
+func newWriter(sock *net.TCPConn, check bool) *writer {
+	w := &writer{sock: sock, check: check, done: make(chan struct{})}
 	w.wake.L = &w.mu
 	return w
 }
 
 // send queues f, or returns the error that ended the connection.
 func (w *writer) send(f transport.Frame) error {
-	sum := crc32.Checksum(f.Payload, castagnoli) // before the lock: it takes time
+	var sum uint32
+	if w.check {
+		sum = crc32.Checksum(f.Payload, castagnoli) // before the lock: it takes time
+	}
 	w.mu.Lock()
 	if w.err != nil {
 		err := w.err
@@ -65,7 +69,7 @@ func (w *writer) send(f transport.Frame) error {
 	// Encoded in place: a header built on the stack would escape, through
 	// the checksum, into an allocation per frame.
 	w.queue = append(w.queue, outFrame{payload: f.Payload, sent: f.Sent})
-	putHeader(w.queue[len(w.queue)-1].hdr[:], f.Header, len(f.Payload), sum)
+	putHeader(w.queue[len(w.queue)-1].hdr[:], f.Header, len(f.Payload), sum, w.check)
 	if len(w.queue) == 1 {
 		w.wake.Signal() // run waits only for an empty queue to fill
 	}
