@@ -3,8 +3,12 @@ package gocomms_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/debug"
+	"slices"
 	"testing"
+	"time"
+	"weak"
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/transport/tcp"
@@ -34,11 +38,40 @@ func BenchmarkAllReduceTCP(b *testing.B) {
 }
 
 func benchAllReduce(b *testing.B, ranks, size int, opts ...gocomms.Option) {
+	benchOp(b, ranks, func(c *gocomms.Comm) func(context.Context) error {
+		t := gocomms.FromSlice(make([]float32, size/4))
+		return func(ctx context.Context) error { return c.AllReduce(ctx, t, gocomms.Sum) }
+	}, opts...)
+	if b.Failed() {
+		return
+	}
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	algbw := float64(size) / sec / 1e9
+	b.ReportMetric(algbw, "algbw_GB/s")
+	b.ReportMetric(algbw*2*float64(ranks-1)/float64(ranks), "busbw_GB/s")
+}
+
+// BenchmarkCollectives measures each blocking collective of steadyOps
+// between 2 in-process ranks, over blocks of the given bytes per rank:
+// time per op and allocations per op summed over all ranks.
+func BenchmarkCollectives(b *testing.B) {
+	for _, op := range steadyOps {
+		for _, size := range op.sizes() {
+			b.Run(fmt.Sprintf("op=%s/bytes=%d", op.name, size), func(b *testing.B) {
+				benchOp(b, 2, func(c *gocomms.Comm) func(context.Context) error { return op.make(c, size) })
+			})
+		}
+	}
+}
+
+// benchOp times the operation that mk makes on each of ranks in-process
+// ranks.
+func benchOp(b *testing.B, ranks int, mk func(c *gocomms.Comm) func(context.Context) error, opts ...gocomms.Option) {
 	b.ReportAllocs()
 	err := gocomms.RunLocal(context.Background(), ranks, func(ctx context.Context, c *gocomms.Comm) error {
-		t := gocomms.FromSlice(make([]float32, size/4))
+		op := mk(c)
 		for range 3 { // warm pools and schedules
-			if err := c.AllReduce(ctx, t, gocomms.Sum); err != nil {
+			if err := op(ctx); err != nil {
 				return err
 			}
 		}
@@ -49,7 +82,7 @@ func benchAllReduce(b *testing.B, ranks, size int, opts ...gocomms.Option) {
 			b.ResetTimer()
 		}
 		for range b.N {
-			if err := c.AllReduce(ctx, t, gocomms.Sum); err != nil {
+			if err := op(ctx); err != nil {
 				return err
 			}
 		}
@@ -58,10 +91,6 @@ func benchAllReduce(b *testing.B, ranks, size int, opts ...gocomms.Option) {
 		}
 		if c.Rank() == 0 {
 			b.StopTimer()
-			sec := b.Elapsed().Seconds() / float64(b.N)
-			algbw := float64(size) / sec / 1e9
-			b.ReportMetric(algbw, "algbw_GB/s")
-			b.ReportMetric(algbw*2*float64(ranks-1)/float64(ranks), "busbw_GB/s")
 		}
 		return nil
 	}, opts...)
@@ -70,64 +99,193 @@ func benchAllReduce(b *testing.B, ranks, size int, opts ...gocomms.Option) {
 	}
 }
 
-// TestSteadyCollectivesAllocateNothing: once warm, a blocking all-reduce,
-// reduce or broadcast between in-process ranks allocates nothing, summed
-// over the ranks, below and above the size from which sends lend their
-// payload. The race detector's pools drop what they are given, so it is
-// not measured there.
+// steadyOp is a blocking collective: make returns one call of it on c
+// over float32 blocks of size bytes per rank.
+type steadyOp struct {
+	name string
+	make func(c *gocomms.Comm, size int) func(context.Context) error
+}
+
+// sizes are the block sizes op is measured at, below and above the size
+// from which sends lend their payload; a barrier moves no data.
+func (op steadyOp) sizes() []int {
+	if op.name == "barrier" {
+		return []int{0}
+	}
+	return []int{8, 1 << 20}
+}
+
+var steadyOps = []steadyOp{
+	{"all_reduce+reduce+broadcast", func(c *gocomms.Comm, size int) func(context.Context) error {
+		x := gocomms.FromSlice(make([]float32, size/4))
+		return func(ctx context.Context) error {
+			if err := c.AllReduce(ctx, x, gocomms.Sum); err != nil {
+				return err
+			}
+			if err := c.Reduce(ctx, x, 1, gocomms.Max); err != nil {
+				return err
+			}
+			return c.Broadcast(ctx, x, 0)
+		}
+	}},
+	{"all_gather_single", func(c *gocomms.Comm, size int) func(context.Context) error {
+		in := gocomms.FromSlice(make([]float32, size/4))
+		out := gocomms.FromSlice(make([]float32, c.Size()*size/4))
+		return func(ctx context.Context) error { return c.AllGatherSingle(ctx, out, in) }
+	}},
+	{"reduce_scatter_single", func(c *gocomms.Comm, size int) func(context.Context) error {
+		in := gocomms.FromSlice(make([]float32, c.Size()*size/4))
+		out := gocomms.FromSlice(make([]float32, size/4))
+		return func(ctx context.Context) error { return c.ReduceScatterSingle(ctx, out, in, gocomms.Sum) }
+	}},
+	{"all_to_all_single", func(c *gocomms.Comm, size int) func(context.Context) error {
+		in := gocomms.FromSlice(make([]float32, c.Size()*size/4))
+		out := gocomms.FromSlice(make([]float32, c.Size()*size/4))
+		return func(ctx context.Context) error { return c.AllToAllSingle(ctx, out, in) }
+	}},
+	{"all_to_all_v", func(c *gocomms.Comm, size int) func(context.Context) error {
+		in := gocomms.FromSlice(make([]float32, c.Size()*size/4))
+		out := gocomms.FromSlice(make([]float32, c.Size()*size/4))
+		splits := slices.Repeat([]int{size / 4}, c.Size())
+		return func(ctx context.Context) error { return c.AllToAllV(ctx, out, in, splits, splits) }
+	}},
+	{"barrier", func(c *gocomms.Comm, _ int) func(context.Context) error {
+		return func(ctx context.Context) error { return c.Barrier(ctx) }
+	}},
+}
+
+// TestSteadyCollectivesAllocateNothing: once warm, each blocking
+// collective of steadyOps between in-process ranks allocates nothing,
+// summed over the ranks. The race detector's pools drop what they are
+// given, so it is not measured there.
 func TestSteadyCollectivesAllocateNothing(t *testing.T) {
 	if raceEnabled() {
 		t.Skip("the race detector's pools drop what they are given")
 	}
 	const runs = 200
+	for _, op := range steadyOps {
+		for _, ranks := range []int{2, 3} {
+			for _, size := range op.sizes() {
+				t.Run(fmt.Sprintf("%s/ranks=%d/bytes=%d", op.name, ranks, size), func(t *testing.T) {
+					if allocs := steadyAllocs(t, op, ranks, size, runs); allocs != 0 {
+						t.Errorf("%v allocations per %s", allocs, op.name)
+					}
+				})
+			}
+		}
+	}
+}
+
+// steadyAllocs returns the allocations per call of op, summed over ranks,
+// once warm.
+func steadyAllocs(t *testing.T, op steadyOp, ranks, size, runs int) float64 {
+	var allocs float64
+	err := gocomms.RunLocal(context.Background(), ranks, func(ctx context.Context, c *gocomms.Comm) error {
+		call := op.make(c, size)
+		// Warm plans, links and pools: a link keeps up to 64 small frames
+		// until the peer acknowledges them.
+		for range 100 {
+			if err := call(ctx); err != nil {
+				return err
+			}
+		}
+		if err := c.Barrier(ctx); err != nil {
+			return err
+		}
+		var err error
+		if c.Rank() == 0 {
+			allocs = testing.AllocsPerRun(runs, func() {
+				if e := call(ctx); e != nil && err == nil {
+					err = e
+				}
+			})
+		} else {
+			for range runs + 1 { // AllocsPerRun runs once more, to warm up
+				if err = call(ctx); err != nil {
+					break
+				}
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return allocs
+}
+
+// TestCollectivesKeepNoTensor: once blocking collectives have returned,
+// what the communicator keeps for reuse holds none of their tensors.
+func TestCollectivesKeepNoTensor(t *testing.T) {
 	for _, size := range []int{8, 1 << 20} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			var allocs float64
-			err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
-				x := gocomms.FromSlice(make([]float32, size/4))
-				ops := func() error {
-					if err := c.AllReduce(ctx, x, gocomms.Sum); err != nil {
-						return err
-					}
-					if err := c.Reduce(ctx, x, 1, gocomms.Max); err != nil {
-						return err
-					}
-					return c.Broadcast(ctx, x, 0)
-				}
-				// Warm plans, links and pools: a link keeps up to 64 small
-				// frames until the peer acknowledges them.
-				for range 100 {
-					if err := ops(); err != nil {
-						return err
-					}
-				}
-				if err := c.Barrier(ctx); err != nil {
+			err := gocomms.RunLocal(context.Background(), 3, func(ctx context.Context, c *gocomms.Comm) error {
+				held, err := collectivesOnce(ctx, c, size)
+				if err != nil {
 					return err
 				}
-				var err error
-				if c.Rank() == 0 {
-					allocs = testing.AllocsPerRun(runs, func() {
-						if e := ops(); e != nil && err == nil {
-							err = e
-						}
-					})
-				} else {
-					for range runs + 1 { // AllocsPerRun runs once more, to warm up
-						if err = ops(); err != nil {
-							break
-						}
+				// Each rank lets go of an operation's request, and a link
+				// of a lent payload, soon after it ends: the ranks look
+				// until none sees its tensors, agreeing on when to stop.
+				alive := false
+				for range 100 {
+					runtime.GC()
+					alive = slices.ContainsFunc(held, func(p weak.Pointer[float32]) bool { return p.Value() != nil })
+					flag := []int32{0}
+					if alive {
+						flag[0] = 1
 					}
+					if err := c.AllReduce(ctx, gocomms.FromSlice(flag), gocomms.Max); err != nil {
+						return err
+					}
+					if flag[0] == 0 {
+						return nil
+					}
+					time.Sleep(time.Millisecond)
 				}
-				return err
+				if alive {
+					return fmt.Errorf("rank %d: tensors of finished collectives are still reachable", c.Rank())
+				}
+				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if allocs != 0 {
-				t.Errorf("%v allocations per round of all-reduce, reduce and broadcast", allocs)
-			}
 		})
 	}
+}
+
+// collectivesOnce runs each blocking collective of a single tensor a side
+// over blocks of size bytes, twice, and returns weak pointers to the
+// tensors' memory.
+func collectivesOnce(ctx context.Context, c *gocomms.Comm, size int) ([]weak.Pointer[float32], error) {
+	var held []weak.Pointer[float32]
+	tensor := func(blocks int) *gocomms.Tensor {
+		n := blocks * size / 4
+		// At least 16 B, which the tiny allocator would not pack in with
+		// other objects that could keep it alive.
+		s := make([]float32, n, max(n, 4))
+		held = append(held, weak.Make(&s[0]))
+		return gocomms.FromSlice(s)
+	}
+	n := c.Size()
+	splits := slices.Repeat([]int{size / 4}, n)
+	x, ag, agOut, rs, rsOut, a2a, a2aOut, v, vOut := tensor(1), tensor(1), tensor(n), tensor(n), tensor(1), tensor(n), tensor(n), tensor(n), tensor(n)
+	calls := []func() error{
+		func() error { return c.AllReduce(ctx, x, gocomms.Sum) },
+		func() error { return c.AllGatherSingle(ctx, agOut, ag) },
+		func() error { return c.ReduceScatterSingle(ctx, rsOut, rs, gocomms.Sum) },
+		func() error { return c.AllToAllSingle(ctx, a2aOut, a2a) },
+		func() error { return c.AllToAllV(ctx, vOut, v, splits, splits) },
+	}
+	for range 2 {
+		for _, call := range calls {
+			if err := call(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return held, nil
 }
 
 // raceEnabled reports whether the test binary was built with -race.

@@ -24,13 +24,43 @@ func (c *Comm) AllReduceAsync(t *Tensor, op ReduceOp, opts ...CallOption) *Work 
 	return c.startRecord(r, c.allReduce(&r.single, t, op), opts)
 }
 
-// singleOp is an Op with room for the count and tensors of a collective
-// over one tensor, so that its Op, counts and tensor lists are one
-// allocation (part of an opRecord).
+// singleOp is an Op with room for the counts and tensor lists of a
+// collective over at most one tensor a side, so that they come with its
+// opRecord: inline for one block a side, else in blocks, whose room lasts
+// across uses.
 type singleOp struct {
 	Op
 	count   [1]int
 	in, out [1]*Tensor
+	blocks  blockRoom
+}
+
+// blockRoom holds the counts of a collective over blocks of its tensors,
+// and views of those blocks.
+type blockRoom struct {
+	counts []int
+	views  []Tensor
+	ptrs   []*Tensor // &views[i]
+}
+
+// room returns room for n block views and pointers to them.
+func (b *blockRoom) room(n int) ([]Tensor, []*Tensor) {
+	b.views, b.ptrs = resize(b.views, n), resize(b.ptrs, n)
+	return b.views, b.ptrs
+}
+
+// clear empties b, keeping its capacity but no tensor alive.
+func (b *blockRoom) clear() {
+	clear(b.views)
+	clear(b.ptrs)
+	b.counts, b.views, b.ptrs = b.counts[:0], b.views[:0], b.ptrs[:0]
+}
+
+// clear empties s for reuse, keeping no tensor alive.
+func (s *singleOp) clear() {
+	b := s.blocks
+	b.clear()
+	*s = singleOp{blocks: b}
 }
 
 // counts sets the Op's Counts to n alone.
@@ -148,14 +178,14 @@ func (c *Comm) AllGatherVAsync(outputs []*Tensor, input *Tensor, opts ...CallOpt
 // AllGatherSingle gathers every rank's input into consecutive blocks of
 // output, which holds Size() times input's elements.
 func (c *Comm) AllGatherSingle(ctx context.Context, output, input *Tensor, opts ...CallOption) error {
-	o, err := c.allGatherSingle(output, input)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.allGatherSingle(&r.single, output, input), opts)
 }
 
 // AllGatherSingleAsync is the async form of AllGatherSingle.
 func (c *Comm) AllGatherSingleAsync(output, input *Tensor, opts ...CallOption) *Work {
-	o, err := c.allGatherSingle(output, input)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.allGatherSingle(&r.single, output, input), opts)
 }
 
 func (c *Comm) allGather(name OpName, outputs []*Tensor, input *Tensor, uniform bool) (*Op, error) {
@@ -177,25 +207,30 @@ func (c *Comm) allGather(name OpName, outputs []*Tensor, input *Tensor, uniform 
 	return o, nil
 }
 
-func (c *Comm) allGatherSingle(output, input *Tensor) (*Op, error) {
-	o := &Op{Name: OpAllGatherSingle, Kind: algorithms.AllGather, Root: -1}
+func (c *Comm) allGatherSingle(s *singleOp, output, input *Tensor) error {
+	s.Op = Op{Name: OpAllGatherSingle, Kind: algorithms.AllGather, Root: -1}
 	if err := c.checkTensor("input", input); err != nil {
-		return o, err
+		return err
 	}
 	if err := c.checkTensor("output", output); err != nil {
-		return o, err
+		return err
 	}
-	o.DType = input.DType()
-	if err := checkSameDType("output", output, o.DType); err != nil {
-		return o, err
+	s.DType = input.DType()
+	if err := checkSameDType("output", output, s.DType); err != nil {
+		return err
 	}
 	if output.Numel() != c.cfg.Size*input.Numel() {
-		return o, commerr.Invalid("output has %d elements, want %d ranks × %d", output.Numel(), c.cfg.Size, input.Numel())
+		return commerr.Invalid("output has %d elements, want %d ranks × %d", output.Numel(), c.cfg.Size, input.Numel())
 	}
-	o.Counts = repeat(input.Numel(), c.cfg.Size)
-	outs, err := blocks(output, o.Counts)
-	o.Inputs, o.Outputs = []*Tensor{input}, outs
-	return o, err
+	s.blocks.counts = repeatInto(s.blocks.counts, input.Numel(), c.cfg.Size)
+	s.Counts = s.blocks.counts
+	s.inputs(input)
+	views, ptrs := s.blocks.room(c.cfg.Size)
+	if err := cut(views, ptrs, output, s.Counts); err != nil {
+		return err
+	}
+	s.Outputs = ptrs
+	return nil
 }
 
 // ReduceScatter reduces inputs[q] across ranks into rank q's output.
@@ -226,14 +261,14 @@ func (c *Comm) ReduceScatterVAsync(output *Tensor, inputs []*Tensor, op ReduceOp
 // ReduceScatterSingle reduces consecutive blocks of input across ranks, block
 // q into rank q's output; input holds Size() times output's elements.
 func (c *Comm) ReduceScatterSingle(ctx context.Context, output, input *Tensor, op ReduceOp, opts ...CallOption) error {
-	o, err := c.reduceScatterSingle(output, input, op)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.reduceScatterSingle(&r.single, output, input, op), opts)
 }
 
 // ReduceScatterSingleAsync is the async form of ReduceScatterSingle.
 func (c *Comm) ReduceScatterSingleAsync(output, input *Tensor, op ReduceOp, opts ...CallOption) *Work {
-	o, err := c.reduceScatterSingle(output, input, op)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.reduceScatterSingle(&r.single, output, input, op), opts)
 }
 
 func (c *Comm) reduceScatter(name OpName, output *Tensor, inputs []*Tensor, op ReduceOp, uniform bool) (*Op, error) {
@@ -255,28 +290,30 @@ func (c *Comm) reduceScatter(name OpName, output *Tensor, inputs []*Tensor, op R
 	return o, checkReduce(op, o.DType)
 }
 
-func (c *Comm) reduceScatterSingle(output, input *Tensor, op ReduceOp) (*Op, error) {
-	o := &Op{Name: OpReduceScatterSingle, Kind: algorithms.ReduceScatter, Reduce: op, Root: -1}
+func (c *Comm) reduceScatterSingle(s *singleOp, output, input *Tensor, op ReduceOp) error {
+	s.Op = Op{Name: OpReduceScatterSingle, Kind: algorithms.ReduceScatter, Reduce: op, Root: -1}
 	if err := c.checkTensor("output", output); err != nil {
-		return o, err
+		return err
 	}
 	if err := c.checkTensor("input", input); err != nil {
-		return o, err
+		return err
 	}
-	o.DType = output.DType()
-	if err := checkSameDType("input", input, o.DType); err != nil {
-		return o, err
+	s.DType = output.DType()
+	if err := checkSameDType("input", input, s.DType); err != nil {
+		return err
 	}
 	if input.Numel() != c.cfg.Size*output.Numel() {
-		return o, commerr.Invalid("input has %d elements, want %d ranks × %d", input.Numel(), c.cfg.Size, output.Numel())
+		return commerr.Invalid("input has %d elements, want %d ranks × %d", input.Numel(), c.cfg.Size, output.Numel())
 	}
-	o.Counts = repeat(output.Numel(), c.cfg.Size)
-	ins, err := blocks(input, o.Counts)
-	if err != nil {
-		return o, err
+	s.blocks.counts = repeatInto(s.blocks.counts, output.Numel(), c.cfg.Size)
+	s.Counts = s.blocks.counts
+	views, ptrs := s.blocks.room(c.cfg.Size)
+	if err := cut(views, ptrs, input, s.Counts); err != nil {
+		return err
 	}
-	o.Inputs, o.Outputs = ins, []*Tensor{output}
-	return o, checkReduce(op, o.DType)
+	s.Inputs = ptrs
+	s.outputs(output)
+	return checkReduce(op, s.DType)
 }
 
 // AllToAll sends inputs[q] to rank q, which receives it into outputs[rank].
@@ -311,105 +348,108 @@ func (c *Comm) allToAll(outputs, inputs []*Tensor) (*Op, error) {
 // AllToAllSingle splits input into Size() equal blocks and sends block q to
 // rank q, which receives it into block rank of its output.
 func (c *Comm) AllToAllSingle(ctx context.Context, output, input *Tensor, opts ...CallOption) error {
-	o, err := c.allToAllSingle(output, input)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.allToAllSingle(&r.single, output, input), opts)
 }
 
 // AllToAllSingleAsync is the async form of AllToAllSingle.
 func (c *Comm) AllToAllSingleAsync(output, input *Tensor, opts ...CallOption) *Work {
-	o, err := c.allToAllSingle(output, input)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.allToAllSingle(&r.single, output, input), opts)
 }
 
-func (c *Comm) allToAllSingle(output, input *Tensor) (*Op, error) {
-	o := &Op{Name: OpAllToAllSingle, Kind: algorithms.AllToAll, Root: -1}
+func (c *Comm) allToAllSingle(s *singleOp, output, input *Tensor) error {
+	s.Op = Op{Name: OpAllToAllSingle, Kind: algorithms.AllToAll, Root: -1}
 	if err := c.checkTensor("input", input); err != nil {
-		return o, err
+		return err
 	}
 	if err := c.checkTensor("output", output); err != nil {
-		return o, err
+		return err
 	}
-	o.DType = input.DType()
-	if err := checkSameDType("output", output, o.DType); err != nil {
-		return o, err
+	s.DType = input.DType()
+	if err := checkSameDType("output", output, s.DType); err != nil {
+		return err
 	}
 	n := input.Numel()
 	if output.Numel() != n || n%c.cfg.Size != 0 {
-		return o, commerr.Invalid("input and output must have equal element counts divisible by %d ranks, got %d and %d", c.cfg.Size, n, output.Numel())
+		return commerr.Invalid("input and output must have equal element counts divisible by %d ranks, got %d and %d", c.cfg.Size, n, output.Numel())
 	}
-	counts := repeat(n/c.cfg.Size, c.cfg.Size)
-	return c.allToAllBlocks(o, output, input, counts, counts)
+	s.blocks.counts = repeatInto(s.blocks.counts, n/c.cfg.Size, c.cfg.Size)
+	return c.allToAllBlocks(s, output, input, s.blocks.counts, s.blocks.counts)
 }
 
 // AllToAllV sends rows of input to each rank as inSplits says (rows along
 // dimension 0), and receives rows from each rank into output as outSplits
 // says. Rank q's inSplits[r] must equal rank r's outSplits[q].
 func (c *Comm) AllToAllV(ctx context.Context, output, input *Tensor, outSplits, inSplits []int, opts ...CallOption) error {
-	o, err := c.allToAllV(output, input, outSplits, inSplits)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.allToAllV(&r.single, output, input, outSplits, inSplits), opts)
 }
 
 // AllToAllVAsync is the async form of AllToAllV.
 func (c *Comm) AllToAllVAsync(output, input *Tensor, outSplits, inSplits []int, opts ...CallOption) *Work {
-	o, err := c.allToAllV(output, input, outSplits, inSplits)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.allToAllV(&r.single, output, input, outSplits, inSplits), opts)
 }
 
-func (c *Comm) allToAllV(output, input *Tensor, outSplits, inSplits []int) (*Op, error) {
-	o := &Op{Name: OpAllToAllV, Kind: algorithms.AllToAll, Root: -1}
+func (c *Comm) allToAllV(s *singleOp, output, input *Tensor, outSplits, inSplits []int) error {
+	s.Op = Op{Name: OpAllToAllV, Kind: algorithms.AllToAll, Root: -1}
 	if err := c.checkTensor("input", input); err != nil {
-		return o, err
+		return err
 	}
 	if err := c.checkTensor("output", output); err != nil {
-		return o, err
+		return err
 	}
-	o.DType = input.DType()
-	if err := checkSameDType("output", output, o.DType); err != nil {
-		return o, err
+	s.DType = input.DType()
+	if err := checkSameDType("output", output, s.DType); err != nil {
+		return err
 	}
-	send, err := c.splitElems("input", input, inSplits)
-	if err != nil {
-		return o, err
+	size := c.cfg.Size
+	s.blocks.counts = resize(s.blocks.counts, 2*size)
+	send, recv := s.blocks.counts[:size:size], s.blocks.counts[size:]
+	if err := c.splitElems(send, "input", input, inSplits); err != nil {
+		return err
 	}
-	recv, err := c.splitElems("output", output, outSplits)
-	if err != nil {
-		return o, err
+	if err := c.splitElems(recv, "output", output, outSplits); err != nil {
+		return err
 	}
-	return c.allToAllBlocks(o, output, input, recv, send)
+	return c.allToAllBlocks(s, output, input, recv, send)
 }
 
-// splitElems turns row splits into element counts, checking they fit t.
-func (c *Comm) splitElems(what string, t *Tensor, splits []int) ([]int, error) {
+// splitElems turns row splits into element counts in elems, one per rank,
+// checking they fit t.
+func (c *Comm) splitElems(elems []int, what string, t *Tensor, splits []int) error {
 	if len(splits) != c.cfg.Size {
-		return nil, commerr.Invalid("%s splits have %d entries, want %d", what, len(splits), c.cfg.Size)
+		return commerr.Invalid("%s splits have %d entries, want %d", what, len(splits), c.cfg.Size)
 	}
 	row := t.RowElems()
-	elems := make([]int, len(splits))
 	total := 0
 	for q, s := range splits {
 		if s < 0 {
-			return nil, commerr.Invalid("%s split %d is negative (%d)", what, q, s)
+			return commerr.Invalid("%s split %d is negative (%d)", what, q, s)
 		}
 		elems[q] = s * row
 		total += s
 	}
 	if total > t.Rows() {
-		return nil, commerr.Invalid("%s splits sum to %d rows, tensor has %d", what, total, t.Rows())
+		return commerr.Invalid("%s splits sum to %d rows, tensor has %d", what, total, t.Rows())
 	}
-	return elems, nil
+	return nil
 }
 
-func (c *Comm) allToAllBlocks(o *Op, output, input *Tensor, recv, send []int) (*Op, error) {
-	ins, err := blocks(input, send)
-	if err != nil {
-		return o, err
+// allToAllBlocks sets s's Inputs and Outputs to the blocks of input and
+// output that send and recv count.
+func (c *Comm) allToAllBlocks(s *singleOp, output, input *Tensor, recv, send []int) error {
+	size := c.cfg.Size
+	views, ptrs := s.blocks.room(2 * size)
+	if err := cut(views[:size], ptrs[:size], input, send); err != nil {
+		return err
 	}
-	outs, err := blocks(output, recv)
-	if err != nil {
-		return o, err
+	if err := cut(views[size:], ptrs[size:], output, recv); err != nil {
+		return err
 	}
-	o.Send, o.Recv, o.Inputs, o.Outputs = send, recv, ins, outs
-	return o, nil
+	s.Send, s.Recv, s.Inputs, s.Outputs = send, recv, ptrs[:size:size], ptrs[size:]
+	return nil
 }
 
 // Gather collects every rank's input into root's outputs[rank]. outputs is
@@ -490,14 +530,18 @@ func (c *Comm) scatter(output *Tensor, inputs []*Tensor, root int) (*Op, error) 
 
 // Barrier returns once every rank has entered it.
 func (c *Comm) Barrier(ctx context.Context, opts ...CallOption) error {
-	return c.run(ctx, c.barrier(), nil, opts)
+	r := c.record()
+	r.single.Op = barrierOp()
+	return c.runRecord(ctx, r, nil, opts)
 }
 
 // BarrierAsync is the async form of Barrier.
 func (c *Comm) BarrierAsync(opts ...CallOption) *Work {
-	return c.start(c.barrier(), nil, opts)
+	r := c.record()
+	r.single.Op = barrierOp()
+	return c.startRecord(r, nil, opts)
 }
 
-func (c *Comm) barrier() *Op {
-	return &Op{Name: OpBarrier, Kind: algorithms.Barrier, Root: -1, DType: Uint8}
+func barrierOp() Op {
+	return Op{Name: OpBarrier, Kind: algorithms.Barrier, Root: -1, DType: Uint8}
 }

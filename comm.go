@@ -258,12 +258,13 @@ func (c *Comm) startRecord(r *opRecord, invalid error, opts []CallOption) *Work 
 	return c.issue(context.Background(), &r.single.Op, invalid, opts, r, false)
 }
 
-// opRecord holds what an operation over one tensor needs, to issue it to
-// the native backend and wait for it, in one allocation: its Op, its Work
-// and its request. A blocking call that no hook saw gives it back to the
-// communicator once both the call and the rank are done with it (holds),
-// and the next call reuses it: a steady loop of such calls allocates
-// nothing.
+// opRecord holds what an operation over at most one tensor a side needs,
+// to issue it to the native backend and wait for it, in one allocation:
+// its Op, its Work and its request, plus the room for the tensors' blocks
+// that it keeps across uses. A blocking call that no hook saw gives it
+// back to the communicator once both the call and the rank are done with
+// it (holds), and the next call reuses it: a steady loop of such calls
+// allocates nothing.
 type opRecord struct {
 	single singleOp
 	work   Work
@@ -298,7 +299,7 @@ func (r *opRecord) release() {
 	if r.holds.Add(-1) != 0 {
 		return
 	}
-	r.single = singleOp{}
+	r.single.clear()
 	r.nat.clear()
 	r.work.clear()
 	c := r.comm

@@ -110,16 +110,21 @@ func (n *native) cancel(seq uint64, err error) {
 // nativeOp holds an operation's request and what it points to, so that
 // issuing one allocates once.
 type nativeOp struct {
-	req     collective.Request
-	submit  rank.Submit
-	in, out [1][]byte // the blocks of In and Out, for one tensor each
+	req    collective.Request
+	submit rank.Submit
+	// in and out hold the blocks of In and Out, kept with their capacity
+	// across uses; they start in one, room for a tensor each.
+	in, out [][]byte
+	one     [2][]byte
 }
 
 // clear empties o for reuse, keeping no tensor or Work alive.
 func (o *nativeOp) clear() {
 	o.req = collective.Request{}
 	o.submit = rank.Submit{}
-	o.in, o.out = [1][]byte{}, [1][]byte{}
+	clear(o.in)
+	clear(o.out)
+	o.in, o.out, o.one = o.in[:0], o.out[:0], [2][]byte{} // one may hold what in or out had before growing
 }
 
 // request turns a validated Op into the rank actor's request, in o.
@@ -128,9 +133,13 @@ func (n *native) request(op *Op, done Completion, o *nativeOp) (*collective.Requ
 	*req = collective.Request{
 		Comm: n.cfg.Name, CommID: n.commID, Rank: n.cfg.Rank, Op: string(op.Name), Seq: op.Seq,
 		DType: op.DType, Reduce: op.Reduce, Size: n.cfg.Size, Timeout: op.Timeout,
-		In: tensorBytes(o.in[:0], op.Inputs), Out: tensorBytes(o.out[:0], op.Outputs),
 		Completion: done,
 	}
+	if o.in == nil {
+		o.in, o.out = o.one[:0:1], o.one[1:1:2]
+	}
+	o.in, o.out = tensorBytes(o.in[:0], op.Inputs), tensorBytes(o.out[:0], op.Outputs)
+	req.In, req.Out = o.in, o.out
 	switch {
 	case op.Schedule != nil:
 		req.Schedule = op.Schedule

@@ -166,8 +166,9 @@ func (c *Comm) exchange(ctx context.Context, mine []byte) ([][]byte, error) {
 // allGatherInts all-gathers the same number of int64s from every rank.
 func (c *Comm) allGatherInts(ctx context.Context, mine []int64) ([]int64, error) {
 	out := make([]int64, len(mine)*c.cfg.Size)
-	o, err := c.allGatherSingle(FromSlice(out), FromSlice(mine))
-	if err := c.internal(ctx, o, err); err != nil {
+	var s singleOp
+	err := c.allGatherSingle(&s, FromSlice(out), FromSlice(mine))
+	if err := c.internal(ctx, &s.Op, err); err != nil {
 		return nil, fmt.Errorf("gocomms: split %q: %w", c.cfg.Name, err)
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package gocomms
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gocomms/gocomms/commerr"
 )
@@ -72,25 +73,33 @@ func numels(ts []*Tensor) []int {
 	return n
 }
 
-// blocks splits t into consecutive views of counts elements each.
-func blocks(t *Tensor, counts []int) ([]*Tensor, error) {
-	out := make([]*Tensor, len(counts))
+// cut points ptrs at views of t's consecutive blocks of counts elements
+// each, made in views: all three have one entry per block.
+func cut(views []Tensor, ptrs []*Tensor, t *Tensor, counts []int) error {
 	off := 0
 	for i, n := range counts {
-		b, err := t.Narrow(off, n)
-		if err != nil {
-			return nil, commerr.Invalid("%v", err)
+		if err := t.NarrowInto(&views[i], off, n); err != nil {
+			return commerr.Invalid("%v", err)
 		}
-		out[i] = b
+		ptrs[i] = &views[i]
 		off += n
 	}
-	return out, nil
+	return nil
 }
 
-func repeat(n, times int) []int {
-	out := make([]int, times)
-	for i := range out {
-		out[i] = n
+func repeat(n, times int) []int { return repeatInto(nil, n, times) }
+
+// repeatInto returns times copies of n, in dst's storage if it has room.
+func repeatInto(dst []int, n, times int) []int {
+	dst = resize(dst, times)
+	for i := range dst {
+		dst[i] = n
 	}
-	return out
+	return dst
+}
+
+// resize returns s with length n, in its own storage if it has room, for
+// the caller to fill.
+func resize[T any](s []T, n int) []T {
+	return slices.Grow(s[:0], n)[:n]
 }

@@ -229,21 +229,34 @@ func (t *Tensor) Reshape(shape ...int) (*Tensor, error) {
 // row-major order. The view's capacity ends at start+n, so appending to its
 // Bytes cannot overwrite the rest of t.
 func (t *Tensor) Narrow(start, n int) (*Tensor, error) {
+	v := new(Tensor)
+	if err := t.NarrowInto(v, start, n); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// NarrowInto is Narrow made in *v, which it overwrites, so that a caller
+// cutting many views can keep them in one slice and reuse it. v may be t.
+// A copy of *v by value shares v's shape: reuse v only once copies are gone.
+func (t *Tensor) NarrowInto(v *Tensor, start, n int) error {
 	if t == nil {
-		return nil, errNil
+		return errNil
 	}
 	if start < 0 || n < 0 || start > t.numel-n {
-		return nil, fmt.Errorf("tensor: narrow [%d, %d+%d) out of range for %d elements", start, start, n, t.numel)
+		return fmt.Errorf("tensor: narrow [%d, %d+%d) out of range for %d elements", start, start, n, t.numel)
 	}
-	v := *t
-	v.shape = []int{n}
-	v.numel = n
-	if t.data != nil {
+	data := t.data
+	if data != nil {
 		size := t.dtype.Size()
 		lo, hi := start*size, (start+n)*size
-		v.data = t.data[lo:hi:hi]
+		data = data[lo:hi:hi]
 	}
-	return &v, nil
+	*v = Tensor{data: data, dtype: t.dtype, numel: n, device: t.device}
+	// The one dimension of a 1-D view is its element count: sharing it
+	// makes the view without allocating its shape.
+	v.shape = unsafe.Slice(&v.numel, 1)
+	return nil
 }
 
 // Rows returns the size of dimension 0: Numel for 1-D tensors, 1 for

@@ -222,6 +222,37 @@ func TestNarrow(t *testing.T) {
 	}
 }
 
+// TestNarrowInto: a view made in place, again and again, is Narrow's and
+// allocates nothing; one made over its own tensor narrows it.
+func TestNarrowInto(t *testing.T) {
+	x, _ := FromSlice([]int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}).Reshape(2, 5)
+	var v Tensor
+	for _, c := range [][2]int{{3, 4}, {0, 10}, {9, 1}, {5, 0}} {
+		if err := x.NarrowInto(&v, c[0], c[1]); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := x.Narrow(c[0], c[1])
+		got, _ := As[int32](&v)
+		if w, _ := As[int32](want); !slices.Equal(got, w) || !slices.Equal(v.Shape(), want.Shape()) ||
+			v.Dim() != 1 || cap(v.Bytes()) != cap(want.Bytes()) {
+			t.Errorf("NarrowInto(%d, %d) = %v %v, want %v %v", c[0], c[1], &v, got, want, w)
+		}
+	}
+	if allocs := testing.AllocsPerRun(10, func() { _ = x.NarrowInto(&v, 2, 3) }); allocs != 0 {
+		t.Errorf("NarrowInto allocates %v times", allocs)
+	}
+	if err := x.NarrowInto(&v, 8, 3); err == nil {
+		t.Error("NarrowInto(8, 3) of 10 elements: no error")
+	}
+	if err := (*Tensor)(nil).NarrowInto(&v, 0, 0); err == nil {
+		t.Error("NarrowInto of nil: no error")
+	}
+	y := x.Clone()
+	if err := y.NarrowInto(y, 6, 2); err != nil || y.Numel() != 2 || y.Int64At(0) != 6 || !slices.Equal(y.Shape(), []int{2}) {
+		t.Errorf("NarrowInto itself = %v, %v", y, err)
+	}
+}
+
 func TestRows(t *testing.T) {
 	for _, c := range []struct {
 		shape         []int
