@@ -616,6 +616,148 @@ TEXT ·maxF16(SB), NOSPLIT, $0-32
 	HALFCONST(0x7c00, 0x7e00)
 	HALFPAIRS(HALFMAX, F16MAX)
 
+// ZPAIRS is PAIRS for AVX-512: four 64-byte vectors a step, then one,
+// then the last elements under the mask K1, whose masked-off elements are
+// neither loaded (so they cannot fault) nor stored; n need only be a
+// multiple of an element, of 1<<SHIFT bytes, which MOV moves and the mask
+// counts. STEP(A, B) leaves a[i] op b[i] in A, and may overwrite B, Z8-Z11
+// and K2; Z12-Z15 and K4 hold the constants the caller set first.
+#define ZPAIRS(MOV, SHIFT, STEP) \
+	ARGS \
+block: \
+	CMPQ CX, $256 \
+	JL   vector \
+	MOV (SI), Z0 \
+	MOV 64(SI), Z1 \
+	MOV 128(SI), Z2 \
+	MOV 192(SI), Z3 \
+	MOV (DX), Z4 \
+	MOV 64(DX), Z5 \
+	MOV 128(DX), Z6 \
+	MOV 192(DX), Z7 \
+	STEP(Z0, Z4) \
+	STEP(Z1, Z5) \
+	STEP(Z2, Z6) \
+	STEP(Z3, Z7) \
+	MOV Z0, (DI) \
+	MOV Z1, 64(DI) \
+	MOV Z2, 128(DI) \
+	MOV Z3, 192(DI) \
+	NEXT(256, 256) \
+	JMP  block \
+vector: \
+	CMPQ CX, $64 \
+	JL   tail \
+	MOV (SI), Z0 \
+	MOV (DX), Z4 \
+	STEP(Z0, Z4) \
+	MOV Z0, (DI) \
+	NEXT(64, 64) \
+	JMP  vector \
+tail: \
+	TESTQ CX, CX \
+	JE    done \
+	SHRQ $SHIFT, CX \
+	MOVQ $1, AX \
+	SHLQ CX, AX \
+	DECQ AX \
+	KMOVQ AX, K1 \
+	MOV.Z (SI), K1, Z0 \
+	MOV.Z (DX), K1, Z4 \
+	STEP(Z0, Z4) \
+	MOV Z0, K1, (DI) \
+done: \
+	VZEROUPPER \
+	RET
+
+// ZRANGE is min (IMM 4) or max (IMM 5) with Go's rules: VRANGE picks
+// the lesser or greater operand, -0 below +0 (bits 3:2 of IMM take the
+// sign from the compare), but gives the other operand for a NaN, so a+b,
+// which carries it, is blended in where either is one.
+#define ZRANGE(RANGE, IMM, VADD, VCMP, VMOV, A, B) \
+	VCMP $3, B, A, K2 \
+	VADD B, A, Z8 \
+	RANGE $IMM, B, A, A \
+	VMOV Z8, K2, A
+
+#define ZMINPS(A, B) ZRANGE(VRANGEPS, 4, VADDPS, VCMPPS, VMOVDQU32, A, B)
+#define ZMAXPS(A, B) ZRANGE(VRANGEPS, 5, VADDPS, VCMPPS, VMOVDQU32, A, B)
+#define ZMINPD(A, B) ZRANGE(VRANGEPD, 4, VADDPD, VCMPPD, VMOVDQU64, A, B)
+#define ZMAXPD(A, B) ZRANGE(VRANGEPD, 5, VADDPD, VCMPPD, VMOVDQU64, A, B)
+
+// ZBF16 is BRAIN16 for AVX-512, 32 elements a vector and none moved
+// across lanes: an element in the top half of its 32-bit lane widens by a
+// mask, one in the bottom half by a shift, and they round back apart, the
+// bottom ones shifted back down and the top ones merged over them (K4 =
+// 0xaaaaaaaa picks the odd words). Z12 = 0xffff0000, Z13 = 1, Z14 =
+// 0x7fff and Z15 = the quiet bit, 0x400000, in each 32-bit lane.
+// VCVTNEPS2BF16 (AVX512_BF16) would round in one instruction, but it
+// flushes subnormals to zero, which the portable loop keeps.
+#define ZBF16(VOP, A, B) \
+	VPSLLD $16, A, Z8 \
+	VPSLLD $16, B, Z9 \
+	VPANDD Z12, A, A \
+	VPANDD Z12, B, B \
+	VOP Z9, Z8, Z8 \
+	VOP B, A, A \
+	ZBF16ROUND(Z8, Z9) \
+	ZBF16ROUND(A, B) \
+	VPSRLD $16, Z9, A \
+	VMOVDQU16 B, K4, A
+
+// ZBF16ROUND leaves in OUT's top halves float32 R rounded to bfloat16 as
+// tensor.BFloat16FromFloat32 does: R + 0x7fff + the lowest kept bit, or a
+// NaN's top half with the quiet bit set.
+#define ZBF16ROUND(R, OUT) \
+	VCMPPS $3, R, R, K2 \
+	VPSRLD $16, R, OUT \
+	VPANDD Z13, OUT, OUT \
+	VPADDD Z14, OUT, OUT \
+	VPADDD R, OUT, OUT \
+	VPORD Z15, R, K2, OUT
+
+#define ZADDBF16(A, B) ZBF16(VADDPS, A, B)
+#define ZMULBF16(A, B) ZBF16(VMULPS, A, B)
+
+// ZBF16CONST sets ZBF16's constants.
+#define ZBF16CONST \
+	MOVL $0xffff0000, AX \
+	VPBROADCASTD AX, Z12 \
+	MOVL $1, AX \
+	VPBROADCASTD AX, Z13 \
+	MOVL $0x7fff, AX \
+	VPBROADCASTD AX, Z14 \
+	MOVL $0x400000, AX \
+	VPBROADCASTD AX, Z15 \
+	MOVL $0xaaaaaaaa, AX \
+	KMOVD AX, K4
+
+// func minF32Z(dst, a, b unsafe.Pointer, n int)
+TEXT ·minF32Z(SB), NOSPLIT, $0-32
+	ZPAIRS(VMOVDQU32, 2, ZMINPS)
+
+// func maxF32Z(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxF32Z(SB), NOSPLIT, $0-32
+	ZPAIRS(VMOVDQU32, 2, ZMAXPS)
+
+// func minF64Z(dst, a, b unsafe.Pointer, n int)
+TEXT ·minF64Z(SB), NOSPLIT, $0-32
+	ZPAIRS(VMOVDQU64, 3, ZMINPD)
+
+// func maxF64Z(dst, a, b unsafe.Pointer, n int)
+TEXT ·maxF64Z(SB), NOSPLIT, $0-32
+	ZPAIRS(VMOVDQU64, 3, ZMAXPD)
+
+// func addBF16Z(dst, a, b unsafe.Pointer, n int)
+TEXT ·addBF16Z(SB), NOSPLIT, $0-32
+	ZBF16CONST
+	ZPAIRS(VMOVDQU16, 1, ZADDBF16)
+
+// func mulBF16Z(dst, a, b unsafe.Pointer, n int)
+TEXT ·mulBF16Z(SB), NOSPLIT, $0-32
+	ZBF16CONST
+	ZPAIRS(VMOVDQU16, 1, ZMULBF16)
+
 // func cpuid1ECX() uint32
 TEXT ·cpuid1ECX(SB), NOSPLIT, $0-4
 	MOVL $1, AX

@@ -15,17 +15,14 @@ import (
 	"github.com/gocomms/gocomms/tensor"
 )
 
-// TestVectorKernelsMatchThePortableLoops runs the vector kernels and the
-// portable loops on the same random bits (NaNs, infinities, subnormals and
-// signed zeros among them), at lengths that are no multiple of a vector,
-// at unaligned addresses, and with dst aliasing an operand: every result
-// must be the same bits, NaNs being any NaN where the kernel computes with
-// floats (see same).
+// TestVectorKernelsMatchThePortableLoops runs the vector kernels (every
+// one of kernelSets) and the portable loops on the same random bits (NaNs,
+// infinities, subnormals and signed zeros among them), at lengths that are
+// no multiple of a vector, at unaligned addresses, and with dst aliasing
+// an operand: every result must be the same bits, NaNs being any NaN where
+// the kernel computes with floats (see same).
 func TestVectorKernelsMatchThePortableLoops(t *testing.T) {
-	if !hasAVX2 {
-		t.Skip("no vector kernels on this CPU")
-	}
-	rapid.Check(t, func(rt *rapid.T) { checkKernel(rt, false) })
+	checkKernels(t, false)
 }
 
 // TestVectorKernelsMatchWithoutNaNs is the same on bits with no NaNs,
@@ -33,10 +30,7 @@ func TestVectorKernelsMatchThePortableLoops(t *testing.T) {
 // block with no NaN only picks operands), and which the random bits of
 // the test above rarely give a whole block of.
 func TestVectorKernelsMatchWithoutNaNs(t *testing.T) {
-	if !hasAVX2 {
-		t.Skip("no vector kernels on this CPU")
-	}
-	rapid.Check(t, func(rt *rapid.T) { checkKernel(rt, true) })
+	checkKernels(t, true)
 }
 
 // TestHalfMinMaxFindEveryNaN puts a single NaN at every place of a
@@ -82,16 +76,29 @@ func TestHalfMinMaxFindEveryNaN(t *testing.T) {
 	}
 }
 
-// checkKernel draws a kernel and operands for it, NaNs turned into
-// infinities if noNaNs, and compares the kernel's results with the
-// portable loop's.
-func checkKernel(rt *rapid.T, noNaNs bool) {
-	key := rapid.SampledFrom(kernelKeys()).Draw(rt, "kernel")
-	k, dt := key.k, key.dt
+// checkKernels runs checkKernel on every kernel of kernelSets, each its
+// own rapid check, so that none goes undrawn.
+func checkKernels(t *testing.T, noNaNs bool) {
+	if !hasAVX2 {
+		t.Skip("no vector kernels on this CPU")
+	}
+	for _, tk := range testedKernels() {
+		t.Run(fmt.Sprintf("%s/%v/%v", tk.set, tk.key.k, tk.key.dt), func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) { checkKernel(rt, tk, noNaNs) })
+		})
+	}
+}
+
+// checkKernel draws operands for a kernel, NaNs turned into infinities if
+// noNaNs, and compares the kernel's results with the portable loop's; the
+// kernel must write nothing past dst (a masked tail could).
+func checkKernel(rt *rapid.T, tk testedKernel, noNaNs bool) {
+	k, dt := tk.key.k, tk.key.dt
+	kern := tk.kernel()
 	n := rapid.IntRange(1, 300).Draw(rt, "elements") * dt.Size()
 	skew := rapid.IntRange(0, 7).Draw(rt, "misalignment")
 	alias := rapid.Bool().Draw(rt, "dst aliases a")
-	buf := func() []byte { return make([]byte, n+skew)[skew:] }
+	buf := func() []byte { return make([]byte, n+skew+64)[skew : skew+n] }
 	a, b := buf(), buf()
 	for _, x := range [][]byte{a, b} {
 		for i := 0; i < n; i += dt.Size() {
@@ -114,29 +121,36 @@ func checkKernel(rt *rapid.T, noNaNs bool) {
 	want := buf()
 	combinePortable(k, dt, want, a, b)
 	got := buf()
+	past := got[n : n+64]
+	for i := range past {
+		past[i] = 0xa5
+	}
 	if alias {
 		copy(got, a)
-		if !vectorized(k, dt, got, got, b) {
-			rt.Fatal("the kernel declined")
-		}
-	} else if !vectorized(k, dt, got, a, b) {
-		rt.Fatal("the kernel declined")
+		kern.combine(k, dt, got, got, b)
+	} else {
+		kern.combine(k, dt, got, a, b)
 	}
 	for i := 0; i < n; i += dt.Size() {
 		if !same(k, dt, got[i:], want[i:]) {
-			rt.Fatalf("%v %v element %d: vector %x, portable %x", k, dt, i/dt.Size(), got[i:i+dt.Size()], want[i:i+dt.Size()])
+			rt.Fatalf("%v %v %v element %d: vector %x, portable %x", tk.set, k, dt, i/dt.Size(), got[i:i+dt.Size()], want[i:i+dt.Size()])
 		}
+	}
+	if i := slices.IndexFunc(past, func(c byte) bool { return c != 0xa5 }); i >= 0 {
+		rt.Fatalf("%v %v %v wrote byte %d past dst", tk.set, k, dt, i)
 	}
 }
 
 // BenchmarkCombineKernels measures every kind and dtype that has a vector
-// kernel, through Combine and through the portable loop it replaces, in
-// cache and out of L1, as BenchmarkCombine does (dst = dst ⊕ x; SetBytes
-// counts one operand).
+// kernel, through Combine, through the AVX2 kernel where an AVX-512 one
+// replaces it there, and through the portable loop, in cache and out of
+// L1, as BenchmarkCombine does (dst = dst ⊕ x; SetBytes counts one
+// operand).
 func BenchmarkCombineKernels(b *testing.B) {
 	if !hasAVX2 {
 		b.Skip("no vector kernels on this CPU")
 	}
+	avx2, avx512 := kernelSets["AVX2"], kernelSets["AVX-512"]
 	for _, key := range kernelKeys() {
 		for _, size := range []int{64 << 10, 1 << 20} {
 			op := New(key.k)
@@ -147,6 +161,15 @@ func BenchmarkCombineKernels(b *testing.B) {
 					Combine(op, key.dt, dst, dst, x)
 				}
 			})
+			if _, ok := avx512[key]; ok {
+				b.Run(fmt.Sprintf("%v/%v/%dKiB/avx2", key.dt, key.k, size>>10), func(b *testing.B) {
+					dst, x := benchBuffers(key.dt, size)
+					b.SetBytes(int64(size))
+					for b.Loop() {
+						avx2[key].combine(key.k, key.dt, dst, dst, x)
+					}
+				})
+			}
 			b.Run(fmt.Sprintf("%v/%v/%dKiB/portable", key.dt, key.k, size>>10), func(b *testing.B) {
 				dst, x := benchBuffers(key.dt, size)
 				b.SetBytes(int64(size))
@@ -181,10 +204,45 @@ func nanToInf(dt tensor.DType, bits uint64) uint64 {
 }
 
 // kernelKeys lists the kinds and dtypes that have a kernel, in one order.
-func kernelKeys() []kindDType {
-	keys := slices.Collect(maps.Keys(kernels))
+func kernelKeys() []kindDType { return sortedKeys(kernels) }
+
+func sortedKeys(m kernelSet) []kindDType {
+	keys := slices.Collect(maps.Keys(m))
 	slices.SortFunc(keys, func(a, b kindDType) int { return cmp.Or(cmp.Compare(a.k, b.k), cmp.Compare(a.dt, b.dt)) })
 	return keys
+}
+
+// kernelSets are the sets of kernels that the CPU runs, by name: the AVX2
+// ones, and the AVX-512 ones where it has those, so that the AVX2 kernels
+// these replace in kernels stay tested there too.
+var kernelSets = func() map[string]kernelSet {
+	sets := map[string]kernelSet{}
+	if hasAVX2 {
+		sets["AVX2"] = avx2Kernels()
+	}
+	if hasAVX512 {
+		sets["AVX-512"] = avx512Kernels()
+	}
+	return sets
+}()
+
+// testedKernel names a kernel of one of kernelSets.
+type testedKernel struct {
+	set string
+	key kindDType
+}
+
+func (tk testedKernel) kernel() unitKernel { return kernelSets[tk.set][tk.key] }
+
+// testedKernels lists every kernel of kernelSets, in one order.
+func testedKernels() []testedKernel {
+	var list []testedKernel
+	for _, set := range slices.Sorted(maps.Keys(kernelSets)) {
+		for _, key := range sortedKeys(kernelSets[set]) {
+			list = append(list, testedKernel{set, key})
+		}
+	}
+	return list
 }
 
 // same compares two elements' bits, NaNs being any NaN where the kernel
@@ -217,7 +275,8 @@ func same(k Kind, dt tensor.DType, x, y []byte) bool {
 
 // TestVectorKernelsRoundHalfTiesToEven sums pairs whose float32 total lies
 // exactly halfway between two half-precision values, the lower one odd or
-// even, so that only ties-to-even gives the portable loops' answers.
+// even, so that only ties-to-even gives the portable loops' answers:
+// through Combine and through every kernel of kernelSets.
 func TestVectorKernelsRoundHalfTiesToEven(t *testing.T) {
 	for _, tc := range []struct {
 		dt         tensor.DType
@@ -228,19 +287,25 @@ func TestVectorKernelsRoundHalfTiesToEven(t *testing.T) {
 		{tensor.Float16, 0x3c01, 0x1000, 0x3c02},  // (1+2^-10) + 2^-11
 		{tensor.Float16, 0x3c00, 0x1000, 0x3c00},  // 1 + 2^-11
 	} {
-		if tc.dt == tensor.Float16 && !hasF16C {
-			continue
-		}
-		const n = 19 // two kernel steps and a tail
-		a, b, dst := make([]byte, 2*n), make([]byte, 2*n), make([]byte, 2*n)
+		const n = 163 // an AVX-512 block, a vector and a tail; AVX2 steps and a tail
+		a, b := make([]byte, 2*n), make([]byte, 2*n)
 		for i := range n {
 			binary.NativeEndian.PutUint16(a[2*i:], tc.a)
 			binary.NativeEndian.PutUint16(b[2*i:], tc.b)
 		}
-		Combine(New(Sum), tc.dt, dst, a, b)
-		for i := range n {
-			if got := binary.NativeEndian.Uint16(dst[2*i:]); got != tc.want {
-				t.Fatalf("%v element %d: %#x, want %#x", tc.dt, i, got, tc.want)
+		sums := map[string]func(dst []byte){"Combine": func(dst []byte) { Combine(New(Sum), tc.dt, dst, a, b) }}
+		for set, m := range kernelSets {
+			if kern, ok := m[kindDType{Sum, tc.dt}]; ok {
+				sums[set] = func(dst []byte) { kern.combine(Sum, tc.dt, dst, a, b) }
+			}
+		}
+		for name, sum := range sums {
+			dst := make([]byte, 2*n)
+			sum(dst)
+			for i := range n {
+				if got := binary.NativeEndian.Uint16(dst[2*i:]); got != tc.want {
+					t.Fatalf("%v through %s, element %d: %#x, want %#x", tc.dt, name, i, got, tc.want)
+				}
 			}
 		}
 	}
