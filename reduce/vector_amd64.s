@@ -190,6 +190,24 @@ TEXT ·minF64(SB), NOSPLIT, $0-32
 TEXT ·maxF64(SB), NOSPLIT, $0-32
 	MINMAX(VMAXPD, VANDPD, VADDPD, VCMPPD, VBLENDVPD)
 
+// LOADBLOCK loads a block of four vectors of a into Y0-Y3 and of b into
+// Y4-Y7; STOREBLOCK stores Y0-Y3 to dst.
+#define LOADBLOCK \
+	VMOVDQU (SI), Y0 \
+	VMOVDQU 32(SI), Y1 \
+	VMOVDQU 64(SI), Y2 \
+	VMOVDQU 96(SI), Y3 \
+	VMOVDQU (DX), Y4 \
+	VMOVDQU 32(DX), Y5 \
+	VMOVDQU 64(DX), Y6 \
+	VMOVDQU 96(DX), Y7
+
+#define STOREBLOCK \
+	VMOVDQU Y0, (DI) \
+	VMOVDQU Y1, 32(DI) \
+	VMOVDQU Y2, 64(DI) \
+	VMOVDQU Y3, 96(DI)
+
 // WHOLE is dst[i] = a[i] op b[i] over n bytes, n a multiple of 32, for
 // the integer instructions, which wrap as Go's integers do: four vectors a
 // step, then one.
@@ -198,22 +216,12 @@ TEXT ·maxF64(SB), NOSPLIT, $0-32
 block: \
 	CMPQ CX, $128 \
 	JL   vector \
-	VMOVDQU (SI), Y0 \
-	VMOVDQU 32(SI), Y1 \
-	VMOVDQU 64(SI), Y2 \
-	VMOVDQU 96(SI), Y3 \
-	VMOVDQU (DX), Y4 \
-	VMOVDQU 32(DX), Y5 \
-	VMOVDQU 64(DX), Y6 \
-	VMOVDQU 96(DX), Y7 \
+	LOADBLOCK \
 	VOP Y4, Y0, Y0 \
 	VOP Y5, Y1, Y1 \
 	VOP Y6, Y2, Y2 \
 	VOP Y7, Y3, Y3 \
-	VMOVDQU Y0, (DI) \
-	VMOVDQU Y1, 32(DI) \
-	VMOVDQU Y2, 64(DI) \
-	VMOVDQU Y3, 96(DI) \
+	STOREBLOCK \
 	NEXT(128, 128) \
 	JMP  block \
 vector: \
@@ -312,22 +320,12 @@ TEXT ·maxU32(SB), NOSPLIT, $0-32
 block: \
 	CMPQ CX, $128 \
 	JL   vector \
-	VMOVDQU (SI), Y0 \
-	VMOVDQU 32(SI), Y1 \
-	VMOVDQU 64(SI), Y2 \
-	VMOVDQU 96(SI), Y3 \
-	VMOVDQU (DX), Y4 \
-	VMOVDQU 32(DX), Y5 \
-	VMOVDQU 64(DX), Y6 \
-	VMOVDQU 96(DX), Y7 \
+	LOADBLOCK \
 	STEP(Y0, Y4, 0) \
 	STEP(Y1, Y5, 32) \
 	STEP(Y2, Y6, 64) \
 	STEP(Y3, Y7, 96) \
-	VMOVDQU Y0, (DI) \
-	VMOVDQU Y1, 32(DI) \
-	VMOVDQU Y2, 64(DI) \
-	VMOVDQU Y3, 96(DI) \
+	STOREBLOCK \
 	NEXT(128, 128) \
 	JMP  block \
 vector: \
@@ -421,14 +419,7 @@ done: \
 block: \
 	CMPQ CX, $128 \
 	JL   vector \
-	VMOVDQU (SI), Y0 \
-	VMOVDQU 32(SI), Y1 \
-	VMOVDQU 64(SI), Y2 \
-	VMOVDQU 96(SI), Y3 \
-	VMOVDQU (DX), Y4 \
-	VMOVDQU 32(DX), Y5 \
-	VMOVDQU 64(DX), Y6 \
-	VMOVDQU 96(DX), Y7 \
+	LOADBLOCK \
 	VPAND Y12, Y0, Y8 \
 	HALFMAG(Y1) \
 	HALFMAG(Y2) \
@@ -451,10 +442,7 @@ blocknan: \
 	FULL(Y2, Y6, 64) \
 	FULL(Y3, Y7, 96) \
 blockstore: \
-	VMOVDQU Y0, (DI) \
-	VMOVDQU Y1, 32(DI) \
-	VMOVDQU Y2, 64(DI) \
-	VMOVDQU Y3, 96(DI) \
+	STOREBLOCK \
 	NEXT(128, 128) \
 	JMP  block \
 vector: \
