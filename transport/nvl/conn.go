@@ -25,11 +25,12 @@ import (
 // doorbells (one-byte messages that wake a sleeping side) and, by ending,
 // the news that the peer's process is gone.
 //
-// Send writes into the ring in the caller's goroutine and returns; what
-// does not fit waits in the queue. One goroutine per connection, the
-// server (serve), receives: it polls the ring, spinning a while after the
-// last thing it moved and then sleeping on the socket, and writes what
-// waits in the queue as the peer frees room.
+// Send copies a payload into a free slot of the peer's, or else into the
+// ring, in the caller's goroutine and returns; what does not fit waits in
+// the queue. One goroutine per connection, the server (serve), receives:
+// it polls the ring, spinning a while after the last thing it moved and
+// then sleeping on the socket, hands payloads in slots to the handler in
+// place, and writes what waits in the queue as the peer frees room.
 type conn struct {
 	sock          *net.UnixConn
 	raw           syscall.RawConn // sock's descriptor, for doorbells that never block
@@ -57,7 +58,7 @@ type conn struct {
 
 	mu       sync.Mutex
 	queue    []outgoing        // records not yet wholly in tx; queue[qHead:] wait
-	qHead    int               //
+	qHead    int               // the oldest record still waiting
 	tail     uint64            // bytes written to tx (published with each write)
 	lent     []transport.Frame // by-address payloads the peer has not acked, oldest first
 	finished []transport.Frame // written or acked, to release once mu is let go
