@@ -58,7 +58,7 @@ func BenchmarkCollectives(b *testing.B) {
 	for _, op := range steadyOps {
 		for _, size := range op.sizes() {
 			b.Run(fmt.Sprintf("op=%s/bytes=%d", op.name, size), func(b *testing.B) {
-				benchOp(b, 2, func(c *gocomms.Comm) func(context.Context) error { return op.make(c, size) })
+				benchOp(b, 2, func(c *gocomms.Comm) func(context.Context) error { return op.make(c, size, floats) })
 			})
 		}
 	}
@@ -100,10 +100,23 @@ func benchOp(b *testing.B, ranks int, mk func(c *gocomms.Comm) func(context.Cont
 }
 
 // steadyOp is a blocking collective: make returns one call of it on c
-// over float32 blocks of size bytes per rank.
+// over float32 blocks of size bytes per rank, in tensors that newTensor
+// makes.
 type steadyOp struct {
 	name string
-	make func(c *gocomms.Comm, size int) func(context.Context) error
+	make func(c *gocomms.Comm, size int, newTensor func(elems int) *gocomms.Tensor) func(context.Context) error
+}
+
+// floats makes a float32 tensor of elems elements.
+func floats(elems int) *gocomms.Tensor { return gocomms.FromSlice(make([]float32, elems)) }
+
+// list makes one tensor of elems elements per rank of c.
+func list(c *gocomms.Comm, elems int, newTensor func(int) *gocomms.Tensor) []*gocomms.Tensor {
+	ts := make([]*gocomms.Tensor, c.Size())
+	for i := range ts {
+		ts[i] = newTensor(elems)
+	}
+	return ts
 }
 
 // sizes are the block sizes op is measured at, below and above the size
@@ -116,8 +129,8 @@ func (op steadyOp) sizes() []int {
 }
 
 var steadyOps = []steadyOp{
-	{"all_reduce+reduce+broadcast", func(c *gocomms.Comm, size int) func(context.Context) error {
-		x := gocomms.FromSlice(make([]float32, size/4))
+	{"all_reduce+reduce+broadcast", func(c *gocomms.Comm, size int, newTensor func(int) *gocomms.Tensor) func(context.Context) error {
+		x := newTensor(size / 4)
 		return func(ctx context.Context) error {
 			if err := c.AllReduce(ctx, x, gocomms.Sum); err != nil {
 				return err
@@ -128,28 +141,57 @@ var steadyOps = []steadyOp{
 			return c.Broadcast(ctx, x, 0)
 		}
 	}},
-	{"all_gather_single", func(c *gocomms.Comm, size int) func(context.Context) error {
-		in := gocomms.FromSlice(make([]float32, size/4))
-		out := gocomms.FromSlice(make([]float32, c.Size()*size/4))
+	{"all_gather+all_gather_v", func(c *gocomms.Comm, size int, newTensor func(int) *gocomms.Tensor) func(context.Context) error {
+		in, outs := newTensor(size/4), list(c, size/4, newTensor)
+		return func(ctx context.Context) error {
+			if err := c.AllGather(ctx, outs, in); err != nil {
+				return err
+			}
+			return c.AllGatherV(ctx, outs, in)
+		}
+	}},
+	{"all_gather_single", func(c *gocomms.Comm, size int, newTensor func(int) *gocomms.Tensor) func(context.Context) error {
+		in, out := newTensor(size/4), newTensor(c.Size()*size/4)
 		return func(ctx context.Context) error { return c.AllGatherSingle(ctx, out, in) }
 	}},
-	{"reduce_scatter_single", func(c *gocomms.Comm, size int) func(context.Context) error {
-		in := gocomms.FromSlice(make([]float32, c.Size()*size/4))
-		out := gocomms.FromSlice(make([]float32, size/4))
+	{"reduce_scatter+reduce_scatter_v", func(c *gocomms.Comm, size int, newTensor func(int) *gocomms.Tensor) func(context.Context) error {
+		ins, out := list(c, size/4, newTensor), newTensor(size/4)
+		return func(ctx context.Context) error {
+			if err := c.ReduceScatter(ctx, out, ins, gocomms.Sum); err != nil {
+				return err
+			}
+			return c.ReduceScatterV(ctx, out, ins, gocomms.Max)
+		}
+	}},
+	{"reduce_scatter_single", func(c *gocomms.Comm, size int, newTensor func(int) *gocomms.Tensor) func(context.Context) error {
+		in, out := newTensor(c.Size()*size/4), newTensor(size/4)
 		return func(ctx context.Context) error { return c.ReduceScatterSingle(ctx, out, in, gocomms.Sum) }
 	}},
-	{"all_to_all_single", func(c *gocomms.Comm, size int) func(context.Context) error {
-		in := gocomms.FromSlice(make([]float32, c.Size()*size/4))
-		out := gocomms.FromSlice(make([]float32, c.Size()*size/4))
+	{"all_to_all", func(c *gocomms.Comm, size int, newTensor func(int) *gocomms.Tensor) func(context.Context) error {
+		ins, outs := list(c, size/4, newTensor), list(c, size/4, newTensor)
+		return func(ctx context.Context) error { return c.AllToAll(ctx, outs, ins) }
+	}},
+	{"all_to_all_single", func(c *gocomms.Comm, size int, newTensor func(int) *gocomms.Tensor) func(context.Context) error {
+		in, out := newTensor(c.Size()*size/4), newTensor(c.Size()*size/4)
 		return func(ctx context.Context) error { return c.AllToAllSingle(ctx, out, in) }
 	}},
-	{"all_to_all_v", func(c *gocomms.Comm, size int) func(context.Context) error {
-		in := gocomms.FromSlice(make([]float32, c.Size()*size/4))
-		out := gocomms.FromSlice(make([]float32, c.Size()*size/4))
+	{"all_to_all_v", func(c *gocomms.Comm, size int, newTensor func(int) *gocomms.Tensor) func(context.Context) error {
+		in, out := newTensor(c.Size()*size/4), newTensor(c.Size()*size/4)
 		splits := slices.Repeat([]int{size / 4}, c.Size())
 		return func(ctx context.Context) error { return c.AllToAllV(ctx, out, in, splits, splits) }
 	}},
-	{"barrier", func(c *gocomms.Comm, _ int) func(context.Context) error {
+	// The scatter from the gather's root keeps the other ranks from
+	// running ahead of it, whose early frames its links would stash.
+	{"gather+scatter", func(c *gocomms.Comm, size int, newTensor func(int) *gocomms.Tensor) func(context.Context) error {
+		x, xs := newTensor(size/4), list(c, size/4, newTensor)
+		return func(ctx context.Context) error {
+			if err := c.Gather(ctx, xs, x, 0); err != nil {
+				return err
+			}
+			return c.Scatter(ctx, x, xs, 0)
+		}
+	}},
+	{"barrier", func(c *gocomms.Comm, _ int, _ func(int) *gocomms.Tensor) func(context.Context) error {
 		return func(ctx context.Context) error { return c.Barrier(ctx) }
 	}},
 }
@@ -181,7 +223,7 @@ func TestSteadyCollectivesAllocateNothing(t *testing.T) {
 func steadyAllocs(t *testing.T, op steadyOp, ranks, size, runs int) float64 {
 	var allocs float64
 	err := gocomms.RunLocal(context.Background(), ranks, func(ctx context.Context, c *gocomms.Comm) error {
-		call := op.make(c, size)
+		call := op.make(c, size, floats)
 		// Warm plans, links and pools: a link keeps up to 64 small frames
 		// until the peer acknowledges them.
 		for range 100 {
@@ -255,32 +297,24 @@ func TestCollectivesKeepNoTensor(t *testing.T) {
 	}
 }
 
-// collectivesOnce runs each blocking collective of a single tensor a side
-// over blocks of size bytes, twice, and returns weak pointers to the
-// tensors' memory.
+// collectivesOnce runs each blocking collective of steadyOps over blocks
+// of size bytes, twice, and returns weak pointers to the tensors' memory.
 func collectivesOnce(ctx context.Context, c *gocomms.Comm, size int) ([]weak.Pointer[float32], error) {
 	var held []weak.Pointer[float32]
-	tensor := func(blocks int) *gocomms.Tensor {
-		n := blocks * size / 4
+	tensor := func(n int) *gocomms.Tensor {
 		// At least 16 B, which the tiny allocator would not pack in with
 		// other objects that could keep it alive.
 		s := make([]float32, n, max(n, 4))
 		held = append(held, weak.Make(&s[0]))
 		return gocomms.FromSlice(s)
 	}
-	n := c.Size()
-	splits := slices.Repeat([]int{size / 4}, n)
-	x, ag, agOut, rs, rsOut, a2a, a2aOut, v, vOut := tensor(1), tensor(1), tensor(n), tensor(n), tensor(1), tensor(n), tensor(n), tensor(n), tensor(n)
-	calls := []func() error{
-		func() error { return c.AllReduce(ctx, x, gocomms.Sum) },
-		func() error { return c.AllGatherSingle(ctx, agOut, ag) },
-		func() error { return c.ReduceScatterSingle(ctx, rsOut, rs, gocomms.Sum) },
-		func() error { return c.AllToAllSingle(ctx, a2aOut, a2a) },
-		func() error { return c.AllToAllV(ctx, vOut, v, splits, splits) },
+	var calls []func(context.Context) error
+	for _, op := range steadyOps {
+		calls = append(calls, op.make(c, size, tensor))
 	}
 	for range 2 {
 		for _, call := range calls {
-			if err := call(); err != nil {
+			if err := call(ctx); err != nil {
 				return nil, err
 			}
 		}

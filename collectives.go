@@ -25,9 +25,9 @@ func (c *Comm) AllReduceAsync(t *Tensor, op ReduceOp, opts ...CallOption) *Work 
 }
 
 // singleOp is an Op with room for the counts and tensor lists of a
-// collective over at most one tensor a side, so that they come with its
-// opRecord: inline for one block a side, else in blocks, whose room lasts
-// across uses.
+// collective, so that they come with its opRecord: inline for one tensor
+// a side, else in blocks, whose room lasts across uses; a caller's list
+// of tensors is used as it is.
 type singleOp struct {
 	Op
 	count   [1]int
@@ -152,27 +152,27 @@ func (c *Comm) broadcast(s *singleOp, t *Tensor, root int) error {
 
 // AllGather gathers every rank's input into outputs[rank] on every rank.
 func (c *Comm) AllGather(ctx context.Context, outputs []*Tensor, input *Tensor, opts ...CallOption) error {
-	o, err := c.allGather(OpAllGather, outputs, input, true)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.allGather(&r.single, OpAllGather, outputs, input, true), opts)
 }
 
 // AllGatherAsync is the async form of AllGather.
 func (c *Comm) AllGatherAsync(outputs []*Tensor, input *Tensor, opts ...CallOption) *Work {
-	o, err := c.allGather(OpAllGather, outputs, input, true)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.allGather(&r.single, OpAllGather, outputs, input, true), opts)
 }
 
 // AllGatherV is AllGather where ranks contribute different element counts:
 // outputs[q] has rank q's count, and outputs[rank] input's.
 func (c *Comm) AllGatherV(ctx context.Context, outputs []*Tensor, input *Tensor, opts ...CallOption) error {
-	o, err := c.allGather(OpAllGatherV, outputs, input, false)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.allGather(&r.single, OpAllGatherV, outputs, input, false), opts)
 }
 
 // AllGatherVAsync is the async form of AllGatherV.
 func (c *Comm) AllGatherVAsync(outputs []*Tensor, input *Tensor, opts ...CallOption) *Work {
-	o, err := c.allGather(OpAllGatherV, outputs, input, false)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.allGather(&r.single, OpAllGatherV, outputs, input, false), opts)
 }
 
 // AllGatherSingle gathers every rank's input into consecutive blocks of
@@ -188,23 +188,25 @@ func (c *Comm) AllGatherSingleAsync(output, input *Tensor, opts ...CallOption) *
 	return c.startRecord(r, c.allGatherSingle(&r.single, output, input), opts)
 }
 
-func (c *Comm) allGather(name OpName, outputs []*Tensor, input *Tensor, uniform bool) (*Op, error) {
-	o := &Op{Name: name, Kind: algorithms.AllGather, Root: -1}
+func (c *Comm) allGather(s *singleOp, name OpName, outputs []*Tensor, input *Tensor, uniform bool) error {
+	s.Op = Op{Name: name, Kind: algorithms.AllGather, Root: -1}
 	if err := c.checkTensor("input", input); err != nil {
-		return o, err
+		return err
 	}
-	o.DType = input.DType()
-	if err := c.checkTensors("outputs", outputs, c.cfg.Size, o.DType); err != nil {
-		return o, err
+	s.DType = input.DType()
+	if err := c.checkTensors("outputs", outputs, c.cfg.Size, s.DType); err != nil {
+		return err
 	}
-	o.Counts = numels(outputs)
-	for q, n := range o.Counts {
+	s.blocks.counts = numelsInto(s.blocks.counts, outputs)
+	s.Counts = s.blocks.counts
+	for q, n := range s.Counts {
 		if (uniform || q == c.cfg.Rank) && n != input.Numel() {
-			return o, commerr.Invalid("outputs[%d] has %d elements, input %d", q, n, input.Numel())
+			return commerr.Invalid("outputs[%d] has %d elements, input %d", q, n, input.Numel())
 		}
 	}
-	o.Inputs, o.Outputs = []*Tensor{input}, outputs
-	return o, nil
+	s.inputs(input)
+	s.Outputs = outputs
+	return nil
 }
 
 func (c *Comm) allGatherSingle(s *singleOp, output, input *Tensor) error {
@@ -235,27 +237,27 @@ func (c *Comm) allGatherSingle(s *singleOp, output, input *Tensor) error {
 
 // ReduceScatter reduces inputs[q] across ranks into rank q's output.
 func (c *Comm) ReduceScatter(ctx context.Context, output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) error {
-	o, err := c.reduceScatter(OpReduceScatter, output, inputs, op, true)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.reduceScatter(&r.single, OpReduceScatter, output, inputs, op, true), opts)
 }
 
 // ReduceScatterAsync is the async form of ReduceScatter.
 func (c *Comm) ReduceScatterAsync(output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) *Work {
-	o, err := c.reduceScatter(OpReduceScatter, output, inputs, op, true)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.reduceScatter(&r.single, OpReduceScatter, output, inputs, op, true), opts)
 }
 
 // ReduceScatterV is ReduceScatter where rank q's block has its own count:
 // inputs[q] has rank q's count, and inputs[rank] output's.
 func (c *Comm) ReduceScatterV(ctx context.Context, output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) error {
-	o, err := c.reduceScatter(OpReduceScatterV, output, inputs, op, false)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.reduceScatter(&r.single, OpReduceScatterV, output, inputs, op, false), opts)
 }
 
 // ReduceScatterVAsync is the async form of ReduceScatterV.
 func (c *Comm) ReduceScatterVAsync(output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) *Work {
-	o, err := c.reduceScatter(OpReduceScatterV, output, inputs, op, false)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.reduceScatter(&r.single, OpReduceScatterV, output, inputs, op, false), opts)
 }
 
 // ReduceScatterSingle reduces consecutive blocks of input across ranks, block
@@ -271,23 +273,25 @@ func (c *Comm) ReduceScatterSingleAsync(output, input *Tensor, op ReduceOp, opts
 	return c.startRecord(r, c.reduceScatterSingle(&r.single, output, input, op), opts)
 }
 
-func (c *Comm) reduceScatter(name OpName, output *Tensor, inputs []*Tensor, op ReduceOp, uniform bool) (*Op, error) {
-	o := &Op{Name: name, Kind: algorithms.ReduceScatter, Reduce: op, Root: -1}
+func (c *Comm) reduceScatter(s *singleOp, name OpName, output *Tensor, inputs []*Tensor, op ReduceOp, uniform bool) error {
+	s.Op = Op{Name: name, Kind: algorithms.ReduceScatter, Reduce: op, Root: -1}
 	if err := c.checkTensor("output", output); err != nil {
-		return o, err
+		return err
 	}
-	o.DType = output.DType()
-	if err := c.checkTensors("inputs", inputs, c.cfg.Size, o.DType); err != nil {
-		return o, err
+	s.DType = output.DType()
+	if err := c.checkTensors("inputs", inputs, c.cfg.Size, s.DType); err != nil {
+		return err
 	}
-	o.Counts = numels(inputs)
-	for q, n := range o.Counts {
+	s.blocks.counts = numelsInto(s.blocks.counts, inputs)
+	s.Counts = s.blocks.counts
+	for q, n := range s.Counts {
 		if (uniform || q == c.cfg.Rank) && n != output.Numel() {
-			return o, commerr.Invalid("inputs[%d] has %d elements, output %d", q, n, output.Numel())
+			return commerr.Invalid("inputs[%d] has %d elements, output %d", q, n, output.Numel())
 		}
 	}
-	o.Inputs, o.Outputs = inputs, []*Tensor{output}
-	return o, checkReduce(op, o.DType)
+	s.Inputs = inputs
+	s.outputs(output)
+	return checkReduce(op, s.DType)
 }
 
 func (c *Comm) reduceScatterSingle(s *singleOp, output, input *Tensor, op ReduceOp) error {
@@ -318,31 +322,34 @@ func (c *Comm) reduceScatterSingle(s *singleOp, output, input *Tensor, op Reduce
 
 // AllToAll sends inputs[q] to rank q, which receives it into outputs[rank].
 func (c *Comm) AllToAll(ctx context.Context, outputs, inputs []*Tensor, opts ...CallOption) error {
-	o, err := c.allToAll(outputs, inputs)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.allToAll(&r.single, outputs, inputs), opts)
 }
 
 // AllToAllAsync is the async form of AllToAll.
 func (c *Comm) AllToAllAsync(outputs, inputs []*Tensor, opts ...CallOption) *Work {
-	o, err := c.allToAll(outputs, inputs)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.allToAll(&r.single, outputs, inputs), opts)
 }
 
-func (c *Comm) allToAll(outputs, inputs []*Tensor) (*Op, error) {
-	o := &Op{Name: OpAllToAll, Kind: algorithms.AllToAll, Root: -1}
+func (c *Comm) allToAll(s *singleOp, outputs, inputs []*Tensor) error {
+	s.Op = Op{Name: OpAllToAll, Kind: algorithms.AllToAll, Root: -1}
 	if len(inputs) == 0 || inputs[0] == nil {
-		return o, commerr.Invalid("inputs has no first tensor")
+		return commerr.Invalid("inputs has no first tensor")
 	}
-	o.DType = inputs[0].DType()
-	if err := c.checkTensors("inputs", inputs, c.cfg.Size, o.DType); err != nil {
-		return o, err
+	s.DType = inputs[0].DType()
+	if err := c.checkTensors("inputs", inputs, c.cfg.Size, s.DType); err != nil {
+		return err
 	}
-	if err := c.checkTensors("outputs", outputs, c.cfg.Size, o.DType); err != nil {
-		return o, err
+	if err := c.checkTensors("outputs", outputs, c.cfg.Size, s.DType); err != nil {
+		return err
 	}
-	o.Send, o.Recv = numels(inputs), numels(outputs)
-	o.Inputs, o.Outputs = inputs, outputs
-	return o, nil
+	size := c.cfg.Size
+	s.blocks.counts = resize(s.blocks.counts, 2*size)
+	s.Send = numelsInto(s.blocks.counts[:size:size], inputs)
+	s.Recv = numelsInto(s.blocks.counts[size:], outputs)
+	s.Inputs, s.Outputs = inputs, outputs
+	return nil
 }
 
 // AllToAllSingle splits input into Size() equal blocks and sends block q to
@@ -455,77 +462,81 @@ func (c *Comm) allToAllBlocks(s *singleOp, output, input *Tensor, recv, send []i
 // Gather collects every rank's input into root's outputs[rank]. outputs is
 // read on root only.
 func (c *Comm) Gather(ctx context.Context, outputs []*Tensor, input *Tensor, root int, opts ...CallOption) error {
-	o, err := c.gather(outputs, input, root)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.gather(&r.single, outputs, input, root), opts)
 }
 
 // GatherAsync is the async form of Gather.
 func (c *Comm) GatherAsync(outputs []*Tensor, input *Tensor, root int, opts ...CallOption) *Work {
-	o, err := c.gather(outputs, input, root)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.gather(&r.single, outputs, input, root), opts)
 }
 
-func (c *Comm) gather(outputs []*Tensor, input *Tensor, root int) (*Op, error) {
-	o := &Op{Name: OpGather, Kind: algorithms.Gather, Root: root}
+func (c *Comm) gather(s *singleOp, outputs []*Tensor, input *Tensor, root int) error {
+	s.Op = Op{Name: OpGather, Kind: algorithms.Gather, Root: root}
 	if err := c.checkRank("root", root); err != nil {
-		return o, err
+		return err
 	}
 	if err := c.checkTensor("input", input); err != nil {
-		return o, err
+		return err
 	}
-	o.DType, o.Inputs = input.DType(), []*Tensor{input}
-	o.Counts = repeat(input.Numel(), c.cfg.Size)
+	s.DType = input.DType()
+	s.inputs(input)
+	s.blocks.counts = repeatInto(s.blocks.counts, input.Numel(), c.cfg.Size)
+	s.Counts = s.blocks.counts
 	if c.cfg.Rank != root {
-		return o, nil
+		return nil
 	}
-	if err := c.checkTensors("outputs", outputs, c.cfg.Size, o.DType); err != nil {
-		return o, err
+	if err := c.checkTensors("outputs", outputs, c.cfg.Size, s.DType); err != nil {
+		return err
 	}
 	for q, t := range outputs {
 		if t.Numel() != input.Numel() {
-			return o, commerr.Invalid("outputs[%d] has %d elements, input %d", q, t.Numel(), input.Numel())
+			return commerr.Invalid("outputs[%d] has %d elements, input %d", q, t.Numel(), input.Numel())
 		}
 	}
-	o.Outputs = outputs
-	return o, nil
+	s.Outputs = outputs
+	return nil
 }
 
 // Scatter sends root's inputs[q] to rank q's output. inputs is read on root
 // only.
 func (c *Comm) Scatter(ctx context.Context, output *Tensor, inputs []*Tensor, root int, opts ...CallOption) error {
-	o, err := c.scatter(output, inputs, root)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.scatter(&r.single, output, inputs, root), opts)
 }
 
 // ScatterAsync is the async form of Scatter.
 func (c *Comm) ScatterAsync(output *Tensor, inputs []*Tensor, root int, opts ...CallOption) *Work {
-	o, err := c.scatter(output, inputs, root)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.scatter(&r.single, output, inputs, root), opts)
 }
 
-func (c *Comm) scatter(output *Tensor, inputs []*Tensor, root int) (*Op, error) {
-	o := &Op{Name: OpScatter, Kind: algorithms.Scatter, Root: root}
+func (c *Comm) scatter(s *singleOp, output *Tensor, inputs []*Tensor, root int) error {
+	s.Op = Op{Name: OpScatter, Kind: algorithms.Scatter, Root: root}
 	if err := c.checkRank("root", root); err != nil {
-		return o, err
+		return err
 	}
 	if err := c.checkTensor("output", output); err != nil {
-		return o, err
+		return err
 	}
-	o.DType, o.Outputs = output.DType(), []*Tensor{output}
-	o.Counts = repeat(output.Numel(), c.cfg.Size)
+	s.DType = output.DType()
+	s.outputs(output)
+	s.blocks.counts = repeatInto(s.blocks.counts, output.Numel(), c.cfg.Size)
+	s.Counts = s.blocks.counts
 	if c.cfg.Rank != root {
-		return o, nil
+		return nil
 	}
-	if err := c.checkTensors("inputs", inputs, c.cfg.Size, o.DType); err != nil {
-		return o, err
+	if err := c.checkTensors("inputs", inputs, c.cfg.Size, s.DType); err != nil {
+		return err
 	}
 	for q, t := range inputs {
 		if t.Numel() != output.Numel() {
-			return o, commerr.Invalid("inputs[%d] has %d elements, output %d", q, t.Numel(), output.Numel())
+			return commerr.Invalid("inputs[%d] has %d elements, output %d", q, t.Numel(), output.Numel())
 		}
 	}
-	o.Inputs = inputs
-	return o, nil
+	s.Inputs = inputs
+	return nil
 }
 
 // Barrier returns once every rank has entered it.

@@ -258,10 +258,10 @@ func (c *Comm) startRecord(r *opRecord, invalid error, opts []CallOption) *Work 
 	return c.issue(context.Background(), &r.single.Op, invalid, opts, r, false)
 }
 
-// opRecord holds what an operation over at most one tensor a side needs,
-// to issue it to the native backend and wait for it, in one allocation:
-// its Op, its Work and its request, plus the room for the tensors' blocks
-// that it keeps across uses. A blocking call that no hook saw gives it
+// opRecord holds what a collective needs to issue it to the native
+// backend and wait for it, in one allocation: its Op, its Work and its
+// request, plus the room for counts and the tensors' blocks that it keeps
+// across uses. A blocking call that no hook saw gives it
 // back to the communicator once both the call and the rank are done with
 // it (holds), and the next call reuses it: a steady loop of such calls
 // allocates nothing.

@@ -156,8 +156,9 @@ func (c *Comm) exchange(ctx context.Context, mine []byte) ([][]byte, error) {
 		strs[q] = make([]byte, n)
 		outs[q] = FromSlice(strs[q])
 	}
-	o, err := c.allGather(OpAllGatherV, outs, FromSlice(append([]byte(nil), mine...)), false)
-	if err := c.internal(ctx, o, err); err != nil {
+	var s singleOp
+	err = c.allGather(&s, OpAllGatherV, outs, FromSlice(append([]byte(nil), mine...)), false)
+	if err := c.internal(ctx, &s.Op, err); err != nil {
 		return nil, err
 	}
 	return strs, nil

@@ -30,8 +30,9 @@ func (c *Comm) checkTensors(what string, ts []*Tensor, n int, dt DType) error {
 		return commerr.Invalid("%s has %d tensors, want %d (one per rank)", what, len(ts), n)
 	}
 	for i, t := range ts {
-		if err := c.checkTensor(fmt.Sprintf("%s[%d]", what, i), t); err != nil {
-			return err
+		// Name the tensor only once it fails: naming each would allocate.
+		if c.checkTensor(what, t) != nil {
+			return c.checkTensor(fmt.Sprintf("%s[%d]", what, i), t)
 		}
 		if t.DType() != dt {
 			return commerr.Invalid("%s[%d] is %v, want %v", what, i, t.DType(), dt)
@@ -64,13 +65,16 @@ func checkSameDType(what string, t *Tensor, dt DType) error {
 	return nil
 }
 
-// numels returns the element count of each tensor.
-func numels(ts []*Tensor) []int {
-	n := make([]int, len(ts))
+func numels(ts []*Tensor) []int { return numelsInto(nil, ts) }
+
+// numelsInto returns the element count of each tensor, in dst's storage if
+// it has room.
+func numelsInto(dst []int, ts []*Tensor) []int {
+	dst = resize(dst, len(ts))
 	for i, t := range ts {
-		n[i] = t.Numel()
+		dst[i] = t.Numel()
 	}
-	return n
+	return dst
 }
 
 // cut points ptrs at views of t's consecutive blocks of counts elements
@@ -86,8 +90,6 @@ func cut(views []Tensor, ptrs []*Tensor, t *Tensor, counts []int) error {
 	}
 	return nil
 }
-
-func repeat(n, times int) []int { return repeatInto(nil, n, times) }
 
 // repeatInto returns times copies of n, in dst's storage if it has room.
 func repeatInto(dst []int, n, times int) []int {
