@@ -44,24 +44,11 @@ type Send struct {
 // allocates nothing: an actor takes them from its own pool, and links give
 // them back, from any goroutine, once the frame needs no resending. The
 // zero value is ready.
-type SendPool struct {
-	mu   sync.Mutex
-	free []*Send
-}
-
-// poolKept bounds the messages a pool keeps.
-const poolKept = 1024
+type SendPool struct{ free freeList[Send] }
 
 // Get returns a message that sends f.
 func (p *SendPool) Get(f transport.Frame) *Send {
-	p.mu.Lock()
-	var m *Send
-	if n := len(p.free); n > 0 {
-		m = p.free[n-1]
-		p.free[n-1] = nil
-		p.free = p.free[:n-1]
-	}
-	p.mu.Unlock()
+	m := p.free.get()
 	if m == nil {
 		m = &Send{pool: p}
 	}
@@ -71,11 +58,39 @@ func (p *SendPool) Get(f transport.Frame) *Send {
 
 func (p *SendPool) put(m *Send) {
 	m.Frame, m.out.frame = transport.Frame{}, transport.Frame{}
-	p.mu.Lock()
-	if len(p.free) < poolKept {
-		p.free = append(p.free, m)
+	p.free.put(m)
+}
+
+// freeList keeps up to poolKept values for reuse; any goroutine may take
+// or give back.
+type freeList[T any] struct {
+	mu   sync.Mutex
+	free []*T
+}
+
+// poolKept bounds the values a free list keeps.
+const poolKept = 1024
+
+// get takes a kept value, or returns nil.
+func (l *freeList[T]) get() *T {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.free)
+	if n == 0 {
+		return nil
 	}
-	p.mu.Unlock()
+	v := l.free[n-1]
+	l.free[n-1] = nil
+	l.free = l.free[:n-1]
+	return v
+}
+
+func (l *freeList[T]) put(v *T) {
+	l.mu.Lock()
+	if len(l.free) < poolKept {
+		l.free = append(l.free, v)
+	}
+	l.mu.Unlock()
 }
 
 // Route asks the link to deliver the next Frames (at least one) frames of
@@ -132,20 +147,10 @@ func (d *Delivered) Recycle() {
 // deliveries keeps a link's Delivered messages for reuse: its handler
 // takes them, on the transport's goroutine, and receivers give them back
 // on theirs.
-type deliveries struct {
-	mu   sync.Mutex
-	free []*Delivered
-}
+type deliveries struct{ free freeList[Delivered] }
 
 func (p *deliveries) get() *Delivered {
-	p.mu.Lock()
-	var d *Delivered
-	if n := len(p.free); n > 0 {
-		d = p.free[n-1]
-		p.free[n-1] = nil
-		p.free = p.free[:n-1]
-	}
-	p.mu.Unlock()
+	d := p.free.get()
 	if d == nil {
 		d = &Delivered{}
 	}
@@ -153,13 +158,7 @@ func (p *deliveries) get() *Delivered {
 	return d
 }
 
-func (p *deliveries) put(d *Delivered) {
-	p.mu.Lock()
-	if len(p.free) < poolKept {
-		p.free = append(p.free, d)
-	}
-	p.mu.Unlock()
-}
+func (p *deliveries) put(d *Delivered) { p.free.put(d) }
 
 // Failed tells the link's parent, and every actor a key is routed to, that
 // the connection to Peer failed. It follows every frame that arrived before
