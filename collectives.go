@@ -15,20 +15,20 @@ import (
 // AllReduce reduces t across ranks, in place: every rank ends with the result.
 func (c *Comm) AllReduce(ctx context.Context, t *Tensor, op ReduceOp, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.allReduce(&r.single, t, op), opts)
+	return c.runRecord(ctx, r, c.allReduce(&r.op, t, op), opts)
 }
 
 // AllReduceAsync is the async form of AllReduce.
 func (c *Comm) AllReduceAsync(t *Tensor, op ReduceOp, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.allReduce(&r.single, t, op), opts)
+	return c.startRecord(r, c.allReduce(&r.op, t, op), opts)
 }
 
-// singleOp is an Op with room for the counts and tensor lists of a
+// roomOp is an Op with room for the counts and tensor lists of a
 // collective, so that they come with its opRecord: inline for one tensor
 // a side, else in blocks, whose room lasts across uses; a caller's list
 // of tensors is used as it is.
-type singleOp struct {
+type roomOp struct {
 	Op
 	count   [1]int
 	in, out [1]*Tensor
@@ -57,31 +57,31 @@ func (b *blockRoom) clear() {
 }
 
 // clear empties s for reuse, keeping no tensor alive.
-func (s *singleOp) clear() {
+func (s *roomOp) clear() {
 	b := s.blocks
 	b.clear()
-	*s = singleOp{blocks: b}
+	*s = roomOp{blocks: b}
 }
 
 // counts sets the Op's Counts to n alone.
-func (s *singleOp) counts(n int) {
+func (s *roomOp) counts(n int) {
 	s.count[0] = n
 	s.Counts = s.count[:]
 }
 
 // inputs sets the Op's Inputs to t alone.
-func (s *singleOp) inputs(t *Tensor) {
+func (s *roomOp) inputs(t *Tensor) {
 	s.in[0] = t
 	s.Inputs = s.in[:]
 }
 
 // outputs sets the Op's Outputs to t alone.
-func (s *singleOp) outputs(t *Tensor) {
+func (s *roomOp) outputs(t *Tensor) {
 	s.out[0] = t
 	s.Outputs = s.out[:]
 }
 
-func (c *Comm) allReduce(s *singleOp, t *Tensor, op ReduceOp) error {
+func (c *Comm) allReduce(s *roomOp, t *Tensor, op ReduceOp) error {
 	s.Op = Op{Name: OpAllReduce, Kind: algorithms.AllReduce, Reduce: op, Root: -1, InPlace: true}
 	if err := c.checkTensor("tensor", t); err != nil {
 		return err
@@ -97,16 +97,16 @@ func (c *Comm) allReduce(s *singleOp, t *Tensor, op ReduceOp) error {
 // inputs only and are left unchanged.
 func (c *Comm) Reduce(ctx context.Context, t *Tensor, root int, op ReduceOp, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.reduce(&r.single, t, root, op), opts)
+	return c.runRecord(ctx, r, c.reduce(&r.op, t, root, op), opts)
 }
 
 // ReduceAsync is the async form of Reduce.
 func (c *Comm) ReduceAsync(t *Tensor, root int, op ReduceOp, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.reduce(&r.single, t, root, op), opts)
+	return c.startRecord(r, c.reduce(&r.op, t, root, op), opts)
 }
 
-func (c *Comm) reduce(s *singleOp, t *Tensor, root int, op ReduceOp) error {
+func (c *Comm) reduce(s *roomOp, t *Tensor, root int, op ReduceOp) error {
 	s.Op = Op{Name: OpReduce, Kind: algorithms.Reduce, Reduce: op, Root: root}
 	if err := c.checkRank("root", root); err != nil {
 		return err
@@ -127,16 +127,16 @@ func (c *Comm) reduce(s *singleOp, t *Tensor, root int, op ReduceOp) error {
 // Broadcast copies root's t into every rank's t.
 func (c *Comm) Broadcast(ctx context.Context, t *Tensor, root int, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.broadcast(&r.single, t, root), opts)
+	return c.runRecord(ctx, r, c.broadcast(&r.op, t, root), opts)
 }
 
 // BroadcastAsync is the async form of Broadcast.
 func (c *Comm) BroadcastAsync(t *Tensor, root int, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.broadcast(&r.single, t, root), opts)
+	return c.startRecord(r, c.broadcast(&r.op, t, root), opts)
 }
 
-func (c *Comm) broadcast(s *singleOp, t *Tensor, root int) error {
+func (c *Comm) broadcast(s *roomOp, t *Tensor, root int) error {
 	s.Op = Op{Name: OpBroadcast, Kind: algorithms.Broadcast, Root: root}
 	if err := c.checkRank("root", root); err != nil {
 		return err
@@ -153,42 +153,42 @@ func (c *Comm) broadcast(s *singleOp, t *Tensor, root int) error {
 // AllGather gathers every rank's input into outputs[rank] on every rank.
 func (c *Comm) AllGather(ctx context.Context, outputs []*Tensor, input *Tensor, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.allGather(&r.single, OpAllGather, outputs, input, true), opts)
+	return c.runRecord(ctx, r, c.allGather(&r.op, OpAllGather, outputs, input, true), opts)
 }
 
 // AllGatherAsync is the async form of AllGather.
 func (c *Comm) AllGatherAsync(outputs []*Tensor, input *Tensor, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.allGather(&r.single, OpAllGather, outputs, input, true), opts)
+	return c.startRecord(r, c.allGather(&r.op, OpAllGather, outputs, input, true), opts)
 }
 
 // AllGatherV is AllGather where ranks contribute different element counts:
 // outputs[q] has rank q's count, and outputs[rank] input's.
 func (c *Comm) AllGatherV(ctx context.Context, outputs []*Tensor, input *Tensor, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.allGather(&r.single, OpAllGatherV, outputs, input, false), opts)
+	return c.runRecord(ctx, r, c.allGather(&r.op, OpAllGatherV, outputs, input, false), opts)
 }
 
 // AllGatherVAsync is the async form of AllGatherV.
 func (c *Comm) AllGatherVAsync(outputs []*Tensor, input *Tensor, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.allGather(&r.single, OpAllGatherV, outputs, input, false), opts)
+	return c.startRecord(r, c.allGather(&r.op, OpAllGatherV, outputs, input, false), opts)
 }
 
 // AllGatherSingle gathers every rank's input into consecutive blocks of
 // output, which holds Size() times input's elements.
 func (c *Comm) AllGatherSingle(ctx context.Context, output, input *Tensor, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.allGatherSingle(&r.single, output, input), opts)
+	return c.runRecord(ctx, r, c.allGatherSingle(&r.op, output, input), opts)
 }
 
 // AllGatherSingleAsync is the async form of AllGatherSingle.
 func (c *Comm) AllGatherSingleAsync(output, input *Tensor, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.allGatherSingle(&r.single, output, input), opts)
+	return c.startRecord(r, c.allGatherSingle(&r.op, output, input), opts)
 }
 
-func (c *Comm) allGather(s *singleOp, name OpName, outputs []*Tensor, input *Tensor, uniform bool) error {
+func (c *Comm) allGather(s *roomOp, name OpName, outputs []*Tensor, input *Tensor, uniform bool) error {
 	s.Op = Op{Name: name, Kind: algorithms.AllGather, Root: -1}
 	if err := c.checkTensor("input", input); err != nil {
 		return err
@@ -209,7 +209,7 @@ func (c *Comm) allGather(s *singleOp, name OpName, outputs []*Tensor, input *Ten
 	return nil
 }
 
-func (c *Comm) allGatherSingle(s *singleOp, output, input *Tensor) error {
+func (c *Comm) allGatherSingle(s *roomOp, output, input *Tensor) error {
 	s.Op = Op{Name: OpAllGatherSingle, Kind: algorithms.AllGather, Root: -1}
 	if err := c.checkTensor("input", input); err != nil {
 		return err
@@ -238,42 +238,42 @@ func (c *Comm) allGatherSingle(s *singleOp, output, input *Tensor) error {
 // ReduceScatter reduces inputs[q] across ranks into rank q's output.
 func (c *Comm) ReduceScatter(ctx context.Context, output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.reduceScatter(&r.single, OpReduceScatter, output, inputs, op, true), opts)
+	return c.runRecord(ctx, r, c.reduceScatter(&r.op, OpReduceScatter, output, inputs, op, true), opts)
 }
 
 // ReduceScatterAsync is the async form of ReduceScatter.
 func (c *Comm) ReduceScatterAsync(output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.reduceScatter(&r.single, OpReduceScatter, output, inputs, op, true), opts)
+	return c.startRecord(r, c.reduceScatter(&r.op, OpReduceScatter, output, inputs, op, true), opts)
 }
 
 // ReduceScatterV is ReduceScatter where rank q's block has its own count:
 // inputs[q] has rank q's count, and inputs[rank] output's.
 func (c *Comm) ReduceScatterV(ctx context.Context, output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.reduceScatter(&r.single, OpReduceScatterV, output, inputs, op, false), opts)
+	return c.runRecord(ctx, r, c.reduceScatter(&r.op, OpReduceScatterV, output, inputs, op, false), opts)
 }
 
 // ReduceScatterVAsync is the async form of ReduceScatterV.
 func (c *Comm) ReduceScatterVAsync(output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.reduceScatter(&r.single, OpReduceScatterV, output, inputs, op, false), opts)
+	return c.startRecord(r, c.reduceScatter(&r.op, OpReduceScatterV, output, inputs, op, false), opts)
 }
 
 // ReduceScatterSingle reduces consecutive blocks of input across ranks, block
 // q into rank q's output; input holds Size() times output's elements.
 func (c *Comm) ReduceScatterSingle(ctx context.Context, output, input *Tensor, op ReduceOp, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.reduceScatterSingle(&r.single, output, input, op), opts)
+	return c.runRecord(ctx, r, c.reduceScatterSingle(&r.op, output, input, op), opts)
 }
 
 // ReduceScatterSingleAsync is the async form of ReduceScatterSingle.
 func (c *Comm) ReduceScatterSingleAsync(output, input *Tensor, op ReduceOp, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.reduceScatterSingle(&r.single, output, input, op), opts)
+	return c.startRecord(r, c.reduceScatterSingle(&r.op, output, input, op), opts)
 }
 
-func (c *Comm) reduceScatter(s *singleOp, name OpName, output *Tensor, inputs []*Tensor, op ReduceOp, uniform bool) error {
+func (c *Comm) reduceScatter(s *roomOp, name OpName, output *Tensor, inputs []*Tensor, op ReduceOp, uniform bool) error {
 	s.Op = Op{Name: name, Kind: algorithms.ReduceScatter, Reduce: op, Root: -1}
 	if err := c.checkTensor("output", output); err != nil {
 		return err
@@ -294,7 +294,7 @@ func (c *Comm) reduceScatter(s *singleOp, name OpName, output *Tensor, inputs []
 	return checkReduce(op, s.DType)
 }
 
-func (c *Comm) reduceScatterSingle(s *singleOp, output, input *Tensor, op ReduceOp) error {
+func (c *Comm) reduceScatterSingle(s *roomOp, output, input *Tensor, op ReduceOp) error {
 	s.Op = Op{Name: OpReduceScatterSingle, Kind: algorithms.ReduceScatter, Reduce: op, Root: -1}
 	if err := c.checkTensor("output", output); err != nil {
 		return err
@@ -323,16 +323,16 @@ func (c *Comm) reduceScatterSingle(s *singleOp, output, input *Tensor, op Reduce
 // AllToAll sends inputs[q] to rank q, which receives it into outputs[rank].
 func (c *Comm) AllToAll(ctx context.Context, outputs, inputs []*Tensor, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.allToAll(&r.single, outputs, inputs), opts)
+	return c.runRecord(ctx, r, c.allToAll(&r.op, outputs, inputs), opts)
 }
 
 // AllToAllAsync is the async form of AllToAll.
 func (c *Comm) AllToAllAsync(outputs, inputs []*Tensor, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.allToAll(&r.single, outputs, inputs), opts)
+	return c.startRecord(r, c.allToAll(&r.op, outputs, inputs), opts)
 }
 
-func (c *Comm) allToAll(s *singleOp, outputs, inputs []*Tensor) error {
+func (c *Comm) allToAll(s *roomOp, outputs, inputs []*Tensor) error {
 	s.Op = Op{Name: OpAllToAll, Kind: algorithms.AllToAll, Root: -1}
 	if len(inputs) == 0 || inputs[0] == nil {
 		return commerr.Invalid("inputs has no first tensor")
@@ -356,16 +356,16 @@ func (c *Comm) allToAll(s *singleOp, outputs, inputs []*Tensor) error {
 // rank q, which receives it into block rank of its output.
 func (c *Comm) AllToAllSingle(ctx context.Context, output, input *Tensor, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.allToAllSingle(&r.single, output, input), opts)
+	return c.runRecord(ctx, r, c.allToAllSingle(&r.op, output, input), opts)
 }
 
 // AllToAllSingleAsync is the async form of AllToAllSingle.
 func (c *Comm) AllToAllSingleAsync(output, input *Tensor, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.allToAllSingle(&r.single, output, input), opts)
+	return c.startRecord(r, c.allToAllSingle(&r.op, output, input), opts)
 }
 
-func (c *Comm) allToAllSingle(s *singleOp, output, input *Tensor) error {
+func (c *Comm) allToAllSingle(s *roomOp, output, input *Tensor) error {
 	s.Op = Op{Name: OpAllToAllSingle, Kind: algorithms.AllToAll, Root: -1}
 	if err := c.checkTensor("input", input); err != nil {
 		return err
@@ -390,16 +390,16 @@ func (c *Comm) allToAllSingle(s *singleOp, output, input *Tensor) error {
 // says. Rank q's inSplits[r] must equal rank r's outSplits[q].
 func (c *Comm) AllToAllV(ctx context.Context, output, input *Tensor, outSplits, inSplits []int, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.allToAllV(&r.single, output, input, outSplits, inSplits), opts)
+	return c.runRecord(ctx, r, c.allToAllV(&r.op, output, input, outSplits, inSplits), opts)
 }
 
 // AllToAllVAsync is the async form of AllToAllV.
 func (c *Comm) AllToAllVAsync(output, input *Tensor, outSplits, inSplits []int, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.allToAllV(&r.single, output, input, outSplits, inSplits), opts)
+	return c.startRecord(r, c.allToAllV(&r.op, output, input, outSplits, inSplits), opts)
 }
 
-func (c *Comm) allToAllV(s *singleOp, output, input *Tensor, outSplits, inSplits []int) error {
+func (c *Comm) allToAllV(s *roomOp, output, input *Tensor, outSplits, inSplits []int) error {
 	s.Op = Op{Name: OpAllToAllV, Kind: algorithms.AllToAll, Root: -1}
 	if err := c.checkTensor("input", input); err != nil {
 		return err
@@ -446,7 +446,7 @@ func (c *Comm) splitElems(elems []int, what string, t *Tensor, splits []int) err
 
 // allToAllBlocks sets s's Inputs and Outputs to the blocks of input and
 // output that send and recv count.
-func (c *Comm) allToAllBlocks(s *singleOp, output, input *Tensor, recv, send []int) error {
+func (c *Comm) allToAllBlocks(s *roomOp, output, input *Tensor, recv, send []int) error {
 	size := c.cfg.Size
 	views, ptrs := s.blocks.room(2 * size)
 	if err := cut(views[:size], ptrs[:size], input, send); err != nil {
@@ -463,16 +463,16 @@ func (c *Comm) allToAllBlocks(s *singleOp, output, input *Tensor, recv, send []i
 // read on root only.
 func (c *Comm) Gather(ctx context.Context, outputs []*Tensor, input *Tensor, root int, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.gather(&r.single, outputs, input, root), opts)
+	return c.runRecord(ctx, r, c.gather(&r.op, outputs, input, root), opts)
 }
 
 // GatherAsync is the async form of Gather.
 func (c *Comm) GatherAsync(outputs []*Tensor, input *Tensor, root int, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.gather(&r.single, outputs, input, root), opts)
+	return c.startRecord(r, c.gather(&r.op, outputs, input, root), opts)
 }
 
-func (c *Comm) gather(s *singleOp, outputs []*Tensor, input *Tensor, root int) error {
+func (c *Comm) gather(s *roomOp, outputs []*Tensor, input *Tensor, root int) error {
 	s.Op = Op{Name: OpGather, Kind: algorithms.Gather, Root: root}
 	if err := c.checkRank("root", root); err != nil {
 		return err
@@ -503,16 +503,16 @@ func (c *Comm) gather(s *singleOp, outputs []*Tensor, input *Tensor, root int) e
 // only.
 func (c *Comm) Scatter(ctx context.Context, output *Tensor, inputs []*Tensor, root int, opts ...CallOption) error {
 	r := c.record()
-	return c.runRecord(ctx, r, c.scatter(&r.single, output, inputs, root), opts)
+	return c.runRecord(ctx, r, c.scatter(&r.op, output, inputs, root), opts)
 }
 
 // ScatterAsync is the async form of Scatter.
 func (c *Comm) ScatterAsync(output *Tensor, inputs []*Tensor, root int, opts ...CallOption) *Work {
 	r := c.record()
-	return c.startRecord(r, c.scatter(&r.single, output, inputs, root), opts)
+	return c.startRecord(r, c.scatter(&r.op, output, inputs, root), opts)
 }
 
-func (c *Comm) scatter(s *singleOp, output *Tensor, inputs []*Tensor, root int) error {
+func (c *Comm) scatter(s *roomOp, output *Tensor, inputs []*Tensor, root int) error {
 	s.Op = Op{Name: OpScatter, Kind: algorithms.Scatter, Root: root}
 	if err := c.checkRank("root", root); err != nil {
 		return err
@@ -542,14 +542,14 @@ func (c *Comm) scatter(s *singleOp, output *Tensor, inputs []*Tensor, root int) 
 // Barrier returns once every rank has entered it.
 func (c *Comm) Barrier(ctx context.Context, opts ...CallOption) error {
 	r := c.record()
-	r.single.Op = barrierOp()
+	r.op.Op = barrierOp()
 	return c.runRecord(ctx, r, nil, opts)
 }
 
 // BarrierAsync is the async form of Barrier.
 func (c *Comm) BarrierAsync(opts ...CallOption) *Work {
 	r := c.record()
-	r.single.Op = barrierOp()
+	r.op.Op = barrierOp()
 	return c.startRecord(r, nil, opts)
 }
 

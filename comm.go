@@ -245,7 +245,7 @@ func (c *Comm) start(op *Op, invalid error, opts []CallOption) *Work {
 // runRecord is run for the operation in r, which it gives back for reuse
 // if nobody else saw it.
 func (c *Comm) runRecord(ctx context.Context, r *opRecord, invalid error, opts []CallOption) error {
-	w := c.issue(ctx, &r.single.Op, invalid, opts, r, true)
+	w := c.issue(ctx, &r.op.Op, invalid, opts, r, true)
 	err := w.wait(ctx)
 	if w.pooled {
 		r.release()
@@ -255,22 +255,22 @@ func (c *Comm) runRecord(ctx context.Context, r *opRecord, invalid error, opts [
 
 // startRecord is start for the operation in r.
 func (c *Comm) startRecord(r *opRecord, invalid error, opts []CallOption) *Work {
-	return c.issue(context.Background(), &r.single.Op, invalid, opts, r, false)
+	return c.issue(context.Background(), &r.op.Op, invalid, opts, r, false)
 }
 
 // opRecord holds what a collective needs to issue it to the native
 // backend and wait for it, in one allocation: its Op, its Work and its
 // request, plus the room for counts and the tensors' blocks that it keeps
-// across uses. A blocking call that no hook saw gives it
-// back to the communicator once both the call and the rank are done with
-// it (holds), and the next call reuses it: a steady loop of such calls
-// allocates nothing.
+// across uses. A blocking call that no hook saw gives it back to the
+// communicator once both the call and the rank are done with it (holds),
+// and the next call reuses it: a steady loop of such calls allocates
+// nothing.
 type opRecord struct {
-	single singleOp
-	work   Work
-	nat    nativeOp
-	comm   *Comm
-	holds  atomic.Int32 // of a pooled Work: the caller and the rank
+	op    roomOp
+	work  Work
+	nat   nativeOp
+	comm  *Comm
+	holds atomic.Int32 // of a pooled Work: the caller and the rank
 }
 
 // recordsKept bounds the free records a communicator keeps: one per
@@ -299,7 +299,7 @@ func (r *opRecord) release() {
 	if r.holds.Add(-1) != 0 {
 		return
 	}
-	r.single.clear()
+	r.op.clear()
 	r.nat.clear()
 	r.work.clear()
 	c := r.comm

@@ -156,7 +156,7 @@ func (c *Comm) exchange(ctx context.Context, mine []byte) ([][]byte, error) {
 		strs[q] = make([]byte, n)
 		outs[q] = FromSlice(strs[q])
 	}
-	var s singleOp
+	var s roomOp
 	err = c.allGather(&s, OpAllGatherV, outs, FromSlice(append([]byte(nil), mine...)), false)
 	if err := c.internal(ctx, &s.Op, err); err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func (c *Comm) exchange(ctx context.Context, mine []byte) ([][]byte, error) {
 // allGatherInts all-gathers the same number of int64s from every rank.
 func (c *Comm) allGatherInts(ctx context.Context, mine []int64) ([]int64, error) {
 	out := make([]int64, len(mine)*c.cfg.Size)
-	var s singleOp
+	var s roomOp
 	err := c.allGatherSingle(&s, FromSlice(out), FromSlice(mine))
 	if err := c.internal(ctx, &s.Op, err); err != nil {
 		return nil, fmt.Errorf("gocomms: split %q: %w", c.cfg.Name, err)

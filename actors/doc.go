@@ -11,9 +11,9 @@
 // single event loop drive the same code bit for bit.
 //
 // NewRuntime builds the real runtime: wall clock, goroutine dispatcher,
-// allocation-free mailboxes and an entropy-seeded source. Its few lines that touch wall time or start
-// goroutines are marked "nondeterministic:". The simulator supplies its own
-// Clock, Dispatcher, Mailbox and Rand.
+// allocation-free mailboxes and an entropy-seeded source. Its few lines
+// that touch wall time or start goroutines are marked "nondeterministic:".
+// The simulator supplies its own Clock, Dispatcher, Mailbox and Rand.
 //
 // This package must not import net, and must not know about collectives.
 package actors

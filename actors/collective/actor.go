@@ -159,10 +159,7 @@ func (c *runner) progress(s *algorithms.Schedule) *algorithms.Progress {
 
 // resize returns s with n empty entries, reusing its array if it can.
 func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	s = s[:n]
+	s = slices.Grow(s[:0], n)[:n]
 	clear(s)
 	return s
 }

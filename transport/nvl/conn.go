@@ -75,8 +75,7 @@ type conn struct {
 	curHave int             // bytes of cur.Payload read
 	filling bool            // cur is being read
 	peerBye bool            // the peer's bye has arrived
-	local1  [1]unix.Iovec   // process_vm_readv's vectors, kept to allocate nothing
-	remote1 [1]unix.RemoteIovec
+	cross   crossReader     // for payloads by address
 
 	closeOnce sync.Once
 	released  chan struct{} // closed once the server has ended and let go of the segment
@@ -88,9 +87,12 @@ const (
 	byeWritten
 )
 
-// outgoing is a record on its way into tx: its header, an inline
-// payload, and the frame to release once both are written.
+// outgoing is a record on its way into tx: the record, its header as
+// written (encoded when writing starts, so that the record may change
+// until then), an inline payload, and the frame to release once both are
+// written.
 type outgoing struct {
+	rec     record
 	hdr     [recordLen]byte
 	payload []byte
 	done    int // bytes of hdr and payload written
@@ -162,22 +164,16 @@ func (c *conn) Send(f transport.Frame) error {
 		transport.Release(f)
 		return err
 	}
-	r := record{header: f.Header, what: inline, n: uint32(len(f.Payload))}
-	o := outgoing{payload: f.Payload, frame: f, release: true}
-	if slot := c.fillSlot(f.Payload); slot >= 0 {
-		r.what, r.address = inSlot, uint64(slot)
-		o.payload = nil // copied: f is released once queued
-	} else if c.sendByAddress && len(f.Payload) >= c.cfg.byAddressMin {
+	o := outgoing{
+		rec:     record{header: f.Header, what: inline, n: uint32(len(f.Payload))},
+		payload: f.Payload, frame: f, release: true,
+	}
+	if !c.moveToSlot(&o) && c.sendByAddress && len(f.Payload) >= c.cfg.byAddressMin {
 		// The peer reads the payload where it lies and acks; the frame
 		// waits in lent until then.
-		r.what, r.address = byAddress, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(f.Payload))))
+		o.rec.what, o.rec.address = byAddress, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(f.Payload))))
 		o.payload, o.frame, o.release = nil, transport.Frame{}, false
 		c.lent = append(c.lent, f)
-	}
-	r.encode(&o.hdr)
-	if r.what == inSlot {
-		c.finished = append(c.finished, f)
-		o.frame, o.release = transport.Frame{}, false
 	}
 	c.queue = append(c.queue, o)
 	c.flushLocked()
@@ -186,18 +182,18 @@ func (c *conn) Send(f transport.Frame) error {
 }
 
 // moveToSlot turns the inline record o, not yet started, into one whose
-// payload is in a slot, if one is free and the payload goes in one.
+// payload is in a slot, if one is free and the payload goes in one, and
+// reports whether it did: the frame is then released, its payload copied.
 // Called with c.mu held.
-func (c *conn) moveToSlot(o *outgoing) {
+func (c *conn) moveToSlot(o *outgoing) bool {
 	slot := c.fillSlot(o.payload)
 	if slot < 0 {
-		return
+		return false
 	}
-	r, _ := decodeRecord(&o.hdr, MaxPayload)
-	r.what, r.address = inSlot, uint64(slot)
-	r.encode(&o.hdr)
+	o.rec.what, o.rec.address = inSlot, uint64(slot)
 	c.finished = append(c.finished, o.frame)
 	o.payload, o.frame, o.release = nil, transport.Frame{}, false
+	return true
 }
 
 // fillSlot copies p into a free slot of the peer's, if p is of a size
@@ -257,9 +253,7 @@ func (c *conn) queueByeLocked() {
 		return
 	}
 	c.byeState = byeQueued
-	o := outgoing{}
-	(&record{what: bye}).encode(&o.hdr)
-	c.queue = append(c.queue, o)
+	c.queue = append(c.queue, outgoing{rec: record{what: bye}})
 	c.flushLocked()
 }
 
@@ -267,16 +261,12 @@ func (c *conn) queueByeLocked() {
 // read, adding to an ack still waiting whole in the queue if there is one.
 func (c *conn) queueAckLocked() {
 	if n := len(c.queue); n > c.qHead {
-		if last := &c.queue[n-1]; last.done == 0 && last.hdr[1] == ack {
-			r, _ := decodeRecord(&last.hdr, MaxPayload)
-			r.header.Tag++
-			r.encode(&last.hdr)
+		if last := &c.queue[n-1]; last.done == 0 && last.rec.what == ack {
+			last.rec.header.Tag++
 			return
 		}
 	}
-	o := outgoing{}
-	(&record{what: ack, header: transport.Header{Tag: 1}}).encode(&o.hdr)
-	c.queue = append(c.queue, o)
+	c.queue = append(c.queue, outgoing{rec: record{what: ack, header: transport.Header{Tag: 1}}})
 	c.flushLocked()
 }
 
@@ -299,8 +289,11 @@ func (c *conn) flushLocked() {
 			continue // the peer freed room meanwhile
 		}
 		o := &c.queue[c.qHead]
-		if o.done == 0 && o.release && o.hdr[1] == inline {
-			c.moveToSlot(o) // a slot freed since it was queued
+		if o.done == 0 {
+			if o.rec.what == inline {
+				c.moveToSlot(o) // a slot freed since it was queued
+			}
+			o.rec.encode(&o.hdr)
 		}
 		n := min(room, c.cfg.piece)
 		if o.done < recordLen {
@@ -324,7 +317,7 @@ func (c *conn) flushLocked() {
 		if o.release {
 			c.finished = append(c.finished, o.frame)
 		}
-		if o.hdr[0] == 0 && o.hdr[1] == bye {
+		if o.rec.what == bye {
 			c.byeState = byeWritten
 		}
 		c.queue[c.qHead] = outgoing{}
@@ -630,23 +623,11 @@ func (c *conn) take() error {
 	return nil
 }
 
-// readPeer copies len(p) bytes at address in the peer's memory into p,
-// with cross-memory attach: one copy, made by this side.
+// readPeer copies len(p) bytes at address in the peer's memory into p.
 func (c *conn) readPeer(p []byte, address uint64) error {
-	for done := 0; done < len(p); {
-		c.local1[0].Base = &p[done]
-		c.local1[0].SetLen(len(p) - done)
-		c.remote1[0] = unix.RemoteIovec{Base: uintptr(address) + uintptr(done), Len: len(p) - done}
-		n, err := unix.ProcessVMReadv(c.peerPID, c.local1[:], c.remote1[:], 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n == 0 {
-			return c.ended(fmt.Sprintf("read %d bytes from peer process %d", len(p), c.peerPID), err)
-		}
-		done += n
+	if err := c.cross.read(c.peerPID, p, address); err != nil {
+		return c.ended(fmt.Sprintf("read %d bytes from peer process %d", len(p), c.peerPID), err)
 	}
-	c.local1[0].Base = nil
 	return nil
 }
 

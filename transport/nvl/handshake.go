@@ -79,11 +79,8 @@ func (p *probe) address() uint64 { return uint64(uintptr(unsafe.Pointer(&p.bytes
 // address, expecting want there.
 func readable(pid int, address uint64, want []byte) bool {
 	var got [16]byte
-	local := []unix.Iovec{{Base: &got[0]}}
-	local[0].SetLen(len(got))
-	remote := []unix.RemoteIovec{{Base: uintptr(address), Len: len(got)}}
-	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
-	return err == nil && n == len(got) && string(got[:]) == string(want)
+	var r crossReader
+	return r.read(pid, got[:], address) == nil && string(got[:]) == string(want)
 }
 
 func appendPreface(b []byte, p *probe, hello []byte) []byte {
