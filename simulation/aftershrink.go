@@ -68,8 +68,7 @@ func (s *shrunk) join(i int) {
 			Comm: "sim.shrink0", CommID: 2, Rank: me, Op: algorithms.AllReduce.String(), Seq: uint64(it),
 			DType: r.cfg.DType, Reduce: reduce.New(reduce.Sum), Size: len(s.group), Timeout: r.cfg.Timeout, Phantom: r.cfg.Phantom,
 			In: s.data.in[me], Out: s.data.out[me],
-			Started: func() { s.data.clearOutput(me) },
-			Done:    func(err error) { s.done(me, it, err) },
+			Completion: collective.Notify{OnStart: func() { s.data.clearOutput(me) }, OnEnd: func(err error) { s.done(me, it, err) }},
 		}
 		if err := req.Plan(s.data.spec(me)); err != nil {
 			r.wrong = append(r.wrong, fmt.Sprintf("rank %d: planning the all-reduce after the shrink: %v", i, err))

@@ -248,8 +248,7 @@ func (r *run) submit(i, it int) error {
 		Comm: "sim", CommID: 1, Rank: i, Op: cfg.opName(), Seq: uint64(it),
 		DType: cfg.DType, Reduce: reduce.New(reduce.Sum), Size: cfg.Ranks, Timeout: cfg.Timeout, Phantom: cfg.Phantom,
 		In: r.data.in[i], Out: r.data.out[i],
-		Started: func() { r.started(i, it) },
-		Done:    func(err error) { r.done(i, it, err) },
+		Completion: collective.Notify{OnStart: func() { r.started(i, it) }, OnEnd: func(err error) { r.done(i, it, err) }},
 	}
 	if cfg.Op == PointToPoint {
 		r.ringShift(req)

@@ -50,40 +50,48 @@ type Request struct {
 	Links []*actor.PID
 	Lend  []bool
 
-	// Started is called when the operation begins to run; Done exactly once
-	// when it ends, with nil or an *commerr.OpError.
-	Started func()
-	Done    func(error)
-	// Completion, if set, is told instead of Started and Done: an issuer
-	// that has such an object at hand makes no closures per operation.
-	Completion interface {
-		Started()
-		Finished(err error)
-	}
+	// Completion is told when the operation begins to run, and exactly
+	// once when it ends, with nil or an *commerr.OpError.
+	Completion Completion
 
 	peers []int       // found by Peers
 	ended atomic.Bool // End was called
 }
 
-// Begin tells the issuer that the operation begins to run.
-func (r *Request) Begin() {
-	switch {
-	case r.Completion != nil:
-		r.Completion.Started()
-	case r.Started != nil:
-		r.Started()
+// Completion is how a request tells its issuer of its progress. An
+// issuer with an object at hand implements it there, and makes no
+// closures per operation; Notify adapts two functions.
+type Completion interface {
+	Started()
+	Finished(err error)
+}
+
+// Notify is a Completion of functions, either of which may be nil.
+type Notify struct {
+	OnStart func()
+	OnEnd   func(error)
+}
+
+func (n Notify) Started() {
+	if n.OnStart != nil {
+		n.OnStart()
 	}
 }
 
-// End completes the operation, exactly once: it tells the issuer (Done,
-// or Completion) err, and Ended reports true from then on.
+func (n Notify) Finished(err error) {
+	if n.OnEnd != nil {
+		n.OnEnd(err)
+	}
+}
+
+// Begin tells the issuer that the operation begins to run.
+func (r *Request) Begin() { r.Completion.Started() }
+
+// End completes the operation, exactly once: it tells the issuer err,
+// and Ended reports true from then on.
 func (r *Request) End(err error) {
 	r.ended.Store(true)
-	if r.Completion != nil {
-		r.Completion.Finished(err)
-	} else {
-		r.Done(err)
-	}
+	r.Completion.Finished(err)
 }
 
 // Release tells the issuer that the rank no longer holds r, if its

@@ -39,7 +39,7 @@ func TestOperationsOutliveACrashedRunner(t *testing.T) {
 		done := make(chan error, 1)
 		rt.System.Root.Send(pid, &Submit{Req: &collective.Request{
 			Comm: "t", Op: "copy", Seq: seq, Schedule: s, DType: tensor.Uint8, Size: 1, Timeout: time.Minute,
-			In: [][]byte{in}, Out: [][]byte{out}, Done: func(err error) { done <- err },
+			In: [][]byte{in}, Out: [][]byte{out}, Completion: collective.Notify{OnEnd: func(err error) { done <- err }},
 		}})
 		seq++
 		select {
