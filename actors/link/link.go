@@ -56,9 +56,12 @@ func (p *SendPool) Get(f transport.Frame) *Send {
 	return m
 }
 
-func (p *SendPool) put(m *Send) {
-	m.Frame, m.out.frame = transport.Frame{}, transport.Frame{}
-	p.free.put(m)
+// recycle gives m back to its pool, if it came from one.
+func (m *Send) recycle() {
+	if p := m.pool; p != nil {
+		m.Frame, m.out.frame = transport.Frame{}, transport.Frame{}
+		p.free.put(m)
+	}
 }
 
 // freeList keeps up to poolKept values for reuse; any goroutine may take
@@ -272,9 +275,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 	case *Send:
 		if l.failed != nil {
 			transport.Release(m.Frame)
-			if m.pool != nil {
-				m.pool.put(m)
-			}
+			m.recycle()
 			return
 		}
 		l.out.addSend(m)

@@ -77,9 +77,7 @@ type outFrame struct {
 func (o *outFrame) release() {
 	if o.refs.Add(-1) == 0 {
 		transport.Release(o.frame)
-		if m := o.msg; m.pool != nil {
-			m.pool.put(m)
-		}
+		o.msg.recycle()
 	}
 }
 
