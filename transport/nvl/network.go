@@ -176,18 +176,29 @@ func (n *Network) handshake(sock *net.UnixConn, addr string, hello []byte) (*con
 	if err != nil {
 		return nil, err
 	}
-	p := newProbe()
-	_, _, err = sock.WriteMsgUnix(appendPreface(make([]byte, 0, prefaceLen+len(hello)), p, hello), unix.UnixRights(fd), nil)
-	unix.Close(fd)
+	readsDialer, err := n.exchange(sock, pid, fd, hello)
 	if err != nil {
 		seg.unmap()
-		return nil, fmt.Errorf("send preface: %w", err)
+		return nil, err
+	}
+	local := fmt.Sprintf("nvl:%s/pid%d", Host(), os.Getpid())
+	return newConn(sock, seg, true, local, addr, pid, readsDialer, &n.cfg), nil
+}
+
+// exchange sends the preface with the segment's descriptor fd, which it
+// closes, reads the answer and ends the handshake; it reports whether the
+// acceptor may read this process's memory.
+func (n *Network) exchange(sock *net.UnixConn, pid, fd int, hello []byte) (bool, error) {
+	p := newProbe()
+	_, _, err := sock.WriteMsgUnix(appendPreface(make([]byte, 0, prefaceLen+len(hello)), p, hello), unix.UnixRights(fd), nil)
+	unix.Close(fd)
+	if err != nil {
+		return false, fmt.Errorf("send preface: %w", err)
 	}
 	b := make([]byte, answerLen+1)
 	k, err := sock.Read(b)
 	if err != nil {
-		seg.unmap()
-		return nil, fmt.Errorf("read the answer: %w", err)
+		return false, fmt.Errorf("read the answer: %w", err)
 	}
 	runtime.KeepAlive(p) // the acceptor has read the probe, or given up
 	a, err := parseAnswer(b[:k])
@@ -195,15 +206,10 @@ func (n *Network) handshake(sock *net.UnixConn, addr string, hello []byte) (*con
 		err = fmt.Errorf("%w: the listener (version %d) refused with status %d (version %d here)", ErrProtocol, a.version, a.status, version)
 	}
 	if err != nil {
-		seg.unmap()
-		return nil, err
+		return false, err
 	}
-	readsAcceptor := readable(pid, a.probeAddress, a.probeBytes)
-	if _, err := sock.Write(appendFinal(nil, readsAcceptor)); err != nil {
-		seg.unmap()
-		return nil, fmt.Errorf("send the final handshake message: %w", err)
+	if _, err := sock.Write(appendFinal(nil, readable(pid, a.probeAddress, a.probeBytes))); err != nil {
+		return false, fmt.Errorf("send the final handshake message: %w", err)
 	}
-	sock.SetDeadline(time.Time{})
-	local := fmt.Sprintf("nvl:%s/pid%d", Host(), os.Getpid())
-	return newConn(sock, seg, true, local, addr, pid, a.readsDialer, &n.cfg), nil
+	return a.readsDialer, sock.SetDeadline(time.Time{})
 }
