@@ -18,8 +18,8 @@ import (
 // before it yields.
 type mailbox struct {
 	mu     sync.Mutex
-	system ring
-	user   ring
+	system Queue[any]
+	user   Queue[any]
 
 	scheduled atomic.Bool  // a turn is scheduled or running
 	sysCount  atomic.Int32 // the queues' lengths, changed with them
@@ -56,7 +56,7 @@ func (m *mailbox) PostUserMessage(msg any) {
 		return // a queue's nil means empty
 	}
 	m.mu.Lock()
-	m.user.push(msg)
+	m.user.Push(msg)
 	m.userCount.Add(1)
 	m.mu.Unlock()
 	m.schedule()
@@ -67,7 +67,7 @@ func (m *mailbox) PostSystemMessage(msg any) {
 		return
 	}
 	m.mu.Lock()
-	m.system.push(msg)
+	m.system.Push(msg)
 	m.sysCount.Add(1)
 	m.mu.Unlock()
 	m.schedule()
@@ -136,42 +136,13 @@ func (m *mailbox) run() {
 	}
 }
 
-func (m *mailbox) pop(q *ring, count *atomic.Int32) any {
+// pop takes the oldest message of q, or returns nil (no message is nil).
+func (m *mailbox) pop(q *Queue[any], count *atomic.Int32) any {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	v := q.pop()
-	if v != nil {
+	v, ok := q.Pop()
+	if ok {
 		count.Add(-1)
 	}
-	return v
-}
-
-// ring is a FIFO queue over a slice that doubles when full.
-type ring struct {
-	buf  []any
-	head int // index of the oldest message
-	n    int
-}
-
-func (r *ring) push(v any) {
-	if r.n == len(r.buf) {
-		grown := make([]any, max(8, 2*len(r.buf)))
-		for i := range r.n {
-			grown[i] = r.buf[(r.head+i)%len(r.buf)]
-		}
-		r.buf, r.head = grown, 0
-	}
-	r.buf[(r.head+r.n)%len(r.buf)] = v
-	r.n++
-}
-
-func (r *ring) pop() any {
-	if r.n == 0 {
-		return nil
-	}
-	v := r.buf[r.head]
-	r.buf[r.head] = nil // keep nothing alive
-	r.head = (r.head + 1) % len(r.buf)
-	r.n--
 	return v
 }

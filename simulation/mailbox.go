@@ -1,6 +1,10 @@
 package simulation
 
-import "github.com/asynkron/protoactor-go/actor"
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors"
+)
 
 // mailbox is every simulated actor's mailbox. Its turns run on the loop,
 // one goroutine, so it needs none of the default mailbox's atomics; it
@@ -19,8 +23,8 @@ type mailbox struct {
 	invoker   actor.MessageInvoker
 	loop      actor.Dispatcher
 	turn      func()
-	system    fifo
-	user      fifo
+	system    actors.Queue[any]
+	user      actors.Queue[any]
 	scheduled bool
 	suspended bool
 }
@@ -43,15 +47,15 @@ func (m *mailbox) RegisterHandlers(invoker actor.MessageInvoker, loop actor.Disp
 
 func (m *mailbox) Start() {}
 
-func (m *mailbox) UserMessageCount() int { return m.user.len() }
+func (m *mailbox) UserMessageCount() int { return m.user.Len() }
 
 func (m *mailbox) PostUserMessage(msg any) {
-	m.user.push(msg)
+	m.user.Push(msg)
 	m.schedule()
 }
 
 func (m *mailbox) PostSystemMessage(msg any) {
-	m.system.push(msg)
+	m.system.Push(msg)
 	m.schedule()
 }
 
@@ -81,7 +85,8 @@ func (m *mailbox) run() (finished bool) {
 		}
 	}()
 	for {
-		if msg = m.system.pop(); msg != nil {
+		var ok bool
+		if msg, ok = m.system.Pop(); ok {
 			switch msg.(type) {
 			case *actor.SuspendMailbox:
 				m.suspended = true
@@ -96,32 +101,10 @@ func (m *mailbox) run() (finished bool) {
 		if m.suspended {
 			return true
 		}
-		if msg = m.user.pop(); msg == nil {
+		if msg, ok = m.user.Pop(); !ok {
 			return true
 		}
 		m.trace.add(m.self, msg)
 		m.invoker.InvokeUserMessage(msg)
 	}
-}
-
-// fifo is a queue on a slice whose storage is reused once it empties.
-type fifo struct {
-	items []any
-	head  int
-}
-
-func (q *fifo) len() int { return len(q.items) - q.head }
-
-func (q *fifo) push(msg any) { q.items = append(q.items, msg) }
-
-// pop returns the oldest message, or nil.
-func (q *fifo) pop() any {
-	if q.head == len(q.items) {
-		q.items, q.head = q.items[:0], 0
-		return nil
-	}
-	msg := q.items[q.head]
-	q.items[q.head] = nil
-	q.head++
-	return msg
 }

@@ -110,7 +110,7 @@ type rankActor struct {
 	cfg Config
 
 	links   links
-	queue   requests
+	queue   actors.Queue[*collective.Request] // operations waiting to run, oldest first
 	running *collective.Request
 	// runner is the collective actor: it runs the operations one at a time,
 	// and lives on after each that succeeds; nil before the first, and
@@ -268,17 +268,21 @@ func (r *rankActor) submit(ctx actor.Context, req *collective.Request) {
 		r.reject(req, commerr.ErrFinalized, nil)
 		return
 	}
-	r.queue.push(req)
+	r.queue.Push(req)
 	r.next(ctx)
 }
 
 // next starts the oldest queued operation if none is running, and completes
 // a pending Finalize once nothing is left.
 func (r *rankActor) next(ctx actor.Context) {
-	for r.running == nil && r.queue.len() > 0 {
-		r.start(ctx, r.queue.pop())
+	for r.running == nil {
+		req, ok := r.queue.Pop()
+		if !ok {
+			break
+		}
+		r.start(ctx, req)
 	}
-	if r.running == nil && r.queue.len() == 0 && r.finalize != nil && !r.closing {
+	if r.running == nil && r.queue.Len() == 0 && r.finalize != nil && !r.closing {
 		r.closing = true
 		r.sayBye(ctx)
 		r.stopLinks(ctx, true)
@@ -421,10 +425,9 @@ func (r *rankActor) abort(ctx actor.Context, err error) {
 }
 
 func (r *rankActor) rejectQueued(err error, ranks []int) {
-	for _, req := range r.queue.waiting() {
+	for req, ok := r.queue.Pop(); ok; req, ok = r.queue.Pop() {
 		r.reject(req, err, ranks)
 	}
-	r.queue = requests{}
 }
 
 func (r *rankActor) cancel(ctx actor.Context, m *Cancel) {
@@ -432,9 +435,9 @@ func (r *rankActor) cancel(ctx actor.Context, m *Cancel) {
 		r.tell(ctx, &collective.Fail{Err: m.Err, Tell: true})
 		return
 	}
-	for i, req := range r.queue.waiting() {
-		if req.Seq == m.Seq {
-			r.queue.remove(i)
+	for i := range r.queue.Len() {
+		if req := r.queue.At(i); req.Seq == m.Seq {
+			r.queue.Remove(i)
 			r.reject(req, m.Err, nil)
 			return
 		}
@@ -456,41 +459,5 @@ func (r *rankActor) stopLinks(ctx actor.Context, flush bool) {
 		} else {
 			ctx.Poison(l.pid)
 		}
-	}
-}
-
-// requests is the queue of operations waiting to run, oldest first: a
-// slice read from a moving head, so that taking the oldest is O(1) however
-// many asynchronous operations wait, and that appending reuses the array
-// once it empties.
-type requests struct {
-	q    []*collective.Request
-	head int
-}
-
-func (f *requests) push(r *collective.Request) { f.q = append(f.q, r) }
-
-func (f *requests) len() int { return len(f.q) - f.head }
-
-// waiting returns the queued operations, oldest first.
-func (f *requests) waiting() []*collective.Request { return f.q[f.head:] }
-
-func (f *requests) pop() *collective.Request {
-	r := f.q[f.head]
-	f.q[f.head] = nil
-	if f.head++; f.head == len(f.q) {
-		f.q, f.head = f.q[:0], 0
-	}
-	return r
-}
-
-// remove drops waiting()[i].
-func (f *requests) remove(i int) {
-	at := f.head + i
-	copy(f.q[at:], f.q[at+1:])
-	f.q[len(f.q)-1] = nil
-	f.q = f.q[:len(f.q)-1]
-	if f.head == len(f.q) {
-		f.q, f.head = f.q[:0], 0
 	}
 }
