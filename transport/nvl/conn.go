@@ -323,8 +323,12 @@ func (c *conn) flushLocked() {
 		c.queue[c.qHead] = outgoing{}
 		c.qHead++
 	}
-	if c.qHead == len(c.queue) {
-		c.queue, c.qHead = c.queue[:0], 0
+	if c.qHead > len(c.queue)/2 {
+		// Move what waits to the front, so that a queue that never quite
+		// empties (the peer always behind) does not grow without end.
+		n := copy(c.queue, c.queue[c.qHead:])
+		clear(c.queue[n:])
+		c.queue, c.qHead = c.queue[:n], 0
 	}
 	c.waiting.Store(int32(len(c.queue) - c.qHead))
 	if wrote && c.tx.ctl.asleep.Load() == 1 && c.tx.ctl.asleep.CompareAndSwap(1, 0) {
