@@ -25,13 +25,14 @@ func (c *Comm) AllReduceAsync(t *Tensor, op ReduceOp, opts ...CallOption) *Work 
 }
 
 // roomOp is an Op with room for the counts and tensor lists of a
-// collective, so that they come with its opRecord: inline for one tensor
-// a side, else in blocks, whose room lasts across uses; a caller's list
-// of tensors is used as it is.
+// collective, or the message of a send or receive, so that they come with
+// its opRecord: inline for one tensor a side, else in blocks, whose room
+// lasts across uses; a caller's list of tensors is used as it is.
 type roomOp struct {
 	Op
 	count   [1]int
 	in, out [1]*Tensor
+	msg     [1]P2P
 	blocks  blockRoom
 }
 

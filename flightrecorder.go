@@ -158,22 +158,22 @@ func terminalState(err error) FlightState {
 	return FlightFailed
 }
 
-// add stores a new entry for op and returns its number.
+// add stores a new entry for op and returns its number. An entry that
+// falls off the ring lends its Peers' room to the new one.
 func (r *FlightRecorder) add(op *Op, w *Work) (uint64, bool) {
 	if r.capacity == 0 {
 		return 0, false
 	}
-	s := flightSlot{entry: newFlightEntry(op), work: w}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := r.next
 	r.next++
 	// The ring grows as it fills, so a large capacity costs nothing unused.
 	if len(r.ring) < r.capacity {
-		r.ring = append(r.ring, s)
-	} else {
-		r.ring[k%uint64(r.capacity)] = s
+		r.ring = append(r.ring, flightSlot{})
 	}
+	s := &r.ring[k%uint64(r.capacity)]
+	*s = flightSlot{entry: newFlightEntry(op, s.entry.Peers[:0]), work: w}
 	return k, true
 }
 
@@ -186,8 +186,10 @@ func (r *FlightRecorder) update(k uint64, f func(*flightSlot)) {
 	}
 }
 
-func newFlightEntry(op *Op) FlightEntry {
-	e := FlightEntry{ID: op.ID, Seq: op.Seq, Op: op.Name, Root: op.Root, State: FlightIssued, Issued: time.Now()}
+// newFlightEntry returns the entry of op, issued now, appending its peers
+// to peers.
+func newFlightEntry(op *Op, peers []int) FlightEntry {
+	e := FlightEntry{ID: op.ID, Seq: op.Seq, Op: op.Name, Root: op.Root, State: FlightIssued, Issued: time.Now(), Peers: peers}
 	if op.DType.Valid() {
 		e.DType = op.DType.String()
 	}

@@ -116,6 +116,13 @@ type nativeOp struct {
 	// across uses; they start in one, room for a tensor each.
 	in, out [][]byte
 	one     [2][]byte
+	// msgs and wire hold a point-to-point operation's message shapes
+	// and identities, kept with their capacity; they start in oneMsg
+	// and oneWire.
+	msgs    []collective.Message
+	wire    []collective.P2PMessage
+	oneWire [1]collective.P2PMessage
+	oneMsg  [1]collective.Message
 }
 
 // clear empties o for reuse, keeping no tensor or Work alive.
@@ -125,6 +132,7 @@ func (o *nativeOp) clear() {
 	clear(o.in)
 	clear(o.out)
 	o.in, o.out, o.one = o.in[:0], o.out[:0], [2][]byte{} // one may hold what in or out had before growing
+	o.msgs, o.wire = o.msgs[:0], o.wire[:0]               // hold no pointers
 }
 
 // request turns a validated Op into the rank actor's request, in o.
@@ -150,7 +158,7 @@ func (n *native) request(op *Op, done Completion, o *nativeOp) (*collective.Requ
 		req.Sig = collective.Sig(0, op.DType, red, -1, nil)
 		return req, nil
 	case op.Kind == 0:
-		n.p2pRequest(op, req)
+		n.p2pRequest(op, req, o)
 		return req, nil
 	}
 	chunk, err := n.intHint(op, HintChunkBytes)
@@ -170,30 +178,22 @@ func (n *native) request(op *Op, done Completion, o *nativeOp) (*collective.Requ
 }
 
 // p2pRequest lays a point-to-point operation out as a schedule over bytes:
-// message i reads or writes block i, so a batch may mix dtypes.
-func (n *native) p2pRequest(op *Op, req *collective.Request) {
-	b := algorithms.NewBuilder(n.cfg.Rank, n.cfg.Size)
-	req.DType = Uint8
-	req.In, req.Out = make([][]byte, len(op.P2P)), make([][]byte, len(op.P2P))
-	req.P2P = []collective.P2PMessage{}
-	for i, m := range op.P2P {
-		data := m.Tensor.Bytes()
-		req.In[i], req.Out[i] = data, data
-		if len(data) == 0 {
-			continue
-		}
-		r := algorithms.Region{Block: i, Len: len(data)}
-		if m.Send {
-			r.Buf = algorithms.Input
-			b.Send(m.Peer, r)
-		} else {
-			r.Buf = algorithms.Output
-			b.Recv(m.Peer, r)
-		}
-		req.P2P = append(req.P2P, collective.P2PMessage{Peer: m.Peer, Send: m.Send, Tag: uint32(m.Tag)})
+// message i reads or writes block i, so a batch may mix dtypes. Its
+// lists go in o's room; request has emptied In and Out there.
+func (n *native) p2pRequest(op *Op, req *collective.Request, o *nativeOp) {
+	if o.wire == nil {
+		o.msgs, o.wire = o.oneMsg[:0], o.oneWire[:0]
 	}
-	req.Schedule = b.Build("point_to_point")
-	req.Sig = collective.Sig(0, 0, 0, -1, nil)
+	for _, m := range op.P2P {
+		data := m.Tensor.Bytes()
+		o.in, o.out = append(o.in, data), append(o.out, data)
+		o.msgs = append(o.msgs, collective.Message{Peer: m.Peer, Send: m.Send, Bytes: len(data)})
+		if len(data) > 0 {
+			o.wire = append(o.wire, collective.P2PMessage{Peer: m.Peer, Send: m.Send, Tag: uint32(m.Tag)})
+		}
+	}
+	req.DType, req.In, req.Out, req.P2P = Uint8, o.in, o.out, o.wire
+	n.plans.PlanMessages(req, n.cfg.Rank, n.cfg.Size, o.msgs)
 }
 
 func (n *native) hint(op *Op, key string) string {

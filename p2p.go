@@ -10,43 +10,41 @@ import (
 // Send sends t to rank dst, which receives it with Recv. Sends are eager:
 // a Send completes once its data has left this rank.
 func (c *Comm) Send(ctx context.Context, t *Tensor, dst int, opts ...CallOption) error {
-	o, err := c.p2p(OpSend, true, t, dst, opts)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.p2p(&r.op, OpSend, true, t, dst, opts), opts)
 }
 
 // SendAsync is the async form of Send.
 func (c *Comm) SendAsync(t *Tensor, dst int, opts ...CallOption) *Work {
-	o, err := c.p2p(OpSend, true, t, dst, opts)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.p2p(&r.op, OpSend, true, t, dst, opts), opts)
 }
 
 // Recv receives into t what rank src sent with Send.
 func (c *Comm) Recv(ctx context.Context, t *Tensor, src int, opts ...CallOption) error {
-	o, err := c.p2p(OpRecv, false, t, src, opts)
-	return c.run(ctx, o, err, opts)
+	r := c.record()
+	return c.runRecord(ctx, r, c.p2p(&r.op, OpRecv, false, t, src, opts), opts)
 }
 
 // RecvAsync is the async form of Recv.
 func (c *Comm) RecvAsync(t *Tensor, src int, opts ...CallOption) *Work {
-	o, err := c.p2p(OpRecv, false, t, src, opts)
-	return c.start(o, err, opts)
+	r := c.record()
+	return c.startRecord(r, c.p2p(&r.op, OpRecv, false, t, src, opts), opts)
 }
 
-func (c *Comm) p2p(name OpName, send bool, t *Tensor, peer int, opts []CallOption) (*Op, error) {
-	o := &Op{Name: name, Root: -1}
+func (c *Comm) p2p(s *roomOp, name OpName, send bool, t *Tensor, peer int, opts []CallOption) error {
+	s.Op = Op{Name: name, Root: -1}
 	m, err := c.message(send, t, peer, opts)
 	if err != nil {
-		return o, err
+		return err
 	}
-	o.DType, o.P2P = t.DType(), []P2P{m}
-	return o, nil
+	s.msg[0] = m
+	s.DType, s.P2P = t.DType(), s.msg[:]
+	return nil
 }
 
 func (c *Comm) message(send bool, t *Tensor, peer int, opts []CallOption) (P2P, error) {
-	var cc call
-	for _, o := range opts {
-		o(&cc)
-	}
+	cc := callOf(opts)
 	what := "source"
 	if send {
 		what = "destination"
@@ -97,24 +95,24 @@ func (b *Batch) add(send bool, t *Tensor, peer int, opts []CallOption) *Batch {
 
 // Issue runs the batch and waits for it.
 func (b *Batch) Issue(ctx context.Context, opts ...CallOption) error {
-	o, err := b.op()
-	return b.c.run(ctx, o, err, opts)
+	r := b.c.record()
+	return b.c.runRecord(ctx, r, b.op(&r.op), opts)
 }
 
 // IssueAsync runs the batch and returns its Work.
 func (b *Batch) IssueAsync(opts ...CallOption) *Work {
-	o, err := b.op()
-	return b.c.start(o, err, opts)
+	r := b.c.record()
+	return b.c.startRecord(r, b.op(&r.op), opts)
 }
 
-func (b *Batch) op() (*Op, error) {
-	o := &Op{Name: OpBatch, Root: -1, P2P: b.ops}
+func (b *Batch) op(s *roomOp) error {
+	s.Op = Op{Name: OpBatch, Root: -1, P2P: b.ops}
 	if b.err != nil {
-		return o, b.err
+		return b.err
 	}
 	if len(b.ops) == 0 {
-		return o, commerr.Invalid("empty batch")
+		return commerr.Invalid("empty batch")
 	}
-	o.DType = b.ops[0].Tensor.DType()
-	return o, nil
+	s.DType = b.ops[0].Tensor.DType()
+	return nil
 }

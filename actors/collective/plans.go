@@ -23,8 +23,10 @@ type Plans struct {
 // plansKept bounds the plans kept: a training loop repeats a few shapes.
 const plansKept = 16
 
-// plan is what Plan sets on a request of a spec, dtype and reduction.
+// plan is what Plan sets on a request of a spec, dtype and reduction,
+// or what PlanMessages sets on one of messages.
 type plan struct {
+	msgs     []Message // nil for a collective's plan
 	spec     algorithms.Spec
 	dtype    tensor.DType
 	reduces  bool
@@ -58,6 +60,56 @@ func (p *Plans) Plan(r *Request, spec algorithms.Spec) error {
 	if pl.reduces = r.Reduce.Valid(); pl.reduces {
 		pl.red = r.Reduce.Kind()
 	}
+	p.keep(pl)
+	return nil
+}
+
+// Message is the shape of one point-to-point message of a batch: all its
+// schedule depends on.
+type Message struct {
+	Peer  int
+	Send  bool
+	Bytes int
+}
+
+// PlanMessages sets the schedule of r, a batch of point-to-point
+// messages of these shapes between rank and the others of size ranks, from
+// the cache when it can be: message i reads block i of In if it sends, or
+// writes block i of Out; an empty one moves nothing.
+func (p *Plans) PlanMessages(r *Request, rank, size int, msgs []Message) {
+	p.mu.Lock()
+	for i, pl := range p.plans {
+		if pl.msgs != nil && pl.spec.Rank == rank && pl.spec.Size == size && slices.Equal(pl.msgs, msgs) {
+			copy(p.plans[1:i+1], p.plans[:i])
+			p.plans[0] = pl
+			p.mu.Unlock()
+			r.Schedule, r.Sig, r.peers = pl.schedule, pl.sig, pl.peers
+			return
+		}
+	}
+	p.mu.Unlock()
+	b := algorithms.NewBuilder(rank, size)
+	for i, m := range msgs {
+		if m.Bytes == 0 {
+			continue
+		}
+		reg := algorithms.Region{Block: i, Len: m.Bytes}
+		if m.Send {
+			reg.Buf = algorithms.Input
+			b.Send(m.Peer, reg)
+		} else {
+			reg.Buf = algorithms.Output
+			b.Recv(m.Peer, reg)
+		}
+	}
+	r.Schedule, r.Sig = b.Build("point_to_point"), Sig(0, 0, 0, -1, nil)
+	pl := &plan{msgs: slices.Clone(msgs), schedule: r.Schedule, sig: r.Sig, peers: r.Peers()}
+	pl.spec.Rank, pl.spec.Size = rank, size
+	p.keep(pl)
+}
+
+// keep puts pl first, dropping the least recently used plan if full.
+func (p *Plans) keep(pl *plan) {
 	p.mu.Lock()
 	if len(p.plans) < plansKept {
 		p.plans = append(p.plans, nil)
@@ -65,13 +117,12 @@ func (p *Plans) Plan(r *Request, spec algorithms.Spec) error {
 	copy(p.plans[1:], p.plans)
 	p.plans[0] = pl
 	p.mu.Unlock()
-	return nil
 }
 
 // fits reports whether pl is the plan of r and s: everything Plan reads.
 func (pl *plan) fits(r *Request, s *algorithms.Spec) bool {
 	a := &pl.spec
-	if a.Kind != s.Kind || a.Rank != s.Rank || a.Size != s.Size || a.Root != s.Root ||
+	if pl.msgs != nil || a.Kind != s.Kind || a.Rank != s.Rank || a.Size != s.Size || a.Root != s.Root ||
 		a.ElemSize != s.ElemSize || a.ChunkBytes != s.ChunkBytes || a.InPlace != s.InPlace ||
 		a.LocalSize != s.LocalSize || a.Algorithm != s.Algorithm ||
 		!slices.Equal(a.Counts, s.Counts) || !slices.Equal(a.SendCounts, s.SendCounts) ||

@@ -74,3 +74,72 @@ func TestPlansKnowEverySpecField(t *testing.T) {
 		t.Fatalf("algorithms.Spec has %d fields, plan.fits compares 12", n)
 	}
 }
+
+// TestPlanMessages: a batch's schedule sends each non-empty send from its
+// input block and receives each non-empty receive into its output block,
+// and the same shapes planned again share it, among collectives' plans.
+func TestPlanMessages(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var plans Plans
+		for range rapid.IntRange(1, 30).Draw(t, "ops") {
+			size := rapid.IntRange(2, 5).Draw(t, "size")
+			rank := rapid.IntRange(0, size-1).Draw(t, "rank")
+			if rapid.Bool().Draw(t, "collective") {
+				spec := algorithms.Spec{Kind: algorithms.AllReduce, Rank: rank, Size: size, Counts: []int{size}, ElemSize: 4}
+				if err := plans.Plan(&Request{DType: tensor.Float32, Reduce: reduce.New(reduce.Sum)}, spec); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			msgs := make([]Message, rapid.IntRange(0, 4).Draw(t, "messages"))
+			var peers []int
+			for i := range msgs {
+				peer := (rank + rapid.IntRange(1, size-1).Draw(t, "offset")) % size
+				msgs[i] = Message{Peer: peer, Send: rapid.Bool().Draw(t, "send"), Bytes: rapid.IntRange(0, 3).Draw(t, "bytes")}
+				if msgs[i].Bytes > 0 {
+					peers = append(peers, peer)
+				}
+			}
+			r := &Request{P2P: []P2PMessage{}}
+			for _, m := range msgs {
+				if m.Bytes > 0 {
+					r.P2P = append(r.P2P, P2PMessage{Peer: m.Peer, Send: m.Send})
+				}
+			}
+			plans.PlanMessages(r, rank, size, msgs)
+			var moved []Message
+			for _, s := range r.Schedule.Steps {
+				switch {
+				case s.Prim == algorithms.Send:
+					if s.Src.Buf != algorithms.Input {
+						t.Fatalf("a send reads %v", s.Src)
+					}
+					moved = append(moved, Message{Peer: s.Peer, Send: true, Bytes: s.Src.Len})
+					if msgs[s.Src.Block] != moved[len(moved)-1] {
+						t.Fatalf("step %+v sends block %d of %+v", s, s.Src.Block, msgs)
+					}
+				case s.Prim.Receives():
+					if s.Dst.Buf != algorithms.Output {
+						t.Fatalf("a receive writes %v", s.Dst)
+					}
+					moved = append(moved, Message{Peer: s.Peer, Bytes: s.Dst.Len})
+					if msgs[s.Dst.Block] != moved[len(moved)-1] {
+						t.Fatalf("step %+v receives block %d of %+v", s, s.Dst.Block, msgs)
+					}
+				}
+			}
+			if want := slices.DeleteFunc(slices.Clone(msgs), func(m Message) bool { return m.Bytes == 0 }); len(moved) != len(want) {
+				t.Fatalf("%+v: schedule moves %+v", msgs, moved)
+			}
+			slices.Sort(peers)
+			if got := r.Peers(); !slices.Equal(got, slices.Compact(peers)) {
+				t.Fatalf("%+v: peers %v", msgs, got)
+			}
+			again := &Request{P2P: r.P2P}
+			plans.PlanMessages(again, rank, size, slices.Clone(msgs))
+			if again.Schedule != r.Schedule || again.Sig != r.Sig {
+				t.Fatalf("%+v planned twice, two schedules", msgs)
+			}
+		}
+	})
+}
