@@ -38,6 +38,7 @@ type Comm struct {
 	seq       uint64
 	splits    int
 	shrinks   int
+	windows   uint64 // windows made, which numbers the next
 	finalized bool
 	aborted   atomic.Bool
 	abortCh   chan struct{} // closed by Abort: unblocks splits in progress

@@ -19,6 +19,9 @@ const (
 	// Link frames belong to the link layer itself (acknowledgements,
 	// resumption after a reconnect): they never reach an operation.
 	Link
+	// Window frames carry one-sided operations on a window and their
+	// replies (actors/window).
+	Window
 )
 
 func (k Kind) String() string {
@@ -31,6 +34,8 @@ func (k Kind) String() string {
 		return "control"
 	case Link:
 		return "link"
+	case Window:
+		return "window"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

@@ -24,7 +24,7 @@ type Key struct {
 
 // KeyOf returns the routing key of an inbound frame.
 func KeyOf(h transport.Header) Key {
-	if h.Kind == transport.Collective {
+	if h.Kind == transport.Collective || h.Kind == transport.Window {
 		return Key{Kind: h.Kind, Seq: h.Seq}
 	}
 	return Key{Kind: h.Kind, Seq: h.Seq, Tag: h.Tag}
@@ -99,7 +99,8 @@ func (l *freeList[T]) put(v *T) {
 // Route asks the link to deliver the next Frames (at least one) frames of
 // Key to To, stashed ones first, and then to forget the key: an operation that gets
 // every frame it expects needs no Unroute, which saves a message per link
-// and operation. Routing a collective sequence number also discards
+// and operation. Frames Unbounded routes every frame of Key until an
+// Unroute: a window's. Routing a collective sequence number also discards
 // stashed collective frames of earlier sequence numbers: ops on a
 // communicator run one at a time, so those belong to operations that
 // already failed here.
@@ -108,6 +109,9 @@ type Route struct {
 	To     *actor.PID
 	Frames int
 }
+
+// Unbounded is the Frames of a Route that does not run out.
+const Unbounded = -1
 
 // Unroute ends a Route before its frames have all come: the operation
 // ended without them.
@@ -319,7 +323,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 // a routed operation, for the acknowledgement of a lent payload, or for an
 // agreement (Watch).
 func (l *linkActor) waiting() bool {
-	return l.failed == nil && (len(l.routing.routes) > 0 || l.out.lent > 0 || l.watched)
+	return l.failed == nil && (l.routing.expecting() || l.out.lent > 0 || l.watched)
 }
 
 // watch starts watching the peer when the link comes to wait on it, and

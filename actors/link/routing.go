@@ -22,7 +22,8 @@ type routing struct {
 // spareKept bounds the spare arrays kept.
 const spareKept = 8
 
-// route is where the frames of a key go, and how many more will.
+// route is where the frames of a key go, and how many more will; a
+// negative count never runs out.
 type route struct {
 	key  Key
 	to   *actor.PID
@@ -41,6 +42,9 @@ func (rt *routing) take(key Key) (to *actor.PID, ok, ended bool) {
 	for i := range rt.routes {
 		if r := &rt.routes[i]; r.key == key {
 			to = r.to
+			if r.left < 0 {
+				return to, true, false
+			}
 			if r.left--; r.left == 0 {
 				rt.routes = deleteAt(rt.routes, i)
 				ended = true
@@ -59,7 +63,10 @@ func (rt *routing) add(key Key, to *actor.PID, frames int) []transport.Frame {
 	var taken []transport.Frame
 	if i := rt.stashed(key); i >= 0 {
 		s := &rt.stash[i]
-		n := min(len(s.frames), frames)
+		n := len(s.frames)
+		if frames >= 0 {
+			n = min(n, frames)
+		}
 		all := s.frames[:n] // spared whole: it grew to what a key stashes
 		taken, s.frames = all[:n:n], s.frames[n:]
 		if len(s.frames) == 0 {
@@ -67,10 +74,21 @@ func (rt *routing) add(key Key, to *actor.PID, frames int) []transport.Frame {
 			rt.stash = deleteAt(rt.stash, i)
 		}
 	}
-	if left := frames - len(taken); left > 0 {
+	if left := frames - len(taken); frames < 0 || left > 0 {
 		rt.routes = append(rt.routes, route{key: key, to: to, left: left})
 	}
 	return taken
+}
+
+// expecting reports whether an operation waits for frames here: a route
+// that runs out. A window's waits for nothing in particular.
+func (rt *routing) expecting() bool {
+	for _, r := range rt.routes {
+		if r.left > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // unroute ends the route of key, if there is one.

@@ -15,6 +15,7 @@ import (
 	"github.com/gocomms/gocomms/actors/collective"
 	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/actors/supervisor"
+	"github.com/gocomms/gocomms/actors/window"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/transport"
 )
@@ -70,7 +71,9 @@ type Finalize struct{ Done func() }
 // Props returns the Props of the rank actor.
 func Props(rt *actors.Runtime, cfg Config) *actor.Props {
 	strategy := supervisor.New(rt, supervisor.DefaultLinkPolicy)
-	strategy.Temporary = func(child *actor.PID) bool { return strings.Contains(child.Id, "/"+opPrefix) }
+	strategy.Temporary = func(child *actor.PID) bool {
+		return strings.Contains(child.Id, "/"+opPrefix) || strings.Contains(child.Id, "/"+windowPrefix)
+	}
 	return rt.Props(func() actor.Actor { return newRank(rt, cfg) }, actor.WithSupervisor(strategy))
 }
 
@@ -144,6 +147,8 @@ type rankActor struct {
 	agreeEarly    map[uint64][]agree.Msg
 	agreeWatched  map[int]bool // peers whose links watch them for the agreement
 
+	windows []openWindow
+
 	aborted  error
 	finalize func()
 	closing  bool // finalizing: waiting for the links to stop
@@ -197,6 +202,12 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	case *Finalize:
 		r.finalize = m.Done
 		r.next(ctx)
+	case *OpenWindow:
+		r.openWindow(ctx, m)
+	case *CloseWindow:
+		r.closeWindow(ctx, m)
+	case *window.NeedLink:
+		r.needLink(ctx, m)
 	case *Connected:
 		switch {
 		case r.finalize != nil:
@@ -223,6 +234,9 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		r.links = links{}
 	case *actor.Terminated:
+		if r.windowStopped(m.Who) {
+			return
+		}
 		if r.runner != nil && r.runner.Equal(m.Who) {
 			r.runner = nil
 			r.runnerStopped(ctx)
@@ -336,7 +350,9 @@ func (r *rankActor) connect(ctx actor.Context, peer int) (*peerLink, error) {
 		Redial:    func() (transport.Conn, error) { return r.cfg.Connect(peer) },
 		Heartbeat: heartbeat, Silence: silence,
 	})
-	return r.links.add(peer, ctx.SpawnPrefix(props, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend), nil
+	l := r.links.add(peer, ctx.SpawnPrefix(props, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend)
+	r.routeWindows(ctx, l)
+	return l, nil
 }
 
 func (r *rankActor) start(ctx actor.Context, req *collective.Request) {

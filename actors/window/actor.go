@@ -1,0 +1,485 @@
+package window
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/actors/link"
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/tensor"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// Config describes one rank's window.
+type Config struct {
+	Comm   string // communicator name, for errors
+	CommID uint64
+	ID     uint64 // the window's number in its communicator, the same on every rank
+	Rank   int
+	Size   int
+	Memory []byte // the window, this rank's; its length is the same on every rank
+	Slots  int    // signal slots
+}
+
+// Op asks the window's actor to carry out one of this rank's operations
+// on Peer's window. The caller has checked it against the window's size,
+// which is every rank's. Data is the actor's from then on.
+type Op struct {
+	Code   Code
+	Peer   int
+	Offset uint64 // bytes into the window
+	Len    uint64 // bytes the operation covers in the window
+	Data   []byte // what a put or an accumulate writes; the operand of a fetch; value then compare for a swap
+	Result []byte // where what a get or a fetch reads back goes: Len bytes
+	DType  tensor.DType
+	Reduce reduce.Kind
+	// A put or a signal may change a signal slot of the target: Signal
+	// with Slot and Value.
+	Signal SignalOp
+	Slot   int
+	Value  uint64
+	// Timeout bounds the wait for a reply; zero waits as long as the
+	// window lives.
+	Timeout time.Duration
+	// Done is called once, from the actor, when the operation has ended:
+	// for a put, an accumulate or a signal without reply, once its frame
+	// is on its way (the data was copied); for the rest, once the reply
+	// came, with Result filled.
+	Done func(error)
+}
+
+// Wait asks for the slot of this rank's window to compare with Value as
+// Cmp says; with Consume, it waits for the next signal not yet counted
+// (counting semantics: N signals satisfy N waits) instead. Done is called
+// once, from the actor, with the slot's value then. Waits are numbered by
+// the caller (ID) so that CancelWait can name one.
+type Wait struct {
+	ID      uint64
+	Slot    int
+	Cmp     Cmp
+	Value   uint64
+	Consume bool
+	Done    func(uint64, error)
+}
+
+// CancelWait ends a wait that has not been satisfied, with Err.
+type CancelWait struct {
+	ID  uint64
+	Err error
+}
+
+// Read reads a signal slot of this rank's window in the actor's order,
+// and with Reset sets it to zero in the same step, so that no signal
+// falls between the two. Done is called with the value it had.
+type Read struct {
+	Slot  int
+	Reset bool
+	Done  func(uint64, error)
+}
+
+// NeedLink asks the window's parent for the link to Peer; the parent
+// answers From with Link.
+type NeedLink struct {
+	Peer int
+	From *actor.PID
+}
+
+// Link is the parent's answer to NeedLink: the link actor, or why there
+// is none.
+type Link struct {
+	Peer int
+	PID  *actor.PID
+	Err  error
+}
+
+// Props returns the Props of a window actor.
+func Props(rt *actors.Runtime, cfg Config) *actor.Props {
+	return rt.Props(func() actor.Actor { return newWindow(rt, cfg) })
+}
+
+// pending is an operation waiting for its reply.
+type pending struct {
+	id       uint64
+	op       *Op
+	deadline time.Time // zero: none
+}
+
+type windowActor struct {
+	rt  *actors.Runtime
+	cfg Config
+	tgt target
+
+	nextID  uint64
+	pending []pending // operations waiting for a reply, by increasing number
+	links   map[int]*actor.PID
+	// unlinked holds the frames for peers whose link the parent has not
+	// named yet, in the order they go, and the peers in the order asked.
+	unlinked map[int][]transport.Frame
+	asked    []int
+	applied  map[int]uint64 // the last operation applied, by origin
+	waits   []*Wait
+	counted []uint64 // per slot, the signals counting waits took
+	timer   *actors.Timer
+	sends   link.SendPool
+	out     []byte // a reply's payload, built here before it is copied
+
+	// failed, once set, fails every later operation: the window is
+	// revoked.
+	failed error
+}
+
+type checkTimeouts struct{}
+
+func newWindow(rt *actors.Runtime, cfg Config) *windowActor {
+	return &windowActor{
+		rt: rt, cfg: cfg,
+		tgt:     target{mem: cfg.Memory, slots: make([]uint64, cfg.Slots)},
+		counted: make([]uint64, cfg.Slots),
+		links:    map[int]*actor.PID{},
+		unlinked: map[int][]transport.Frame{},
+		applied:  map[int]uint64{},
+	}
+}
+
+func (w *windowActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		w.timer = w.rt.NewTimer(ctx.Self(), checkTimeouts{})
+	case *Op:
+		w.issue(ctx, m)
+	case *Wait:
+		w.wait(m)
+	case *CancelWait:
+		w.cancelWait(m)
+	case *Read:
+		w.read(m)
+	case *Link:
+		w.linked(ctx, m)
+	case *link.Delivered:
+		w.delivered(ctx, m)
+	case *link.Failed:
+		w.fail(fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err))
+	case checkTimeouts:
+		if w.timer.Fired() {
+			w.expire()
+		}
+	case *actor.Stopping:
+		w.timer.Stop()
+		w.fail(ErrClosed)
+	}
+}
+
+// ErrClosed fails the operations still waiting when their window closes,
+// and every operation on a closed window.
+var ErrClosed = errors.New("gocomms: window closed")
+
+// issue starts op: at once on this rank's own window, else as a frame to
+// its peer.
+func (w *windowActor) issue(ctx actor.Context, op *Op) {
+	if w.failed != nil {
+		transport.PutBuffer(op.Data)
+		op.Done(w.failed)
+		return
+	}
+	if op.Peer == w.cfg.Rank {
+		w.applyLocal(op)
+		return
+	}
+	w.nextID++
+	id := w.nextID
+	r := op.request()
+	p := transport.GetBuffer(requestSize + len(op.Data))
+	r.encode(p)
+	copy(p[requestSize:], op.Data)
+	transport.PutBuffer(op.Data)
+	op.Data = nil
+	w.send(ctx, op.Peer, transport.Frame{
+		Header:  transport.Header{Comm: w.cfg.CommID, Kind: transport.Window, Seq: w.cfg.ID, Tag: uint32(op.Code), Sig: id},
+		Payload: p,
+	})
+	if !op.Code.replies() {
+		op.Done(nil)
+		return
+	}
+	pd := pending{id: id, op: op}
+	if op.Timeout > 0 {
+		pd.deadline = w.rt.Clock.Now().Add(op.Timeout)
+	}
+	w.pending = append(w.pending, pd)
+	if !pd.deadline.IsZero() {
+		w.armTimer()
+	}
+}
+
+// send sends f to peer's link, or keeps it until the parent names the
+// link, in order behind what is kept already.
+func (w *windowActor) send(ctx actor.Context, peer int, f transport.Frame) {
+	if l, ok := w.links[peer]; ok {
+		ctx.Send(l, w.sends.Get(f))
+		return
+	}
+	if _, ok := w.unlinked[peer]; !ok {
+		ctx.Send(ctx.Parent(), &NeedLink{Peer: peer, From: ctx.Self()})
+		w.asked = append(w.asked, peer)
+	}
+	w.unlinked[peer] = append(w.unlinked[peer], f)
+}
+
+func (w *windowActor) linked(ctx actor.Context, m *Link) {
+	frames := w.unlinked[m.Peer]
+	delete(w.unlinked, m.Peer)
+	w.asked = slices.DeleteFunc(w.asked, func(p int) bool { return p == m.Peer })
+	if m.Err != nil {
+		for _, f := range frames {
+			transport.Release(f)
+		}
+		w.fail(fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err))
+		return
+	}
+	w.links[m.Peer] = m.PID
+	for _, f := range frames {
+		ctx.Send(m.PID, w.sends.Get(f))
+	}
+}
+
+// applyLocal applies op to this rank's own window, in the actor's order
+// with the operations of other ranks.
+func (w *windowActor) applyLocal(op *Op) {
+	r := op.request()
+	if err := w.tgt.check(op.Code, &r); err != nil {
+		op.Done(commerr.Invalid("%v", err))
+		return
+	}
+	if op.Code == Signal {
+		w.tgt.signal(op.Slot, op.Signal, op.Value)
+	} else {
+		w.out = w.tgt.apply(op.Code, &r, op.Data, w.out[:0])
+		copy(op.Result, w.out)
+	}
+	transport.PutBuffer(op.Data)
+	op.Done(nil)
+	if op.Signal != SignalNone {
+		w.signalled(op.Slot)
+	}
+}
+
+// request is the wire form of op.
+func (op *Op) request() request {
+	return request{
+		Offset: op.Offset, Len: op.Len, DType: op.DType, Reduce: op.Reduce,
+		SignalOp: op.Signal, Slot: uint32(op.Slot), Value: op.Value,
+	}
+}
+
+func (w *windowActor) delivered(ctx actor.Context, m *link.Delivered) {
+	h := m.Frame.Header
+	if code := Code(h.Tag); code&replyBit != 0 {
+		w.replied(m.Peer, h.Sig, m.Frame.Payload)
+	} else {
+		w.serve(ctx, m.Peer, code, h.Sig, m.Frame.Payload)
+	}
+	transport.Release(m.Frame)
+	m.Recycle()
+}
+
+// serve applies an operation another rank sent, and answers it if it
+// asks for an answer.
+func (w *windowActor) serve(ctx actor.Context, origin int, code Code, id uint64, payload []byte) {
+	if id <= w.applied[origin] {
+		return // applied already: a retransmission
+	}
+	w.applied[origin] = id
+	r, data, err := decodeRequest(code, payload)
+	if err == nil {
+		err = w.tgt.check(code, &r)
+	}
+	w.out = w.out[:0]
+	switch {
+	case err != nil, code == Flush:
+	case code == Signal:
+		w.tgt.signal(int(r.Slot), r.SignalOp, r.Value)
+	default:
+		w.out = w.tgt.apply(code, &r, data, w.out)
+	}
+	switch {
+	case code.replies():
+		w.reply(ctx, origin, code, id, err)
+	case err != nil:
+		w.rt.Logger.Warn("window: dropped an operation the target cannot apply", "comm", w.cfg.Comm, "window", w.cfg.ID, "origin", origin, "err", err)
+	}
+	if err == nil && r.SignalOp != SignalNone {
+		w.signalled(int(r.Slot))
+	}
+}
+
+// reply answers operation id of origin: with what w.out holds, or err.
+func (w *windowActor) reply(ctx actor.Context, origin int, code Code, id uint64, err error) {
+	var p []byte
+	if err != nil {
+		msg := err.Error()
+		p = transport.GetBuffer(1 + len(msg))
+		p[0] = replyErr
+		copy(p[1:], msg)
+	} else {
+		p = transport.GetBuffer(1 + len(w.out))
+		p[0] = replyOK
+		copy(p[1:], w.out)
+	}
+	w.send(ctx, origin, transport.Frame{
+		Header:  transport.Header{Comm: w.cfg.CommID, Kind: transport.Window, Seq: w.cfg.ID, Tag: uint32(code | replyBit), Sig: id},
+		Payload: p,
+	})
+}
+
+// replied completes the operation a reply answers.
+func (w *windowActor) replied(peer int, id uint64, payload []byte) {
+	i, ok := slices.BinarySearchFunc(w.pending, id, func(p pending, id uint64) int { return cmp.Compare(p.id, id) })
+	if !ok || w.pending[i].op.Peer != peer {
+		return // it timed out already
+	}
+	op := w.pending[i].op
+	w.pending = slices.Delete(w.pending, i, i+1)
+	data, err := decodeReply(payload)
+	switch {
+	case err != nil:
+	case len(data) != len(op.Result):
+		err = fmt.Errorf("window: %v reply of %d bytes, want %d", op.Code, len(data), len(op.Result))
+	default:
+		copy(op.Result, data)
+	}
+	op.Done(err)
+}
+
+// wait registers m, or completes it at once if its slot already says so.
+func (w *windowActor) wait(m *Wait) {
+	if w.failed != nil {
+		m.Done(0, w.failed)
+		return
+	}
+	if m.Slot < 0 || m.Slot >= len(w.tgt.slots) {
+		m.Done(0, commerr.Invalid("signal slot %d of %d", m.Slot, len(w.tgt.slots)))
+		return
+	}
+	if w.satisfy(m) {
+		return
+	}
+	w.waits = append(w.waits, m)
+}
+
+// satisfy completes m if its slot satisfies it, and reports whether it
+// did.
+func (w *windowActor) satisfy(m *Wait) bool {
+	v := w.tgt.slots[m.Slot]
+	if m.Consume {
+		if v-w.counted[m.Slot] == 0 {
+			return false
+		}
+		w.counted[m.Slot]++
+	} else if !m.Cmp.holds(v, m.Value) {
+		return false
+	}
+	m.Done(v, nil)
+	return true
+}
+
+// signalled completes the waits that slot's new value satisfies, oldest
+// first.
+func (w *windowActor) signalled(slot int) {
+	kept := w.waits[:0]
+	for _, m := range w.waits {
+		if m.Slot == slot && w.satisfy(m) {
+			continue
+		}
+		kept = append(kept, m)
+	}
+	clear(w.waits[len(kept):])
+	w.waits = kept
+}
+
+func (w *windowActor) cancelWait(m *CancelWait) {
+	for i, wt := range w.waits {
+		if wt.ID == m.ID {
+			w.waits = append(w.waits[:i], w.waits[i+1:]...)
+			wt.Done(0, m.Err)
+			return
+		}
+	}
+}
+
+func (w *windowActor) read(m *Read) {
+	if m.Slot < 0 || m.Slot >= len(w.tgt.slots) {
+		m.Done(0, commerr.Invalid("signal slot %d of %d", m.Slot, len(w.tgt.slots)))
+		return
+	}
+	v := w.tgt.slots[m.Slot]
+	if m.Reset {
+		w.tgt.slots[m.Slot], w.counted[m.Slot] = 0, 0
+	}
+	m.Done(v, nil)
+}
+
+// fail revokes the window: what waits fails with err, and so does every
+// later operation.
+func (w *windowActor) fail(err error) {
+	if w.failed == nil {
+		w.failed = err
+	}
+	pending := w.pending
+	w.pending = nil
+	for _, pd := range pending {
+		pd.op.Done(w.failed)
+	}
+	for _, peer := range w.asked {
+		for _, f := range w.unlinked[peer] {
+			transport.Release(f)
+		}
+		delete(w.unlinked, peer)
+	}
+	w.asked = nil
+	waits := w.waits
+	w.waits = nil
+	for _, m := range waits {
+		m.Done(0, w.failed)
+	}
+}
+
+// armTimer arms the timer for the earliest deadline of what waits for a
+// reply, or stops it if nothing does.
+func (w *windowActor) armTimer() {
+	var first time.Time
+	for _, pd := range w.pending {
+		if !pd.deadline.IsZero() && (first.IsZero() || pd.deadline.Before(first)) {
+			first = pd.deadline
+		}
+	}
+	if first.IsZero() {
+		w.timer.Stop()
+		return
+	}
+	w.timer.Arm(max(first.Sub(w.rt.Clock.Now()), 0))
+}
+
+// expire fails the operations whose deadline has passed, naming the rank
+// each waited for.
+func (w *windowActor) expire() {
+	now := w.rt.Clock.Now()
+	var expired []pending
+	w.pending = slices.DeleteFunc(w.pending, func(pd pending) bool {
+		if !pd.deadline.IsZero() && !now.Before(pd.deadline) {
+			expired = append(expired, pd)
+			return true
+		}
+		return false
+	})
+	for _, pd := range expired {
+		pd.op.Done(fmt.Errorf("%w: window %d of %q: %v on rank %d: no reply within %v", commerr.ErrTimeout, w.cfg.ID, w.cfg.Comm, pd.op.Code, pd.op.Peer, pd.op.Timeout))
+	}
+	w.armTimer()
+}

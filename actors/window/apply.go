@@ -1,0 +1,137 @@
+package window
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/gocomms/gocomms/reduce"
+)
+
+// target is a window's memory and signal slots as its own actor applies
+// operations to them: one at a time, so that each is atomic with respect
+// to every other the actor applies.
+type target struct {
+	mem   []byte
+	slots []uint64
+}
+
+// check reports why an operation of code c over [off, off+n) of the
+// window cannot be applied, or nil.
+func (t *target) check(c Code, r *request) error {
+	if r.Offset > uint64(len(t.mem)) || r.Len > uint64(len(t.mem))-r.Offset {
+		return fmt.Errorf("%v of %d bytes at offset %d is outside the window's %d bytes", c, r.Len, r.Offset, len(t.mem))
+	}
+	switch c {
+	case Accumulate, GetAccumulate, FetchAndOp:
+		size := uint64(r.DType.Size())
+		if r.Offset%size != 0 || r.Len%size != 0 {
+			return fmt.Errorf("%v of %d bytes at offset %d is not in whole %v elements", c, r.Len, r.Offset, r.DType)
+		}
+		if err := reduce.New(r.Reduce).Supports(r.DType); err != nil || r.Reduce == reduce.Avg || r.Reduce == reduce.PreMulSum {
+			return fmt.Errorf("%v: %v does not accumulate %v", c, r.Reduce, r.DType)
+		}
+		if c == FetchAndOp && r.Len != 8 {
+			return fmt.Errorf("%v on %d bytes, not one 8-byte word", c, r.Len)
+		}
+	case CompareAndSwap:
+		if r.Offset%8 != 0 {
+			return fmt.Errorf("%v at offset %d, not 8-byte aligned", c, r.Offset)
+		}
+	}
+	if r.SignalOp != SignalNone && uint64(r.Slot) >= uint64(len(t.slots)) {
+		return fmt.Errorf("%v: signal slot %d of %d", c, r.Slot, len(t.slots))
+	}
+	return nil
+}
+
+// apply applies a checked operation, appending what it reads back to out
+// (the bytes before the operation, for the fetching ones) and returning
+// it.
+func (t *target) apply(c Code, r *request, data, out []byte) []byte {
+	region := t.mem[r.Offset : r.Offset+r.Len]
+	switch c {
+	case Put:
+		copy(region, data)
+	case Get:
+		out = append(out, region...)
+	case Accumulate:
+		reduce.Combine(reduce.New(r.Reduce), r.DType, region, region, data)
+	case GetAccumulate, FetchAndOp:
+		out = append(out, region...)
+		reduce.Combine(reduce.New(r.Reduce), r.DType, region, region, data)
+	case CompareAndSwap:
+		out = append(out, region...)
+		if bytes.Equal(region, data[8:]) {
+			copy(region, data[:8])
+		}
+	}
+	if r.SignalOp != SignalNone {
+		t.signal(int(r.Slot), r.SignalOp, r.Value)
+	}
+	return out
+}
+
+// signal applies a signal to its slot.
+func (t *target) signal(slot int, op SignalOp, v uint64) {
+	switch op {
+	case SignalSet:
+		t.slots[slot] = v
+	case SignalAdd:
+		t.slots[slot] += v
+	}
+}
+
+// Cmp compares a signal slot with a value. The ordered comparisons are
+// rolling, as NCCL's: a slot that wrapped past 2^64 still compares
+// greater than the values it passed, within half the range.
+type Cmp uint8
+
+const (
+	CmpEQ Cmp = iota + 1
+	CmpNE
+	CmpLT
+	CmpLE
+	CmpGT
+	CmpGE
+)
+
+func (c Cmp) String() string {
+	switch c {
+	case CmpEQ:
+		return "=="
+	case CmpNE:
+		return "!="
+	case CmpLT:
+		return "<"
+	case CmpLE:
+		return "<="
+	case CmpGT:
+		return ">"
+	case CmpGE:
+		return ">="
+	}
+	return fmt.Sprintf("cmp(%d)", uint8(c))
+}
+
+// Valid reports whether c is one of the comparisons.
+func (c Cmp) Valid() bool { return c >= CmpEQ && c <= CmpGE }
+
+// holds reports whether slot c v.
+func (c Cmp) holds(slot, v uint64) bool {
+	d := int64(slot - v)
+	switch c {
+	case CmpEQ:
+		return slot == v
+	case CmpNE:
+		return slot != v
+	case CmpLT:
+		return d < 0
+	case CmpLE:
+		return d <= 0
+	case CmpGT:
+		return d > 0
+	case CmpGE:
+		return d >= 0
+	}
+	return false
+}

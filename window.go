@@ -1,0 +1,697 @@
+package gocomms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors/rank"
+	"github.com/gocomms/gocomms/actors/window"
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/tensor"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// Window is this rank's part of an RMA window: memory of the same size on
+// every rank of a communicator, which other ranks read, write, accumulate
+// into and signal without this rank taking part. Its actor applies the
+// operations that reach it one at a time, in the order they arrive; the
+// ordering and atomicity rules are in docs/RMA.md.
+//
+// Offsets count elements of the operation's dtype from the start of the
+// target's window, as torchcomms' put does.
+type Window struct {
+	c     *Comm
+	n     *native
+	id    uint64
+	pid   *actor.PID
+	mem   []byte
+	t     *Tensor // the memory, as it was given or as bytes
+	slots int
+
+	waits atomic.Uint64 // numbers WaitSignal's waits
+
+	mu     sync.Mutex
+	closed bool
+	dirty  []int // ranks written to since their last flush, in order
+}
+
+// SignalOp says how a signal changes its slot: SignalSet or SignalAdd.
+type SignalOp = window.SignalOp
+
+// The signal operations.
+const (
+	SignalSet = window.SignalSet
+	SignalAdd = window.SignalAdd
+)
+
+// SignalCmp compares a signal slot with a value in WaitSignal. The
+// ordered comparisons roll over as NCCL's do: a counter that wrapped past
+// 2^64 still compares greater than what it passed, within half the range.
+type SignalCmp = window.Cmp
+
+// The comparisons.
+const (
+	SignalEQ = window.CmpEQ
+	SignalNE = window.CmpNE
+	SignalLT = window.CmpLT
+	SignalLE = window.CmpLE
+	SignalGT = window.CmpGT
+	SignalGE = window.CmpGE
+)
+
+// AccessType says how this rank reaches a peer's window, as torchcomms'
+// get_attr.
+type AccessType int
+
+const (
+	// AccessSeparate: through the peer's window actor, over a link.
+	AccessSeparate AccessType = iota
+	// AccessUnified: the memory is directly addressable here (MapRemote).
+	AccessUnified
+)
+
+func (a AccessType) String() string {
+	if a == AccessUnified {
+		return "unified"
+	}
+	return "separate"
+}
+
+// ErrWindowClosed fails operations on a closed window, and those a
+// window still held when it closed.
+var ErrWindowClosed = window.ErrClosed
+
+// WindowOption configures a new window.
+type WindowOption func(*windowConfig)
+
+type windowConfig struct{ slots int }
+
+// WindowSignals sets the number of signal slots of each rank's window
+// (default: one per rank, as torchcomms' signal count).
+func WindowSignals(n int) WindowOption { return func(c *windowConfig) { c.slots = n } }
+
+// windowAlign is the alignment of a window NewWindow allocates, as NCCL
+// asks of registered windows: whole pages.
+const windowAlign = 4096
+
+// NewWindow creates a window of size bytes on every rank, zeroed and
+// aligned to 4 KiB. It is collective: every rank calls it, in the same
+// order as the communicator's other windows, with the same size.
+func (c *Comm) NewWindow(ctx context.Context, size int, opts ...WindowOption) (*Window, error) {
+	if size < 0 {
+		return nil, c.windowError("new_window", commerr.Invalid("negative window size %d", size))
+	}
+	buf := make([]byte, size+windowAlign)
+	skip := (windowAlign - int(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%windowAlign)) % windowAlign
+	mem := buf[skip : skip+size : skip+size]
+	t, _ := tensor.FromBytes(Uint8, mem, size)
+	return c.newWindow(ctx, "new_window", mem, t, opts)
+}
+
+// NewWindowFromTensor creates a window over t's memory on every rank; t
+// must be 8-byte aligned, and its size in bytes the same on every rank.
+// It is collective, as NewWindow. The window uses t until Close: writing
+// t meanwhile races with other ranks' operations unless a signal or a
+// fence orders them.
+func (c *Comm) NewWindowFromTensor(ctx context.Context, t *Tensor, opts ...WindowOption) (*Window, error) {
+	if err := c.checkTensor("tensor", t); err != nil {
+		return nil, c.windowError("new_window", err)
+	}
+	mem := t.Bytes()
+	if len(mem) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%8 != 0 {
+		return nil, c.windowError("new_window", commerr.Invalid("the tensor's memory is not 8-byte aligned"))
+	}
+	return c.newWindow(ctx, "new_window", mem, t, opts)
+}
+
+func (c *Comm) newWindow(ctx context.Context, name OpName, mem []byte, t *Tensor, opts []WindowOption) (*Window, error) {
+	cfg := windowConfig{slots: c.Size()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n, ok := c.backend.(*native)
+	if !ok || n.pid == nil {
+		return nil, c.windowError(name, commerr.Invalid("the %s backend has no windows", c.backendName))
+	}
+	invalid := ""
+	if cfg.slots < 0 {
+		invalid = fmt.Sprintf("negative signal count %d", cfg.slots)
+	}
+	// Every rank learns every rank's size and signal count, so that all
+	// fail alike when they differ; the gather orders the creation too.
+	mine := FromSlice([]int64{int64(len(mem)), int64(cfg.slots)})
+	all := FromSlice(make([]int64, 2*c.Size()))
+	if err := c.AllGatherSingle(ctx, all, mine); err != nil {
+		return nil, err
+	}
+	shapes := all.Bytes()
+	got := unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(shapes))), 2*c.Size())
+	for r := range c.Size() {
+		if invalid == "" && (got[2*r] != int64(len(mem)) || got[2*r+1] != int64(cfg.slots)) {
+			invalid = fmt.Sprintf("rank %d's window has %d bytes and %d signals, rank %d's %d and %d: windows are symmetric",
+				r, got[2*r], got[2*r+1], c.Rank(), len(mem), cfg.slots)
+		}
+	}
+	if invalid != "" {
+		return nil, c.windowError(name, commerr.Invalid("%s", invalid))
+	}
+	c.mu.Lock()
+	id := c.windows
+	c.windows++
+	c.mu.Unlock()
+	type opened struct {
+		pid *actor.PID
+		err error
+	}
+	ch := make(chan opened, 1)
+	n.cfg.Runtime.System.Root.Send(n.pid, &rank.OpenWindow{
+		Config: window.Config{ID: id, Memory: mem, Slots: cfg.slots},
+		Done:   func(pid *actor.PID, err error) { ch <- opened{pid, err} },
+	})
+	o := <-ch
+	if o.err != nil {
+		return nil, c.windowError(name, o.err)
+	}
+	w := &Window{c: c, n: n, id: id, pid: o.pid, mem: mem, t: t, slots: cfg.slots}
+	localWindows.Store(localWindowKey{n.commID, id, c.Rank()}, w)
+	// Every rank's actor is there before anyone's first operation: not
+	// needed (links keep frames until a route takes them), but it makes
+	// creation the synchronisation users expect.
+	if err := c.Barrier(ctx); err != nil {
+		w.release()
+		return nil, err
+	}
+	return w, nil
+}
+
+// localWindows are the windows of this process, by communicator, window
+// and rank: the memory MapRemote reaches directly.
+var localWindows sync.Map
+
+type localWindowKey struct {
+	comm uint64
+	id   uint64
+	rank int
+}
+
+// Size returns the window's size in bytes, the same on every rank.
+func (w *Window) Size() int { return len(w.mem) }
+
+// Tensor returns this rank's window memory: the tensor it was made from,
+// or its bytes.
+func (w *Window) Tensor() *Tensor { return w.t }
+
+// Signals returns the number of signal slots.
+func (w *Window) Signals() int { return w.slots }
+
+// Access says how this rank reaches rank's window.
+func (w *Window) Access(rank int) AccessType {
+	if _, ok := localWindows.Load(localWindowKey{w.n.commID, w.id, rank}); ok {
+		return AccessUnified
+	}
+	return AccessSeparate
+}
+
+// MapRemote returns rank's window memory, as bytes, where this rank can
+// address it directly (Access reports AccessUnified): its own, and those
+// of ranks in this process. Reading it races with the operations other
+// ranks apply there unless a signal or a flush orders them.
+func (w *Window) MapRemote(rank int) (*Tensor, error) {
+	if err := w.c.checkRank("rank", rank); err != nil {
+		return nil, w.error("map_remote", rank, err)
+	}
+	v, ok := localWindows.Load(localWindowKey{w.n.commID, w.id, rank})
+	if !ok {
+		return nil, w.error("map_remote", rank, commerr.Invalid("rank %d's window is not addressable from rank %d (access is separate)", rank, w.c.Rank()))
+	}
+	peer := v.(*Window)
+	if rank == w.c.Rank() {
+		return peer.t, nil
+	}
+	t, _ := tensor.FromBytes(Uint8, peer.mem, len(peer.mem))
+	return t, nil
+}
+
+// Put writes src into rank's window at offset (in src's elements), and
+// returns once src may be reused. The data is visible at the target
+// after a Flush of rank, a Fence, or with a signal that follows it.
+func (w *Window) Put(ctx context.Context, src *Tensor, rank, offset int, opts ...CallOption) error {
+	return w.PutAsync(src, rank, offset, opts...).Wait(ctx)
+}
+
+// PutAsync is the async form of Put.
+func (w *Window) PutAsync(src *Tensor, rank, offset int, opts ...CallOption) *Work {
+	return w.start("window_put", opts, func() (*window.Op, error) {
+		return w.carry(window.Put, src, rank, offset)
+	})
+}
+
+// PutSignal is Put with a signal applied with it: a target that sees the
+// signal sees the data.
+func (w *Window) PutSignal(ctx context.Context, src *Tensor, rank, offset, slot int, op SignalOp, value uint64, opts ...CallOption) error {
+	return w.PutSignalAsync(src, rank, offset, slot, op, value, opts...).Wait(ctx)
+}
+
+// PutSignalAsync is the async form of PutSignal.
+func (w *Window) PutSignalAsync(src *Tensor, rank, offset, slot int, op SignalOp, value uint64, opts ...CallOption) *Work {
+	return w.start("window_put_signal", opts, func() (*window.Op, error) {
+		o, err := w.carry(window.Put, src, rank, offset)
+		if err != nil {
+			return nil, err
+		}
+		return o, w.signalOf(o, slot, op, value)
+	})
+}
+
+// Get reads rank's window at offset into dst.
+func (w *Window) Get(ctx context.Context, dst *Tensor, rank, offset int, opts ...CallOption) error {
+	return w.GetAsync(dst, rank, offset, opts...).Wait(ctx)
+}
+
+// GetAsync is the async form of Get.
+func (w *Window) GetAsync(dst *Tensor, rank, offset int, opts ...CallOption) *Work {
+	return w.start("window_get", opts, func() (*window.Op, error) {
+		o, err := w.region(window.Get, "dst", dst, rank, offset)
+		if err != nil {
+			return nil, err
+		}
+		o.Result = dst.Bytes()
+		return o, nil
+	})
+}
+
+// Accumulate combines src into rank's window at offset with op,
+// element by element: atomically with respect to every other operation
+// the target applies.
+func (w *Window) Accumulate(ctx context.Context, src *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) error {
+	return w.AccumulateAsync(src, rank, offset, op, opts...).Wait(ctx)
+}
+
+// AccumulateAsync is the async form of Accumulate.
+func (w *Window) AccumulateAsync(src *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) *Work {
+	return w.start("window_accumulate", opts, func() (*window.Op, error) {
+		return w.accumulate(window.Accumulate, src, nil, rank, offset, op)
+	})
+}
+
+// GetAccumulate is Accumulate that also reads back, into result, what
+// the window held before, in the same atomic step.
+func (w *Window) GetAccumulate(ctx context.Context, src, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) error {
+	return w.GetAccumulateAsync(src, result, rank, offset, op, opts...).Wait(ctx)
+}
+
+// GetAccumulateAsync is the async form of GetAccumulate.
+func (w *Window) GetAccumulateAsync(src, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) *Work {
+	return w.start("window_get_accumulate", opts, func() (*window.Op, error) {
+		return w.accumulate(window.GetAccumulate, src, result, rank, offset, op)
+	})
+}
+
+// FetchAndOp combines the one 8-byte element of operand into rank's
+// window at offset with op and reads the element's value before into
+// result, atomically, as MPI_Fetch_and_op.
+func (w *Window) FetchAndOp(ctx context.Context, operand, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) error {
+	return w.FetchAndOpAsync(operand, result, rank, offset, op, opts...).Wait(ctx)
+}
+
+// FetchAndOpAsync is the async form of FetchAndOp.
+func (w *Window) FetchAndOpAsync(operand, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) *Work {
+	return w.start("window_fetch_and_op", opts, func() (*window.Op, error) {
+		if err := checkWord("operand", operand); err != nil {
+			return nil, err
+		}
+		return w.accumulate(window.FetchAndOp, operand, result, rank, offset, op)
+	})
+}
+
+// CompareAndSwap replaces the 8-byte element of rank's window at offset
+// with value's if it equals compare's, and reads what it held before into
+// result, atomically, as MPI_Compare_and_swap.
+func (w *Window) CompareAndSwap(ctx context.Context, value, compare, result *Tensor, rank, offset int, opts ...CallOption) error {
+	return w.CompareAndSwapAsync(value, compare, result, rank, offset, opts...).Wait(ctx)
+}
+
+// CompareAndSwapAsync is the async form of CompareAndSwap.
+func (w *Window) CompareAndSwapAsync(value, compare, result *Tensor, rank, offset int, opts ...CallOption) *Work {
+	return w.start("window_compare_and_swap", opts, func() (*window.Op, error) {
+		for _, a := range []struct {
+			what string
+			t    *Tensor
+		}{{"value", value}, {"compare", compare}, {"result", result}} {
+			if err := checkWord(a.what, a.t); err != nil {
+				return nil, err
+			}
+			if a.t.DType() != value.DType() {
+				return nil, commerr.Invalid("%s is %v, value %v", a.what, a.t.DType(), value.DType())
+			}
+		}
+		o, err := w.region(window.CompareAndSwap, "value", value, rank, offset)
+		if err != nil {
+			return nil, err
+		}
+		o.Data = transport.GetBuffer(16)
+		copy(o.Data, value.Bytes())
+		copy(o.Data[8:], compare.Bytes())
+		o.Result = result.Bytes()
+		return o, nil
+	})
+}
+
+// Signal changes signal slot of rank's window: SignalSet sets it to
+// value, SignalAdd adds value. It follows every operation this rank issued
+// to rank before it: a target that sees the signal sees them applied.
+func (w *Window) Signal(ctx context.Context, rank, slot int, op SignalOp, value uint64, opts ...CallOption) error {
+	return w.SignalAsync(rank, slot, op, value, opts...).Wait(ctx)
+}
+
+// SignalAsync is the async form of Signal.
+func (w *Window) SignalAsync(rank, slot int, op SignalOp, value uint64, opts ...CallOption) *Work {
+	return w.start("window_signal", opts, func() (*window.Op, error) {
+		if err := w.c.checkRank("rank", rank); err != nil {
+			return nil, err
+		}
+		o := &window.Op{Code: window.Signal, Peer: rank}
+		return o, w.signalOf(o, slot, op, value)
+	})
+}
+
+// Notify signals rank once, as torchcomms' signal(peer): it adds one to
+// the slot of rank's window numbered after this rank, which rank's
+// WaitNotify counts.
+func (w *Window) Notify(ctx context.Context, rank int, opts ...CallOption) error {
+	return w.Signal(ctx, rank, w.c.Rank(), SignalAdd, 1, opts...)
+}
+
+// WaitNotify waits for a notification from rank that no earlier
+// WaitNotify took, as torchcomms' wait_signal(peer): N notifications
+// satisfy N waits, in whatever order they come.
+func (w *Window) WaitNotify(ctx context.Context, rank int) error {
+	if err := w.c.checkRank("rank", rank); err != nil {
+		return w.error("window_wait_signal", rank, err)
+	}
+	_, err := w.await(ctx, &window.Wait{Slot: rank, Consume: true})
+	return err
+}
+
+// WaitSignal waits until this rank's signal slot compares with value as
+// cmp says, and returns the slot's value then.
+func (w *Window) WaitSignal(ctx context.Context, slot int, cmp SignalCmp, value uint64) (uint64, error) {
+	if !cmp.Valid() {
+		return 0, w.error("window_wait_signal", -1, commerr.Invalid("invalid comparison %v", cmp))
+	}
+	return w.await(ctx, &window.Wait{Slot: slot, Cmp: cmp, Value: value})
+}
+
+// ReadSignal returns this rank's signal slot, in order with the signals
+// that reach it.
+func (w *Window) ReadSignal(ctx context.Context, slot int) (uint64, error) {
+	return w.read(ctx, slot, false)
+}
+
+// ResetSignal sets this rank's signal slot to zero and returns what it
+// held, in one step: a signal is either in the value returned or counts
+// from zero after it, never lost between.
+func (w *Window) ResetSignal(ctx context.Context, slot int) (uint64, error) {
+	return w.read(ctx, slot, true)
+}
+
+// Flush returns once every operation this rank issued to rank has been
+// applied there (remote completion).
+func (w *Window) Flush(ctx context.Context, rank int, opts ...CallOption) error {
+	return w.start("window_flush", opts, func() (*window.Op, error) {
+		if err := w.c.checkRank("rank", rank); err != nil {
+			return nil, err
+		}
+		w.mu.Lock()
+		w.dirty = slices.DeleteFunc(w.dirty, func(r int) bool { return r == rank })
+		w.mu.Unlock()
+		return &window.Op{Code: window.Flush, Peer: rank}, nil
+	}).Wait(ctx)
+}
+
+// FlushAll is Flush of every rank this rank wrote to since it last
+// flushed them.
+func (w *Window) FlushAll(ctx context.Context, opts ...CallOption) error {
+	w.mu.Lock()
+	ranks := w.dirty
+	w.dirty = nil
+	w.mu.Unlock()
+	works := make([]*Work, len(ranks))
+	for i, r := range ranks {
+		works[i] = w.start("window_flush", opts, func() (*window.Op, error) {
+			return &window.Op{Code: window.Flush, Peer: r}, nil
+		})
+	}
+	var errs []error
+	for _, wk := range works {
+		errs = append(errs, wk.Wait(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// FlushLocal returns once the buffers of every operation this rank issued
+// to rank may be reused (local completion). Operations copy what they
+// send when issued, so that is at once; it checks its argument and the
+// window, as MPI_Win_flush_local would.
+func (w *Window) FlushLocal(ctx context.Context, rank int) error {
+	if err := w.c.checkRank("rank", rank); err != nil {
+		return w.error("window_flush_local", rank, err)
+	}
+	if w.isClosed() {
+		return w.error("window_flush_local", rank, ErrWindowClosed)
+	}
+	return ctx.Err()
+}
+
+// Fence completes every rank's operations on the window everywhere: each
+// rank flushes what it wrote, then all meet in a barrier. It is
+// collective.
+func (w *Window) Fence(ctx context.Context) error {
+	if err := w.FlushAll(ctx); err != nil {
+		return err
+	}
+	return w.c.Barrier(ctx)
+}
+
+// Close ends the window on every rank; it is collective, with a barrier
+// before, once this rank's operations are complete everywhere, and after,
+// as torchcomms' deregister. Operations still waiting fail with
+// ErrWindowClosed, and so do later ones.
+func (w *Window) Close(ctx context.Context) error {
+	if w.isClosed() {
+		return w.error("window_close", -1, commerr.Invalid("window %d is closed already", w.id))
+	}
+	if err := w.Fence(ctx); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.release()
+	return w.c.Barrier(ctx)
+}
+
+// release stops the window's actor and waits for it.
+func (w *Window) release() {
+	localWindows.Delete(localWindowKey{w.n.commID, w.id, w.c.Rank()})
+	done := make(chan struct{})
+	w.n.cfg.Runtime.System.Root.Send(w.n.pid, &rank.CloseWindow{ID: w.id, Done: func() { close(done) }})
+	<-done
+}
+
+func (w *Window) isClosed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
+}
+
+// start issues the operation that mk builds and checks, and returns its
+// Work.
+func (w *Window) start(name OpName, opts []CallOption, mk func() (*window.Op, error)) *Work {
+	op := &Op{Name: name, Root: -1}
+	if w.isClosed() {
+		return failedWork(op, w.error(name, -1, ErrWindowClosed))
+	}
+	o, err := mk()
+	if err != nil {
+		if o != nil {
+			transport.PutBuffer(o.Data)
+		}
+		return failedWork(op, w.error(name, -1, err))
+	}
+	cc := callOf(opts)
+	o.Timeout = w.c.Timeout()
+	if cc.timeout > 0 {
+		o.Timeout = cc.timeout
+	}
+	op.Root = o.Peer
+	wk := newWork(op, nil)
+	o.Done = func(err error) { wk.finish(w.error(name, o.Peer, err)) }
+	if o.Code != window.Flush && o.Peer != w.c.Rank() {
+		w.mu.Lock()
+		if !slices.Contains(w.dirty, o.Peer) {
+			w.dirty = append(w.dirty, o.Peer)
+		}
+		w.mu.Unlock()
+	}
+	w.n.cfg.Runtime.System.Root.Send(w.pid, o)
+	return wk
+}
+
+// region checks t against the window at rank and offset, in t's
+// elements, and returns the operation over it.
+func (w *Window) region(code window.Code, what string, t *Tensor, rank, offset int) (*window.Op, error) {
+	if err := w.c.checkRank("rank", rank); err != nil {
+		return nil, err
+	}
+	if err := w.c.checkTensor(what, t); err != nil {
+		return nil, err
+	}
+	size := t.DType().Size()
+	n := t.NBytes()
+	if offset < 0 || offset > (len(w.mem)-n)/max(size, 1) || n > len(w.mem) {
+		return nil, commerr.Invalid("%v of %d bytes at element %d (%v) overruns the window's %d bytes", code, n, offset, t.DType(), len(w.mem))
+	}
+	return &window.Op{Code: code, Peer: rank, Offset: uint64(offset * size), Len: uint64(n), DType: t.DType()}, nil
+}
+
+// carry is region for an operation that sends t, with a copy of it.
+func (w *Window) carry(code window.Code, t *Tensor, rank, offset int) (*window.Op, error) {
+	o, err := w.region(code, "src", t, rank, offset)
+	if err != nil {
+		return nil, err
+	}
+	o.Data = transport.GetBuffer(t.NBytes())
+	copy(o.Data, t.Bytes())
+	return o, nil
+}
+
+// accumulate builds the accumulating operations; result, if the code
+// fetches, takes what the window held.
+func (w *Window) accumulate(code window.Code, src, result *Tensor, rank, offset int, op ReduceOp) (*window.Op, error) {
+	if err := w.c.checkTensor("src", src); err != nil {
+		return nil, err
+	}
+	if err := checkReduce(op, src.DType()); err != nil {
+		return nil, err
+	}
+	if k := op.Kind(); k == reduce.Avg || k == reduce.PreMulSum {
+		return nil, commerr.Invalid("%v does not accumulate: it needs every rank's contribution", op)
+	}
+	if code != window.Accumulate {
+		if err := w.c.checkTensor("result", result); err != nil {
+			return nil, err
+		}
+		if result.DType() != src.DType() || result.NBytes() != src.NBytes() {
+			return nil, commerr.Invalid("result is %v of %d bytes, src %v of %d", result.DType(), result.NBytes(), src.DType(), src.NBytes())
+		}
+	}
+	o, err := w.carry(code, src, rank, offset)
+	if err != nil {
+		return nil, err
+	}
+	o.Reduce = op.Kind()
+	if result != nil {
+		o.Result = result.Bytes()
+	}
+	return o, nil
+}
+
+// checkWord checks that t is one 8-byte element, what the atomics take.
+func checkWord(what string, t *Tensor) error {
+	if t == nil {
+		return commerr.Invalid("%s is nil", what)
+	}
+	if t.Numel() != 1 || t.DType().Size() != 8 {
+		return commerr.Invalid("%s is %d elements of %v, not one 8-byte element", what, t.Numel(), t.DType())
+	}
+	return nil
+}
+
+// signalOf adds a signal to o.
+func (w *Window) signalOf(o *window.Op, slot int, op SignalOp, value uint64) error {
+	if slot < 0 || slot >= w.slots {
+		return commerr.Invalid("signal slot %d out of range [0,%d)", slot, w.slots)
+	}
+	if op != SignalSet && op != SignalAdd {
+		return commerr.Invalid("invalid signal op %v", op)
+	}
+	o.Signal, o.Slot, o.Value = op, slot, value
+	return nil
+}
+
+// await runs a wait on this rank's window until it is satisfied or ctx
+// ends.
+func (w *Window) await(ctx context.Context, m *window.Wait) (uint64, error) {
+	if w.isClosed() {
+		return 0, w.error("window_wait_signal", -1, ErrWindowClosed)
+	}
+	type result struct {
+		v   uint64
+		err error
+	}
+	ch := make(chan result, 1)
+	m.ID = w.waits.Add(1)
+	m.Done = func(v uint64, err error) { ch <- result{v, err} }
+	w.n.cfg.Runtime.System.Root.Send(w.pid, m)
+	select {
+	case r := <-ch:
+		return r.v, w.error("window_wait_signal", -1, r.err)
+	case <-ctx.Done():
+		w.n.cfg.Runtime.System.Root.Send(w.pid, &window.CancelWait{ID: m.ID, Err: ctx.Err()})
+		r := <-ch // satisfied meanwhile, or cancelled
+		return r.v, w.error("window_wait_signal", -1, r.err)
+	}
+}
+
+func (w *Window) read(ctx context.Context, slot int, reset bool) (uint64, error) {
+	name := OpName("window_read_signal")
+	if reset {
+		name = "window_reset_signal"
+	}
+	if w.isClosed() {
+		return 0, w.error(name, -1, ErrWindowClosed)
+	}
+	type result struct {
+		v   uint64
+		err error
+	}
+	ch := make(chan result, 1)
+	w.n.cfg.Runtime.System.Root.Send(w.pid, &window.Read{Slot: slot, Reset: reset, Done: func(v uint64, err error) { ch <- result{v, err} }})
+	select {
+	case r := <-ch:
+		return r.v, w.error(name, -1, r.err)
+	case <-ctx.Done():
+		return 0, w.error(name, -1, ctx.Err())
+	}
+}
+
+// error names the communicator, the window, the operation and the rank
+// it targeted (-1: none) in err, if not nil.
+func (w *Window) error(name OpName, target int, err error) error {
+	if err == nil {
+		return nil
+	}
+	var oe *OpError
+	if errors.As(err, &oe) {
+		return err
+	}
+	e := &OpError{Comm: w.c.cfg.Name, Op: string(name), Rank: w.c.Rank(), Err: fmt.Errorf("window %d: %w", w.id, err)}
+	if target >= 0 {
+		e.Ranks = []int{target}
+	}
+	return e
+}
+
+// windowError is error for a window not made yet.
+func (c *Comm) windowError(name OpName, err error) error {
+	return &OpError{Comm: c.cfg.Name, Op: string(name), Rank: c.Rank(), Err: err}
+}

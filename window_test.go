@@ -1,0 +1,252 @@
+package gocomms_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/tensor"
+	"github.com/gocomms/gocomms/transport/nvl"
+	"github.com/gocomms/gocomms/transport/tcp"
+)
+
+// windowNetworks are the transports the window tests run over: in-process
+// queues, loopback TCP, and shared memory where the host has it.
+func windowNetworks() map[string][]gocomms.Option {
+	nets := map[string][]gocomms.Option{"inproc": nil, "tcp": {gocomms.WithNetwork(tcp.New())}}
+	if nvl.Host() != "" {
+		nets["shm"] = []gocomms.Option{gocomms.WithNetwork(nvl.New())}
+	}
+	return nets
+}
+
+// ringValue is what rank r puts at element i in iteration it.
+func ringValue(r, it, i int) int { return (r*131 + it*17 + i) % 100 }
+
+// TestWindowRing is torchcomms' WindowRmaTest: in a ring, each rank puts
+// its block into the next rank's window at its own offset, signals it,
+// waits for the previous rank's signal, and reads the block the previous
+// rank put there through its own mapped window; ten iterations, over
+// counts 4, 1,024 and a million, float32, int32 and int8, on every
+// transport, for 1 to 4 ranks.
+func TestWindowRing(t *testing.T) {
+	counts := []int{4, 1024, 1 << 20}
+	if testing.Short() {
+		counts = counts[:2]
+	}
+	for name, opts := range windowNetworks() {
+		for ranks := 1; ranks <= 4; ranks++ {
+			for _, count := range counts {
+				for _, dt := range []gocomms.DType{gocomms.Float32, gocomms.Int32, gocomms.Int8} {
+					t.Run(fmt.Sprintf("%s/ranks=%d/count=%d/%v", name, ranks, count, dt), func(t *testing.T) {
+						ringOnce(t, ranks, count, dt, opts)
+					})
+				}
+			}
+		}
+	}
+}
+
+func ringOnce(t *testing.T, ranks, count int, dt gocomms.DType, opts []gocomms.Option) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := gocomms.RunLocal(ctx, ranks, func(ctx context.Context, c *gocomms.Comm) error {
+		win, err := c.NewWindow(ctx, ranks*count*dt.Size())
+		if err != nil {
+			return err
+		}
+		next, prev := (c.Rank()+1)%ranks, (c.Rank()+ranks-1)%ranks
+		own, err := win.MapRemote(c.Rank())
+		if err != nil {
+			return err
+		}
+		src, _ := gocomms.NewTensor(dt, count)
+		for it := range 10 {
+			for i := range count {
+				setInt(src, i, ringValue(c.Rank(), it, i))
+			}
+			if err := win.Put(ctx, src, next, c.Rank()*count); err != nil {
+				return err
+			}
+			if err := win.Notify(ctx, next); err != nil {
+				return err
+			}
+			if err := win.WaitNotify(ctx, prev); err != nil {
+				return err
+			}
+			block, _ := tensor.FromBytes(dt, own.Bytes()[prev*count*dt.Size():(prev+1)*count*dt.Size()], count)
+			for i := range count {
+				if got, want := getInt(block, i), ringValue(prev, it, i); got != want {
+					return fmt.Errorf("iteration %d: rank %d element %d from rank %d is %d, want %d", it, c.Rank(), i, prev, got, want)
+				}
+			}
+			// The next put overwrites what the next rank reads.
+			if err := c.Barrier(ctx); err != nil {
+				return err
+			}
+		}
+		return win.Close(ctx)
+	}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setInt(t *gocomms.Tensor, i, v int) {
+	switch t.DType() {
+	case gocomms.Float32:
+		s, _ := gocomms.As[float32](t)
+		s[i] = float32(v)
+	case gocomms.Int32:
+		s, _ := gocomms.As[int32](t)
+		s[i] = int32(v)
+	case gocomms.Int8:
+		s, _ := gocomms.As[int8](t)
+		s[i] = int8(v)
+	default:
+		panic(fmt.Sprintf("setInt: %v", t.DType()))
+	}
+}
+
+func getInt(t *gocomms.Tensor, i int) int {
+	switch t.DType() {
+	case gocomms.Float32:
+		s, _ := gocomms.As[float32](t)
+		return int(s[i])
+	case gocomms.Int32:
+		s, _ := gocomms.As[int32](t)
+		return int(s[i])
+	case gocomms.Int8:
+		s, _ := gocomms.As[int8](t)
+		return int(s[i])
+	}
+	panic(fmt.Sprintf("getInt: %v", t.DType()))
+}
+
+// int64At returns the int64 at element i of b.
+func int64At(b []byte, i int) int64 {
+	t, _ := tensor.FromBytes(gocomms.Int64, b[8*i:8*i+8], 1)
+	s, _ := gocomms.As[int64](t)
+	return s[0]
+}
+
+// TestWindowFetchAndAddIsAtomic: every rank adds to one word of rank 0's
+// window many times at once; the word ends at the sum, and the values
+// fetched are each prefix sum exactly once, as a linearizable counter's.
+func TestWindowFetchAndAddIsAtomic(t *testing.T) {
+	const ranks, adds = 4, 200
+	for name, opts := range windowNetworks() {
+		t.Run(name, func(t *testing.T) {
+			var mu sync.Mutex
+			var fetched []int64
+			err := gocomms.RunLocal(context.Background(), ranks, func(ctx context.Context, c *gocomms.Comm) error {
+				win, err := c.NewWindow(ctx, 64)
+				if err != nil {
+					return err
+				}
+				one := gocomms.FromSlice([]int64{1})
+				works := make([]*gocomms.Work, adds)
+				results := make([]*gocomms.Tensor, adds)
+				for i := range adds {
+					results[i] = gocomms.FromSlice([]int64{-1})
+					works[i] = win.FetchAndOpAsync(one, results[i], 0, 1, gocomms.Sum)
+				}
+				for i, w := range works {
+					if err := w.Wait(ctx); err != nil {
+						return err
+					}
+					mu.Lock()
+					fetched = append(fetched, int64At(results[i].Bytes(), 0))
+					mu.Unlock()
+				}
+				if err := win.Fence(ctx); err != nil {
+					return err
+				}
+				if c.Rank() == 0 {
+					if v := int64At(win.Tensor().Bytes(), 1); v != ranks*adds {
+						return fmt.Errorf("the counter is %d, want %d", v, ranks*adds)
+					}
+				}
+				return win.Close(ctx)
+			}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(fetched)
+			for i, v := range fetched {
+				if v != int64(i) {
+					t.Fatalf("fetched values %v...: %d at position %d", fetched[:min(len(fetched), 10)], v, i)
+				}
+			}
+		})
+	}
+}
+
+// TestWindowRejectsBadInput: every bad argument fails before anything
+// moves, with ErrInvalidArgument, and the window stays usable.
+func TestWindowRejectsBadInput(t *testing.T) {
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		win, err := c.NewWindow(ctx, 64)
+		if err != nil {
+			return err
+		}
+		f32 := gocomms.FromSlice(make([]float32, 4))
+		i64 := gocomms.FromSlice([]int64{1})
+		bad := map[string]error{
+			"put past the end":              win.Put(ctx, f32, 1, 13),
+			"put at negative offset":        win.Put(ctx, f32, 1, -1),
+			"put to rank out of range":      win.Put(ctx, f32, 2, 0),
+			"get too large":                 win.Get(ctx, gocomms.FromSlice(make([]float32, 17)), 1, 0),
+			"accumulate with avg":           win.Accumulate(ctx, f32, 1, 0, gocomms.Avg),
+			"fetch of 4 bytes":              win.FetchAndOp(ctx, gocomms.FromSlice([]int32{1}), gocomms.FromSlice([]int32{0}), 1, 0, gocomms.Sum),
+			"fetch result of another dtype": win.FetchAndOp(ctx, i64, gocomms.FromSlice([]float64{0}), 1, 0, gocomms.Sum),
+			"swap past the end":             win.CompareAndSwap(ctx, i64, i64, gocomms.FromSlice([]int64{0}), 1, 8),
+			"signal slot out of range":      win.Signal(ctx, 1, 2, gocomms.SignalAdd, 1),
+			"signal op invalid":             win.Signal(ctx, 1, 0, 0, 1),
+			"flush of rank out of range":    win.Flush(ctx, -1),
+		}
+		_, werr := win.WaitSignal(ctx, 5, gocomms.SignalGE, 1)
+		bad["wait on slot out of range"] = werr
+		_, werr = win.WaitSignal(ctx, 0, 0, 1)
+		bad["wait with no comparison"] = werr
+		for what, err := range bad {
+			if !errors.Is(err, gocomms.ErrInvalidArgument) {
+				return fmt.Errorf("%s: %v, want ErrInvalidArgument", what, err)
+			}
+		}
+		// Still usable.
+		if err := win.Put(ctx, f32, 1-c.Rank(), 12); err != nil {
+			return err
+		}
+		if err := win.Close(ctx); err != nil {
+			return err
+		}
+		if err := win.Put(ctx, f32, 1, 0); !errors.Is(err, gocomms.ErrWindowClosed) {
+			return fmt.Errorf("put on a closed window: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWindowsAreSymmetric: ranks asking for windows of different sizes
+// all fail, naming the mismatch.
+func TestWindowsAreSymmetric(t *testing.T) {
+	err := gocomms.RunLocal(context.Background(), 3, func(ctx context.Context, c *gocomms.Comm) error {
+		_, err := c.NewWindow(ctx, 64+c.Rank()/2*8)
+		if !errors.Is(err, gocomms.ErrInvalidArgument) {
+			return fmt.Errorf("rank %d: %v, want ErrInvalidArgument", c.Rank(), err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
