@@ -124,11 +124,11 @@ type windowActor struct {
 	unlinked map[int][]transport.Frame
 	asked    []int
 	applied  map[int]uint64 // the last operation applied, by origin
-	waits   []*Wait
-	counted []uint64 // per slot, the signals counting waits took
-	timer   *actors.Timer
-	sends   link.SendPool
-	out     []byte // a reply's payload, built here before it is copied
+	waits    []*Wait
+	counted  []uint64 // per slot, the signals counting waits took
+	timer    *actors.Timer
+	sends    link.SendPool
+	out      []byte // a reply's payload, built here before it is copied
 
 	// failed, once set, fails every later operation: the window is
 	// revoked.
@@ -140,8 +140,8 @@ type checkTimeouts struct{}
 func newWindow(rt *actors.Runtime, cfg Config) *windowActor {
 	return &windowActor{
 		rt: rt, cfg: cfg,
-		tgt:     target{mem: cfg.Memory, slots: make([]uint64, cfg.Slots)},
-		counted: make([]uint64, cfg.Slots),
+		tgt:      target{mem: cfg.Memory, slots: make([]uint64, cfg.Slots)},
+		counted:  make([]uint64, cfg.Slots),
 		links:    map[int]*actor.PID{},
 		unlinked: map[int][]transport.Frame{},
 		applied:  map[int]uint64{},
