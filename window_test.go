@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -245,6 +246,91 @@ func TestWindowsAreSymmetric(t *testing.T) {
 			return fmt.Errorf("rank %d: %v, want ErrInvalidArgument", c.Rank(), err)
 		}
 		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWindowRevokedOnFailure: once a peer fails, the window fails what
+// waits on it and every later operation, with an error naming that rank;
+// nothing hangs.
+func TestWindowRevokedOnFailure(t *testing.T) {
+	for name, opts := range windowNetworks() {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err := gocomms.RunLocal(ctx, 3, func(ctx context.Context, c *gocomms.Comm) error {
+				win, err := c.NewWindow(ctx, 64)
+				if err != nil {
+					return err
+				}
+				// Rank 2 goes once the others are past creating the window.
+				if c.Rank() == 2 {
+					for _, r := range []int{0, 1} {
+						if err := win.WaitNotify(ctx, r); err != nil {
+							return err
+						}
+					}
+					c.Abort(errors.New("test: rank 2 goes away"))
+					return nil
+				}
+				if err := win.Notify(ctx, 2); err != nil {
+					return err
+				}
+				// The wait outlives the failure, or starts after it: it
+				// fails with it either way.
+				_, werr := win.WaitSignal(ctx, 0, gocomms.SignalGE, 1)
+				if !errors.Is(werr, gocomms.ErrPeerFailed) {
+					return fmt.Errorf("rank %d: a wait across the failure ended with %v", c.Rank(), werr)
+				}
+				var oe *gocomms.OpError
+				if !errors.As(werr, &oe) || !strings.Contains(werr.Error(), "rank 2") {
+					return fmt.Errorf("rank %d: %v does not name rank 2", c.Rank(), werr)
+				}
+				if err := win.Put(ctx, gocomms.FromSlice([]float32{1}), 1-c.Rank(), 0); !errors.Is(err, gocomms.ErrPeerFailed) {
+					return fmt.Errorf("rank %d: a put after the failure: %v", c.Rank(), err)
+				}
+				return nil
+			}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestWindowWaitCancelled: a wait whose context ends returns its error,
+// and the signal that comes later still counts for the next wait.
+func TestWindowWaitCancelled(t *testing.T) {
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		win, err := c.NewWindow(ctx, 8)
+		if err != nil {
+			return err
+		}
+		peer := 1 - c.Rank()
+		short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		if err := win.WaitNotify(short, peer); !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("a wait with nothing coming: %v", err)
+		}
+		if err := c.Barrier(ctx); err != nil {
+			return err
+		}
+		if err := win.Notify(ctx, peer); err != nil {
+			return err
+		}
+		if err := win.WaitNotify(ctx, peer); err != nil {
+			return err
+		}
+		v, err := win.ResetSignal(ctx, peer)
+		if err != nil || v != 1 {
+			return fmt.Errorf("reset returned %d, %v: want the one notification", v, err)
+		}
+		if v, err := win.ReadSignal(ctx, peer); err != nil || v != 0 {
+			return fmt.Errorf("read after reset: %d, %v", v, err)
+		}
+		return win.Close(ctx)
 	})
 	if err != nil {
 		t.Fatal(err)
