@@ -336,3 +336,45 @@ func TestWindowWaitCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWindowLargeTransfers: a put and a get as large as a link's whole
+// window of unacknowledged bytes go through right after the small frames
+// of the window's creation, which the peer has not acknowledged yet.
+func TestWindowLargeTransfers(t *testing.T) {
+	const size = 64 << 20
+	for name, opts := range windowNetworks() {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			err := gocomms.RunLocal(ctx, 2, func(ctx context.Context, c *gocomms.Comm) error {
+				win, err := c.NewWindow(ctx, size)
+				if err != nil {
+					return err
+				}
+				if c.Rank() == 0 {
+					src := make([]byte, size)
+					for i := range src {
+						src[i] = byte(i * 7)
+					}
+					if err := win.Put(ctx, gocomms.FromSlice(src), 1, 0); err != nil {
+						return err
+					}
+					if err := win.Flush(ctx, 1); err != nil {
+						return err
+					}
+					back := make([]byte, size)
+					if err := win.Get(ctx, gocomms.FromSlice(back), 1, 0); err != nil {
+						return err
+					}
+					if !slices.Equal(back, src) {
+						return fmt.Errorf("got back what differs from what was put")
+					}
+				}
+				return win.Close(ctx)
+			}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

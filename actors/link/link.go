@@ -236,9 +236,12 @@ type state struct {
 	// broken says the current connection refused a Send: its handler's
 	// error follows the frames that arrived before, the peer's tagFin
 	// included, and decides what comes next.
-	broken   bool
-	finished bool  // the peer sent tagFin: its connection ends on purpose
-	failed   error // for good: later sends are dropped
+	broken bool
+	// askedRoom says the current stall of the Window asked the peer to
+	// acknowledge (flush).
+	askedRoom bool
+	finished  bool  // the peer sent tagFin: its connection ends on purpose
+	failed    error // for good: later sends are dropped
 	// peerUp says a frame of the peer's link came on the current
 	// connection: silence counts from then on, since a peer still joining,
 	// or whose connection is still being made, is no silent one.
@@ -398,6 +401,7 @@ func (l *linkActor) connect(ctx actor.Context) {
 	}
 	l.epoch++
 	l.out.reconnected()
+	l.askedRoom = false
 	l.resumed, l.broken, l.peerUp, l.resumeSent, l.finSent = len(l.out.unacked) == 0, false, false, false, false
 	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, epoch: l.epoch, pool: &l.delivered})
 	if l.epoch > 1 {
@@ -407,13 +411,22 @@ func (l *linkActor) connect(ctx actor.Context) {
 	l.fin()
 }
 
-// flush transmits the frames that wait, as far as the Window allows.
+// flush transmits the frames that wait, as far as the Window allows. A
+// frame left waiting for room asks the peer to acknowledge at once, which
+// it would otherwise do only after ackFrames frames or ackBytes bytes:
+// a frame nearly as large as the Window would wait for ever behind a few
+// small ones.
 func (l *linkActor) flush() {
 	for l.resumed && !l.broken {
 		of, ok := l.out.pending()
 		if !ok {
+			if l.out.stalled() && !l.askedRoom {
+				l.askedRoom = true
+				l.sendLink(tagPing)
+			}
 			return
 		}
+		l.askedRoom = false
 		l.out.transmitting(of)
 		f := of.frame
 		h := f.Header

@@ -157,6 +157,9 @@ func (o *outbound) pending() (*outFrame, bool) {
 	return of, true
 }
 
+// stalled reports whether a frame waits for room in the Window.
+func (o *outbound) stalled() bool { return o.transmitted < len(o.unacked) }
+
 // transmitting records that pending's frame goes to the connection.
 func (o *outbound) transmitting(of *outFrame) {
 	o.transmitted++
