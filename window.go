@@ -357,10 +357,10 @@ func (w *Window) CompareAndSwapAsync(value, compare, result *Tensor, rank, offse
 		if err != nil {
 			return nil, err
 		}
-		o.Data = transport.GetBuffer(16)
-		copy(o.Data, value.Bytes())
-		copy(o.Data[8:], compare.Bytes())
-		o.Result = result.Bytes()
+		var operands [16]byte
+		copy(operands[:], value.Bytes())
+		copy(operands[8:], compare.Bytes())
+		o.Data, o.Result = window.Stage(operands[:]), result.Bytes()
 		return o, nil
 	})
 }
@@ -569,8 +569,7 @@ func (w *Window) carry(code window.Code, t *Tensor, rank, offset int) (*window.O
 	if err != nil {
 		return nil, err
 	}
-	o.Data = transport.GetBuffer(t.NBytes())
-	copy(o.Data, t.Bytes())
+	o.Data = window.Stage(t.Bytes())
 	return o, nil
 }
 

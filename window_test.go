@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/actors/window"
 	"github.com/gocomms/gocomms/tensor"
 	"github.com/gocomms/gocomms/transport/nvl"
 	"github.com/gocomms/gocomms/transport/tcp"
@@ -368,6 +369,54 @@ func TestWindowLargeTransfers(t *testing.T) {
 					}
 					if !slices.Equal(back, src) {
 						return fmt.Errorf("got back what differs from what was put")
+					}
+				}
+				return win.Close(ctx)
+			}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestWindowChunkedOperations: operations larger than a frame's chunk
+// (window.ChunkBytes) and not a multiple of it, at an offset, on a peer's
+// window and on this rank's own, give what a plain loop over the elements
+// gives.
+func TestWindowChunkedOperations(t *testing.T) {
+	const elems = 2*window.ChunkBytes/8 + 3 // int64s: two chunks and a bit
+	const offset = 5
+	for name, opts := range windowNetworks() {
+		t.Run(name, func(t *testing.T) {
+			err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+				win, err := c.NewWindow(ctx, 8*(elems+offset+1))
+				if err != nil {
+					return err
+				}
+				if c.Rank() == 0 {
+					for _, target := range []int{1, 0} {
+						src, old, back := make([]int64, elems), make([]int64, elems), make([]int64, elems)
+						for i := range src {
+							src[i] = int64(i%1000 - 500)
+						}
+						if err := win.Put(ctx, gocomms.FromSlice(src), target, offset); err != nil {
+							return err
+						}
+						if err := win.Accumulate(ctx, gocomms.FromSlice(src), target, offset, gocomms.Sum); err != nil {
+							return err
+						}
+						if err := win.GetAccumulate(ctx, gocomms.FromSlice(src), gocomms.FromSlice(old), target, offset, gocomms.Max); err != nil {
+							return err
+						}
+						if err := win.Get(ctx, gocomms.FromSlice(back), target, offset); err != nil {
+							return err
+						}
+						for i, v := range src {
+							if old[i] != 2*v || back[i] != max(2*v, v) {
+								return fmt.Errorf("rank %d element %d: fetched %d and read %d, want %d and %d", target, i, old[i], back[i], 2*v, max(2*v, v))
+							}
+						}
 					}
 				}
 				return win.Close(ctx)

@@ -36,7 +36,10 @@ type Op struct {
 	Peer   int
 	Offset uint64 // bytes into the window
 	Len    uint64 // bytes the operation covers in the window
-	Data   []byte // what a put or an accumulate writes; the operand of a fetch; value then compare for a swap
+	// Data is what a put or an accumulate writes, the operand of a fetch,
+	// or the value and then the compared one of a swap, as Stage lays it
+	// out; nil for the rest.
+	Data   []byte
 	Result []byte // where what a get or a fetch reads back goes: Len bytes
 	DType  tensor.DType
 	Reduce reduce.Kind
@@ -104,11 +107,13 @@ func Props(rt *actors.Runtime, cfg Config) *actor.Props {
 	return rt.Props(func() actor.Actor { return newWindow(rt, cfg) })
 }
 
-// pending is an operation waiting for its reply.
+// pending is an operation, or a chunk of one, waiting for its reply.
 type pending struct {
 	id       uint64
 	op       *Op
-	deadline time.Time // zero: none
+	done     func(error) // the op's, or its chunk's
+	result   []byte      // where the reply goes
+	deadline time.Time   // zero: none
 }
 
 type windowActor struct {
@@ -180,8 +185,8 @@ func (w *windowActor) Receive(ctx actor.Context) {
 // and every operation on a closed window.
 var ErrClosed = errors.New("gocomms: window closed")
 
-// issue starts op: at once on this rank's own window, else as a frame to
-// its peer.
+// issue starts op: at once on this rank's own window, else as frames to
+// its peer, one per chunk.
 func (w *windowActor) issue(ctx actor.Context, op *Op) {
 	if w.failed != nil {
 		transport.PutBuffer(op.Data)
@@ -192,30 +197,82 @@ func (w *windowActor) issue(ctx actor.Context, op *Op) {
 		w.applyLocal(op)
 		return
 	}
-	w.nextID++
-	id := w.nextID
-	r := op.request()
-	p := transport.GetBuffer(requestSize + len(op.Data))
-	r.encode(p)
-	copy(p[requestSize:], op.Data)
-	transport.PutBuffer(op.Data)
-	op.Data = nil
-	w.send(ctx, op.Peer, transport.Frame{
-		Header:  transport.Header{Comm: w.cfg.CommID, Kind: transport.Window, Seq: w.cfg.ID, Tag: uint32(op.Code), Sig: id},
-		Payload: p,
-	})
-	if !op.Code.replies() {
-		op.Done(nil)
-		return
+	n, dataLen := 1, op.dataLen()
+	if op.Code.chunked() {
+		n = chunks(int(op.Len))
 	}
-	pd := pending{id: id, op: op}
-	if op.Timeout > 0 {
-		pd.deadline = w.rt.Clock.Now().Add(op.Timeout)
+	done := op.Done
+	if n > 1 {
+		done = countdown(n, op.Done)
 	}
-	w.pending = append(w.pending, pd)
-	if !pd.deadline.IsZero() {
-		w.armTimer()
+	var lend *lender
+	if op.Data != nil && n > 1 {
+		lend = &lender{staged: op.Data}
+		lend.left.Store(int32(n))
 	}
+	for i := range n {
+		lo, hi := chunkBounds(i, int(op.Len))
+		if n == 1 {
+			lo, hi = 0, int(op.Len)
+		}
+		r := op.request()
+		r.Offset, r.Len = op.Offset+uint64(lo), uint64(hi-lo)
+		if i < n-1 {
+			r.SignalOp, r.Slot, r.Value = SignalNone, 0, 0 // the signal goes with the last chunk
+		}
+		f := transport.Frame{Header: transport.Header{Comm: w.cfg.CommID, Kind: transport.Window, Seq: w.cfg.ID, Tag: uint32(op.Code)}}
+		switch {
+		case op.Data == nil:
+			f.Payload = transport.GetBuffer(requestSize)
+		case n == 1:
+			f.Payload = op.Data[:requestSize+dataLen]
+		default:
+			f.Payload, f.Sent = stagedFrame(op.Data, i, dataLen), lend.sent
+		}
+		r.encode(f.Payload)
+		w.nextID++
+		f.Header.Sig = w.nextID
+		w.send(ctx, op.Peer, f)
+		if !op.Code.replies() {
+			done(nil)
+			continue
+		}
+		pd := pending{id: w.nextID, op: op, done: done}
+		if op.Result != nil {
+			pd.result = op.Result[lo:hi]
+		}
+		if op.Timeout > 0 {
+			pd.deadline = w.rt.Clock.Now().Add(op.Timeout)
+		}
+		w.pending = append(w.pending, pd)
+		if !pd.deadline.IsZero() {
+			w.armTimer()
+		}
+	}
+}
+
+// countdown returns a Done for each of n parts of an operation, which
+// calls done once all have ended, with the first error.
+func countdown(n int, done func(error)) func(error) {
+	var first error
+	return func(err error) {
+		if first == nil {
+			first = err
+		}
+		if n--; n == 0 {
+			done(first)
+		}
+	}
+}
+
+// chunked reports whether an operation of code c travels in chunks:
+// those that move a region rather than one word.
+func (c Code) chunked() bool {
+	switch c {
+	case Put, Get, Accumulate, GetAccumulate:
+		return true
+	}
+	return false
 }
 
 // send sends f to peer's link, or keeps it until the parent names the
@@ -250,24 +307,61 @@ func (w *windowActor) linked(ctx actor.Context, m *Link) {
 }
 
 // applyLocal applies op to this rank's own window, in the actor's order
-// with the operations of other ranks.
+// with the operations of other ranks, chunk by chunk as a peer would.
 func (w *windowActor) applyLocal(op *Op) {
 	r := op.request()
 	if err := w.tgt.check(op.Code, &r); err != nil {
+		transport.PutBuffer(op.Data)
 		op.Done(commerr.Invalid("%v", err))
 		return
 	}
 	if op.Code == Signal {
 		w.tgt.signal(op.Slot, op.Signal, op.Value)
 	} else {
-		w.out = w.tgt.apply(op.Code, &r, op.Data, w.out[:0])
-		copy(op.Result, w.out)
+		n, dataLen := 1, op.dataLen()
+		if op.Code.chunked() {
+			n = chunks(int(op.Len))
+		}
+		for i := range n {
+			lo, hi := chunkBounds(i, int(op.Len))
+			if n == 1 {
+				lo, hi = 0, int(op.Len)
+			}
+			c := r
+			c.Offset, c.Len = r.Offset+uint64(lo), uint64(hi-lo)
+			if i < n-1 {
+				c.SignalOp = SignalNone
+			}
+			var data []byte
+			if op.Data != nil {
+				data = op.Data[requestSize : requestSize+dataLen]
+				if n > 1 {
+					data = stagedData(op.Data, i, dataLen)
+				}
+			}
+			w.out = w.tgt.apply(op.Code, &c, data, w.out[:0])
+			if op.Result != nil {
+				copy(op.Result[lo:hi], w.out)
+			}
+		}
 	}
 	transport.PutBuffer(op.Data)
 	op.Done(nil)
 	if op.Signal != SignalNone {
 		w.signalled(op.Slot)
 	}
+}
+
+// dataLen is the length of op's data, less the room Stage left for
+// headers.
+func (op *Op) dataLen() int {
+	switch {
+	case op.Data == nil:
+		return 0
+	case op.Code.chunked():
+		return int(op.Len)
+	}
+	return len(op.Data) - requestSize
 }
 
 // request is the wire form of op.
@@ -338,23 +432,23 @@ func (w *windowActor) reply(ctx actor.Context, origin int, code Code, id uint64,
 	})
 }
 
-// replied completes the operation a reply answers.
+// replied completes the operation, or the chunk, a reply answers.
 func (w *windowActor) replied(peer int, id uint64, payload []byte) {
 	i, ok := slices.BinarySearchFunc(w.pending, id, func(p pending, id uint64) int { return cmp.Compare(p.id, id) })
 	if !ok || w.pending[i].op.Peer != peer {
 		return // it timed out already
 	}
-	op := w.pending[i].op
+	pd := w.pending[i]
 	w.pending = slices.Delete(w.pending, i, i+1)
 	data, err := decodeReply(payload)
 	switch {
 	case err != nil:
-	case len(data) != len(op.Result):
-		err = fmt.Errorf("window: %v reply of %d bytes, want %d", op.Code, len(data), len(op.Result))
+	case len(data) != len(pd.result):
+		err = fmt.Errorf("window: %v reply of %d bytes, want %d", pd.op.Code, len(data), len(pd.result))
 	default:
-		copy(op.Result, data)
+		copy(pd.result, data)
 	}
-	op.Done(err)
+	pd.done(err)
 }
 
 // wait registers m, or completes it at once if its slot already says so.
@@ -434,7 +528,7 @@ func (w *windowActor) fail(err error) {
 	pending := w.pending
 	w.pending = nil
 	for _, pd := range pending {
-		pd.op.Done(w.failed)
+		pd.done(w.failed)
 	}
 	for _, peer := range w.asked {
 		for _, f := range w.unlinked[peer] {
@@ -479,7 +573,7 @@ func (w *windowActor) expire() {
 		return false
 	})
 	for _, pd := range expired {
-		pd.op.Done(fmt.Errorf("%w: window %d of %q: %v on rank %d: no reply within %v", commerr.ErrTimeout, w.cfg.ID, w.cfg.Comm, pd.op.Code, pd.op.Peer, pd.op.Timeout))
+		pd.done(fmt.Errorf("%w: window %d of %q: %v on rank %d: no reply within %v", commerr.ErrTimeout, w.cfg.ID, w.cfg.Comm, pd.op.Code, pd.op.Peer, pd.op.Timeout))
 	}
 	w.armTimer()
 }
