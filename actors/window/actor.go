@@ -51,10 +51,11 @@ type Op struct {
 	// Timeout bounds the wait for a reply; zero waits as long as the
 	// window lives.
 	Timeout time.Duration
-	// Done is called once, from the actor, when the operation has ended:
-	// for a put, an accumulate or a signal without reply, once its frame
-	// is on its way (the data was copied); for the rest, once the reply
-	// came, with Result filled.
+	// Done is called once when the operation has ended: for one that
+	// reads nothing back, from the actor once its frames are on their way,
+	// or, for data of lendMin bytes or more, from the transport once the
+	// peer's link has it all; for the rest, from the actor once the
+	// replies came, with Result filled.
 	Done func(error)
 }
 
@@ -202,13 +203,16 @@ func (w *windowActor) issue(ctx actor.Context, op *Op) {
 		n = chunks(int(op.Len))
 	}
 	done := op.Done
-	if n > 1 {
+	if n > 1 && op.Code.replies() {
 		done = countdown(n, op.Done)
 	}
 	var lend *lender
-	if op.Data != nil && n > 1 {
+	if op.Data != nil && (n > 1 || dataLen >= lendMin) {
 		lend = &lender{staged: op.Data}
 		lend.left.Store(int32(n))
+		if !op.Code.replies() {
+			lend.done = op.Done
+		}
 	}
 	for i := range n {
 		lo, hi := chunkBounds(i, int(op.Len))
@@ -224,17 +228,19 @@ func (w *windowActor) issue(ctx actor.Context, op *Op) {
 		switch {
 		case op.Data == nil:
 			f.Payload = transport.GetBuffer(requestSize)
-		case n == 1:
-			f.Payload = op.Data[:requestSize+dataLen]
-		default:
+		case lend != nil:
 			f.Payload, f.Sent = stagedFrame(op.Data, i, dataLen), lend.sent
+		default:
+			f.Payload = op.Data[:requestSize+dataLen]
 		}
 		r.encode(f.Payload)
 		w.nextID++
 		f.Header.Sig = w.nextID
 		w.send(ctx, op.Peer, f)
 		if !op.Code.replies() {
-			done(nil)
+			if lend == nil {
+				done(nil)
+			}
 			continue
 		}
 		pd := pending{id: w.nextID, op: op, done: done}

@@ -44,15 +44,26 @@ func stagedFrame(staged []byte, i, n int) []byte {
 // stagedData returns the data of chunk i of staged data of n bytes.
 func stagedData(staged []byte, i, n int) []byte { return stagedFrame(staged, i, n)[requestSize:] }
 
-// lender gives a staged buffer back to the pool once the transports have
-// let go of every chunk lent from it.
+// lendMin is the smallest data that travels lent rather than handed
+// over: the operation completes locally once the transports let go of
+// it, after the peer's link acknowledged it, which holds a loop of large
+// puts to the pace of the wire instead of staging without bound.
+const lendMin = 64 << 10
+
+// lender gives a staged buffer back to the pool, and calls done if set,
+// once the transports have let go of every chunk lent from it.
 type lender struct {
 	left   atomic.Int32
 	staged []byte
+	done   func(error)
 }
 
 func (l *lender) sent() {
-	if l.left.Add(-1) == 0 {
-		transport.PutBuffer(l.staged)
+	if l.left.Add(-1) != 0 {
+		return
+	}
+	transport.PutBuffer(l.staged)
+	if l.done != nil {
+		l.done(nil)
 	}
 }
