@@ -481,6 +481,58 @@ func (w *Window) Fence(ctx context.Context) error {
 	return w.c.Barrier(ctx)
 }
 
+// LockType is how a rank holds another's window lock: with others
+// (shared), or alone (exclusive).
+type LockType int
+
+const (
+	LockShared LockType = iota
+	LockExclusive
+)
+
+func (l LockType) String() string {
+	if l == LockExclusive {
+		return "exclusive"
+	}
+	return "shared"
+}
+
+// Lock takes rank's window lock, waiting for it as long as the operation's
+// timeout allows: shared with other shared holders, or exclusive. Locks
+// order only the ranks that take them, as MPI_Win_lock's epochs do: an
+// operation needs none. A Lock that fails or is given up withdraws its
+// request.
+func (w *Window) Lock(ctx context.Context, rank int, lt LockType, opts ...CallOption) error {
+	err := w.start("window_lock", opts, func() (*window.Op, error) {
+		if err := w.c.checkRank("rank", rank); err != nil {
+			return nil, err
+		}
+		if lt != LockShared && lt != LockExclusive {
+			return nil, commerr.Invalid("invalid lock type %v", lt)
+		}
+		o := &window.Op{Code: window.Lock, Peer: rank}
+		if lt == LockExclusive {
+			o.Value = 1
+		}
+		return o, nil
+	}).Wait(ctx)
+	if err != nil && !errors.Is(err, ErrInvalidArgument) {
+		w.start("window_unlock", nil, func() (*window.Op, error) { return &window.Op{Code: window.Unlock, Peer: rank}, nil })
+	}
+	return err
+}
+
+// Unlock releases rank's window lock once every operation this rank
+// issued to rank before it has been applied there.
+func (w *Window) Unlock(ctx context.Context, rank int, opts ...CallOption) error {
+	return w.start("window_unlock", opts, func() (*window.Op, error) {
+		if err := w.c.checkRank("rank", rank); err != nil {
+			return nil, err
+		}
+		return &window.Op{Code: window.Unlock, Peer: rank}, nil
+	}).Wait(ctx)
+}
+
 // Close ends the window on every rank; it is collective, with a barrier
 // before, once this rank's operations are complete everywhere, and after,
 // as torchcomms' deregister. Operations still waiting fail with
@@ -535,7 +587,7 @@ func (w *Window) start(name OpName, opts []CallOption, mk func() (*window.Op, er
 	op.Root = o.Peer
 	wk := newWork(op, nil)
 	o.Done = func(err error) { wk.finish(w.error(name, o.Peer, err)) }
-	if o.Code != window.Flush && o.Peer != w.c.Rank() {
+	if o.Code != window.Flush && o.Code != window.Lock && o.Code != window.Unlock && o.Peer != w.c.Rank() {
 		w.mu.Lock()
 		if !slices.Contains(w.dirty, o.Peer) {
 			w.dirty = append(w.dirty, o.Peer)

@@ -427,3 +427,81 @@ func TestWindowChunkedOperations(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowLockExcludes: ranks that read, increment and write back a
+// counter under rank 0's exclusive lock lose no increment, which they
+// would without it; a lock given up by its timeout is withdrawn.
+func TestWindowLockExcludes(t *testing.T) {
+	const ranks, rounds = 4, 25
+	for name, opts := range windowNetworks() {
+		t.Run(name, func(t *testing.T) {
+			err := gocomms.RunLocal(context.Background(), ranks, func(ctx context.Context, c *gocomms.Comm) error {
+				win, err := c.NewWindow(ctx, 8)
+				if err != nil {
+					return err
+				}
+				v := gocomms.FromSlice([]int64{0})
+				for range rounds {
+					if err := win.Lock(ctx, 0, gocomms.LockExclusive); err != nil {
+						return err
+					}
+					if err := win.Get(ctx, v, 0, 0); err != nil {
+						return err
+					}
+					s, _ := gocomms.As[int64](v)
+					s[0]++
+					if err := win.Put(ctx, v, 0, 0); err != nil {
+						return err
+					}
+					if err := win.Unlock(ctx, 0); err != nil {
+						return err
+					}
+				}
+				if err := win.Fence(ctx); err != nil {
+					return err
+				}
+				if c.Rank() == 0 {
+					if got := int64At(win.Tensor().Bytes(), 0); got != ranks*rounds {
+						return fmt.Errorf("the counter is %d, want %d", got, ranks*rounds)
+					}
+				}
+				// Rank 1 holds the lock; rank 2's wait for it times out and
+				// is withdrawn, so it gets the lock once rank 1 lets go.
+				if c.Rank() == 1 {
+					if err := win.Lock(ctx, 0, gocomms.LockExclusive); err != nil {
+						return err
+					}
+				}
+				if err := c.Barrier(ctx); err != nil {
+					return err
+				}
+				if c.Rank() == 2 {
+					err := win.Lock(ctx, 0, gocomms.LockShared, gocomms.OpTimeout(30*time.Millisecond))
+					if !errors.Is(err, gocomms.ErrTimeout) || !strings.Contains(err.Error(), "rank 0") {
+						return fmt.Errorf("a lock held elsewhere: %v, want a timeout naming rank 0", err)
+					}
+				}
+				if err := c.Barrier(ctx); err != nil {
+					return err
+				}
+				if c.Rank() == 1 {
+					if err := win.Unlock(ctx, 0); err != nil {
+						return err
+					}
+				}
+				if c.Rank() == 3 {
+					if err := win.Lock(ctx, 0, gocomms.LockExclusive); err != nil {
+						return err
+					}
+					if err := win.Unlock(ctx, 0); err != nil {
+						return err
+					}
+				}
+				return win.Close(ctx)
+			}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

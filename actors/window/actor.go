@@ -118,9 +118,10 @@ type pending struct {
 }
 
 type windowActor struct {
-	rt  *actors.Runtime
-	cfg Config
-	tgt target
+	rt   *actors.Runtime
+	cfg  Config
+	tgt  target
+	lock locks
 
 	nextID  uint64
 	pending []pending // operations waiting for a reply, by increasing number
@@ -147,6 +148,7 @@ func newWindow(rt *actors.Runtime, cfg Config) *windowActor {
 	return &windowActor{
 		rt: rt, cfg: cfg,
 		tgt:      target{mem: cfg.Memory, slots: make([]uint64, cfg.Slots)},
+		lock:     newLocks(),
 		counted:  make([]uint64, cfg.Slots),
 		links:    map[int]*actor.PID{},
 		unlinked: map[int][]transport.Frame{},
@@ -195,7 +197,7 @@ func (w *windowActor) issue(ctx actor.Context, op *Op) {
 		return
 	}
 	if op.Peer == w.cfg.Rank {
-		w.applyLocal(op)
+		w.applyLocal(ctx, op)
 		return
 	}
 	n, dataLen := 1, op.dataLen()
@@ -314,16 +316,24 @@ func (w *windowActor) linked(ctx actor.Context, m *Link) {
 
 // applyLocal applies op to this rank's own window, in the actor's order
 // with the operations of other ranks, chunk by chunk as a peer would.
-func (w *windowActor) applyLocal(op *Op) {
+func (w *windowActor) applyLocal(ctx actor.Context, op *Op) {
 	r := op.request()
 	if err := w.tgt.check(op.Code, &r); err != nil {
 		transport.PutBuffer(op.Data)
 		op.Done(commerr.Invalid("%v", err))
 		return
 	}
-	if op.Code == Signal {
+	switch op.Code {
+	case Lock:
+		w.granted(ctx, w.lock.take(lockRequest{origin: w.cfg.Rank, exclusive: op.Value == 1, op: op}))
+		return
+	case Unlock:
+		op.Done(nil)
+		w.granted(ctx, w.lock.release(w.cfg.Rank))
+		return
+	case Signal:
 		w.tgt.signal(op.Slot, op.Signal, op.Value)
-	} else {
+	default:
 		n, dataLen := 1, op.dataLen()
 		if op.Code.chunked() {
 			n = chunks(int(op.Len))
@@ -403,6 +413,11 @@ func (w *windowActor) serve(ctx actor.Context, origin int, code Code, id uint64,
 	w.out = w.out[:0]
 	switch {
 	case err != nil, code == Flush:
+	case code == Lock:
+		w.granted(ctx, w.lock.take(lockRequest{origin: origin, id: id, exclusive: r.Value == 1}))
+		return // answered once granted
+	case code == Unlock:
+		defer w.granted(ctx, w.lock.release(origin))
 	case code == Signal:
 		w.tgt.signal(int(r.Slot), r.SignalOp, r.Value)
 	default:

@@ -22,6 +22,8 @@ const (
 	CompareAndSwap
 	Signal // a signal alone; a put carries one with it when its SignalOp is set
 	Flush
+	Lock   // Value 1: exclusive, 0: shared; the reply grants it
+	Unlock // the reply says the lock is released, and the operations before applied
 	numCodes
 
 	replyBit Code = 1 << 31
@@ -30,6 +32,7 @@ const (
 var codeNames = [numCodes]string{
 	Put: "put", Get: "get", Accumulate: "accumulate", GetAccumulate: "get_accumulate",
 	FetchAndOp: "fetch_and_op", CompareAndSwap: "compare_and_swap", Signal: "signal", Flush: "flush",
+	Lock: "lock", Unlock: "unlock",
 }
 
 func (c Code) String() string {
@@ -46,7 +49,7 @@ func (c Code) String() string {
 // reads back, or for the completion a flush asks about.
 func (c Code) replies() bool {
 	switch c {
-	case Get, GetAccumulate, FetchAndOp, CompareAndSwap, Flush:
+	case Get, GetAccumulate, FetchAndOp, CompareAndSwap, Flush, Lock, Unlock:
 		return true
 	}
 	return false
@@ -135,6 +138,10 @@ func decodeRequest(c Code, p []byte) (request, []byte, error) {
 	case CompareAndSwap:
 		if r.Len != 8 {
 			return request{}, nil, fmt.Errorf("window: %v of %d bytes, not 8", c, r.Len)
+		}
+	case Lock:
+		if r.Value > 1 {
+			return request{}, nil, fmt.Errorf("window: %v of kind %d", c, r.Value)
 		}
 	}
 	return r, data, nil
