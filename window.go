@@ -481,6 +481,23 @@ func (w *Window) Fence(ctx context.Context) error {
 	return w.c.Barrier(ctx)
 }
 
+// Shrink carries the window over to c, the communicator Comm.Shrink made
+// of the survivors of this window's communicator, and returns it: the
+// same memory on every survivor, its data intact, now numbered by c's
+// ranks, with fresh signal slots. It is collective over c. The window it
+// replaces is released here without the others: some of its ranks are
+// gone.
+func (w *Window) Shrink(ctx context.Context, c *Comm) (*Window, error) {
+	if w.isClosed() {
+		return nil, w.error("window_shrink", -1, commerr.Invalid("window %d is closed", w.id))
+	}
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.release()
+	return c.newWindow(ctx, "window_shrink", w.mem, w.t, []WindowOption{WindowSignals(w.slots)})
+}
+
 // LockType is how a rank holds another's window lock: with others
 // (shared), or alone (exclusive).
 type LockType int

@@ -505,3 +505,76 @@ func TestWindowLockExcludes(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowSurvivesShrink: after a rank fails, the survivors shrink the
+// communicator and carry the window over; what every survivor put into
+// every other's window before the failure is still there, and the window
+// works again among them.
+func TestWindowSurvivesShrink(t *testing.T) {
+	const n, dead = 4, 2
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := gocomms.RunLocal(ctx, n, func(ctx context.Context, c *gocomms.Comm) error {
+		win, err := c.NewWindow(ctx, 8*n)
+		if err != nil {
+			return err
+		}
+		// Every rank writes its number at its slot of every window.
+		for r := range n {
+			if err := win.Put(ctx, gocomms.FromSlice([]int64{int64(100 + c.Rank())}), r, c.Rank()); err != nil {
+				return err
+			}
+		}
+		if err := win.Fence(ctx); err != nil {
+			return err
+		}
+		if c.Rank() == dead {
+			c.Abort(errors.New("test: rank 2 goes away"))
+			return nil
+		}
+		// The survivors find out, agree and shrink.
+		err = c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum, gocomms.OpTimeout(time.Minute))
+		if !errors.Is(err, gocomms.ErrPeerFailed) {
+			return fmt.Errorf("all_reduce with a rank gone: %v", err)
+		}
+		if _, _, err := c.Agree(ctx, 0); err != nil {
+			return err
+		}
+		s, err := c.Shrink(ctx)
+		if err != nil {
+			return err
+		}
+		sw, err := win.Shrink(ctx, s)
+		if err != nil {
+			return err
+		}
+		for r := range n {
+			if got := int64At(sw.Tensor().Bytes(), r); got != int64(100+r) {
+				return fmt.Errorf("after the shrink, slot %d holds %d, want %d", r, got, 100+r)
+			}
+		}
+		// It works among the survivors: each adds one to every
+		// survivor's first word.
+		for r := range s.Size() {
+			if err := sw.Accumulate(ctx, gocomms.FromSlice([]int64{1}), r, 0, gocomms.Sum); err != nil {
+				return err
+			}
+		}
+		if err := sw.Fence(ctx); err != nil {
+			return err
+		}
+		if got := int64At(sw.Tensor().Bytes(), 0); got != 100+int64(s.Size()) {
+			return fmt.Errorf("after the survivors' adds the first word is %d, want %d", got, 100+s.Size())
+		}
+		if err := sw.Close(ctx); err != nil {
+			return err
+		}
+		if err := s.Finalize(ctx); err != nil {
+			return err
+		}
+		return finalizeExpectingFailures(ctx, c)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
