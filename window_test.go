@@ -528,9 +528,21 @@ func TestWindowSurvivesShrink(t *testing.T) {
 		if err := win.Fence(ctx); err != nil {
 			return err
 		}
+		// Rank 2 goes once the others have told it they are past the
+		// fence.
 		if c.Rank() == dead {
+			for r := range n {
+				if r != dead {
+					if err := win.WaitNotify(ctx, r); err != nil {
+						return err
+					}
+				}
+			}
 			c.Abort(errors.New("test: rank 2 goes away"))
 			return nil
+		}
+		if err := win.Notify(ctx, dead); err != nil {
+			return err
 		}
 		// The survivors find out, agree and shrink.
 		err = c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum, gocomms.OpTimeout(time.Minute))
@@ -553,8 +565,11 @@ func TestWindowSurvivesShrink(t *testing.T) {
 				return fmt.Errorf("after the shrink, slot %d holds %d, want %d", r, got, 100+r)
 			}
 		}
-		// It works among the survivors: each adds one to every
-		// survivor's first word.
+		// It works among the survivors, once all have looked: each adds
+		// one to every survivor's first word.
+		if err := s.Barrier(ctx); err != nil {
+			return err
+		}
 		for r := range s.Size() {
 			if err := sw.Accumulate(ctx, gocomms.FromSlice([]int64{1}), r, 0, gocomms.Sum); err != nil {
 				return err
