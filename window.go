@@ -465,8 +465,8 @@ func (w *Window) FlushLocal(ctx context.Context, rank int) error {
 	if err := w.c.checkRank("rank", rank); err != nil {
 		return w.error("window_flush_local", rank, err)
 	}
-	if w.isClosed() {
-		return w.error("window_flush_local", rank, ErrWindowClosed)
+	if err := w.unusable(); err != nil {
+		return w.error("window_flush_local", rank, err)
 	}
 	return ctx.Err()
 }
@@ -488,8 +488,8 @@ func (w *Window) Fence(ctx context.Context) error {
 // replaces is released here without the others: some of its ranks are
 // gone.
 func (w *Window) Shrink(ctx context.Context, c *Comm) (*Window, error) {
-	if w.isClosed() {
-		return nil, w.error("window_shrink", -1, commerr.Invalid("window %d is closed", w.id))
+	if errors.Is(w.unusable(), ErrWindowClosed) {
+		return nil, w.error("window_shrink", -1, ErrWindowClosed)
 	}
 	w.mu.Lock()
 	w.closed = true
@@ -555,8 +555,8 @@ func (w *Window) Unlock(ctx context.Context, rank int, opts ...CallOption) error
 // as torchcomms' deregister. Operations still waiting fail with
 // ErrWindowClosed, and so do later ones.
 func (w *Window) Close(ctx context.Context) error {
-	if w.isClosed() {
-		return w.error("window_close", -1, commerr.Invalid("window %d is closed already", w.id))
+	if err := w.unusable(); err != nil {
+		return w.error("window_close", -1, err)
 	}
 	if err := w.Fence(ctx); err != nil {
 		return err
@@ -571,23 +571,38 @@ func (w *Window) Close(ctx context.Context) error {
 // release stops the window's actor and waits for it.
 func (w *Window) release() {
 	localWindows.Delete(localWindowKey{w.n.commID, w.id, w.c.Rank()})
+	if errors.Is(w.unusable(), ErrFinalized) {
+		return // the rank stopped it already
+	}
 	done := make(chan struct{})
 	w.n.cfg.Runtime.System.Root.Send(w.n.pid, &rank.CloseWindow{ID: w.id, Done: func() { close(done) }})
 	<-done
 }
 
-func (w *Window) isClosed() bool {
+// unusable reports why the window takes no operation, or nil: it was
+// closed, or its communicator finalized, which stopped its actor with
+// the rank's (failing what it still held).
+func (w *Window) unusable() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.closed
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return ErrWindowClosed
+	}
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	if w.c.finalized {
+		return ErrFinalized
+	}
+	return nil
 }
 
 // start issues the operation that mk builds and checks, and returns its
 // Work.
 func (w *Window) start(name OpName, opts []CallOption, mk func() (*window.Op, error)) *Work {
 	op := &Op{Name: name, Root: -1}
-	if w.isClosed() {
-		return failedWork(op, w.error(name, -1, ErrWindowClosed))
+	if err := w.unusable(); err != nil {
+		return failedWork(op, w.error(name, -1, err))
 	}
 	o, err := mk()
 	if err != nil {
@@ -601,7 +616,6 @@ func (w *Window) start(name OpName, opts []CallOption, mk func() (*window.Op, er
 	if cc.timeout > 0 {
 		o.Timeout = cc.timeout
 	}
-	op.Root = o.Peer
 	wk := newWork(op, nil)
 	o.Done = func(err error) { wk.finish(w.error(name, o.Peer, err)) }
 	if o.Code != window.Flush && o.Code != window.Lock && o.Code != window.Unlock && o.Peer != w.c.Rank() {
@@ -699,8 +713,8 @@ func (w *Window) signalOf(o *window.Op, slot int, op SignalOp, value uint64) err
 // await runs a wait on this rank's window until it is satisfied or ctx
 // ends.
 func (w *Window) await(ctx context.Context, m *window.Wait) (uint64, error) {
-	if w.isClosed() {
-		return 0, w.error("window_wait_signal", -1, ErrWindowClosed)
+	if err := w.unusable(); err != nil {
+		return 0, w.error("window_wait_signal", -1, err)
 	}
 	type result struct {
 		v   uint64
@@ -725,8 +739,8 @@ func (w *Window) read(ctx context.Context, slot int, reset bool) (uint64, error)
 	if reset {
 		name = "window_reset_signal"
 	}
-	if w.isClosed() {
-		return 0, w.error(name, -1, ErrWindowClosed)
+	if err := w.unusable(); err != nil {
+		return 0, w.error(name, -1, err)
 	}
 	type result struct {
 		v   uint64

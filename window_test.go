@@ -593,3 +593,31 @@ func TestWindowSurvivesShrink(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWindowAfterFinalize: a window whose communicator finalized fails
+// every call at once, and closing it too, rather than waiting on an
+// actor that stopped with its rank.
+func TestWindowAfterFinalize(t *testing.T) {
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		win, err := c.NewWindow(ctx, 8)
+		if err != nil {
+			return err
+		}
+		if err := c.Finalize(ctx); err != nil {
+			return err
+		}
+		if err := win.Put(ctx, gocomms.FromSlice([]int64{1}), 1-c.Rank(), 0); !errors.Is(err, gocomms.ErrFinalized) {
+			return fmt.Errorf("a put after finalize: %v", err)
+		}
+		if _, err := win.WaitSignal(ctx, 0, gocomms.SignalGE, 1); !errors.Is(err, gocomms.ErrFinalized) {
+			return fmt.Errorf("a wait after finalize: %v", err)
+		}
+		if err := win.Close(ctx); !errors.Is(err, gocomms.ErrFinalized) {
+			return fmt.Errorf("close after finalize: %v", err)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, gocomms.ErrFinalized) {
+		t.Fatal(err)
+	}
+}
