@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/gocomms/gocomms/internal/fifo"
 )
 
 // mailbox is the real runtime's mailbox: protoactor's unbounded mailbox
@@ -18,8 +19,8 @@ import (
 // before it yields.
 type mailbox struct {
 	mu     sync.Mutex
-	system Queue[any]
-	user   Queue[any]
+	system fifo.Queue[any]
+	user   fifo.Queue[any]
 
 	scheduled atomic.Bool  // a turn is scheduled or running
 	sysCount  atomic.Int32 // the queues' lengths, changed with them
@@ -137,7 +138,7 @@ func (m *mailbox) run() {
 }
 
 // pop takes the oldest message of q, or returns nil (no message is nil).
-func (m *mailbox) pop(q *Queue[any], count *atomic.Int32) any {
+func (m *mailbox) pop(q *fifo.Queue[any], count *atomic.Int32) any {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := q.Pop()

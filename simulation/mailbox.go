@@ -2,8 +2,7 @@ package simulation
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/internal/fifo"
 )
 
 // mailbox is every simulated actor's mailbox. Its turns run on the loop,
@@ -23,8 +22,8 @@ type mailbox struct {
 	invoker   actor.MessageInvoker
 	loop      actor.Dispatcher
 	turn      func()
-	system    actors.Queue[any]
-	user      actors.Queue[any]
+	system    fifo.Queue[any]
+	user      fifo.Queue[any]
 	scheduled bool
 	suspended bool
 }

@@ -1,6 +1,10 @@
 package transport
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/gocomms/gocomms/internal/fifo"
+)
 
 // Inbox hands a connection's received frames, then its one error, to the
 // handler, as the Conn contract requires: in order, one call at a time,
@@ -15,8 +19,7 @@ type Inbox struct {
 	mu         sync.Mutex
 	handler    Handler
 	delivering bool
-	queue      []Frame
-	head       int // queue[head:] awaits delivery
+	queue      fifo.Queue[Frame]
 
 	err        error  // the connection's end, delivered after the queue
 	reported   bool   // err has been handed to the handler
@@ -37,7 +40,7 @@ func (b *Inbox) Push(f Frame) {
 		f = Detach(f) // it may wait long for Start
 	}
 	if b.handler == nil || b.delivering {
-		b.queue = append(b.queue, f)
+		b.queue.Push(f)
 		b.mu.Unlock()
 		return
 	}
@@ -78,10 +81,9 @@ func (b *Inbox) Fail(err error) {
 func (b *Inbox) CloseLocal(err error, then func()) {
 	b.mu.Lock()
 	b.shut = true
-	for i := b.head; i < len(b.queue); i++ {
-		Release(b.queue[i])
+	for f, ok := b.queue.Pop(); ok; f, ok = b.queue.Pop() {
+		Release(f)
 	}
-	b.resetQueue()
 	b.afterClose = then
 	b.finish(err)
 }
@@ -109,13 +111,7 @@ func (b *Inbox) drain() {
 	b.delivering = true
 	h := b.handler
 	for {
-		if b.head < len(b.queue) {
-			f := b.queue[b.head]
-			b.queue[b.head] = Frame{} // the payload is the handler's now
-			b.head++
-			if b.head == len(b.queue) {
-				b.resetQueue()
-			}
+		if f, ok := b.queue.Pop(); ok { // the payload is the handler's now
 			b.mu.Unlock()
 			h.HandleFrame(f)
 			b.mu.Lock()
@@ -144,10 +140,4 @@ func (b *Inbox) idle() {
 	if then != nil {
 		then()
 	}
-}
-
-func (b *Inbox) resetQueue() {
-	clear(b.queue[b.head:])
-	b.queue = b.queue[:0]
-	b.head = 0
 }

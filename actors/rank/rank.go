@@ -17,6 +17,7 @@ import (
 	"github.com/gocomms/gocomms/actors/supervisor"
 	"github.com/gocomms/gocomms/actors/window"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/internal/fifo"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -113,7 +114,7 @@ type rankActor struct {
 	cfg Config
 
 	links   links
-	queue   actors.Queue[*collective.Request] // operations waiting to run, oldest first
+	queue   fifo.Queue[*collective.Request] // operations waiting to run, oldest first
 	running *collective.Request
 	// runner is the collective actor: it runs the operations one at a time,
 	// and lives on after each that succeeds; nil before the first, and

@@ -3,6 +3,7 @@ package mux
 import (
 	"fmt"
 
+	"github.com/gocomms/gocomms/internal/fifo"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -23,8 +24,7 @@ type vconn struct {
 	held       int // bytes counted against the hold limit, until Open
 	handler    transport.Handler
 	delivering bool // a goroutine is inside drain
-	queue      []transport.Frame
-	head       int // queue[head:] awaits delivery
+	queue      fifo.Queue[transport.Frame]
 
 	sendErr  error // non-nil once Sends must fail
 	recvErr  error // to deliver after the queue, once; nothing is queued after it
@@ -113,10 +113,10 @@ func (c *vconn) Close() error {
 // Called with m.mu held.
 func (c *vconn) shutdown(err error) {
 	c.shut = true
-	for _, f := range c.queue[c.head:] {
+	for f, ok := c.queue.Pop(); ok; f, ok = c.queue.Pop() {
 		transport.Release(f)
 	}
-	c.queue, c.head = nil, 0 // a closed comm is remembered: keep it small
+	c.queue = fifo.Queue[transport.Frame]{} // a closed comm is remembered: keep it small
 	c.end(err)
 }
 
@@ -148,13 +148,7 @@ func (c *vconn) drain() {
 	c.delivering = true
 	h := c.handler
 	for {
-		if c.head < len(c.queue) {
-			f := c.queue[c.head]
-			c.queue[c.head] = transport.Frame{} // the payload goes with the handler
-			c.head++
-			if c.head == len(c.queue) {
-				c.resetQueue()
-			}
+		if f, ok := c.queue.Pop(); ok { // the payload goes with the handler
 			m.mu.Unlock()
 			h.HandleFrame(f)
 			m.mu.Lock()
@@ -172,10 +166,4 @@ func (c *vconn) drain() {
 		m.mu.Unlock()
 		return
 	}
-}
-
-func (c *vconn) resetQueue() {
-	clear(c.queue[c.head:])
-	c.queue = c.queue[:0]
-	c.head = 0
 }

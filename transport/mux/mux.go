@@ -203,7 +203,7 @@ func (r receiver) HandleFrame(f transport.Frame) {
 		transport.Release(f)
 		vc.end(fmt.Errorf("transport/mux: comm %#x on %s closed by peer: %w", vc.comm, m.describe(), transport.ErrClosed))
 	} else {
-		vc.queue = append(vc.queue, f)
+		vc.queue.Push(f)
 	}
 	vc.kick()
 }

@@ -1,4 +1,4 @@
-package actors
+package fifo
 
 // Queue is a first-in, first-out queue on a ring that doubles when full
 // (its size a power of two, so that a position is a mask, not a division):
