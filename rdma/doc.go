@@ -20,13 +20,20 @@
 // A provider carries the operations behind an unexported seam (provider.go):
 // Transport keeps what every provider shares, the checks, the contexts, the
 // broken and closed states and the counting of notifications, and an
-// endpoint only moves operations. This package has the software provider,
-// "tcp" (tcp.go, requester.go, responder.go): each transport listens, and
-// the peer's requests arrive on the connection it accepts, where a
-// responder goroutine applies them to registered memory in order and
-// replies; its own requests go out on the connection it dials, written and
-// their replies read by the calling goroutines themselves. A provider over
-// libibverbs plugs in at the same seam.
+// endpoint only moves operations. There are two. The software provider,
+// "tcp" (tcp.go, requester.go, responder.go), works everywhere: each
+// transport listens, and the peer's requests arrive on the connection it
+// accepts, where a responder goroutine applies them to registered memory
+// in order and replies; its own requests go out on the connection it
+// dials, written and their replies read by the calling goroutines
+// themselves. The "verbs" provider (verbs*.go) carries them on an RDMA
+// device through libibverbs (package rdma/verbs), where Supported says it
+// can: one reliable-connected queue pair per transport pair, connected
+// over a TCP side channel that Bind and Connect open as the tcp provider
+// opens its connections, and that afterwards only maps registration keys
+// to the device's rkeys; writes, reads and atomics are RDMA work requests
+// that the peer's NIC serves, and a poller goroutine completes them.
+// docs/RDMA.md says where its semantics differ from the tcp provider's.
 //
 // # Semantics
 //
@@ -39,7 +46,9 @@
 // the memory then is race-free. Atomics are applied with sync/atomic on the
 // peer's aligned word, so they are atomic with respect to each other
 // through any transport and to the owner's own sync/atomic calls on it,
-// and not with respect to Writes covering the word.
+// and not with respect to Writes covering the word. (With verbs, Write
+// returns once the peer's NIC has the payload, and atomics are the NIC's:
+// see docs/RDMA.md.)
 //
 // Remote access to memory the owner is writing or reading at the same time
 // is the program's race, as with any memory shared between threads;
@@ -60,7 +69,7 @@
 // error as well. Close makes pending calls fail with ErrClosed, and
 // returns once no goroutine of the transport touches registered memory.
 //
-// # Wire format (tcp provider)
+// # Wire format (tcp provider; the verbs side channel is in docs/RDMA.md)
 //
 // All integers are little-endian. A connecting transport sends a 32-byte
 // hello; the listener answers with 16 bytes:

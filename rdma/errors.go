@@ -9,10 +9,11 @@ import (
 // chain holds one of them, or a context's error.
 var (
 	// ErrBroken reports a transport that failed for good: its connection
-	// died, the peer closed it, the peer broke the protocol, or a call's
-	// context ended while its request was on the wire. The first cause is
-	// kept, and every later call fails at once with it; Close the transport
-	// and build a new one.
+	// died, the peer closed it, the peer broke the protocol, a call's
+	// context ended while its request was on the wire, or (verbs) the
+	// device failed a request, when the error also wraps the
+	// *verbs.CompletionError. The first cause is kept, and every later call
+	// fails at once with it; Close the transport and build a new one.
 	ErrBroken = errors.New("transport broken")
 	// ErrClosed reports a call on a closed transport, or one that was
 	// pending when Close was called.
@@ -29,7 +30,9 @@ var (
 	// had, or has deregistered.
 	ErrUnregistered = errors.New("memory not registered")
 	// ErrUnsupported reports a provider that is not available in this
-	// build or on this machine, or a peer address of another provider.
+	// build or on this machine (for verbs, the error also wraps
+	// verbs.ErrUnavailable and says why), a peer address of another
+	// provider, or an atomic on a device that performs none.
 	ErrUnsupported = errors.New("unsupported")
 	// ErrInvalid reports malformed input: a handle or address that does
 	// not decode, a nil view, a bad option.

@@ -29,18 +29,55 @@ type config struct {
 	// log receives what happens to the transport: bind, connect, accept,
 	// refused connections, the cause of a break. Default: discarded.
 	log *slog.Logger
+	// verbsDevice, verbsPort and verbsGIDIndex choose what the verbs
+	// provider uses: the device by name ("" the first listed), its port
+	// (default 1), and the GID table entry that addresses it (negative:
+	// the first non-empty entry on RoCE, none on InfiniBand).
+	verbsDevice   string
+	verbsPort     uint8
+	verbsGIDIndex int
 }
 
 func defaultConfig() config {
-	return config{
+	c := config{
 		provider:         "tcp",
 		handshakeTimeout: 10 * time.Second,
 		log:              slog.New(slog.DiscardHandler),
+		verbsPort:        1,
+		verbsGIDIndex:    -1,
 	}
+	if testDefaults != nil {
+		testDefaults(&c)
+	}
+	return c
 }
 
-// WithProvider selects the provider by name; see Providers. Default "tcp".
+// testDefaults, set only by this package's tests, adjusts the defaults
+// of every New before its options apply, so that the tests that do not
+// depend on a provider run over each of them (verbs_test.go).
+var testDefaults func(*config)
+
+// WithProvider selects the provider by name; see Providers. Default
+// "tcp", the software provider that works everywhere; "verbs" carries
+// operations on an RDMA device through libibverbs, where Supported says
+// it can.
 func WithProvider(name string) Option { return func(c *config) { c.provider = name } }
+
+// WithVerbsDevice chooses what the verbs provider uses: the RDMA device
+// called name ("" for the first one libibverbs lists), its port (0 for
+// port 1), and the entry of the port's GID table that addresses it
+// (negative for the first non-empty entry on RoCE, and none on
+// InfiniBand, which routes by LID). On RoCE, `ibv_devinfo -v` or
+// `show_gids` list the table: pick a RoCE v2 entry of the interface the
+// peer reaches. Other providers ignore it.
+func WithVerbsDevice(name string, port uint8, gidIndex int) Option {
+	return func(c *config) {
+		c.verbsDevice, c.verbsPort, c.verbsGIDIndex = name, max(port, 1), gidIndex
+		if gidIndex < 0 {
+			c.verbsGIDIndex = -1
+		}
+	}
+}
 
 // WithListenHost sets the host or IP address Bind listens on; by default
 // every interface. The port is always one the kernel picks.
@@ -65,6 +102,10 @@ func (c *config) validate() error {
 		if h.host != "" && (len(h.host) > 200 || net.ParseIP(h.host) == nil && !validHostname(h.host)) {
 			return fmt.Errorf("rdma: %s host %q: not an IP address or host name: %w", h.what, h.host, ErrInvalid)
 		}
+	}
+	if c.verbsGIDIndex > 255 || len(c.verbsDevice) > 64 {
+		return fmt.Errorf("rdma: verbs device %q, GID index %d: names have at most 64 bytes, indexes at most 255: %w",
+			c.verbsDevice, c.verbsGIDIndex, ErrInvalid)
 	}
 	if c.handshakeTimeout <= 0 {
 		return fmt.Errorf("rdma: handshake timeout %v: must be positive: %w", c.handshakeTimeout, ErrInvalid)

@@ -9,11 +9,11 @@ import (
 // provider makes the endpoints of one kind of transport. Transport does
 // what every provider shares (checking arguments, contexts, the broken
 // and closed states, counting notifications); an endpoint only moves
-// operations. The software provider over TCP (tcp.go) is the one here; a
-// provider over libibverbs plugs in beside it: its bind creates a queue
-// pair and returns its number and GID, its connect moves the pair to
-// ready-to-send, its start posts a work request, and a completion poller
-// sends each result to the op's done channel.
+// operations. There are two: the software provider over TCP (tcp.go),
+// and the provider over libibverbs (verbs.go), whose endpoint owns a
+// queue pair that a side channel over TCP connects, posts each op as
+// work requests, and has a completion poller send each result to the
+// op's done channel.
 type provider interface {
 	// available returns nil if endpoints can be made on this machine, or
 	// why not, wrapping ErrUnsupported.
@@ -61,7 +61,8 @@ type endpoint interface {
 // providers are the providers in this build, by name. It is written only
 // here.
 var providers = map[string]provider{
-	"tcp": tcpProvider{},
+	"tcp":   tcpProvider{},
+	"verbs": verbsProvider{},
 }
 
 // Providers returns the names of the providers in this build, sorted,

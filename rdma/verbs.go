@@ -1,0 +1,648 @@
+package rdma
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/gocomms/gocomms/rdma/verbs"
+)
+
+// verbsProvider carries operations on an RDMA device, through libibverbs
+// (package verbs): each transport owns a reliable-connected queue pair,
+// writes, reads and atomics are RDMA work requests that the peer's NIC
+// serves without its CPU, and a notifying write is a write with
+// immediate data that consumes a receive the peer keeps posted. A TCP
+// side channel per direction, opened by Bind and Connect as the tcp
+// provider opens its connections, pairs the queue pairs and maps
+// registration keys to the device's rkeys (verbs_wire.go); data never
+// crosses it.
+type verbsProvider struct{}
+
+func (verbsProvider) available() error {
+	lib, err := verbs.Open()
+	if err == nil {
+		_, err = lib.Devices()
+	}
+	if err != nil {
+		return fmt.Errorf("rdma: provider \"verbs\": %w: %w", ErrUnsupported, err)
+	}
+	return nil
+}
+
+// The verbs provider's part of an Address has the tcp provider's layout:
+// the nonce and host:port of its side channel's listener.
+func (verbsProvider) describe(part []byte) string { return tcpProvider{}.describe(part) }
+
+// Sizes of a transport's queues. Every send request is signaled and holds
+// one slot until its completion: at most verbsSendDepth are in flight.
+// Each notifying write of the peer consumes a receive: verbsRecvDepth
+// are posted, each posted again as its completion is polled, and the
+// peer has as many credits, one taken by each notifying write and given
+// back over the side channel once its receive is posted again, so that
+// no write finds none (a device would retry it, after min_rnr_timer,
+// without limit). The completion queue holds both kinds of completion.
+const (
+	verbsSendDepth = 128
+	verbsRecvDepth = 128
+	// verbsMaxChunk bounds one work request's length (an SGE's is 32 bits,
+	// and ports take at most 2 GiB in a message): longer transfers are
+	// posted as several, back to back.
+	verbsMaxChunk = 1 << 30
+	// recvTag marks the work request ids of receives.
+	recvTag = 1 << 63
+)
+
+// verbsChunk, when not 0, replaces verbsMaxChunk: tests make transfers of
+// many chunks with it.
+var verbsChunk int
+
+func (verbsProvider) newEndpoint(cfg *config, ev events) (endpoint, error) {
+	dev, err := acquireVerbsDevice(cfg.verbsDevice)
+	if err != nil {
+		return nil, verbsUnusable(err)
+	}
+	e := &verbsEndpoint{
+		cfg:      cfg,
+		ev:       ev,
+		log:      cfg.log,
+		nonce:    nonZeroRandom(),
+		dev:      dev,
+		stopped:  make(chan struct{}),
+		sendLock: make(chan struct{}, 1),
+		credits:  make(chan struct{}, verbsSendDepth),
+		kick:     make(chan struct{}, 1),
+		notes:    make(chan struct{}, verbsRecvDepth),
+		owing:    make(chan struct{}, 1),
+		revokes:  make(map[uint64]chan struct{}),
+		rcache:   make(map[uint64]*remoteKey),
+		resolves: make(map[uint64]*resolveWait),
+	}
+	if err := e.setup(); err != nil {
+		e.release()
+		return nil, verbsUnusable(err)
+	}
+	for range verbsRecvDepth {
+		e.notes <- struct{}{}
+	}
+	for i := range verbsSendDepth {
+		e.credits <- struct{}{}
+		e.freeSlots = append(e.freeSlots, int32(i))
+		e.freeFlights = append(e.freeFlights, int32(i))
+	}
+	return e, nil
+}
+
+// verbsUnusable says why no endpoint could be made: with ErrUnsupported
+// where verbs cannot be used here at all (no device, a port that is not
+// active, a RoCE port without an address).
+func verbsUnusable(err error) error {
+	if errors.Is(err, verbs.ErrUnavailable) {
+		return fmt.Errorf("rdma: provider \"verbs\": %w: %w", ErrUnsupported, err)
+	}
+	return fmt.Errorf("rdma: provider \"verbs\": %w", err)
+}
+
+// setup makes the endpoint's queues and its two small regions, and
+// describes its queue pair.
+func (e *verbsEndpoint) setup() error {
+	d, port := e.dev, e.cfg.verbsPort
+	gid := e.cfg.verbsGIDIndex
+	pa, err := d.ctx.QueryPort(port)
+	if err != nil {
+		return err
+	}
+	if gid < 0 && pa.LinkLayer == verbs.LinkEthernet {
+		for i := range pa.GIDTableLen {
+			if g, err := d.ctx.QueryGID(port, i); err == nil && !g.IsZero() {
+				gid = i
+				break
+			}
+		}
+		if gid < 0 {
+			return fmt.Errorf("device %s port %d is RoCE and has no GID: give its network device an address: %w",
+				d.name, port, verbs.ErrUnavailable)
+		}
+	}
+	e.chunk = verbsMaxChunk
+	if pa.MaxMsgSize > 0 && int(pa.MaxMsgSize) < e.chunk {
+		e.chunk = int(pa.MaxMsgSize)
+	}
+	if verbsChunk > 0 {
+		e.chunk = verbsChunk
+	}
+	if e.cq, err = d.ctx.CreateCQ(verbsSendDepth + verbsRecvDepth); err != nil {
+		return err
+	}
+	caps := verbs.QPCaps{MaxSendWR: verbsSendDepth, MaxRecvWR: verbsRecvDepth}
+	if e.qp, err = d.ctx.CreateQP(d.pd, e.cq, e.cq, caps); err != nil {
+		return err
+	}
+	if e.local, err = e.qp.Endpoint(port, gid, rand.Uint32N(1<<24)); err != nil {
+		return err
+	}
+	// Atomics' old values land in a word per send slot; the peer's
+	// zero-length notifications name the notify word, the only memory of
+	// the endpoint's own that the peer may write.
+	e.scratch = make([]uint64, verbsSendDepth)
+	if e.scratchMR, err = d.pd.RegMR(wordBytes(e.scratch), verbs.AccessLocalWrite); err != nil {
+		return err
+	}
+	e.notifyWord = make([]uint64, 1)
+	e.notifyMR, err = d.pd.RegMR(wordBytes(e.notifyWord), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	return err
+}
+
+func wordBytes(w []uint64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w))
+}
+
+// verbsEndpoint is a Transport over an RDMA device. Its queue pair is
+// connected to the peer's: both directions of operations travel on the
+// pair, each side's requests served by the other's NIC. Its side channel
+// is two TCP connections, as the tcp provider's are: the one it dials
+// (out) carries its questions about the peer's keys, and the one its
+// listener accepts (in) the peer's questions about its own.
+//
+// Operations: verbs_ops.go. Keys, rkeys, credits and the goroutines that
+// read the side channel: verbs_keys.go. The registrations: verbs_device.go.
+type verbsEndpoint struct {
+	cfg   *config
+	ev    events
+	log   *slog.Logger
+	nonce uint64 // of this endpoint's Address
+
+	dev        *verbsDevice
+	cq         *verbs.CQ
+	qp         *verbs.QP
+	local      verbs.Endpoint // the queue pair's, for the peer
+	chunk      int            // the longest work request
+	scratch    []uint64       // atomics' results, one word per send slot
+	scratchMR  *verbs.MR
+	notifyWord []uint64
+	notifyMR   *verbs.MR
+	released   sync.Once
+
+	pairMu sync.Mutex // held while the queue pair is being connected
+
+	mu          sync.Mutex
+	down        bool
+	bound       bool
+	ln          net.Listener
+	handshaking net.Conn
+	dialing     net.Conn
+	in          *ctlConn       // the peer's side channel, once accepted
+	out         *ctlConn       // this endpoint's, once connected
+	dialed      uint64         // the nonce of the peer connected (or connecting) to
+	accepted    uint64         // the nonce of the peer that connected, if it said
+	paired      verbs.Endpoint // the peer's queue pair, once this one is connected to it
+	peerNotify  notifyTarget   // the peer's notify word, once connected
+	revokes     map[uint64]chan struct{}
+	stopped     chan struct{} // closed by shutdown
+	wg          sync.WaitGroup
+
+	// Operations in flight (verbs_ops.go), under mu.
+	slots       [verbsSendDepth]verbsSlot
+	flights     [verbsSendDepth]verbsFlight
+	freeSlots   []int32
+	freeFlights []int32
+	inflight    atomic.Int64  // send requests posted and not completed
+	sendLock    chan struct{} // held while an op's requests are posted
+	credits     chan struct{} // a free send slot each
+	kick        chan struct{} // wakes an idle poller
+	hold        atomic.Pointer[pollHold]
+
+	// Notifying writes: one of notes is taken by each that goes out, and
+	// the peer gives them back as it posts its receives again (ctlCredit);
+	// owed counts the receives this endpoint has posted again and not yet
+	// told the peer of, and owing wakes lend to tell it.
+	notes chan struct{}
+	owed  atomic.Int64
+	owing chan struct{}
+
+	// The peer's keys (verbs_keys.go), under rmu.
+	rmu      sync.Mutex
+	rcache   map[uint64]*remoteKey
+	resolves map[uint64]*resolveWait
+}
+
+// ctlConn is a side-channel connection: messages are written whole under
+// wmu, and read by one goroutine.
+type ctlConn struct {
+	c   net.Conn
+	br  *bufio.Reader
+	wmu sync.Mutex
+	wb  [ctlLen]byte
+	rb  [ctlLen]byte
+}
+
+func newCtlConn(c net.Conn) *ctlConn {
+	return &ctlConn{c: c, br: bufio.NewReaderSize(c, 4096)}
+}
+
+func (cc *ctlConn) send(m ctl) error {
+	cc.wmu.Lock()
+	defer cc.wmu.Unlock()
+	return cc.sendLocked(m)
+}
+
+// sendLocked writes m; the caller holds wmu.
+func (cc *ctlConn) sendLocked(m ctl) error {
+	putCtl(&cc.wb, m)
+	_, err := cc.c.Write(cc.wb[:])
+	return err
+}
+
+// receive reads the next message, which travels to the dialer or not. A
+// peer that closes with messages of this end's still unread (credits,
+// answers: they come unasked) resets the connection rather than ending
+// it: that too is the peer closing.
+func (cc *ctlConn) receive(toDialer bool) (ctl, error) {
+	if n, err := io.ReadFull(cc.br, cc.rb[:]); err != nil {
+		switch {
+		case err == io.EOF:
+			return ctl{}, errPeerClosed
+		case n == 0 && errors.Is(err, syscall.ECONNRESET):
+			return ctl{}, fmt.Errorf("%w: %w", errPeerClosed, err)
+		}
+		return ctl{}, unexpected(err)
+	}
+	return parseCtl(&cc.rb, toDialer)
+}
+
+func (e *verbsEndpoint) bind() ([]byte, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(e.cfg.listenHost, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("listen on %q: %w", e.cfg.listenHost, err)
+	}
+	at := ln.Addr().(*net.TCPAddr)
+	host := at.IP.String()
+	if at.IP.IsUnspecified() {
+		host = e.cfg.advertiseHost
+		if host == "" {
+			host = firstIPv4()
+		}
+	}
+	hostport := net.JoinHostPort(host, strconv.Itoa(at.Port))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.down {
+		ln.Close()
+		return nil, errClosed
+	}
+	e.ln, e.bound = ln, true
+	e.wg.Add(1)
+	go e.accept(ln)
+	return tcpPart{nonce: e.nonce, hostport: hostport}.encode(), nil
+}
+
+// accept serves the listener until the endpoint shuts down, one hello at
+// a time, as the tcp provider's does.
+func (e *verbsEndpoint) accept(ln net.Listener) {
+	defer e.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if !e.isDown() {
+				e.log.Warn("rdma: listener failed; no peer can connect", "addr", ln.Addr().String(), "err", err)
+			}
+			return
+		}
+		if e.handshake(c) {
+			return
+		}
+	}
+}
+
+func (e *verbsEndpoint) isDown() bool {
+	select {
+	case <-e.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// errPairedElsewhere reports a queue pair connected to another peer's.
+var errPairedElsewhere = errors.New("this transport's queue pair is connected to another peer's")
+
+// handshake reads c's hello, connects the queue pair to the dialer's if
+// it is accepted, and answers. It returns true once the endpoint is down.
+func (e *verbsEndpoint) handshake(c net.Conn) (down bool) {
+	e.mu.Lock()
+	if e.down {
+		e.mu.Unlock()
+		c.Close()
+		return true
+	}
+	e.handshaking = c
+	e.mu.Unlock()
+
+	c.SetDeadline(time.Now().Add(e.cfg.handshakeTimeout))
+	var hb [verbsHelloLen]byte
+	_, err := io.ReadFull(c, hb[:])
+	var h verbsHello
+	if err == nil {
+		h, err = parseVerbsHello(&hb)
+	}
+	e.mu.Lock()
+	e.handshaking = nil
+	if e.down || err != nil {
+		down := e.down
+		e.mu.Unlock()
+		c.Close() // not a peer of ours: no answer
+		if !down {
+			e.log.Debug("rdma: refused a connection", "from", c.RemoteAddr().String(), "err", err)
+		}
+		return down
+	}
+	verdict := answerAccepted
+	switch {
+	case h.version != verbsWireVersion:
+		verdict = answerVersion
+	case h.to != e.nonce:
+		verdict = answerStale
+	case e.in != nil:
+		verdict = answerBusy
+	case e.dialed != 0 && h.from != 0 && h.from != e.dialed,
+		h.paired != (verbs.Endpoint{}) && h.paired != e.local,
+		e.paired != (verbs.Endpoint{}) && e.paired != h.qp:
+		verdict = answerWrongPeer
+	}
+	var cc *ctlConn
+	if verdict == answerAccepted {
+		cc = newCtlConn(c)
+		e.in, e.accepted = cc, h.from
+	}
+	e.mu.Unlock()
+
+	if verdict == answerAccepted {
+		if err := e.pair(h.qp); errors.Is(err, errPairedElsewhere) {
+			verdict = answerWrongPeer
+		} else if err != nil {
+			verdict = answerQPFailed
+		}
+	}
+	a := verbsAnswer{version: verbsWireVersion, verdict: verdict}
+	if verdict == answerAccepted {
+		a.qp = e.local
+		a.notify = notifyTarget{addr: e.notifyMR.Addr(), rkey: e.notifyMR.RKey()}
+	}
+	var ab [verbsAnswerLen]byte
+	if err = putVerbsAnswer(&ab, a); err == nil {
+		_, err = c.Write(ab[:])
+	}
+	if verdict != answerAccepted || err != nil {
+		c.Close()
+		e.log.Debug("rdma: refused a connection", "from", c.RemoteAddr().String(), "answer", verdict.String(), "err", err)
+		if cc != nil {
+			e.mu.Lock()
+			e.in, e.accepted = nil, 0
+			e.mu.Unlock()
+		}
+		return false
+	}
+	c.SetDeadline(time.Time{})
+	tune(c)
+	e.log.Info("rdma: accepted a peer", "from", c.RemoteAddr().String(), "qp", h.qp.String())
+	e.wg.Add(2)
+	go e.serve(cc)
+	go e.lend(cc)
+	return false
+}
+
+// pair connects the queue pair to the peer's, posts its receives and
+// starts its poller, unless it is connected to that peer's already. A
+// queue pair that fails to connect cannot be used again: that breaks the
+// transport.
+func (e *verbsEndpoint) pair(peer verbs.Endpoint) error {
+	e.pairMu.Lock()
+	defer e.pairMu.Unlock()
+	e.mu.Lock()
+	paired, down := e.paired, e.down
+	e.mu.Unlock()
+	switch {
+	case down:
+		return errClosed
+	case paired == peer:
+		return nil
+	case paired != verbs.Endpoint{}:
+		return fmt.Errorf("%w (%v), not %v", errPairedElsewhere, paired, peer)
+	}
+	err := e.qp.Connect(e.local, peer)
+	for i := 0; err == nil && i < verbsRecvDepth; i++ {
+		err = e.qp.PostRecv(recvTag|uint64(i), verbs.SGE{})
+	}
+	if err != nil {
+		err = fmt.Errorf("connect queue pair %v to %v: %w", e.local, peer, err)
+		e.ev.fail(err)
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.down {
+		return errClosed
+	}
+	e.paired = peer
+	e.wg.Add(1)
+	go e.poll()
+	return nil
+}
+
+func (e *verbsEndpoint) connect(ctx context.Context, part []byte) (string, error) {
+	a, err := parseTCPPart(part)
+	if err != nil {
+		return "", err
+	}
+	e.mu.Lock()
+	switch {
+	case e.down:
+		err = errClosed
+	case e.accepted != 0 && e.accepted != a.nonce:
+		err = fmt.Errorf("a peer connected to this transport from another address than %s: %w", a.hostport, ErrInvalid)
+	}
+	if err != nil {
+		e.mu.Unlock()
+		return "", err
+	}
+	e.dialed = a.nonce
+	h := verbsHello{version: verbsWireVersion, to: a.nonce, qp: e.local, paired: e.paired}
+	if e.bound {
+		h.from = e.nonce
+	}
+	e.mu.Unlock()
+
+	c, ans, err := e.dial(ctx, a, h)
+	if err == nil {
+		if err = e.pair(ans.qp); err != nil {
+			c.Close()
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err == nil && e.down {
+		c.Close()
+		err = errClosed
+	}
+	if err != nil {
+		e.dialed = 0
+		return "", err
+	}
+	e.out, e.peerNotify = newCtlConn(c), ans.notify
+	e.wg.Add(1)
+	go e.converse(e.out)
+	return a.hostport, nil
+}
+
+// dial connects to a's listener and has it accept this endpoint as its
+// peer, within ctx.
+func (e *verbsEndpoint) dial(ctx context.Context, a tcpPart, h verbsHello) (*net.TCPConn, verbsAnswer, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", a.hostport)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			err = fmt.Errorf("nothing listens at %s: its transport was closed, or has not bound yet: %w", a.hostport, err)
+		} else {
+			err = fmt.Errorf("dial %s: %w", a.hostport, err)
+		}
+		return nil, verbsAnswer{}, err
+	}
+	c := nc.(*net.TCPConn)
+	e.mu.Lock()
+	if e.down {
+		e.mu.Unlock()
+		c.Close()
+		return nil, verbsAnswer{}, errClosed
+	}
+	e.dialing = c
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.dialing = nil
+		e.mu.Unlock()
+	}()
+
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
+	var hb [verbsHelloLen]byte
+	var ab [verbsAnswerLen]byte
+	if err = putVerbsHello(&hb, h); err == nil {
+		if _, err = c.Write(hb[:]); err == nil {
+			_, err = io.ReadFull(c, ab[:])
+		}
+	}
+	if !stop() {
+		err = fmt.Errorf("handshake with %s: %w", a.hostport, context.Cause(ctx))
+		if ctx.Err() != context.Cause(ctx) {
+			err = fmt.Errorf("%w: %w", err, ctx.Err())
+		}
+	} else if err != nil {
+		err = fmt.Errorf("handshake with %s: %w", a.hostport, unexpected(err))
+	}
+	var ans verbsAnswer
+	if err == nil {
+		ans, err = parseVerbsAnswer(&ab)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("handshake with %s: %w", a.hostport, err)
+		case ans.verdict == answerVersion:
+			err = fmt.Errorf("%s speaks verbs protocol version %d, this transport %d: %w",
+				a.hostport, ans.version, verbsWireVersion, ErrUnsupported)
+		case ans.verdict == answerQPFailed:
+			err = fmt.Errorf("%s refused: its queue pair would not connect to this one's: %w", a.hostport, ErrBroken)
+		case ans.verdict != answerAccepted:
+			err = fmt.Errorf("%s %v: %w", a.hostport, ans.verdict, ErrInvalid)
+		}
+	}
+	if err != nil {
+		c.Close()
+		return nil, verbsAnswer{}, err
+	}
+	tune(c)
+	return c, ans, nil
+}
+
+// shutdown stops everything without waiting for goroutines: the
+// listener, the side channel, and the queue pair, whose destruction is
+// what makes the device let go of every buffer of this transport's
+// operations in flight; those then fail with the transport's error.
+func (e *verbsEndpoint) shutdown() {
+	e.mu.Lock()
+	if e.down {
+		e.mu.Unlock()
+		return
+	}
+	e.down = true
+	close(e.stopped)
+	var closers []io.Closer
+	for _, c := range []net.Conn{e.handshaking, e.dialing} {
+		if c != nil {
+			closers = append(closers, c)
+		}
+	}
+	for _, cc := range []*ctlConn{e.in, e.out} {
+		if cc != nil {
+			closers = append(closers, cc.c)
+		}
+	}
+	if e.ln != nil {
+		closers = append(closers, e.ln)
+	}
+	revokes := e.revokes
+	e.revokes = nil
+	e.mu.Unlock()
+
+	for _, c := range closers {
+		c.Close()
+	}
+	if err := e.qp.Close(); err != nil {
+		e.log.Warn("rdma: destroying the queue pair failed", "err", err)
+	}
+	err := e.ev.fail(errClosed) // what ended the transport
+	e.mu.Lock()
+	var pending []*op
+	for i := range e.flights {
+		if f := &e.flights[i]; f.o != nil && !f.delivered {
+			f.delivered = true
+			pending = append(pending, f.o)
+		}
+	}
+	e.mu.Unlock()
+	for _, o := range pending {
+		o.done <- err
+	}
+	for _, c := range revokes {
+		close(c) // the queue pair is gone: the peer cannot reach the memory through it
+	}
+}
+
+// wait waits for the endpoint's goroutines, then gives back what it holds
+// of the device.
+func (e *verbsEndpoint) wait() {
+	e.wg.Wait()
+	e.release()
+}
+
+// release closes the endpoint's queues and regions and its hold on the
+// device.
+func (e *verbsEndpoint) release() {
+	e.released.Do(func() {
+		// Close on a nil object is a no-op: setup may have stopped short.
+		errs := []error{e.qp.Close(), e.cq.Close(), e.scratchMR.Close(), e.notifyMR.Close()}
+		e.dev.unexport(e)
+		errs = append(errs, e.dev.release())
+		if err := errors.Join(errs...); err != nil {
+			e.log.Warn("rdma: releasing the device failed", "device", e.dev.name, "err", err)
+		}
+	})
+}

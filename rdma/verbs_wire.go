@@ -1,0 +1,252 @@
+package rdma
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/gocomms/gocomms/rdma/verbs"
+)
+
+// The verbs provider's side channel: a TCP connection per direction of
+// operations, as the tcp provider has, that carries the handshake which
+// pairs the two queue pairs and then the few messages that map keys to
+// the device's rkeys. Data never crosses it. doc.go and docs/RDMA.md show
+// it byte by byte; all integers are little-endian, except inside the
+// queue pairs' endpoints, which package verbs encodes (big-endian).
+
+// verbsMagic opens every verbs hello and answer; a tcp listener hangs up
+// on it, as on anything that is not its own hello.
+var verbsMagic = [8]byte{'G', 'C', 'V', 'E', 'R', 'B', 'S', 0}
+
+const (
+	verbsWireVersion = 1
+	verbsHelloLen    = 112
+	verbsAnswerLen   = 64
+	ctlLen           = 32
+)
+
+// verbsHello is what a connecting verbs transport sends first.
+type verbsHello struct {
+	version uint16
+	to      uint64         // the nonce of the Address dialed
+	from    uint64         // the nonce of the dialer's own Address, 0 if it has none
+	qp      verbs.Endpoint // the dialer's queue pair
+	paired  verbs.Endpoint // the queue pair the dialer's is connected to already, or zero
+	notify  notifyTarget   // where the listener's zero-length notifications go
+}
+
+// notifyTarget is 8 bytes of a transport's memory that its peer's
+// zero-length notifying writes name, since a write with immediate data
+// must name some registered memory of the peer even to write nothing.
+type notifyTarget struct {
+	addr uint64
+	rkey uint32
+}
+
+func putVerbsHello(b *[verbsHelloLen]byte, h verbsHello) error {
+	copy(b[:8], verbsMagic[:])
+	binary.LittleEndian.PutUint16(b[8:], h.version)
+	clear(b[10:16])
+	binary.LittleEndian.PutUint64(b[16:], h.to)
+	binary.LittleEndian.PutUint64(b[24:], h.from)
+	if err := putEndpoint(b[32:64], h.qp); err != nil {
+		return err
+	}
+	if err := putEndpoint(b[64:96], h.paired); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(b[96:], h.notify.addr)
+	binary.LittleEndian.PutUint32(b[104:], h.notify.rkey)
+	clear(b[108:])
+	return nil
+}
+
+// parseVerbsHello decodes a hello of any version, so that the listener
+// can say which version it speaks; of version 1 it checks every field.
+func parseVerbsHello(b *[verbsHelloLen]byte) (verbsHello, error) {
+	if [8]byte(b[:8]) != verbsMagic {
+		return verbsHello{}, fmt.Errorf("hello starts with %q, not the verbs magic: %w", b[:8], errProtocol)
+	}
+	h := verbsHello{
+		version: binary.LittleEndian.Uint16(b[8:]),
+		to:      binary.LittleEndian.Uint64(b[16:]),
+		from:    binary.LittleEndian.Uint64(b[24:]),
+		notify:  notifyTarget{addr: binary.LittleEndian.Uint64(b[96:]), rkey: binary.LittleEndian.Uint32(b[104:])},
+	}
+	if h.version != verbsWireVersion {
+		return h, nil
+	}
+	if !allZero(b[10:16]) || !allZero(b[108:]) {
+		return verbsHello{}, fmt.Errorf("hello has reserved bytes %x, %x: %w", b[10:16], b[108:], errProtocol)
+	}
+	var err error
+	if h.qp, err = parseEndpoint(b[32:64], false); err == nil {
+		h.paired, err = parseEndpoint(b[64:96], true)
+	}
+	if err != nil {
+		return verbsHello{}, fmt.Errorf("hello: %w: %w", err, errProtocol)
+	}
+	return h, nil
+}
+
+// answerQPFailed is an answer only a verbs listener gives: it accepted
+// the hello, but its queue pair would not connect to the dialer's.
+const answerQPFailed answer = 5
+
+// verbsAnswer is the listener's reply to a hello.
+type verbsAnswer struct {
+	version uint16
+	verdict answer
+	qp      verbs.Endpoint // the listener's queue pair; zero unless accepted
+	notify  notifyTarget   // zero unless accepted
+}
+
+func putVerbsAnswer(b *[verbsAnswerLen]byte, a verbsAnswer) error {
+	copy(b[:8], verbsMagic[:])
+	binary.LittleEndian.PutUint16(b[8:], a.version)
+	b[10] = byte(a.verdict)
+	clear(b[11:16])
+	if err := putEndpoint(b[16:48], a.qp); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(b[48:], a.notify.addr)
+	binary.LittleEndian.PutUint32(b[56:], a.notify.rkey)
+	clear(b[60:])
+	return nil
+}
+
+func parseVerbsAnswer(b *[verbsAnswerLen]byte) (verbsAnswer, error) {
+	if [8]byte(b[:8]) != verbsMagic {
+		return verbsAnswer{}, fmt.Errorf("answer starts with %q, not the verbs magic: %w", b[:8], errProtocol)
+	}
+	a := verbsAnswer{
+		version: binary.LittleEndian.Uint16(b[8:]),
+		verdict: answer(b[10]),
+		notify:  notifyTarget{addr: binary.LittleEndian.Uint64(b[48:]), rkey: binary.LittleEndian.Uint32(b[56:])},
+	}
+	bad := a.verdict > answerQPFailed || !allZero(b[11:16]) || !allZero(b[60:])
+	if !bad && a.verdict == answerAccepted {
+		var err error
+		if a.qp, err = parseEndpoint(b[16:48], false); err != nil {
+			return verbsAnswer{}, fmt.Errorf("answer: %w: %w", err, errProtocol)
+		}
+	} else if !allZero(b[16:60]) {
+		bad = true
+	}
+	if bad {
+		return verbsAnswer{}, fmt.Errorf("answer with status %d and bytes %x: %w", b[10], b[11:], errProtocol)
+	}
+	return a, nil
+}
+
+// putEndpoint encodes e in 32 bytes, or zeros for the zero Endpoint.
+func putEndpoint(b []byte, e verbs.Endpoint) error {
+	if e == (verbs.Endpoint{}) {
+		clear(b[:verbs.EndpointSize])
+		return nil
+	}
+	_, err := e.AppendBinary(b[:0])
+	return err
+}
+
+// parseEndpoint decodes 32 bytes that putEndpoint wrote; all zeros are the
+// zero Endpoint where zeroOK.
+func parseEndpoint(b []byte, zeroOK bool) (verbs.Endpoint, error) {
+	if zeroOK && allZero(b[:verbs.EndpointSize]) {
+		return verbs.Endpoint{}, nil
+	}
+	var e verbs.Endpoint
+	err := e.UnmarshalBinary(b[:verbs.EndpointSize])
+	return e, err
+}
+
+// ctlKind is the type of a side-channel message after the handshake.
+type ctlKind uint8
+
+const (
+	// ctlResolve asks the listener for the rkey of a key (dialer to listener).
+	ctlResolve ctlKind = 1
+	// ctlResolved answers a resolve, in the order they came (listener to dialer).
+	ctlResolved ctlKind = 2
+	// ctlRevoke tells the dialer that a key it resolved is being
+	// deregistered: it must not use the rkey again (listener to dialer).
+	ctlRevoke ctlKind = 3
+	// ctlReleased says that the dialer has dropped a revoked key and that
+	// no operation of its on it is in flight any more (dialer to listener).
+	ctlReleased ctlKind = 4
+	// ctlCredit gives the dialer back n receives that the listener has
+	// posted again: n more notifying writes may go out (listener to
+	// dialer).
+	ctlCredit ctlKind = 5
+)
+
+// Statuses of a ctlResolved.
+const (
+	resolvedOK           = 0 // the rkey, address and length follow
+	resolvedUnregistered = 1 // no registration has the key
+	resolvedRefused      = 2 // the device would not register the memory
+	resolvedLast         = resolvedRefused
+)
+
+// ctl is a side-channel message after the handshake:
+//
+//	0  1  kind: 1 resolve, 2 resolved, 3 revoke, 4 released, 5 credit
+//	1  1  resolved: status; otherwise 0
+//	2  2  zero
+//	4  4  resolved, status 0: rkey; otherwise 0
+//	8  8  key, non-zero; credit: 0
+//	16 8  resolved, status 0: the registration's address; otherwise 0
+//	24 8  resolved, status 0: its length; credit: receives, 1 to 128; otherwise 0
+type ctl struct {
+	kind   ctlKind
+	status uint8
+	rkey   uint32
+	key    uint64
+	addr   uint64
+	n      uint64
+}
+
+func putCtl(b *[ctlLen]byte, m ctl) {
+	b[0], b[1] = byte(m.kind), m.status
+	clear(b[2:4])
+	binary.LittleEndian.PutUint32(b[4:], m.rkey)
+	binary.LittleEndian.PutUint64(b[8:], m.key)
+	binary.LittleEndian.PutUint64(b[16:], m.addr)
+	binary.LittleEndian.PutUint64(b[24:], m.n)
+}
+
+// parseCtl decodes a message and checks every field against its kind;
+// toDialer says which end reads it. What it accepts, putCtl encodes back
+// to the same bytes.
+func parseCtl(b *[ctlLen]byte, toDialer bool) (ctl, error) {
+	m := ctl{
+		kind:   ctlKind(b[0]),
+		status: b[1],
+		rkey:   binary.LittleEndian.Uint32(b[4:]),
+		key:    binary.LittleEndian.Uint64(b[8:]),
+		addr:   binary.LittleEndian.Uint64(b[16:]),
+		n:      binary.LittleEndian.Uint64(b[24:]),
+	}
+	var bad string
+	switch {
+	case toDialer && m.kind != ctlResolved && m.kind != ctlRevoke && m.kind != ctlCredit,
+		!toDialer && m.kind != ctlResolve && m.kind != ctlReleased:
+		bad = fmt.Sprintf("kind %d", b[0])
+	case (m.key == 0) != (m.kind == ctlCredit) || !allZero(b[2:4]):
+		bad = fmt.Sprintf("key %#x, reserved bytes %x", m.key, b[2:4])
+	case m.kind == ctlCredit && (m.n == 0 || m.n > verbsRecvDepth || m.status != 0 || m.rkey != 0 || m.addr != 0):
+		bad = fmt.Sprintf("credit of %d receives", m.n)
+	case m.kind != ctlResolved && m.kind != ctlCredit && (m.status != 0 || m.rkey != 0 || m.addr != 0 || m.n != 0):
+		bad = "fields its kind has not"
+	case m.kind == ctlResolved && m.status > resolvedLast:
+		bad = fmt.Sprintf("status %d", m.status)
+	case m.kind == ctlResolved && m.status != resolvedOK && (m.rkey != 0 || m.addr != 0 || m.n != 0):
+		bad = fmt.Sprintf("status %d with a registration", m.status)
+	case m.kind == ctlResolved && m.status == resolvedOK && m.n > ^m.addr:
+		bad = fmt.Sprintf("registration [%#x, +%d)", m.addr, m.n)
+	}
+	if bad != "" {
+		return ctl{}, fmt.Errorf("side-channel message %x: %s: %w", b[:], bad, errProtocol)
+	}
+	return m, nil
+}
