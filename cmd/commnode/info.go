@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/gocomms/gocomms"
@@ -92,13 +91,4 @@ func interfaces() []string {
 		lines = append(lines, fmt.Sprintf("%s mtu %d %s", ifc.Name, ifc.MTU, strings.Join(strs, " ")))
 	}
 	return lines
-}
-
-func sharedMemory(dir string) string {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return "unavailable: " + err.Error()
-	}
-	gib := func(blocks uint64) float64 { return float64(blocks) * float64(st.Bsize) / (1 << 30) }
-	return fmt.Sprintf("%s: %.1f GiB, %.1f GiB free", dir, gib(st.Blocks), gib(st.Bavail))
 }

@@ -89,8 +89,6 @@ type layout struct {
 	ringSize, slotSize, slots int
 }
 
-func (l layout) size() int { return controlPage + 2*l.ringSize + 2*l.slots*l.slotSize }
-
 func (l layout) check() error {
 	switch {
 	case l.ringSize < MinRing || l.ringSize > MaxRing || l.ringSize&(l.ringSize-1) != 0:

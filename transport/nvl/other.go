@@ -43,3 +43,24 @@ func (n *Network) Listen(string) (transport.Listener, error) { return nil, errUn
 func (n *Network) Dial(context.Context, string, []byte) (transport.Conn, error) {
 	return nil, errUnsupported
 }
+
+// Shared is shared memory where there is none.
+type Shared struct {
+	Mem    []byte
+	Handle SharedHandle
+}
+
+// SharedHandle names shared memory.
+type SharedHandle struct {
+	PID int
+	FD  int
+}
+
+// NewShared fails: there is no shared memory here.
+func NewShared(int) (*Shared, error) { return nil, errUnsupported }
+
+// Close does nothing.
+func (*Shared) Close() error { return nil }
+
+// MapShared fails: there is no shared memory here.
+func MapShared(SharedHandle, int) ([]byte, func() error, error) { return nil, nil, errUnsupported }

@@ -91,6 +91,8 @@ type segment struct {
 	slabs        []byte // both slabs and their guards, one reservation
 }
 
+func (l layout) size() int { return controlPage + 2*l.ringSize + 2*l.slots*l.slotSize }
+
 // createSegment makes and maps a segment of layout l. It returns the
 // memory file's descriptor, which the caller passes to the peer and
 // closes.
