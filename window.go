@@ -767,7 +767,9 @@ func (w *Window) error(name OpName, target int, err error) error {
 		return err
 	}
 	e := &OpError{Comm: w.c.cfg.Name, Op: string(name), Rank: w.c.Rank(), Err: fmt.Errorf("window %d: %w", w.id, err)}
-	if target >= 0 {
+	// The target is whom the operation is about, unless a rank failed:
+	// the error names that one, which may be another.
+	if target >= 0 && !errors.Is(err, ErrPeerFailed) && !errors.Is(err, ErrRevoked) && !errors.Is(err, ErrAborted) {
 		e.Ranks = []int{target}
 	}
 	return e

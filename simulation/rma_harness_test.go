@@ -216,14 +216,14 @@ func wordsOf(b []byte) []int64 {
 	return ws
 }
 
-// payload lays ws out as an operation's data, in a buffer of the
-// transport's pool: the window actor gives it back.
+// payload lays ws out as an operation's data, staged as window.Stage
+// lays it out for the frames that carry it.
 func payload(ws ...int64) []byte {
-	b := transport.GetBuffer(8 * len(ws))
+	b := make([]byte, 8*len(ws))
 	for i, w := range ws {
 		binary.NativeEndian.PutUint64(b[8*i:], uint64(w))
 	}
-	return b
+	return window.Stage(b)
 }
 
 // namesRank reports whether err is a peer failure whose text names rank

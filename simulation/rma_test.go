@@ -2,7 +2,6 @@ package simulation
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"runtime"
 	"slices"
@@ -24,24 +23,11 @@ import (
 //
 //	GOCOMMS_SIM_RMA_SEEDS      TestWindowModelSweep and TestWindowCrashRevokes
 //	GOCOMMS_SIM_ATOMICS_SEEDS  TestAtomicsLinearizable
-//
-// GOCOMMS_SIM_KNOWN_BUGS=1 runs the tests of known bugs, which skip
-// otherwise, so that they fail as they should until the bug is fixed.
 
 const (
 	rmaSeedsEnv     = "GOCOMMS_SIM_RMA_SEEDS"
 	atomicsSeedsEnv = "GOCOMMS_SIM_ATOMICS_SEEDS"
-	knownBugsEnv    = "GOCOMMS_SIM_KNOWN_BUGS"
 )
-
-// knownBug skips the test of a known bug unless GOCOMMS_SIM_KNOWN_BUGS is
-// set, saying what the bug is and how to reproduce it.
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv(knownBugsEnv) == "" {
-		t.Skipf("known bug: %s (reproduce: %s=1 go test ./simulation -run '^%s$' -v)", what, knownBugsEnv, t.Name())
-	}
-}
 
 // rmaSurvivable are the faults a window must ride out: frames lost and
 // sent again, repeated, delayed, reordered across connections, slowed,
@@ -380,21 +366,17 @@ func TestWindowCrashRevokes(t *testing.T) {
 	t.Logf("%d seeds: %d operations and waits failed on survivors, naming the crashed rank, the last %v after the crash; %d refused after it", to-from, revoked, slowest, probes)
 }
 
-// The two tests below show where revocation does not reach yet: the
-// window actor hears of a failed peer only from its own link to that
-// peer (link.Failed, sent when the link fails for good) or when it asks
-// the rank for a link after the rank broke. Each runs the smallest job
-// that shows it.
+// The tests below hold how revocation reaches a window from every
+// direction: its own link to the failed peer (link.Failed), its rank
+// breaking (the failure flood, a link its supervisor gave up on), and its
+// links' silence watch. Each runs the smallest job that shows it.
 
 // TestWindowRevokedWithoutLinkToFailedRank: rank 2 crashes before it
 // ever signals rank 0, which waits for its signal. Rank 1, which talked
 // to rank 2, finds it failed and tells rank 0's rank actor (the failure
-// flood), but rank 0's window has no link to rank 2, so it never hears:
-// the wait hangs. Expected: it fails with ErrPeerFailed naming rank 2,
-// as it does when the window has a link to rank 2.
+// flood); rank 0's window has no link to rank 2, and hears of it from its
+// rank: the wait fails with ErrPeerFailed naming rank 2.
 func TestWindowRevokedWithoutLinkToFailedRank(t *testing.T) {
-	knownBug(t, "a window is not revoked when its rank learns of a failure from the failure flood rather than from a link of its own: "+
-		"rank 0's wait for the crashed rank 2's signal never ends")
 	s := rmaSetup{ranks: 3, topo: DGXH100(1), seed: 1, bytes: 64, slots: 3, limit: 10 * time.Second,
 		plan: Plan{{Kind: Crash, Rank: 2, At: 50 * time.Microsecond}}}
 	var ended bool
@@ -419,17 +401,12 @@ func TestWindowRevokedWithoutLinkToFailedRank(t *testing.T) {
 }
 
 // TestWindowRevokedWhenLinkGivesUp: a partition cuts rank 2 off for 20 s,
-// longer than the links' restart budget (about 600 ms). The links to it
-// give up and the ranks mark it failed, but a link that its supervisor
-// stops after the budget sends no link.Failed, and the rank does not tell
-// its windows: a fetch-and-op waiting for rank 2's reply, a get, and a
-// wait for rank 2's signal never end (with Window's default timeout the
-// operations would fail after 600 s, naming rank 2; the wait never).
-// Expected: all three fail with ErrPeerFailed naming rank 2 once the
-// links give up.
+// longer than the links' restart budget (about 600 ms). A link that its
+// supervisor stops after the budget sends no link.Failed, but its rank
+// marks rank 2 failed and tells its windows: a fetch-and-op waiting for
+// rank 2's reply, a get, and a wait for rank 2's signal all fail with
+// ErrPeerFailed naming rank 2 once the links give up.
 func TestWindowRevokedWhenLinkGivesUp(t *testing.T) {
-	knownBug(t, "a link that gives up after its restart budget does not revoke the windows routed on it: "+
-		"a get, a fetch-and-op and a wait on the partitioned rank 2 never end")
 	s := rmaSetup{ranks: 3, topo: DGXH100(1), seed: 1, bytes: 64, slots: 3, limit: 30 * time.Second,
 		plan: Plan{{Kind: Partition, Ranks: []int{2}, At: 50 * time.Microsecond, For: 20 * time.Second}}}
 	ends := map[string]error{}
@@ -468,14 +445,9 @@ func TestWindowRevokedWhenLinkGivesUp(t *testing.T) {
 // TestWindowRevocationBlamesTheFailedRank: as in
 // TestWindowRevokedWithoutLinkToFailedRank, rank 2 crashes and rank 0's
 // rank hears of it from rank 1. When rank 0 next gets from rank 1, which
-// is alive, its window asks the rank for the link to rank 1, the rank
-// answers with the communicator's failure, and the window is revoked with
-// "peer failed: rank 1: gocomms: peer failed: rank 2 (reported by rank
-// 1)": it says rank 1 failed. The get and the wait fail with it (and
-// Window's error adds rank 1, the get's target, as the rank involved).
-// Expected: an error that says rank 2 failed, and no other.
+// is alive, the get and the wait fail with an error that says rank 2
+// failed, and no other: not rank 1, the get's target.
 func TestWindowRevocationBlamesTheFailedRank(t *testing.T) {
-	knownBug(t, "a window revoked because its rank broke, when it asks for a link to a live peer, says that peer failed")
 	s := rmaSetup{ranks: 3, topo: DGXH100(1), seed: 1, bytes: 64, slots: 3, limit: 10 * time.Second,
 		plan: Plan{{Kind: Crash, Rank: 2, At: 50 * time.Microsecond}}}
 	var getErr, waitErr error
@@ -499,16 +471,11 @@ func TestWindowRevocationBlamesTheFailedRank(t *testing.T) {
 }
 
 // TestWindowHungPeerIsDetected: rank 2 hangs (its network pauses) for an
-// hour while ranks 0 and 1 wait for its replies. A collective waiting on
-// a silent rank names it after the links' silence (5 s,
-// TestSilentRankIsDetected); a window's route waits for nothing in
-// particular, so the link does not watch the peer for it, and the get and
-// the fetch-and-op wait out the hour, then complete (Window's default
-// 600 s timeout would fail them first, with ErrTimeout). Expected: they
-// fail with ErrPeerFailed naming rank 2 within a few seconds, as a
-// collective would.
+// hour while ranks 0 and 1 wait for its replies. A window that waits for
+// replies has its links watch the peer (link.Expect), so the get and the
+// fetch-and-op fail with ErrPeerFailed naming rank 2 after the links'
+// silence (5 s), as a collective's would (TestSilentRankIsDetected).
 func TestWindowHungPeerIsDetected(t *testing.T) {
-	knownBug(t, "a window operation waiting for a reply from a hung rank is not watched by the link's silence detector")
 	s := rmaSetup{ranks: 3, topo: DGXH100(1), seed: 1, bytes: 64, slots: 3, limit: 2 * time.Hour,
 		plan: Plan{{Kind: Pause, Rank: 2, At: 50 * time.Microsecond, For: time.Hour}}}
 	type end struct {

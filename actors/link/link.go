@@ -113,6 +113,15 @@ type Route struct {
 // Unbounded is the Frames of a Route that does not run out.
 const Unbounded = -1
 
+// Expect says whether the actor Key is routed to waits for frames of the
+// peer (On), as a window does while replies are due: the link then
+// watches the peer, as it does for an operation's bounded route, and finds
+// it failed once it has been silent too long.
+type Expect struct {
+	Key Key
+	On  bool
+}
+
 // Unroute ends a Route before its frames have all come: the operation
 // ended without them.
 type Unroute struct{ Key Key }
@@ -279,6 +288,9 @@ func (l *linkActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Delivered: // from the handler
 		l.arrive(ctx, m)
+	case *Expect:
+		l.routing.expect(m.Key, m.On)
+		l.watch(ctx)
 	case *Send:
 		if l.failed != nil {
 			transport.Release(m.Frame)

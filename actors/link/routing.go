@@ -23,11 +23,13 @@ type routing struct {
 const spareKept = 8
 
 // route is where the frames of a key go, and how many more will; a
-// negative count never runs out.
+// negative count never runs out, and waits says whether its actor waits
+// for frames all the same (Expect).
 type route struct {
-	key  Key
-	to   *actor.PID
-	left int
+	key   Key
+	to    *actor.PID
+	left  int
+	waits bool
 }
 
 // stashed holds the frames of a key that no route has taken yet.
@@ -81,14 +83,24 @@ func (rt *routing) add(key Key, to *actor.PID, frames int) []transport.Frame {
 }
 
 // expecting reports whether an operation waits for frames here: a route
-// that runs out. A window's waits for nothing in particular.
+// that runs out, or a window's while it waits for replies.
 func (rt *routing) expecting() bool {
 	for _, r := range rt.routes {
-		if r.left > 0 {
+		if r.left > 0 || r.waits {
 			return true
 		}
 	}
 	return false
+}
+
+// expect records whether the actor of key's route waits for frames.
+func (rt *routing) expect(key Key, on bool) {
+	for i := range rt.routes {
+		if rt.routes[i].key == key {
+			rt.routes[i].waits = on
+			return
+		}
+	}
 }
 
 // unroute ends the route of key, if there is one.

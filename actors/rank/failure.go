@@ -98,6 +98,7 @@ func (r *rankActor) breakComm(ctx actor.Context, err error, failed int) {
 		r.tell(ctx, &collective.Fail{Err: err, Ranks: r.brokenRanks})
 	}
 	r.rejectQueued(err, r.brokenRanks)
+	r.revokeWindows(ctx, err)
 }
 
 // sayBye tells every peer that this rank is finalizing, so that they take

@@ -434,6 +434,7 @@ func (r *rankActor) abort(ctx actor.Context, err error) {
 	}
 	r.aborted = err
 	r.abortAgreement(err)
+	r.revokeWindows(ctx, err)
 	if r.running != nil {
 		r.tell(ctx, &collective.Fail{Err: err})
 	}

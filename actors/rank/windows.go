@@ -93,7 +93,8 @@ func (r *rankActor) closeWindow(ctx actor.Context, m *CloseWindow) {
 	ctx.Stop(w.pid)
 }
 
-// needLink answers a window actor's NeedLink.
+// needLink answers a window actor's NeedLink. The errors name the rank
+// that failed, which need not be the one asked for.
 func (r *rankActor) needLink(ctx actor.Context, m *window.NeedLink) {
 	answer := &window.Link{Peer: m.Peer}
 	if err := r.usable(); err != nil {
@@ -104,6 +105,16 @@ func (r *rankActor) needLink(ctx actor.Context, m *window.NeedLink) {
 		answer.PID = l.pid
 	}
 	ctx.Send(m.From, answer)
+}
+
+// revokeWindows tells every window that the communicator broke, aborted
+// or was revoked: a window hears of a failure from its own links only if
+// it has one to the failed rank, and not at all from a link the
+// supervisor gave up on.
+func (r *rankActor) revokeWindows(ctx actor.Context, err error) {
+	for _, w := range r.windows {
+		ctx.Send(w.pid, &window.Revoked{Err: err})
+	}
 }
 
 // windowStopped forgets a window actor that stopped, and reports whether

@@ -88,6 +88,11 @@ type Read struct {
 	Done  func(uint64, error)
 }
 
+// Revoked tells the window that its communicator broke, aborted or was
+// revoked: Err, which names the rank that failed, fails what waits and
+// every later operation.
+type Revoked struct{ Err error }
+
 // NeedLink asks the window's parent for the link to Peer; the parent
 // answers From with Link.
 type NeedLink struct {
@@ -131,6 +136,7 @@ type windowActor struct {
 	unlinked map[int][]transport.Frame
 	asked    []int
 	applied  map[int]uint64 // the last operation applied, by origin
+	due      map[int]int    // replies awaited, by peer: its link watches it meanwhile
 	waits    []*Wait
 	counted  []uint64 // per slot, the signals counting waits took
 	timer    *actors.Timer
@@ -153,6 +159,7 @@ func newWindow(rt *actors.Runtime, cfg Config) *windowActor {
 		links:    map[int]*actor.PID{},
 		unlinked: map[int][]transport.Frame{},
 		applied:  map[int]uint64{},
+		due:      map[int]int{},
 	}
 }
 
@@ -174,9 +181,11 @@ func (w *windowActor) Receive(ctx actor.Context) {
 		w.delivered(ctx, m)
 	case *link.Failed:
 		w.fail(fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err))
+	case *Revoked:
+		w.fail(m.Err)
 	case checkTimeouts:
 		if w.timer.Fired() {
-			w.expire()
+			w.expire(ctx)
 		}
 	case *actor.Stopping:
 		w.timer.Stop()
@@ -253,11 +262,32 @@ func (w *windowActor) issue(ctx actor.Context, op *Op) {
 			pd.deadline = w.rt.Clock.Now().Add(op.Timeout)
 		}
 		w.pending = append(w.pending, pd)
+		w.awaitReplies(ctx, op.Peer, 1)
 		if !pd.deadline.IsZero() {
 			w.armTimer()
 		}
 	}
 }
+
+// awaitReplies counts delta more replies due from peer, and has its link
+// watch the peer while any are: a peer that hangs is then found failed
+// after the link's silence, as for a collective, not after the
+// operation's timeout.
+func (w *windowActor) awaitReplies(ctx actor.Context, peer, delta int) {
+	before := w.due[peer]
+	after := before + delta
+	if after == 0 {
+		delete(w.due, peer)
+	} else {
+		w.due[peer] = after
+	}
+	if l, ok := w.links[peer]; ok && (before == 0) != (after == 0) {
+		ctx.Send(l, &link.Expect{Key: w.key(), On: after > 0})
+	}
+}
+
+// key is the routing key of the window's frames.
+func (w *windowActor) key() link.Key { return link.Key{Kind: transport.Window, Seq: w.cfg.ID} }
 
 // countdown returns a Done for each of n parts of an operation, which
 // calls done once all have ended, with the first error.
@@ -305,10 +335,13 @@ func (w *windowActor) linked(ctx actor.Context, m *Link) {
 		for _, f := range frames {
 			transport.Release(f)
 		}
-		w.fail(fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, m.Peer, m.Err))
+		w.fail(m.Err) // the rank's: it names the rank that failed
 		return
 	}
 	w.links[m.Peer] = m.PID
+	if w.due[m.Peer] > 0 {
+		ctx.Send(m.PID, &link.Expect{Key: w.key(), On: true})
+	}
 	for _, f := range frames {
 		ctx.Send(m.PID, w.sends.Get(f))
 	}
@@ -391,7 +424,7 @@ func (op *Op) request() request {
 func (w *windowActor) delivered(ctx actor.Context, m *link.Delivered) {
 	h := m.Frame.Header
 	if code := Code(h.Tag); code&replyBit != 0 {
-		w.replied(m.Peer, h.Sig, m.Frame.Payload)
+		w.replied(ctx, m.Peer, h.Sig, m.Frame.Payload)
 	} else {
 		w.serve(ctx, m.Peer, code, h.Sig, m.Frame.Payload)
 	}
@@ -454,13 +487,14 @@ func (w *windowActor) reply(ctx actor.Context, origin int, code Code, id uint64,
 }
 
 // replied completes the operation, or the chunk, a reply answers.
-func (w *windowActor) replied(peer int, id uint64, payload []byte) {
+func (w *windowActor) replied(ctx actor.Context, peer int, id uint64, payload []byte) {
 	i, ok := slices.BinarySearchFunc(w.pending, id, func(p pending, id uint64) int { return cmp.Compare(p.id, id) })
 	if !ok || w.pending[i].op.Peer != peer {
 		return // it timed out already
 	}
 	pd := w.pending[i]
 	w.pending = slices.Delete(w.pending, i, i+1)
+	w.awaitReplies(ctx, peer, -1)
 	data, err := decodeReply(payload)
 	switch {
 	case err != nil:
@@ -548,6 +582,7 @@ func (w *windowActor) fail(err error) {
 	}
 	pending := w.pending
 	w.pending = nil
+	clear(w.due) // the links go on watching until the window's routes end
 	for _, pd := range pending {
 		pd.done(w.failed)
 	}
@@ -583,7 +618,7 @@ func (w *windowActor) armTimer() {
 
 // expire fails the operations whose deadline has passed, naming the rank
 // each waited for.
-func (w *windowActor) expire() {
+func (w *windowActor) expire(ctx actor.Context) {
 	now := w.rt.Clock.Now()
 	var expired []pending
 	w.pending = slices.DeleteFunc(w.pending, func(pd pending) bool {
@@ -594,6 +629,7 @@ func (w *windowActor) expire() {
 		return false
 	})
 	for _, pd := range expired {
+		w.awaitReplies(ctx, pd.op.Peer, -1)
 		pd.done(fmt.Errorf("%w: window %d of %q: %v on rank %d: no reply within %v", commerr.ErrTimeout, w.cfg.ID, w.cfg.Comm, pd.op.Code, pd.op.Peer, pd.op.Timeout))
 	}
 	w.armTimer()
