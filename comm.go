@@ -352,7 +352,7 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 	}
 	if invalid != nil {
 		c.mu.Unlock()
-		w := failedWork(op, c.opError(op, invalid))
+		w := endedWork(op, c.opError(op, invalid))
 		if !cc.internal {
 			c.flight.recordRejected(op, w)
 		}

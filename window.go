@@ -17,6 +17,7 @@ import (
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 	"github.com/gocomms/gocomms/transport"
+	"github.com/gocomms/gocomms/transport/nvl"
 )
 
 // Window is this rank's part of an RMA window: memory of the same size on
@@ -35,6 +36,11 @@ type Window struct {
 	mem   []byte
 	t     *Tensor // the memory, as it was given or as bytes
 	slots int
+
+	shared  *nvl.Shared           // the memory's file, if the host's ranks map it
+	direct  map[int][]byte        // the windows this rank puts and gets directly, by rank
+	unmaps  []func() error        // of the mapped ones
+	revoked atomic.Pointer[error] // set by the actor when a failure revokes the window
 
 	waits atomic.Uint64 // numbers WaitSignal's waits
 
@@ -109,11 +115,13 @@ func (c *Comm) NewWindow(ctx context.Context, size int, opts ...WindowOption) (*
 	if size < 0 {
 		return nil, c.windowError("new_window", commerr.Invalid("negative window size %d", size))
 	}
-	buf := make([]byte, size+windowAlign)
-	skip := (windowAlign - int(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%windowAlign)) % windowAlign
-	mem := buf[skip : skip+size : skip+size]
-	t, _ := tensor.FromBytes(Uint8, mem, size)
-	return c.newWindow(ctx, "new_window", mem, t, opts)
+	m := c.allocWindow(size)
+	t, _ := tensor.FromBytes(Uint8, m.mem, size)
+	w, err := c.newWindow(ctx, "new_window", m, t, opts)
+	if err != nil && m.shared != nil {
+		m.shared.Close()
+	}
+	return w, err
 }
 
 // NewWindowFromTensor creates a window over t's memory on every rank; t
@@ -129,10 +137,10 @@ func (c *Comm) NewWindowFromTensor(ctx context.Context, t *Tensor, opts ...Windo
 	if len(mem) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%8 != 0 {
 		return nil, c.windowError("new_window", commerr.Invalid("the tensor's memory is not 8-byte aligned"))
 	}
-	return c.newWindow(ctx, "new_window", mem, t, opts)
+	return c.newWindow(ctx, "new_window", windowMemory{mem: mem}, t, opts)
 }
 
-func (c *Comm) newWindow(ctx context.Context, name OpName, mem []byte, t *Tensor, opts []WindowOption) (*Window, error) {
+func (c *Comm) newWindow(ctx context.Context, name OpName, m windowMemory, t *Tensor, opts []WindowOption) (*Window, error) {
 	cfg := windowConfig{slots: c.Size()}
 	for _, o := range opts {
 		o(&cfg)
@@ -146,19 +154,24 @@ func (c *Comm) newWindow(ctx context.Context, name OpName, mem []byte, t *Tensor
 		invalid = fmt.Sprintf("negative signal count %d", cfg.slots)
 	}
 	// Every rank learns every rank's size and signal count, so that all
-	// fail alike when they differ; the gather orders the creation too.
-	mine := FromSlice([]int64{int64(len(mem)), int64(cfg.slots)})
-	all := FromSlice(make([]int64, 2*c.Size()))
+	// fail alike when they differ, and where its memory is; the gather
+	// orders the creation too.
+	const fields = 5
+	p := m.placement()
+	mine := FromSlice([]int64{int64(len(m.mem)), int64(cfg.slots), p.host, p.pid, p.fd})
+	all := FromSlice(make([]int64, fields*c.Size()))
 	if err := c.AllGatherSingle(ctx, all, mine); err != nil {
 		return nil, err
 	}
-	shapes := all.Bytes()
-	got := unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(shapes))), 2*c.Size())
+	got, _ := As[int64](all)
+	places := make([]placement, c.Size())
 	for r := range c.Size() {
-		if invalid == "" && (got[2*r] != int64(len(mem)) || got[2*r+1] != int64(cfg.slots)) {
+		g := got[fields*r:]
+		if invalid == "" && (g[0] != int64(len(m.mem)) || g[1] != int64(cfg.slots)) {
 			invalid = fmt.Sprintf("rank %d's window has %d bytes and %d signals, rank %d's %d and %d: windows are symmetric",
-				r, got[2*r], got[2*r+1], c.Rank(), len(mem), cfg.slots)
+				r, g[0], g[1], c.Rank(), len(m.mem), cfg.slots)
 		}
+		places[r] = placement{host: g[2], pid: g[3], fd: g[4]}
 	}
 	if invalid != "" {
 		return nil, c.windowError(name, commerr.Invalid("%s", invalid))
@@ -167,28 +180,32 @@ func (c *Comm) newWindow(ctx context.Context, name OpName, mem []byte, t *Tensor
 	id := c.windows
 	c.windows++
 	c.mu.Unlock()
+	w := &Window{c: c, n: n, id: id, mem: m.mem, t: t, slots: cfg.slots, shared: m.shared, direct: map[int][]byte{}}
 	type opened struct {
 		pid *actor.PID
 		err error
 	}
 	ch := make(chan opened, 1)
 	n.cfg.Runtime.System.Root.Send(n.pid, &rank.OpenWindow{
-		Config: window.Config{ID: id, Memory: mem, Slots: cfg.slots},
+		Config: window.Config{ID: id, Memory: m.mem, Slots: cfg.slots, Revoked: func(err error) { w.revoked.Store(&err) }},
 		Done:   func(pid *actor.PID, err error) { ch <- opened{pid, err} },
 	})
 	o := <-ch
 	if o.err != nil {
 		return nil, c.windowError(name, o.err)
 	}
-	w := &Window{c: c, n: n, id: id, pid: o.pid, mem: mem, t: t, slots: cfg.slots}
+	w.pid = o.pid
+	w.mapPeers(places)
 	localWindows.Store(localWindowKey{n.commID, id, c.Rank()}, w)
 	// Every rank's actor is there before anyone's first operation: not
 	// needed (links keep frames until a route takes them), but it makes
-	// creation the synchronisation users expect.
+	// creation the synchronisation users expect, and every in-process
+	// window known.
 	if err := c.Barrier(ctx); err != nil {
-		w.release()
+		w.release(false)
 		return nil, err
 	}
+	w.reachInProcess()
 	return w, nil
 }
 
@@ -214,6 +231,9 @@ func (w *Window) Signals() int { return w.slots }
 
 // Access says how this rank reaches rank's window.
 func (w *Window) Access(rank int) AccessType {
+	if w.directTo(rank) != nil || rank == w.c.Rank() {
+		return AccessUnified
+	}
 	if _, ok := localWindows.Load(localWindowKey{w.n.commID, w.id, rank}); ok {
 		return AccessUnified
 	}
@@ -221,22 +241,26 @@ func (w *Window) Access(rank int) AccessType {
 }
 
 // MapRemote returns rank's window memory, as bytes, where this rank can
-// address it directly (Access reports AccessUnified): its own, and those
-// of ranks in this process. Reading it races with the operations other
-// ranks apply there unless a signal or a flush orders them.
+// address it directly (Access reports AccessUnified): its own, those of
+// ranks in this process, and those of ranks of this host over shared
+// memory. Reading it races with the operations other ranks apply there
+// unless a signal or a flush orders them.
 func (w *Window) MapRemote(rank int) (*Tensor, error) {
 	if err := w.c.checkRank("rank", rank); err != nil {
 		return nil, w.error("map_remote", rank, err)
 	}
-	v, ok := localWindows.Load(localWindowKey{w.n.commID, w.id, rank})
-	if !ok {
-		return nil, w.error("map_remote", rank, commerr.Invalid("rank %d's window is not addressable from rank %d (access is separate)", rank, w.c.Rank()))
-	}
-	peer := v.(*Window)
 	if rank == w.c.Rank() {
-		return peer.t, nil
+		return w.t, nil
 	}
-	t, _ := tensor.FromBytes(Uint8, peer.mem, len(peer.mem))
+	mem := w.directTo(rank)
+	if mem == nil {
+		v, ok := localWindows.Load(localWindowKey{w.n.commID, w.id, rank})
+		if !ok {
+			return nil, w.error("map_remote", rank, commerr.Invalid("rank %d's window is not addressable from rank %d (access is separate)", rank, w.c.Rank()))
+		}
+		mem = v.(*Window).mem
+	}
+	t, _ := tensor.FromBytes(Uint8, mem, len(mem))
 	return t, nil
 }
 
@@ -249,6 +273,9 @@ func (w *Window) Put(ctx context.Context, src *Tensor, rank, offset int, opts ..
 
 // PutAsync is the async form of Put.
 func (w *Window) PutAsync(src *Tensor, rank, offset int, opts ...CallOption) *Work {
+	if mem := w.directTo(rank); mem != nil {
+		return w.putDirect("window_put", src, rank, offset, mem, opts, nil)
+	}
 	return w.start("window_put", opts, func() (*window.Op, error) {
 		return w.carry(window.Put, src, rank, offset)
 	})
@@ -262,6 +289,9 @@ func (w *Window) PutSignal(ctx context.Context, src *Tensor, rank, offset, slot 
 
 // PutSignalAsync is the async form of PutSignal.
 func (w *Window) PutSignalAsync(src *Tensor, rank, offset, slot int, op SignalOp, value uint64, opts ...CallOption) *Work {
+	if mem := w.directTo(rank); mem != nil {
+		return w.putDirect("window_put_signal", src, rank, offset, mem, opts, &window.Op{Signal: op, Slot: slot, Value: value})
+	}
 	return w.start("window_put_signal", opts, func() (*window.Op, error) {
 		o, err := w.carry(window.Put, src, rank, offset)
 		if err != nil {
@@ -278,6 +308,9 @@ func (w *Window) Get(ctx context.Context, dst *Tensor, rank, offset int, opts ..
 
 // GetAsync is the async form of Get.
 func (w *Window) GetAsync(dst *Tensor, rank, offset int, opts ...CallOption) *Work {
+	if mem := w.directTo(rank); mem != nil {
+		return w.getDirect(dst, rank, offset, mem, opts)
+	}
 	return w.start("window_get", opts, func() (*window.Op, error) {
 		o, err := w.region(window.Get, "dst", dst, rank, offset)
 		if err != nil {
@@ -431,8 +464,11 @@ func (w *Window) Flush(ctx context.Context, rank int, opts ...CallOption) error 
 			return nil, err
 		}
 		w.mu.Lock()
+		defer w.mu.Unlock()
+		if !slices.Contains(w.dirty, rank) {
+			return nil, nil // nothing went through the actor since: all is complete
+		}
 		w.dirty = slices.DeleteFunc(w.dirty, func(r int) bool { return r == rank })
-		w.mu.Unlock()
 		return &window.Op{Code: window.Flush, Peer: rank}, nil
 	}).Wait(ctx)
 }
@@ -494,8 +530,8 @@ func (w *Window) Shrink(ctx context.Context, c *Comm) (*Window, error) {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
-	w.release()
-	return c.newWindow(ctx, "window_shrink", w.mem, w.t, []WindowOption{WindowSignals(w.slots)})
+	w.release(true)
+	return c.newWindow(ctx, "window_shrink", windowMemory{mem: w.mem, shared: w.shared}, w.t, []WindowOption{WindowSignals(w.slots)})
 }
 
 // LockType is how a rank holds another's window lock: with others
@@ -564,13 +600,19 @@ func (w *Window) Close(ctx context.Context) error {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
-	w.release()
+	w.release(false)
 	return w.c.Barrier(ctx)
 }
 
-// release stops the window's actor and waits for it.
-func (w *Window) release() {
+// release stops the window's actor and waits for it, and lets go of the
+// peers' memory, and of its own memory file unless a window carries it
+// on (keepMemory).
+func (w *Window) release(keepMemory bool) {
 	localWindows.Delete(localWindowKey{w.n.commID, w.id, w.c.Rank()})
+	w.unmapPeers()
+	if w.shared != nil && !keepMemory {
+		w.shared.Close()
+	}
 	if errors.Is(w.unusable(), ErrFinalized) {
 		return // the rank stopped it already
 	}
@@ -602,14 +644,25 @@ func (w *Window) unusable() error {
 func (w *Window) start(name OpName, opts []CallOption, mk func() (*window.Op, error)) *Work {
 	op := &Op{Name: name, Root: -1}
 	if err := w.unusable(); err != nil {
-		return failedWork(op, w.error(name, -1, err))
+		return endedWork(op, w.error(name, -1, err))
 	}
 	o, err := mk()
+	if err == nil && o == nil {
+		return endedWork(op, nil) // nothing to do
+	}
 	if err != nil {
 		if o != nil {
 			transport.PutBuffer(o.Data)
 		}
-		return failedWork(op, w.error(name, -1, err))
+		return endedWork(op, w.error(name, -1, err))
+	}
+	if mem := w.directTo(o.Peer); mem != nil && (o.Code == window.FetchAndOp || o.Code == window.CompareAndSwap) {
+		if err := w.usableDirect(o.Peer, opts); err != nil {
+			transport.PutBuffer(o.Data)
+			return endedWork(op, w.error(name, o.Peer, err))
+		}
+		window.ApplyWord(mem, o)
+		return endedWork(op, nil)
 	}
 	cc := callOf(opts)
 	o.Timeout = w.c.Timeout()

@@ -621,3 +621,43 @@ func TestWindowAfterFinalize(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWindowAccess: a rank reaches its own window and those of ranks in
+// this process directly, whatever the network; MapRemote gives their
+// memory, which shows what their puts left there.
+func TestWindowAccess(t *testing.T) {
+	for name, opts := range windowNetworks() {
+		t.Run(name, func(t *testing.T) {
+			err := gocomms.RunLocal(context.Background(), 3, func(ctx context.Context, c *gocomms.Comm) error {
+				win, err := c.NewWindow(ctx, 8*3)
+				if err != nil {
+					return err
+				}
+				next := (c.Rank() + 1) % 3
+				if err := win.PutSignal(ctx, gocomms.FromSlice([]int64{int64(10 + c.Rank())}), next, c.Rank(), c.Rank(), gocomms.SignalAdd, 1); err != nil {
+					return err
+				}
+				prev := (c.Rank() + 2) % 3
+				if _, err := win.WaitSignal(ctx, prev, gocomms.SignalGE, 1); err != nil {
+					return err
+				}
+				for r := range 3 {
+					if a := win.Access(r); a != gocomms.AccessUnified {
+						return fmt.Errorf("access to rank %d is %v", r, a)
+					}
+				}
+				own, err := win.MapRemote(c.Rank())
+				if err != nil {
+					return err
+				}
+				if got := int64At(own.Bytes(), prev); got != int64(10+prev) {
+					return fmt.Errorf("rank %d holds %d from rank %d, want %d", c.Rank(), got, prev, 10+prev)
+				}
+				return win.Close(ctx)
+			}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -90,8 +90,9 @@ func (w *Work) clear() {
 	w.done, w.hooks, w.started, w.ended, w.pooled = nil, workHooks{}, false, false, false
 }
 
-// failedWork returns a Work that ended before it was issued.
-func failedWork(op *Op, err error) *Work {
+// endedWork returns a Work that ended, with err, before it was issued:
+// refused, or done at once by the caller (a direct put).
+func endedWork(op *Op, err error) *Work {
 	w := newWork(op, nil)
 	w.finish(err)
 	return w

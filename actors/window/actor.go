@@ -26,6 +26,10 @@ type Config struct {
 	Size   int
 	Memory []byte // the window, this rank's; its length is the same on every rank
 	Slots  int    // signal slots
+	// Revoked, if set, is told once, from the actor, why the window was
+	// revoked: its owner's direct puts and gets, which bypass the actor,
+	// fail with it too.
+	Revoked func(error)
 }
 
 // Op asks the window's actor to carry out one of this rank's operations
@@ -579,6 +583,9 @@ func (w *windowActor) read(m *Read) {
 func (w *windowActor) fail(err error) {
 	if w.failed == nil {
 		w.failed = err
+		if w.cfg.Revoked != nil && !errors.Is(err, ErrClosed) {
+			w.cfg.Revoked(err)
+		}
 	}
 	pending := w.pending
 	w.pending = nil
