@@ -9,6 +9,10 @@
 //	commnode verify [-local N]        check every collective, dtype, op and
 //	                                  count against a plain reference
 //	commnode bench [-b -e -f --op]    time collectives as nccl-tests does
+//	commnode rma [-b -e -f --op]      time one-sided window operations as
+//	                                  mpi_rma.c does (rank 0 on rank 1)
+//	commnode rma --verify             check windows across the ranks: the
+//	                                  WindowRmaTest ring and the atomics
 //	commnode info                     this host and what a rank would use
 //	commnode store [-port P]          serve a TCPStore until interrupted
 //

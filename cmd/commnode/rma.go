@@ -1,0 +1,361 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/cmd/commnode/internal/bench"
+	"github.com/gocomms/gocomms/cmd/commnode/internal/rma"
+)
+
+const rmaUsage = `usage: commnode rma [-local N] [--op LIST] [-b MIN] [-e MAX] [-f F] [-n N] [-w N] [-V BYTES] [-W BYTES] [-c 0|1] [--json] [common flags]
+       commnode rma --verify [-local N] [-counts C,C,...] [-n N] [-adds N] [common flags]
+common flags: [-timeout D] [-heartbeat D] [-silence D] [-v] [-comm NAME]`
+
+// The flags of each mode; a flag of the other mode is a usage error.
+var (
+	rmaBenchFlags  = []string{"op", "b", "e", "f", "w", "V", "W", "c", "json"}
+	rmaVerifyFlags = []string{"counts", "adds"}
+)
+
+// rmaCommand runs `commnode rma`: one-sided operations through RMA windows,
+// timed as bench/peers/mpi_rma.c times Open MPI's (rank 0 on rank 1's
+// window), or with --verify checked across the job's ranks (torchcomms'
+// WindowRmaTest ring and the atomics). It joins the job as one rank, or
+// runs -local N ranks in this process. It exits 0 if everything ran and
+// nothing was wrong, 1 otherwise, 2 on a usage error.
+func rmaCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rma", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, rmaUsage)
+		fs.PrintDefaults()
+	}
+	var job jobFlags
+	job.register(fs)
+	verify := fs.Bool("verify", false, "check windows across the ranks instead of timing them: the ring of torchcomms' WindowRmaTest and the atomics")
+	local := fs.Int("local", 0, "run N ranks in this process instead of joining a job")
+	cfg := rma.DefaultConfig()
+	op := fs.String("op", "all", "ops, comma-separated, from "+rmaOpNames()+", or all")
+	fs.Var(bytesFlag{&cfg.MinBytes}, "b", "smallest size of put and get in `bytes`; suffix K, M or G for powers of 1024")
+	fs.Var(bytesFlag{&cfg.MaxBytes}, "e", "largest size in `bytes`")
+	fs.Int64Var(&cfg.Factor, "f", cfg.Factor, "multiplication factor between sizes")
+	iters := fs.Int("n", 0, fmt.Sprintf("timed ops per size (default %d); with --verify, iterations of the ring (default %d)", cfg.Iters, rma.RingIters))
+	fs.IntVar(&cfg.Warmup, "w", cfg.Warmup, "warm-up ops per size")
+	fs.Var(bytesFlag{&cfg.Volume}, "V", "cut the timed ops to `bytes`/size where they would move more (mpi_rma.c's -V); 0: never")
+	fs.Var(bytesFlag{&cfg.Window}, "W", "window size in `bytes`, at least -e (default -e)")
+	check := fs.Int("c", 1, "check what each size moved: 1 counts wrong bytes and values after the timed ops, 0 skips it")
+	jsonOut := fs.Bool("json", false, "print one JSON object per row instead of the lines")
+	countsFlag := fs.String("counts", "", "with --verify, elements per rank's block, comma-separated (default 4,1024,1048576)")
+	adds := fs.Int("adds", 100, "with --verify, atomic increments of rank 0's counters per rank and atomic")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	usage := func(err error) int {
+		fmt.Fprintf(stderr, "commnode rma: %v\n%s\n", err, rmaUsage)
+		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	wrongMode, mode := rmaBenchFlags, "--verify"
+	if !*verify {
+		wrongMode, mode = rmaVerifyFlags, "the bench (without --verify)"
+	}
+	for _, name := range wrongMode {
+		if set[name] {
+			errs = append(errs, fmt.Errorf("-%s does not apply to %s", name, mode))
+		}
+	}
+	if *local < 0 {
+		errs = append(errs, errors.New("-local must not be negative"))
+	}
+	if job.timeout <= 0 {
+		errs = append(errs, errors.New("-timeout must be positive"))
+	}
+	if set["n"] && *iters < 1 {
+		errs = append(errs, errors.New("-n must be at least 1"))
+	}
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if *verify {
+		v := ringVerifier{counts: rma.RingCounts, iters: rma.RingIters, adds: *adds, verbose: job.verbose}
+		if set["n"] {
+			v.iters = *iters
+		}
+		if counts, err := parseCounts(*countsFlag); err != nil {
+			errs = append(errs, err)
+		} else if slices.Contains(counts, 0) {
+			errs = append(errs, errors.New("-counts: a block needs at least one element"))
+		} else if counts != nil {
+			v.counts = counts
+		}
+		if *adds < 1 {
+			errs = append(errs, errors.New("-adds must be at least 1"))
+		}
+		if len(errs) > 0 {
+			return usage(errors.Join(errs...))
+		}
+		return v.run(*local, &job, stdout, stderr)
+	}
+	if set["n"] {
+		cfg.Iters = *iters
+	}
+	var err error
+	if cfg.Ops, err = rma.ParseOps(*op); err != nil {
+		errs = append(errs, err)
+	}
+	if *check != 0 && *check != 1 {
+		errs = append(errs, errors.New("-c must be 0 or 1"))
+	}
+	cfg.Check = *check == 1
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if *local > 0 {
+		if err := cfg.ValidateRanks(*local); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return usage(errors.Join(errs...))
+	}
+	return rmaBench(cfg, *local, *jsonOut, &job, stdout, stderr)
+}
+
+// rmaBench runs the bench; rank 0 prints the rows.
+func rmaBench(cfg rma.Config, local int, jsonOut bool, job *jobFlags, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var wrong int64
+	rank := func(ctx context.Context, c *gocomms.Comm) error {
+		rcfg := cfg
+		report := func(rma.Result) error { return nil }
+		if c.Rank() == 0 {
+			report = func(r rma.Result) error { return rma.WriteLine(stdout, r) }
+			if jsonOut {
+				report = func(r rma.Result) error { return rma.WriteJSON(stdout, r) }
+			} else {
+				rcfg.Started = func(access gocomms.AccessType) error {
+					return rma.WriteHeader(stdout, rma.Header{
+						Version: bench.Version(), Host: hostname(), Ranks: c.Size(),
+						Transport: transportName(local), Access: access.String(), Config: cfg,
+					})
+				}
+			}
+		}
+		w, err := rma.Run(ctx, c, rcfg, report)
+		if err != nil {
+			c.Abort(err)
+			return err
+		}
+		if c.Rank() == 0 {
+			wrong = w // the same on every rank
+		}
+		return nil
+	}
+	var err error
+	if local > 0 {
+		err = gocomms.RunLocal(ctx, local, rank,
+			gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
+	} else {
+		err = joinRMA(ctx, job, stderr, cfg.ValidateRanks, rank)
+	}
+	var bad badRanks
+	switch {
+	case errors.As(err, &bad):
+		fmt.Fprintf(stderr, "commnode rma: %v\n%s\n", bad.err, rmaUsage)
+		return 2
+	case err != nil:
+		fmt.Fprintln(stderr, "commnode rma:", err)
+		return 1
+	case wrong > 0:
+		fmt.Fprintf(stderr, "commnode rma: %d wrong bytes or values\n", wrong)
+		return 1
+	}
+	return 0
+}
+
+// joinRMA joins the launcher's job as one rank, checks that the job fits,
+// runs fn on it and finalizes the communicator.
+func joinRMA(ctx context.Context, job *jobFlags, stderr io.Writer, fits func(ranks int) error, fn func(context.Context, *gocomms.Comm) error) error {
+	c, err := job.join(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer dumpFlightRecordsOnSignal(stderr)()
+	if err = fits(c.Size()); err != nil {
+		err = badRanks{err}
+	} else {
+		err = fn(ctx, c)
+	}
+	// Finalize even when ctx was cancelled, so that peers see this rank
+	// leave; the timeout bounds it.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), job.timeout)
+	defer cancel()
+	if ferr := c.Finalize(fctx); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+func hostname() string {
+	host, err := os.Hostname()
+	if err != nil {
+		return "(unknown)"
+	}
+	return host
+}
+
+// transportName says what carries the ranks' frames: in-process queues
+// for -local, else GOCOMMS_TRANSPORT's choice.
+func transportName(local int) string {
+	if local > 0 {
+		return "in-process"
+	}
+	if t := os.Getenv("GOCOMMS_TRANSPORT"); t != "" {
+		return t
+	}
+	return "auto"
+}
+
+// ringVerifier is `commnode rma --verify`.
+type ringVerifier struct {
+	counts  []int
+	iters   int
+	adds    int
+	verbose bool
+}
+
+// rmaCase is one row of the verification's table: a ring or an atomic,
+// and the wrong elements or values over every rank.
+type rmaCase struct {
+	check, dtype string
+	count, iters int
+	wrong        int64
+}
+
+func (v ringVerifier) run(local int, job *jobFlags, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if local == 0 {
+		var ok bool
+		err := joinRMA(ctx, job, stderr, func(int) error { return nil }, func(ctx context.Context, c *gocomms.Comm) error {
+			var err error
+			ok, err = v.verify(ctx, c, transportName(0), stdout, stderr)
+			if err != nil {
+				c.Abort(err)
+			}
+			return err
+		})
+		if err != nil {
+			fmt.Fprintln(stderr, "commnode rma:", err)
+			return 1
+		}
+		if !ok {
+			return 1
+		}
+		return 0
+	}
+	// Local ranks write to buffers of their own, printed in rank order
+	// once all are done.
+	outs, errs := make([]bytes.Buffer, local), make([]bytes.Buffer, local)
+	oks := make([]bool, local)
+	err := gocomms.RunLocal(ctx, local, func(ctx context.Context, c *gocomms.Comm) error {
+		r := c.Rank()
+		var err error
+		oks[r], err = v.verify(ctx, c, transportName(local), &outs[r], &errs[r])
+		if err != nil {
+			c.Abort(err)
+		}
+		return err
+	}, gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
+	for r := range local {
+		stdout.Write(outs[r].Bytes())
+		stderr.Write(errs[r].Bytes())
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "commnode rma:", err)
+		return 1
+	}
+	if slices.Contains(oks, false) {
+		return 1
+	}
+	return 0
+}
+
+// verify runs every ring case and the atomics on c. Each rank prints what
+// it saw wrong to stderr; the wrong counts are summed over the ranks after
+// each case, so that every rank reports the same outcome, and rank 0 (or
+// every rank, with -v) prints the table.
+func (v ringVerifier) verify(ctx context.Context, c *gocomms.Comm, transport string, stdout, stderr io.Writer) (ok bool, err error) {
+	var cases []rmaCase
+	sum := make([]int64, 1)
+	sumT := gocomms.FromSlice(sum)
+	for _, count := range v.counts {
+		for _, dt := range rma.RingDTypes {
+			wrong, err := rma.Ring(ctx, c, dt, count, v.iters, func(m rma.Mismatch) {
+				fmt.Fprintln(stderr, "commnode rma:", m)
+			})
+			if err != nil {
+				return false, fmt.Errorf("ring %v × %d: %w", dt, count, err)
+			}
+			sum[0] = wrong
+			if err := c.AllReduce(ctx, sumT, gocomms.Sum); err != nil {
+				return false, fmt.Errorf("combining the ranks' results: %w", err)
+			}
+			cases = append(cases, rmaCase{"ring", dt.String(), count, v.iters, sum[0]})
+		}
+	}
+	checks, err := rma.Atomics(ctx, c, v.adds, func(s string) { fmt.Fprintln(stderr, "commnode rma:", s) })
+	if err != nil {
+		return false, fmt.Errorf("atomics: %w", err)
+	}
+	for _, ch := range checks {
+		cases = append(cases, rmaCase{ch.Op.String(), gocomms.Int64.String(), 1, ch.Ops, ch.Wrong})
+	}
+	bad := 0
+	for _, cs := range cases {
+		if cs.wrong > 0 {
+			bad++
+		}
+	}
+	if c.Rank() == 0 || v.verbose {
+		fmt.Fprintf(stdout, "# gocomms rma --verify: gocomms %s, %d ranks, rank 0 on host %s, transport %s\n",
+			bench.Version(), c.Size(), hostname(), transport)
+		fmt.Fprintf(stdout, "# ring: torchcomms' WindowRmaTest, each rank's block put into the next rank's window; atomics: every rank's increments of rank 0's counters\n")
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "check\tdtype\tcount\titers\twrong\t\n")
+		for _, cs := range cases {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t\n", cs.check, cs.dtype, cs.count, cs.iters, cs.wrong)
+		}
+		tw.Flush()
+		if bad > 0 {
+			fmt.Fprintf(stdout, "rma verify: %d of %d cases WRONG on %d ranks\n", bad, len(cases), c.Size())
+		} else {
+			fmt.Fprintf(stdout, "rma verify: %d cases on %d ranks, all correct\n", len(cases), c.Size())
+		}
+	}
+	return bad == 0, nil
+}
+
+// rmaOpNames lists the bench's ops, for the usage text.
+func rmaOpNames() string {
+	names := make([]string, len(rma.Ops))
+	for i, o := range rma.Ops {
+		names[i] = o.String()
+	}
+	return strings.Join(names, ", ")
+}
