@@ -109,8 +109,8 @@ func TestRMAKilledRank(t *testing.T) {
 			procs := startRanks(t, 2, []int{0, 1}, "rma", "--op", "put", "-b", "64K", "-e", "64K",
 				"-n", "1000000000", "-V", "0", "-w", "1", "-timeout", timeout.String())
 			survivors := killRankOf(t, procs, 1, timeout)
-			// window_put #0 (ranks 1): window 0: gocomms: peer failed: rank 1: ...
-			want := regexp.MustCompile(`window_(put|flush) #\d+ \(ranks 1\): window \d+: (gocomms: )?peer failed: rank 1\b`)
+			// window_put #0: window 0: gocomms: peer failed: rank 1: ...
+			want := regexp.MustCompile(`window_(put|flush) #\d+: window \d+: (gocomms: )?peer failed: rank 1\b`)
 			if p := survivors[0]; !want.MatchString(p.stderr.String()) {
 				t.Errorf("rank 0's error is not its put's or flush's, naming rank 1:\n%s", p.stderr.String())
 			}
