@@ -23,8 +23,10 @@ import (
 // Window is this rank's part of an RMA window: memory of the same size on
 // every rank of a communicator, which other ranks read, write, accumulate
 // into and signal without this rank taking part. Its actor applies the
-// operations that reach it one at a time, in the order they arrive; the
-// ordering and atomicity rules are in docs/RMA.md.
+// operations that reach it one at a time, in the order they arrive; a
+// rank that maps the window (over shared memory, or in this process) puts,
+// gets and does atomics on it directly (window_direct.go). The ordering
+// and atomicity rules are in docs/RMA.md.
 //
 // Offsets count elements of the operation's dtype from the start of the
 // target's window, as torchcomms' put does.
