@@ -180,7 +180,7 @@ func (w *Window) usableDirect(rank int, opts []CallOption) error {
 	if err := w.settle(rank, opts); err != nil {
 		var oe *OpError
 		if errors.As(err, &oe) {
-			return oe.Err
+			return errors.Unwrap(oe.Err) // the flush's cause, without its "window N:", which the caller adds
 		}
 		return err
 	}
