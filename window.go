@@ -270,6 +270,9 @@ func (w *Window) MapRemote(rank int) (*Tensor, error) {
 // returns once src may be reused. The data is visible at the target
 // after a Flush of rank, a Fence, or with a signal that follows it.
 func (w *Window) Put(ctx context.Context, src *Tensor, rank, offset int, opts ...CallOption) error {
+	if mem := w.directTo(rank); mem != nil {
+		return w.error("window_put", rank, w.putInto(src, rank, offset, mem, opts)) // no Work to make
+	}
 	return w.PutAsync(src, rank, offset, opts...).Wait(ctx)
 }
 
@@ -305,13 +308,16 @@ func (w *Window) PutSignalAsync(src *Tensor, rank, offset, slot int, op SignalOp
 
 // Get reads rank's window at offset into dst.
 func (w *Window) Get(ctx context.Context, dst *Tensor, rank, offset int, opts ...CallOption) error {
+	if mem := w.directTo(rank); mem != nil {
+		return w.error("window_get", rank, w.getFrom(dst, rank, offset, mem, opts))
+	}
 	return w.GetAsync(dst, rank, offset, opts...).Wait(ctx)
 }
 
 // GetAsync is the async form of Get.
 func (w *Window) GetAsync(dst *Tensor, rank, offset int, opts ...CallOption) *Work {
 	if mem := w.directTo(rank); mem != nil {
-		return w.getDirect(dst, rank, offset, mem, opts)
+		return endedWork(&Op{Name: "window_get", Root: -1}, w.error("window_get", rank, w.getFrom(dst, rank, offset, mem, opts)))
 	}
 	return w.start("window_get", opts, func() (*window.Op, error) {
 		o, err := w.region(window.Get, "dst", dst, rank, offset)
@@ -354,15 +360,19 @@ func (w *Window) GetAccumulateAsync(src, result *Tensor, rank, offset int, op Re
 // window at offset with op and reads the element's value before into
 // result, atomically, as MPI_Fetch_and_op.
 func (w *Window) FetchAndOp(ctx context.Context, operand, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) error {
+	if mem := w.directTo(rank); mem != nil {
+		return w.error("window_fetch_and_op", rank, w.fetchAt(operand, result, rank, offset, op, mem, opts))
+	}
 	return w.FetchAndOpAsync(operand, result, rank, offset, op, opts...).Wait(ctx)
 }
 
 // FetchAndOpAsync is the async form of FetchAndOp.
 func (w *Window) FetchAndOpAsync(operand, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) *Work {
+	if mem := w.directTo(rank); mem != nil {
+		err := w.fetchAt(operand, result, rank, offset, op, mem, opts)
+		return endedWork(&Op{Name: "window_fetch_and_op", Root: -1}, w.error("window_fetch_and_op", rank, err))
+	}
 	return w.start("window_fetch_and_op", opts, func() (*window.Op, error) {
-		if err := checkWord("operand", operand); err != nil {
-			return nil, err
-		}
 		return w.accumulate(window.FetchAndOp, operand, result, rank, offset, op)
 	})
 }
@@ -371,22 +381,21 @@ func (w *Window) FetchAndOpAsync(operand, result *Tensor, rank, offset int, op R
 // with value's if it equals compare's, and reads what it held before into
 // result, atomically, as MPI_Compare_and_swap.
 func (w *Window) CompareAndSwap(ctx context.Context, value, compare, result *Tensor, rank, offset int, opts ...CallOption) error {
+	if mem := w.directTo(rank); mem != nil {
+		return w.error("window_compare_and_swap", rank, w.swapAt(value, compare, result, rank, offset, mem, opts))
+	}
 	return w.CompareAndSwapAsync(value, compare, result, rank, offset, opts...).Wait(ctx)
 }
 
 // CompareAndSwapAsync is the async form of CompareAndSwap.
 func (w *Window) CompareAndSwapAsync(value, compare, result *Tensor, rank, offset int, opts ...CallOption) *Work {
+	if mem := w.directTo(rank); mem != nil {
+		err := w.swapAt(value, compare, result, rank, offset, mem, opts)
+		return endedWork(&Op{Name: "window_compare_and_swap", Root: -1}, w.error("window_compare_and_swap", rank, err))
+	}
 	return w.start("window_compare_and_swap", opts, func() (*window.Op, error) {
-		for _, a := range []struct {
-			what string
-			t    *Tensor
-		}{{"value", value}, {"compare", compare}, {"result", result}} {
-			if err := checkWord(a.what, a.t); err != nil {
-				return nil, err
-			}
-			if a.t.DType() != value.DType() {
-				return nil, commerr.Invalid("%s is %v, value %v", a.what, a.t.DType(), value.DType())
-			}
+		if err := checkSwap(value, compare, result); err != nil {
+			return nil, err
 		}
 		o, err := w.region(window.CompareAndSwap, "value", value, rank, offset)
 		if err != nil {
@@ -461,6 +470,12 @@ func (w *Window) ResetSignal(ctx context.Context, slot int) (uint64, error) {
 // Flush returns once every operation this rank issued to rank has been
 // applied there (remote completion).
 func (w *Window) Flush(ctx context.Context, rank int, opts ...CallOption) error {
+	w.mu.Lock()
+	clean := !slices.Contains(w.dirty, rank)
+	w.mu.Unlock()
+	if clean && rank >= 0 && rank < w.c.Size() {
+		return w.error("window_flush", rank, w.unusable()) // nothing to wait for, no Work to make
+	}
 	return w.start("window_flush", opts, func() (*window.Op, error) {
 		if err := w.c.checkRank("rank", rank); err != nil {
 			return nil, err
@@ -658,14 +673,6 @@ func (w *Window) start(name OpName, opts []CallOption, mk func() (*window.Op, er
 		}
 		return endedWork(op, w.error(name, -1, err))
 	}
-	if mem := w.directTo(o.Peer); mem != nil && (o.Code == window.FetchAndOp || o.Code == window.CompareAndSwap) {
-		if err := w.usableDirect(o.Peer, opts); err != nil {
-			transport.PutBuffer(o.Data)
-			return endedWork(op, w.error(name, o.Peer, err))
-		}
-		window.ApplyWord(mem, o)
-		return endedWork(op, nil)
-	}
 	cc := callOf(opts)
 	o.Timeout = w.c.Timeout()
 	if cc.timeout > 0 {
@@ -714,22 +721,8 @@ func (w *Window) carry(code window.Code, t *Tensor, rank, offset int) (*window.O
 // accumulate builds the accumulating operations; result, if the code
 // fetches, takes what the window held.
 func (w *Window) accumulate(code window.Code, src, result *Tensor, rank, offset int, op ReduceOp) (*window.Op, error) {
-	if err := w.c.checkTensor("src", src); err != nil {
+	if err := w.checkAccumulate(code, src, result, op); err != nil {
 		return nil, err
-	}
-	if err := checkReduce(op, src.DType()); err != nil {
-		return nil, err
-	}
-	if k := op.Kind(); k == reduce.Avg || k == reduce.PreMulSum {
-		return nil, commerr.Invalid("%v does not accumulate: it needs every rank's contribution", op)
-	}
-	if code != window.Accumulate {
-		if err := w.c.checkTensor("result", result); err != nil {
-			return nil, err
-		}
-		if result.DType() != src.DType() || result.NBytes() != src.NBytes() {
-			return nil, commerr.Invalid("result is %v of %d bytes, src %v of %d", result.DType(), result.NBytes(), src.DType(), src.NBytes())
-		}
 	}
 	o, err := w.carry(code, src, rank, offset)
 	if err != nil {
@@ -740,6 +733,51 @@ func (w *Window) accumulate(code window.Code, src, result *Tensor, rank, offset 
 		o.Result = result.Bytes()
 	}
 	return o, nil
+}
+
+// checkAccumulate checks the arguments of an accumulating operation of
+// code: src, op, and result where the code fetches.
+func (w *Window) checkAccumulate(code window.Code, src, result *Tensor, op ReduceOp) error {
+	if code == window.FetchAndOp {
+		if err := checkWord("operand", src); err != nil {
+			return err
+		}
+	}
+	if err := w.c.checkTensor("src", src); err != nil {
+		return err
+	}
+	if err := checkReduce(op, src.DType()); err != nil {
+		return err
+	}
+	if k := op.Kind(); k == reduce.Avg || k == reduce.PreMulSum {
+		return commerr.Invalid("%v does not accumulate: it needs every rank's contribution", op)
+	}
+	if code != window.Accumulate {
+		if err := w.c.checkTensor("result", result); err != nil {
+			return err
+		}
+		if result.DType() != src.DType() || result.NBytes() != src.NBytes() {
+			return commerr.Invalid("result is %v of %d bytes, src %v of %d", result.DType(), result.NBytes(), src.DType(), src.NBytes())
+		}
+	}
+	return nil
+}
+
+// checkSwap checks the arguments of a compare-and-swap: three 8-byte
+// elements of one dtype.
+func checkSwap(value, compare, result *Tensor) error {
+	for _, a := range []struct {
+		what string
+		t    *Tensor
+	}{{"value", value}, {"compare", compare}, {"result", result}} {
+		if err := checkWord(a.what, a.t); err != nil {
+			return err
+		}
+		if a.t.DType() != value.DType() {
+			return commerr.Invalid("%s is %v, value %v", a.what, a.t.DType(), value.DType())
+		}
+	}
+	return nil
 }
 
 // checkWord checks that t is one 8-byte element, what the atomics take.

@@ -2,6 +2,7 @@ package gocomms
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"hash/fnv"
 	"os"
@@ -134,37 +135,79 @@ func (w *Window) settle(rank int, opts []CallOption) error {
 // signal, if any, follows through the actor.
 func (w *Window) putDirect(name OpName, src *Tensor, rank, offset int, mem []byte, opts []CallOption, sig *window.Op) *Work {
 	op := &Op{Name: name, Root: -1}
-	o, err := w.region(window.Put, "src", src, rank, offset)
-	if err == nil && sig != nil {
-		err = w.signalOf(o, sig.Slot, sig.Signal, sig.Value)
+	if sig != nil {
+		if err := w.signalOf(&window.Op{}, sig.Slot, sig.Signal, sig.Value); err != nil {
+			return endedWork(op, w.error(name, rank, err))
+		}
 	}
-	if err == nil {
-		err = w.usableDirect(rank, opts)
-	}
-	if err != nil {
+	if err := w.putInto(src, rank, offset, mem, opts); err != nil {
 		return endedWork(op, w.error(name, rank, err))
 	}
-	copy(mem[o.Offset:o.Offset+o.Len], src.Bytes())
 	if sig == nil {
 		return endedWork(op, nil)
 	}
 	return w.start(name, opts, func() (*window.Op, error) {
-		return &window.Op{Code: window.Signal, Peer: rank, Signal: o.Signal, Slot: o.Slot, Value: o.Value}, nil
+		return &window.Op{Code: window.Signal, Peer: rank, Signal: sig.Signal, Slot: sig.Slot, Value: sig.Value}, nil
 	})
 }
 
-// getDirect copies rank's window, mem, at offset into dst.
-func (w *Window) getDirect(dst *Tensor, rank, offset int, mem []byte, opts []CallOption) *Work {
-	op := &Op{Name: "window_get", Root: -1}
+// putInto copies src into mem, rank's window, at offset: a direct put,
+// complete when it returns.
+func (w *Window) putInto(src *Tensor, rank, offset int, mem []byte, opts []CallOption) error {
+	o, err := w.region(window.Put, "src", src, rank, offset)
+	if err == nil {
+		err = w.usableDirect(rank, opts)
+	}
+	if err == nil {
+		copy(mem[o.Offset:o.Offset+o.Len], src.Bytes())
+	}
+	return err
+}
+
+// getFrom copies mem, rank's window, at offset into dst: a direct get.
+func (w *Window) getFrom(dst *Tensor, rank, offset int, mem []byte, opts []CallOption) error {
 	o, err := w.region(window.Get, "dst", dst, rank, offset)
 	if err == nil {
 		err = w.usableDirect(rank, opts)
 	}
-	if err != nil {
-		return endedWork(op, w.error(op.Name, rank, err))
+	if err == nil {
+		copy(dst.Bytes(), mem[o.Offset:o.Offset+o.Len])
 	}
-	copy(dst.Bytes(), mem[o.Offset:o.Offset+o.Len])
-	return endedWork(op, nil)
+	return err
+}
+
+// fetchAt is a direct fetch-and-op on mem, rank's window.
+func (w *Window) fetchAt(operand, result *Tensor, rank, offset int, op ReduceOp, mem []byte, opts []CallOption) error {
+	err := w.checkAccumulate(window.FetchAndOp, operand, result, op)
+	var o *window.Op
+	if err == nil {
+		o, err = w.region(window.FetchAndOp, "operand", operand, rank, offset)
+	}
+	if err == nil {
+		err = w.usableDirect(rank, opts)
+	}
+	if err == nil {
+		old := window.FetchAndOpWord(mem[o.Offset:o.Offset+8], op.Kind(), operand.DType(), operand.Bytes())
+		binary.NativeEndian.PutUint64(result.Bytes(), old)
+	}
+	return err
+}
+
+// swapAt is a direct compare-and-swap on mem, rank's window.
+func (w *Window) swapAt(value, compare, result *Tensor, rank, offset int, mem []byte, opts []CallOption) error {
+	err := checkSwap(value, compare, result)
+	var o *window.Op
+	if err == nil {
+		o, err = w.region(window.CompareAndSwap, "value", value, rank, offset)
+	}
+	if err == nil {
+		err = w.usableDirect(rank, opts)
+	}
+	if err == nil {
+		old := window.CompareAndSwapWord(mem[o.Offset:o.Offset+8], value.Bytes(), compare.Bytes())
+		binary.NativeEndian.PutUint64(result.Bytes(), old)
+	}
+	return err
 }
 
 // usableDirect reports why a direct operation on rank cannot go now: the

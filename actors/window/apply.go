@@ -8,7 +8,6 @@ import (
 
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
-	"github.com/gocomms/gocomms/transport"
 )
 
 // target is a window's memory and signal slots as its own actor applies
@@ -64,9 +63,9 @@ func (t *target) apply(c Code, r *request, data, out []byte) []byte {
 		out = append(out, region...)
 		reduce.Combine(reduce.New(r.Reduce), r.DType, region, region, data)
 	case FetchAndOp:
-		out = binary.NativeEndian.AppendUint64(out, fetchAndOpWord(region, r.Reduce, r.DType, data))
+		out = binary.NativeEndian.AppendUint64(out, FetchAndOpWord(region, r.Reduce, r.DType, data))
 	case CompareAndSwap:
-		out = binary.NativeEndian.AppendUint64(out, compareAndSwapWord(region, data[:8], data[8:]))
+		out = binary.NativeEndian.AppendUint64(out, CompareAndSwapWord(region, data[:8], data[8:]))
 	}
 	if r.SignalOp != SignalNone {
 		t.signal(int(r.Slot), r.SignalOp, r.Value)
@@ -74,29 +73,11 @@ func (t *target) apply(c Code, r *request, data, out []byte) []byte {
 	return out
 }
 
-// ApplyWord applies op, a fetch-and-op or a compare-and-swap checked
-// against the window, to the window's memory mapped here (a peer's, which
-// this process addresses directly), as the target's actor would: with
-// the same hardware atomics, so the two are atomic with respect to one
-// another. It fills op.Result and gives op.Data back.
-func ApplyWord(mem []byte, op *Op) {
-	data := op.Data[requestSize : requestSize+op.dataLen()]
-	word := mem[op.Offset : op.Offset+8]
-	var old uint64
-	if op.Code == FetchAndOp {
-		old = fetchAndOpWord(word, op.Reduce, op.DType, data)
-	} else {
-		old = compareAndSwapWord(word, data[:8], data[8:])
-	}
-	binary.NativeEndian.PutUint64(op.Result, old)
-	transport.PutBuffer(op.Data)
-}
-
-// fetchAndOpWord combines operand into the 8-byte word at the start of
-// mem, 8-byte aligned, with op on dtype dt, and returns the word's bits
+// FetchAndOpWord combines operand into the 8-byte word at the start of
+// mem (a window, here or mapped from a peer), 8-byte aligned, with op on dtype dt, and returns the word's bits
 // before. It is a hardware atomic, so that a rank that maps the window
 // and a target's actor are atomic with respect to one another on a word.
-func fetchAndOpWord(mem []byte, op reduce.Kind, dt tensor.DType, operand []byte) uint64 {
+func FetchAndOpWord(mem []byte, op reduce.Kind, dt tensor.DType, operand []byte) uint64 {
 	word := (*uint64)(unsafe.Pointer(unsafe.SliceData(mem)))
 	for {
 		old := atomic.LoadUint64(word)
@@ -109,10 +90,10 @@ func fetchAndOpWord(mem []byte, op reduce.Kind, dt tensor.DType, operand []byte)
 	}
 }
 
-// compareAndSwapWord replaces the 8-byte word at the start of mem, 8-byte
+// CompareAndSwapWord replaces the 8-byte word at the start of mem, 8-byte
 // aligned, with value if its bits equal compare's, and returns its bits
-// before, atomically as fetchAndOpWord.
-func compareAndSwapWord(mem, value, compare []byte) uint64 {
+// before, atomically as FetchAndOpWord.
+func CompareAndSwapWord(mem, value, compare []byte) uint64 {
 	word := (*uint64)(unsafe.Pointer(unsafe.SliceData(mem)))
 	want, v := binary.NativeEndian.Uint64(compare), binary.NativeEndian.Uint64(value)
 	for {
