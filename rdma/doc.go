@@ -21,7 +21,7 @@
 // Transport keeps what every provider shares, the checks, the contexts, the
 // broken and closed states and the counting of notifications, and an
 // endpoint only moves operations. There are two. The software provider,
-// "tcp" (tcp.go, requester.go, responder.go), works everywhere: each
+// "tcp" (tcp.go, side.go, requester.go, responder.go), works everywhere: each
 // transport listens, and the peer's requests arrive on the connection it
 // accepts, where a responder goroutine applies them to registered memory
 // in order and replies; its own requests go out on the connection it

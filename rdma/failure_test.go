@@ -352,18 +352,7 @@ func TestConnectErrors(t *testing.T) {
 		}
 	})
 	t.Run("deadline in the handshake", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		addr := makeAddress("tcp", tcpPart{nonce: 1, hostport: ln.Addr().String()}.encode())
-		short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
-		defer cancel()
-		a := newBound(t)
-		if err := a.Connect(short, addr); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Connect to a listener that never answers: %v, want DeadlineExceeded", err)
-		}
+		checkHandshakeDeadline(t, ctx, newBound(t), "tcp")
 	})
 	t.Run("strangers are refused", func(t *testing.T) {
 		b := newBound(t)

@@ -2,6 +2,8 @@ package rdma
 
 import (
 	"context"
+	"errors"
+	"net"
 	"testing"
 	"time"
 	"unsafe"
@@ -99,4 +101,21 @@ func slice(t testing.TB, b RemoteBuffer, off, n uint64) RemoteBuffer {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// checkHandshakeDeadline checks that a, of the named provider, connecting
+// to a listener that never answers, gives up at the context's deadline.
+func checkHandshakeDeadline(t *testing.T, ctx context.Context, a *Transport, provider string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := makeAddress(provider, tcpPart{nonce: 1, hostport: ln.Addr().String()}.encode())
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if err := a.Connect(short, addr); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Connect to a listener that never answers: %v, want DeadlineExceeded", err)
+	}
 }

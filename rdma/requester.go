@@ -28,6 +28,23 @@ import (
 // errLead, sent on an op's done channel, hands its caller the lead.
 var errLead = errors.New("lead")
 
+// await waits for o's result. If ctx ends first, abandon gives o up,
+// which then fails.
+func await(ctx context.Context, o *op, abandon func(context.Context, *op)) error {
+	select {
+	case err := <-o.done:
+		return err
+	case <-ctx.Done():
+	}
+	select {
+	case err := <-o.done:
+		return err
+	default:
+		abandon(ctx, o)
+		return <-o.done
+	}
+}
+
 func (e *tcpEndpoint) do(ctx context.Context, o *op) error {
 	if err := e.send(ctx, o); err != nil {
 		return err
@@ -41,18 +58,7 @@ func (e *tcpEndpoint) do(ctx context.Context, o *op) error {
 	}
 	e.pmu.Unlock()
 	if !lead {
-		var err error
-		select {
-		case err = <-o.done:
-		case <-ctx.Done():
-			select {
-			case err = <-o.done:
-			default:
-				e.abandon(ctx, o)
-				err = <-o.done
-			}
-		}
-		if err != errLead {
+		if err := await(ctx, o, e.abandon); err != errLead {
 			return result(ctx, o, err)
 		}
 	}

@@ -4,15 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -33,14 +30,8 @@ func (tcpProvider) describe(part []byte) string {
 }
 
 func (tcpProvider) newEndpoint(cfg *config, ev events) (endpoint, error) {
-	e := &tcpEndpoint{
-		cfg:      cfg,
-		ev:       ev,
-		log:      cfg.log,
-		nonce:    nonZeroRandom(),
-		sendSlot: make(chan struct{}, 1),
-		stopped:  make(chan struct{}),
-	}
+	e := &tcpEndpoint{ev: ev, sendSlot: make(chan struct{}, 1)}
+	e.sideChannel.init(cfg)
 	return e, nil
 }
 
@@ -96,23 +87,11 @@ func parseTCPPart(b []byte) (tcpPart, error) {
 // Requests are written and their replies read by the calling goroutines,
 // with no goroutine in between: see requester.go.
 type tcpEndpoint struct {
-	cfg   *config
-	ev    events
-	log   *slog.Logger
-	nonce uint64 // of this endpoint's Address
+	sideChannel // its mu guards in and out too
+	ev          events
 
-	mu          sync.Mutex
-	down        bool         // shut down: no new connection
-	bound       bool         // bind succeeded
-	ln          net.Listener // once bound
-	handshaking net.Conn     // the connection whose hello the listener reads
-	dialing     net.Conn     // the connection whose answer connect reads
-	in          net.Conn     // the peer's requests, served by a responder
-	out         *net.TCPConn // this endpoint's requests
-	dialed      uint64       // the nonce of the peer connected (or connecting) to
-	accepted    uint64       // the nonce of the peer that connected, if it said
-	wg          sync.WaitGroup
-	stopped     chan struct{} // closed by shutdown
+	in  net.Conn     // the peer's requests, served by a responder
+	out *net.TCPConn // this endpoint's requests
 
 	sendSlot chan struct{} // held while a request is written
 	nextID   uint64        // under sendSlot: the last request's id
@@ -128,31 +107,7 @@ type tcpEndpoint struct {
 	ended   error  // set when replies stop: nothing is queued after
 }
 
-func (e *tcpEndpoint) bind() ([]byte, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(e.cfg.listenHost, "0"))
-	if err != nil {
-		return nil, fmt.Errorf("listen on %q: %w", e.cfg.listenHost, err)
-	}
-	at := ln.Addr().(*net.TCPAddr)
-	host := at.IP.String()
-	if at.IP.IsUnspecified() {
-		host = e.cfg.advertiseHost
-		if host == "" {
-			host = firstIPv4()
-		}
-	}
-	hostport := net.JoinHostPort(host, strconv.Itoa(at.Port))
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.down {
-		ln.Close()
-		return nil, errClosed
-	}
-	e.ln, e.bound = ln, true
-	e.wg.Add(1)
-	go e.accept(ln)
-	return tcpPart{nonce: e.nonce, hostport: hostport}.encode(), nil
-}
+func (e *tcpEndpoint) bind() ([]byte, error) { return listen[hello](&e.sideChannel, e) }
 
 // firstIPv4 returns the first IPv4 address of an up, non-loopback
 // interface, else 127.0.0.1.
@@ -172,94 +127,36 @@ func firstIPv4() string {
 	return "127.0.0.1"
 }
 
-// accept serves the listener until the endpoint shuts down. Hellos are
-// read one at a time, each within the handshake timeout. The listener
-// stays open once a peer is accepted, so that another transport that
-// tries learns why it is refused, rather than finding nothing there.
-func (e *tcpEndpoint) accept(ln net.Listener) {
-	defer e.wg.Done()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			e.mu.Lock()
-			down := e.down
-			e.mu.Unlock()
-			if !down {
-				e.log.Warn("rdma: listener failed; no peer can connect", "addr", ln.Addr().String(), "err", err)
-			}
-			return
-		}
-		if e.handshake(c) {
-			return
-		}
+// The tcp provider's side of the listener's handshake (acceptor).
+
+func (e *tcpEndpoint) readHello(c net.Conn) (hello, hello, error) {
+	var hb [helloLen]byte
+	if _, err := io.ReadFull(c, hb[:]); err != nil {
+		return hello{}, hello{}, err
 	}
+	h, err := parseHello(&hb)
+	return h, h, err
 }
 
-// handshake reads c's hello and answers it. It returns true once the
-// endpoint is down.
-func (e *tcpEndpoint) handshake(c net.Conn) (down bool) {
-	e.mu.Lock()
-	if e.down {
-		e.mu.Unlock()
-		c.Close()
-		return true
-	}
-	e.handshaking = c
-	e.mu.Unlock()
+func (e *tcpEndpoint) speaks() uint16 { return wireVersion }
 
-	c.SetDeadline(time.Now().Add(e.cfg.handshakeTimeout))
-	var hb [helloLen]byte
-	_, err := io.ReadFull(c, hb[:])
-	var h hello
-	if err == nil {
-		h, err = parseHello(&hb)
-	}
-	e.mu.Lock()
-	e.handshaking = nil
-	if e.down || err != nil {
-		down := e.down
-		e.mu.Unlock()
-		c.Close() // not a peer of ours: no answer
-		if !down {
-			e.log.Debug("rdma: refused a connection", "from", c.RemoteAddr().String(), "err", err)
-		}
-		return down
-	}
-	verdict := answerAccepted
-	switch {
-	case h.version != wireVersion:
-		verdict = answerVersion
-	case h.to != e.nonce:
-		verdict = answerStale
-	case e.in != nil:
-		verdict = answerBusy
-	case e.dialed != 0 && h.from != 0 && h.from != e.dialed:
-		verdict = answerWrongPeer
-	}
-	if verdict == answerAccepted {
-		e.in, e.accepted = c, h.from
-	}
-	e.mu.Unlock()
+func (e *tcpEndpoint) busy() bool { return e.in != nil }
 
+func (e *tcpEndpoint) otherPeer(hello) bool { return false }
+
+func (e *tcpEndpoint) admit(c net.Conn) { e.in = c }
+
+func (e *tcpEndpoint) reply(c net.Conn, _ hello, verdict answer) (answer, error) {
 	var ab [answerLen]byte
 	putAnswer(&ab, verdict)
-	_, err = c.Write(ab[:])
-	if verdict != answerAccepted || err != nil {
-		c.Close()
-		e.log.Debug("rdma: refused a connection", "from", c.RemoteAddr().String(), "answer", verdict.String(), "err", err)
-		if verdict == answerAccepted {
-			e.mu.Lock()
-			e.in, e.accepted = nil, 0
-			e.mu.Unlock()
-		}
-		return false
-	}
-	c.SetDeadline(time.Time{})
-	tune(c)
+	_, err := c.Write(ab[:])
+	return verdict, err
+}
+
+func (e *tcpEndpoint) start(c net.Conn, _ hello) {
 	e.log.Info("rdma: accepted a peer", "from", c.RemoteAddr().String())
 	e.wg.Add(1)
 	go e.serve(c)
-	return false
 }
 
 // tune sets what every connection needs: requests and replies are whole
@@ -278,105 +175,29 @@ func (e *tcpEndpoint) serve(c net.Conn) {
 }
 
 func (e *tcpEndpoint) connect(ctx context.Context, part []byte) (string, error) {
-	a, err := parseTCPPart(part)
-	if err != nil {
-		return "", err
-	}
-	e.mu.Lock()
-	switch {
-	case e.down:
-		err = errClosed
-	case e.accepted != 0 && e.accepted != a.nonce:
-		err = fmt.Errorf("a peer connected to this transport from another address than %s: %w", a.hostport, ErrInvalid)
-	}
-	if err != nil {
-		e.mu.Unlock()
-		return "", err
-	}
-	e.dialed = a.nonce // now, so that a peer that is not this one is refused
-	from := uint64(0)
-	if e.bound {
-		from = e.nonce
-	}
-	e.mu.Unlock()
-
-	c, err := e.dial(ctx, a, from)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err == nil && e.down {
-		c.Close()
-		err = errClosed
-	}
-	if err != nil {
-		e.dialed = 0
-		return "", err
-	}
-	e.out = c
-	e.replies = bufio.NewReaderSize(c, bufferSize)
-	return a.hostport, nil
-}
-
-// dial connects to a and has its listener accept this endpoint as its
-// peer, within ctx.
-func (e *tcpEndpoint) dial(ctx context.Context, a tcpPart, from uint64) (*net.TCPConn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", a.hostport)
-	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("nothing listens at %s: its transport was closed, or has not bound yet: %w", a.hostport, err)
-		}
-		return nil, fmt.Errorf("dial %s: %w", a.hostport, err)
-	}
-	c := nc.(*net.TCPConn)
-	e.mu.Lock()
-	if e.down {
-		e.mu.Unlock()
-		c.Close()
-		return nil, errClosed
-	}
-	e.dialing = c
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		e.dialing = nil
-		e.mu.Unlock()
-	}()
-
-	stop := context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
 	var hb [helloLen]byte
-	putHello(&hb, hello{version: wireVersion, to: a.nonce, from: from})
 	var ab [answerLen]byte
-	_, err = c.Write(hb[:])
-	if err == nil {
-		_, err = io.ReadFull(c, ab[:])
-	}
-	if !stop() {
-		err = fmt.Errorf("handshake with %s: %w", a.hostport, context.Cause(ctx))
-		if ctx.Err() != context.Cause(ctx) {
-			err = fmt.Errorf("%w: %w", err, ctx.Err())
-		}
-	} else if err != nil {
-		err = fmt.Errorf("handshake with %s: %w", a.hostport, unexpected(err))
-	}
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	version, verdict, err := parseAnswer(&ab)
-	switch {
-	case err != nil:
-		err = fmt.Errorf("handshake with %s: %w", a.hostport, err)
-	case verdict == answerVersion:
-		err = fmt.Errorf("%s speaks protocol version %d, this transport %d: %w", a.hostport, version, wireVersion, ErrUnsupported)
-	case verdict != answerAccepted:
-		err = fmt.Errorf("%s %v: %w", a.hostport, verdict, ErrInvalid)
-	}
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	tune(c)
-	return c, nil
+	return e.sideChannel.connect(ctx, part, hb[:], ab[:],
+		func(a tcpPart, from uint64) error {
+			putHello(&hb, hello{version: wireVersion, to: a.nonce, from: from})
+			return nil
+		},
+		func(a tcpPart) error {
+			version, verdict, err := parseAnswer(&ab)
+			switch {
+			case err != nil:
+				return fmt.Errorf("handshake with %s: %w", a.hostport, err)
+			case verdict == answerVersion:
+				return fmt.Errorf("%s speaks protocol version %d, this transport %d: %w", a.hostport, version, wireVersion, ErrUnsupported)
+			case verdict != answerAccepted:
+				return fmt.Errorf("%s %v: %w", a.hostport, verdict, ErrInvalid)
+			}
+			return nil
+		},
+		func(c *net.TCPConn) {
+			e.out = c
+			e.replies = bufio.NewReaderSize(c, bufferSize)
+		})
 }
 
 // aLongTimeAgo is a deadline that has passed: setting it interrupts a

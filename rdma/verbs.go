@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/gocomms/gocomms/rdma/verbs"
@@ -74,12 +71,8 @@ func (verbsProvider) newEndpoint(cfg *config, ev events) (endpoint, error) {
 		return nil, verbsUnusable(err)
 	}
 	e := &verbsEndpoint{
-		cfg:      cfg,
 		ev:       ev,
-		log:      cfg.log,
-		nonce:    nonZeroRandom(),
 		dev:      dev,
-		stopped:  make(chan struct{}),
 		sendLock: make(chan struct{}, 1),
 		credits:  make(chan struct{}, verbsSendDepth),
 		kick:     make(chan struct{}, 1),
@@ -89,6 +82,7 @@ func (verbsProvider) newEndpoint(cfg *config, ev events) (endpoint, error) {
 		rcache:   make(map[uint64]*remoteKey),
 		resolves: make(map[uint64]*resolveWait),
 	}
+	e.sideChannel.init(cfg)
 	if err := e.setup(); err != nil {
 		e.release()
 		return nil, verbsUnusable(err)
@@ -178,10 +172,8 @@ func wordBytes(w []uint64) []byte {
 // Operations: verbs_ops.go. Keys, rkeys, credits and the goroutines that
 // read the side channel: verbs_keys.go. The registrations: verbs_device.go.
 type verbsEndpoint struct {
-	cfg   *config
-	ev    events
-	log   *slog.Logger
-	nonce uint64 // of this endpoint's Address
+	sideChannel // its mu guards what follows pairMu too
+	ev          events
 
 	dev        *verbsDevice
 	cq         *verbs.CQ
@@ -196,21 +188,11 @@ type verbsEndpoint struct {
 
 	pairMu sync.Mutex // held while the queue pair is being connected
 
-	mu          sync.Mutex
-	down        bool
-	bound       bool
-	ln          net.Listener
-	handshaking net.Conn
-	dialing     net.Conn
-	in          *ctlConn       // the peer's side channel, once accepted
-	out         *ctlConn       // this endpoint's, once connected
-	dialed      uint64         // the nonce of the peer connected (or connecting) to
-	accepted    uint64         // the nonce of the peer that connected, if it said
-	paired      verbs.Endpoint // the peer's queue pair, once this one is connected to it
-	peerNotify  notifyTarget   // the peer's notify word, once connected
-	revokes     map[uint64]chan struct{}
-	stopped     chan struct{} // closed by shutdown
-	wg          sync.WaitGroup
+	in         *ctlConn       // the peer's side channel, once accepted
+	out        *ctlConn       // this endpoint's, once connected
+	paired     verbs.Endpoint // the peer's queue pair, once this one is connected to it
+	peerNotify notifyTarget   // the peer's notify word, once connected
+	revokes    map[uint64]chan struct{}
 
 	// Operations in flight (verbs_ops.go), under mu.
 	slots       [verbsSendDepth]verbsSlot
@@ -281,112 +263,41 @@ func (cc *ctlConn) receive(toDialer bool) (ctl, error) {
 	return parseCtl(&cc.rb, toDialer)
 }
 
-func (e *verbsEndpoint) bind() ([]byte, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(e.cfg.listenHost, "0"))
-	if err != nil {
-		return nil, fmt.Errorf("listen on %q: %w", e.cfg.listenHost, err)
-	}
-	at := ln.Addr().(*net.TCPAddr)
-	host := at.IP.String()
-	if at.IP.IsUnspecified() {
-		host = e.cfg.advertiseHost
-		if host == "" {
-			host = firstIPv4()
-		}
-	}
-	hostport := net.JoinHostPort(host, strconv.Itoa(at.Port))
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.down {
-		ln.Close()
-		return nil, errClosed
-	}
-	e.ln, e.bound = ln, true
-	e.wg.Add(1)
-	go e.accept(ln)
-	return tcpPart{nonce: e.nonce, hostport: hostport}.encode(), nil
-}
-
-// accept serves the listener until the endpoint shuts down, one hello at
-// a time, as the tcp provider's does.
-func (e *verbsEndpoint) accept(ln net.Listener) {
-	defer e.wg.Done()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if !e.isDown() {
-				e.log.Warn("rdma: listener failed; no peer can connect", "addr", ln.Addr().String(), "err", err)
-			}
-			return
-		}
-		if e.handshake(c) {
-			return
-		}
-	}
-}
-
-func (e *verbsEndpoint) isDown() bool {
-	select {
-	case <-e.stopped:
-		return true
-	default:
-		return false
-	}
-}
+func (e *verbsEndpoint) bind() ([]byte, error) { return listen[verbsHello](&e.sideChannel, e) }
 
 // errPairedElsewhere reports a queue pair connected to another peer's.
 var errPairedElsewhere = errors.New("this transport's queue pair is connected to another peer's")
 
-// handshake reads c's hello, connects the queue pair to the dialer's if
-// it is accepted, and answers. It returns true once the endpoint is down.
-func (e *verbsEndpoint) handshake(c net.Conn) (down bool) {
-	e.mu.Lock()
-	if e.down {
-		e.mu.Unlock()
-		c.Close()
-		return true
-	}
-	e.handshaking = c
-	e.mu.Unlock()
+// The verbs provider's side of the listener's handshake (acceptor): the
+// hello carries the dialer's queue pair, which this one connects to
+// before it answers with its own.
 
-	c.SetDeadline(time.Now().Add(e.cfg.handshakeTimeout))
+func (e *verbsEndpoint) readHello(c net.Conn) (hello, verbsHello, error) {
 	var hb [verbsHelloLen]byte
-	_, err := io.ReadFull(c, hb[:])
-	var h verbsHello
-	if err == nil {
-		h, err = parseVerbsHello(&hb)
+	if _, err := io.ReadFull(c, hb[:]); err != nil {
+		return hello{}, verbsHello{}, err
 	}
-	e.mu.Lock()
-	e.handshaking = nil
-	if e.down || err != nil {
-		down := e.down
-		e.mu.Unlock()
-		c.Close() // not a peer of ours: no answer
-		if !down {
-			e.log.Debug("rdma: refused a connection", "from", c.RemoteAddr().String(), "err", err)
-		}
-		return down
-	}
-	verdict := answerAccepted
-	switch {
-	case h.version != verbsWireVersion:
-		verdict = answerVersion
-	case h.to != e.nonce:
-		verdict = answerStale
-	case e.in != nil:
-		verdict = answerBusy
-	case e.dialed != 0 && h.from != 0 && h.from != e.dialed,
-		h.paired != (verbs.Endpoint{}) && h.paired != e.local,
-		e.paired != (verbs.Endpoint{}) && e.paired != h.qp:
-		verdict = answerWrongPeer
-	}
-	var cc *ctlConn
-	if verdict == answerAccepted {
-		cc = newCtlConn(c)
-		e.in, e.accepted = cc, h.from
-	}
-	e.mu.Unlock()
+	h, err := parseVerbsHello(&hb)
+	return hello{version: h.version, to: h.to, from: h.from}, h, err
+}
 
+func (e *verbsEndpoint) speaks() uint16 { return verbsWireVersion }
+
+func (e *verbsEndpoint) busy() bool { return e.in != nil }
+
+func (e *verbsEndpoint) otherPeer(h verbsHello) bool {
+	return h.paired != (verbs.Endpoint{}) && h.paired != e.local ||
+		e.paired != (verbs.Endpoint{}) && e.paired != h.qp
+}
+
+func (e *verbsEndpoint) admit(c net.Conn) {
+	e.in = nil
+	if c != nil {
+		e.in = newCtlConn(c)
+	}
+}
+
+func (e *verbsEndpoint) reply(c net.Conn, h verbsHello, verdict answer) (answer, error) {
 	if verdict == answerAccepted {
 		if err := e.pair(h.qp); errors.Is(err, errPairedElsewhere) {
 			verdict = answerWrongPeer
@@ -400,26 +311,21 @@ func (e *verbsEndpoint) handshake(c net.Conn) (down bool) {
 		a.notify = notifyTarget{addr: e.notifyMR.Addr(), rkey: e.notifyMR.RKey()}
 	}
 	var ab [verbsAnswerLen]byte
-	if err = putVerbsAnswer(&ab, a); err == nil {
+	err := putVerbsAnswer(&ab, a)
+	if err == nil {
 		_, err = c.Write(ab[:])
 	}
-	if verdict != answerAccepted || err != nil {
-		c.Close()
-		e.log.Debug("rdma: refused a connection", "from", c.RemoteAddr().String(), "answer", verdict.String(), "err", err)
-		if cc != nil {
-			e.mu.Lock()
-			e.in, e.accepted = nil, 0
-			e.mu.Unlock()
-		}
-		return false
-	}
-	c.SetDeadline(time.Time{})
-	tune(c)
+	return verdict, err
+}
+
+func (e *verbsEndpoint) start(c net.Conn, h verbsHello) {
 	e.log.Info("rdma: accepted a peer", "from", c.RemoteAddr().String(), "qp", h.qp.String())
+	e.mu.Lock()
+	cc := e.in
+	e.mu.Unlock()
 	e.wg.Add(2)
 	go e.serve(cc)
 	go e.lend(cc)
-	return false
 }
 
 // pair connects the queue pair to the peer's, posts its receives and
@@ -461,115 +367,34 @@ func (e *verbsEndpoint) pair(peer verbs.Endpoint) error {
 }
 
 func (e *verbsEndpoint) connect(ctx context.Context, part []byte) (string, error) {
-	a, err := parseTCPPart(part)
-	if err != nil {
-		return "", err
-	}
-	e.mu.Lock()
-	switch {
-	case e.down:
-		err = errClosed
-	case e.accepted != 0 && e.accepted != a.nonce:
-		err = fmt.Errorf("a peer connected to this transport from another address than %s: %w", a.hostport, ErrInvalid)
-	}
-	if err != nil {
-		e.mu.Unlock()
-		return "", err
-	}
-	e.dialed = a.nonce
-	h := verbsHello{version: verbsWireVersion, to: a.nonce, qp: e.local, paired: e.paired}
-	if e.bound {
-		h.from = e.nonce
-	}
-	e.mu.Unlock()
-
-	c, ans, err := e.dial(ctx, a, h)
-	if err == nil {
-		if err = e.pair(ans.qp); err != nil {
-			c.Close()
-		}
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err == nil && e.down {
-		c.Close()
-		err = errClosed
-	}
-	if err != nil {
-		e.dialed = 0
-		return "", err
-	}
-	e.out, e.peerNotify = newCtlConn(c), ans.notify
-	e.wg.Add(1)
-	go e.converse(e.out)
-	return a.hostport, nil
-}
-
-// dial connects to a's listener and has it accept this endpoint as its
-// peer, within ctx.
-func (e *verbsEndpoint) dial(ctx context.Context, a tcpPart, h verbsHello) (*net.TCPConn, verbsAnswer, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", a.hostport)
-	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			err = fmt.Errorf("nothing listens at %s: its transport was closed, or has not bound yet: %w", a.hostport, err)
-		} else {
-			err = fmt.Errorf("dial %s: %w", a.hostport, err)
-		}
-		return nil, verbsAnswer{}, err
-	}
-	c := nc.(*net.TCPConn)
-	e.mu.Lock()
-	if e.down {
-		e.mu.Unlock()
-		c.Close()
-		return nil, verbsAnswer{}, errClosed
-	}
-	e.dialing = c
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		e.dialing = nil
-		e.mu.Unlock()
-	}()
-
-	stop := context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
 	var hb [verbsHelloLen]byte
 	var ab [verbsAnswerLen]byte
-	if err = putVerbsHello(&hb, h); err == nil {
-		if _, err = c.Write(hb[:]); err == nil {
-			_, err = io.ReadFull(c, ab[:])
-		}
-	}
-	if !stop() {
-		err = fmt.Errorf("handshake with %s: %w", a.hostport, context.Cause(ctx))
-		if ctx.Err() != context.Cause(ctx) {
-			err = fmt.Errorf("%w: %w", err, ctx.Err())
-		}
-	} else if err != nil {
-		err = fmt.Errorf("handshake with %s: %w", a.hostport, unexpected(err))
-	}
 	var ans verbsAnswer
-	if err == nil {
-		ans, err = parseVerbsAnswer(&ab)
-		switch {
-		case err != nil:
-			err = fmt.Errorf("handshake with %s: %w", a.hostport, err)
-		case ans.verdict == answerVersion:
-			err = fmt.Errorf("%s speaks verbs protocol version %d, this transport %d: %w",
-				a.hostport, ans.version, verbsWireVersion, ErrUnsupported)
-		case ans.verdict == answerQPFailed:
-			err = fmt.Errorf("%s refused: its queue pair would not connect to this one's: %w", a.hostport, ErrBroken)
-		case ans.verdict != answerAccepted:
-			err = fmt.Errorf("%s %v: %w", a.hostport, ans.verdict, ErrInvalid)
-		}
-	}
-	if err != nil {
-		c.Close()
-		return nil, verbsAnswer{}, err
-	}
-	tune(c)
-	return c, ans, nil
+	return e.sideChannel.connect(ctx, part, hb[:], ab[:],
+		func(a tcpPart, from uint64) error {
+			return putVerbsHello(&hb, verbsHello{version: verbsWireVersion, to: a.nonce, from: from, qp: e.local, paired: e.paired})
+		},
+		func(a tcpPart) error {
+			var err error
+			ans, err = parseVerbsAnswer(&ab)
+			switch {
+			case err != nil:
+				return fmt.Errorf("handshake with %s: %w", a.hostport, err)
+			case ans.verdict == answerVersion:
+				return fmt.Errorf("%s speaks verbs protocol version %d, this transport %d: %w",
+					a.hostport, ans.version, verbsWireVersion, ErrUnsupported)
+			case ans.verdict == answerQPFailed:
+				return fmt.Errorf("%s refused: its queue pair would not connect to this one's: %w", a.hostport, ErrBroken)
+			case ans.verdict != answerAccepted:
+				return fmt.Errorf("%s %v: %w", a.hostport, ans.verdict, ErrInvalid)
+			}
+			return e.pair(ans.qp)
+		},
+		func(c *net.TCPConn) {
+			e.out, e.peerNotify = newCtlConn(c), ans.notify
+			e.wg.Add(1)
+			go e.converse(e.out)
+		})
 }
 
 // shutdown stops everything without waiting for goroutines: the

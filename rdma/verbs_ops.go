@@ -124,17 +124,7 @@ func (e *verbsEndpoint) do(ctx context.Context, o *op) error {
 		}
 		return err
 	}
-	select {
-	case err = <-o.done:
-	case <-ctx.Done():
-		select {
-		case err = <-o.done:
-		default:
-			e.abandon(ctx, o)
-			err = <-o.done
-		}
-	}
-	return result(ctx, o, err)
+	return result(ctx, o, await(ctx, o, e.abandon))
 }
 
 // abandon breaks the transport for o, whose context ended while it was on
