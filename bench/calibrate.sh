@@ -32,14 +32,7 @@ Sizes: 8 B and every power of 4 from 16 B to 64 MiB, in two bands:
 EOF
 }
 
-log() { printf 'calibrate.sh: %s\n' "$*" >&2; }
-die() {
-	log "$*"
-	exit 1
-}
-
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 rounds=5
 procs=2,4
@@ -56,12 +49,8 @@ while (($#)); do
 	esac
 	shift
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, not '$rounds'"
-[[ $procs =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--procs must be like 2,4, not '$procs'"
-IFS=, read -ra proc_list <<<"$procs"
-for n in "${proc_list[@]}"; do
-	((n >= 2)) || die "--procs: all-reduce over a network needs at least 2 ranks"
-done
+need_positive --rounds "$rounds"
+parse_procs "$procs" "all-reduce over a network needs at least 2 ranks"
 
 # Bands: "minb maxb factor iters warmup". An op takes hundreds of
 # microseconds at small sizes, so they get many iterations; up to a few
@@ -80,12 +69,7 @@ fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gocomms-calibrate.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then
-	PATH=$PATH:/usr/local/go/bin
-fi
-command -v go >/dev/null || die "go not found: it is needed to build commnode"
-log "building commnode from $root"
-(cd "$root" && go build -o "$tmp/commnode" ./cmd/commnode) || die "commnode does not build from the tree"
+build_commnode
 raw=${out:-$tmp/raw}
 mkdir -p "$raw"
 
@@ -96,8 +80,8 @@ load() {
 	echo "load average $(cut -d' ' -f1-3 /proc/loadavg)$p"
 }
 echo "# all-reduce, float32, sum: commnode bench over loopback TCP against commnode sim --topology loopback"
-echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(uname -sr)"
-echo "# commnode sha256 $(sha256sum "$tmp/commnode" | cut -c1-16), tree at commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs ($(cpu_model)), $(uname -sr)"
+echo "# commnode $(build_id "$tmp/commnode")"
 echo "# rounds $rounds, ranks $procs; at start: $(load)"
 
 # --- measure ------------------------------------------------------------------

@@ -68,15 +68,7 @@ bandwidths follow nccl-tests, as commnode bench reports them.
 EOF
 }
 
-log() { printf 'compare.sh: %s\n' "$*" >&2; }
-die() {
-	log "$*"
-	exit 1
-}
-
-cmdline="bench/compare.sh${*:+ $(printf '%q ' "$@")}"
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 rounds=3
 procs=2
@@ -105,13 +97,9 @@ while (($#)); do
 	esac
 	shift
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, not '$rounds'"
-[[ $procs =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--procs must be like 2,4, not '$procs'"
-[[ $run_timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive integer, not '$run_timeout'"
-IFS=, read -ra proc_list <<<"$procs"
-for n in "${proc_list[@]}"; do
-	((n >= 2)) || die "--procs: collectives need at least 2 processes"
-done
+need_positive --rounds "$rounds"
+parse_procs "$procs" "collectives need at least 2 processes"
+need_positive --timeout "$run_timeout"
 
 # Peers in table order, without repeats; gocomms and mpi name both
 # transports.
@@ -237,15 +225,7 @@ missing_pkgs() {
 read -ra need <<<"$(missing_pkgs)"
 if ((${#need[@]})); then
 	if ((install)); then
-		sudo=()
-		((EUID == 0)) || sudo=(sudo)
-		log "installing ${need[*]} (apt-get)"
-		# A fresh machine may have stale package lists: update once and retry.
-		if ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${need[@]}" >/dev/null; then
-			"${sudo[@]}" apt-get update >/dev/null || true
-			"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${need[@]}" >/dev/null ||
-				die "apt-get install ${need[*]} failed; install them, or leave peers out with --peers"
-		fi
+		apt_install "; install them, or leave peers out with --peers" "${need[@]}"
 	else
 		log "missing ${need[*]}; --no-install: leaving those peers out"
 		for pkg in "${need[@]}"; do
@@ -262,27 +242,10 @@ fi
 
 # --- build ------------------------------------------------------------------
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gocomms-compare.XXXXXX")
-children=()
-cleanup() { rm -rf "$tmp"; }
-trap cleanup EXIT
-# Ranks started under timeout(1) run in their own process groups, out of
-# reach of a terminal's Ctrl-C; stop them by hand.
-on_signal() {
-	log "interrupted; stopping the running job"
-	((${#children[@]})) && kill -TERM "${children[@]}" 2>/dev/null
-	wait || true
-	exit 130
-}
-trap on_signal INT TERM
+make_tmp compare
 
 if has_any gocomms-shm gocomms-tcp; then
-	if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then
-		PATH=$PATH:/usr/local/go/bin
-	fi
-	command -v go >/dev/null || die "go not found: it is needed to build commnode"
-	log "building commnode from $root"
-	(cd "$root" && go build -o "$tmp/commnode" ./cmd/commnode) || die "commnode does not build from the tree"
+	build_commnode
 fi
 if has_any mpi-shm mpi-tcp; then
 	mpicc -O2 -Wall -o "$tmp/mpi_coll" "$here/peers/mpi_coll.c" || die "building the MPI peer failed"
@@ -302,10 +265,7 @@ fi
 
 # --- results dir and machine ------------------------------------------------
 
-if [[ -z $out ]]; then
-	out=$here/results/$(date +%Y-%m-%dT%H%M%S)
-	if ((quick)); then out+=-quick; fi
-fi
+default_out ""
 mkdir -p "$out/logs"
 : >"$out/failures.txt"
 : >"$out/skipped.txt"
@@ -319,7 +279,6 @@ cpu_pressure() {
 	fi
 }
 
-cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "command: ${cmdline% }"
@@ -331,16 +290,14 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 		printf 'band other ops: %s\n' "${short_bands[@]}"
 	fi
 	echo "nproc: $(nproc)"
-	echo "cpu: $cpu_model"
+	echo "cpu: $(cpu_model)"
 	echo "kernel: $(uname -sr)"
 	echo "memory: $(free -g | awk '/^Mem:/ {print $2 " GiB"}')"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	cpu_pressure start
 	if has_any gocomms-shm gocomms-tcp; then
 		go version
-		# The tree may hold uncommitted changes: the binary's hash names
-		# what was measured, the commit only what it started from.
-		echo "commnode: sha256 $(sha256sum "$tmp/commnode" | cut -c1-16), tree at commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+		echo "commnode: $(build_id "$tmp/commnode")"
 		# Settings that change what gocomms does (GOCOMMS_TRANSPORT is set
 		# per run).
 		env | grep '^GOCOMMS_' | grep -v '^GOCOMMS_TRANSPORT=' | sort | sed 's/^/environment: /' || true
@@ -358,17 +315,6 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 } >"$out/machine.txt"
 
 # --- runs ---------------------------------------------------------------------
-
-# bounded LOG CMD...: runs CMD under the per-run timeout, output to LOG.
-bounded() {
-	local logf=$1 rc=0
-	shift
-	timeout -k 10 "$run_timeout" "$@" >>"$logf" 2>&1 &
-	children=($!)
-	wait "${children[0]}" || rc=$?
-	children=()
-	return "$rc"
-}
 
 free_port() {
 	"$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -469,12 +415,7 @@ for p in "${proc_list[@]}"; do
 					run_peer "$peer" "$op" "$p" "$logf" "$minb" "$maxb" "$factor" "$iters" "$warmup" || rc=$?
 					"$py" "$here/report.py" rows "$peer" "$op" "$p" "$rnd" "$bname" <"$logf" >>"$out/runs.tsv"
 					done_runs=$((done_runs + 1))
-					status=ok
-					if ((rc == 124 || rc == 137)); then
-						status="FAILED (exit $rc, timed out)"
-					elif ((rc != 0)); then
-						status="FAILED (exit $rc)"
-					fi
+					status=$(run_status "$rc")
 					if ((rc != 0)); then
 						echo "np=$p round=$rnd op=$op band=$bname peer=$peer: $status; log: logs/${logf##*/}" >>"$out/failures.txt"
 					fi
@@ -504,11 +445,7 @@ done
 	echo '```'
 	echo
 	"$py" "$here/report.py" table "$out" $all_sizes --peers "$peers" --ops "$ops"
-	if [[ -s $out/failures.txt ]]; then
-		echo "**Failed runs** (their rows up to the failure are kept):"
-		echo
-		sed 's/^/- /' "$out/failures.txt"
-	fi
+	failed_runs rows
 } >"$out/summary.md"
 cat "$out/summary.md"
 log "done in $((SECONDS - start))s; summary: $out/summary.md, raw: $out/runs.tsv, logs: $out/logs/"

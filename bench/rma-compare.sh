@@ -55,15 +55,7 @@ variables may be set in the environment.
 EOF
 }
 
-log() { printf 'rma-compare.sh: %s\n' "$*" >&2; }
-die() {
-	log "$*"
-	exit 1
-}
-
-cmdline="bench/rma-compare.sh${*:+ $(printf '%q ' "$@")}"
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 rounds=5
 out=
@@ -80,34 +72,14 @@ while (($#)); do
 	esac
 	shift
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, not '$rounds'"
-[[ $run_timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive integer, not '$run_timeout'"
+need_positive --rounds "$rounds"
+need_positive --timeout "$run_timeout"
 
-iters_small=${ITERS_SMALL:-1000} warmup_small=${WARMUP_SMALL:-100}
-iters_large=${ITERS_LARGE:-50} warmup_large=${WARMUP_LARGE:-5}
-volume=${VOLUME:-1G}
-if ((quick)); then
-	rounds=1
-	iters_small=${ITERS_SMALL:-200} warmup_small=${WARMUP_SMALL:-20}
-	iters_large=${ITERS_LARGE:-10} warmup_large=${WARMUP_LARGE:-2}
-	volume=${VOLUME:-256M}
-fi
-for v in "$iters_small" "$iters_large"; do
-	[[ $v =~ ^[1-9][0-9]*$ ]] || die "ITERS_* must be positive integers"
-done
-for v in "$warmup_small" "$warmup_large"; do
-	[[ $v =~ ^[0-9]+$ ]] || die "WARMUP_* must be integers >= 0"
-done
-[[ $volume =~ ^[0-9]+[KMG]?$ ]] || die "VOLUME must be bytes with an optional K, M or G, not '$volume'"
+rma_sweep
 # rma-peers.sh reads the same five; it must run what gocomms runs.
 export ITERS_SMALL=$iters_small WARMUP_SMALL=$warmup_small
 export ITERS_LARGE=$iters_large WARMUP_LARGE=$warmup_large VOLUME=$volume
 
-# Bands as rma-peers.sh's: "name ops minb maxb factor iters warmup".
-bands=("small put,put_pipelined,get,fetch_and_op 8 65536 8192 $iters_small $warmup_small"
-	"large put,put_pipelined,get 1048576 67108864 64 $iters_large $warmup_large"
-	"cas compare_and_swap 8 8 2 $iters_small $warmup_small")
-window=64M
 impls=(gocomms-shm gocomms-tcp mpi-shm mpi-shm-sm mpi-tcp)
 mpi_transports=shm,shm-sm,tcp
 # Per-operation bound inside a gocomms run: a stalled op fails its run with
@@ -116,79 +88,33 @@ op_timeout=$((run_timeout / 5 + 1))
 
 # --- build --------------------------------------------------------------------
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gocomms-rma-compare.XXXXXX")
-children=()
-cleanup() { rm -rf "$tmp"; }
-trap cleanup EXIT
-# Ranks started under timeout(1) run in their own process groups, out of
-# reach of a terminal's Ctrl-C; stop them by hand.
-on_signal() {
-	log "interrupted; stopping the running job"
-	((${#children[@]})) && kill -TERM "${children[@]}" 2>/dev/null
-	wait || true
-	exit 130
-}
-trap on_signal INT TERM
-
-if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then
-	PATH=$PATH:/usr/local/go/bin
-fi
-command -v go >/dev/null || die "go not found: it is needed to build commnode"
-log "building commnode from $root"
-(cd "$root" && go build -o "$tmp/commnode" ./cmd/commnode) || die "commnode does not build from the tree"
+make_tmp rma-compare
+build_commnode
 
 # --- results dir and machine --------------------------------------------------
 
-if [[ -z $out ]]; then
-	out=$here/results/rma-compare-$(date +%Y-%m-%dT%H%M%S)
-	if ((quick)); then out+=-quick; fi
-fi
+default_out rma-compare-
 mkdir -p "$out/logs" "$out/mpi"
 : >"$out/failures.txt"
 printf '# impl\tround\top\tsize_bytes\titers\ttime_us\tGBps\twrong\n' >"$out/runs.tsv"
 : >"$out/windows.tsv"
 
-cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "command: ${cmdline% }"
 	echo "options: rounds=$rounds quick=$quick timeout=${run_timeout}s window=$window volume=$volume"
 	printf 'band: %s\n' "${bands[@]}"
 	echo "nproc: $(nproc)"
-	echo "cpu: $cpu_model"
+	echo "cpu: $(cpu_model)"
 	echo "kernel: $(uname -sr)"
 	echo "load at start: $(uptime)"
 	go version
-	# The tree may hold uncommitted changes: the binary's hash names what
-	# was measured, the commit only what it started from.
-	echo "commnode: sha256 $(sha256sum "$tmp/commnode" | cut -c1-16), tree at commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "commnode: $(build_id "$tmp/commnode")"
 	env | grep '^GOCOMMS_' | grep -v '^GOCOMMS_TRANSPORT=' | sort | sed 's/^/environment: /' || true
 	mpirun --allow-run-as-root --version 2>/dev/null | head -1 || echo "mpirun: not installed (rma-peers.sh installs it)"
 } >"$out/machine.txt"
 
 # --- runs -----------------------------------------------------------------------
-
-# bounded LOG CMD...: runs CMD under the per-run timeout, output to LOG.
-bounded() {
-	local logf=$1 rc=0
-	shift
-	timeout -k 10 "$run_timeout" "$@" >>"$logf" 2>&1 &
-	children=($!)
-	wait "${children[0]}" || rc=$?
-	children=()
-	return "$rc"
-}
-
-# status RC: what a run's exit status says.
-status() {
-	if (($1 == 124 || $1 == 137)); then
-		echo "FAILED (exit $1, timed out)"
-	elif (($1 != 0)); then
-		echo "FAILED (exit $1)"
-	else
-		echo ok
-	fi
-}
 
 # run_gocomms TRANSPORT ROUND: every band over GOCOMMS_TRANSPORT=TRANSPORT.
 run_gocomms() {
@@ -204,16 +130,13 @@ run_gocomms() {
 			--op "$ops" -b "$minb" -e "$maxb" -f "$factor" -n "$iters" -w "$warmup" \
 			-V "$volume" -W "$window" -c 1 -timeout "${op_timeout}s" || rc=$?
 		# The launcher puts "[rank 0] " before rank 0's lines.
-		sed -n 's/^\[rank 0\] //p' "$logf" |
-			awk -v t="$impl" -v r="$rnd" -v OFS='\t' \
-				'$1 ~ /^(put|put_pipelined|get|fetch_and_op|compare_and_swap)$/ && NF == 6 {print t, r, $1, $2, $3, $4, $5, $6}' \
-				>>"$out/runs.tsv"
+		sed -n 's/^\[rank 0\] //p' "$logf" | rma_rows "$impl" "$rnd" >>"$out/runs.tsv"
 		if ((rc != 0)); then
 			why=$(grep -m1 -E 'commnode (rma|launch): ' "$logf" | sed 's/^\[[^]]*\] //' || true)
-			echo "round=$rnd impl=$impl band=$bname: $(status "$rc")${why:+: $why}; log: logs/${logf##*/}" >>"$out/failures.txt"
+			echo "round=$rnd impl=$impl band=$bname: $(run_status "$rc")${why:+: $why}; log: logs/${logf##*/}" >>"$out/failures.txt"
 		fi
 		done_runs=$((done_runs + 1))
-		log "[$done_runs/$total] round $rnd/$rounds $impl $bname: $((SECONDS - t0))s $(status "$rc") ($((SECONDS - start))s in)"
+		log "[$done_runs/$total] round $rnd/$rounds $impl $bname: $((SECONDS - t0))s $(run_status "$rc") ($((SECONDS - start))s in)"
 	done
 }
 
@@ -233,10 +156,10 @@ run_mpi() {
 			"$dir/failures.txt" >>"$out/failures.txt"
 	fi
 	if ((rc != 0)) && ! [[ -f $dir/runs.tsv ]]; then
-		echo "round=$rnd impl=mpi-*: rma-peers.sh $(status "$rc"); log: logs/${logf##*/}" >>"$out/failures.txt"
+		echo "round=$rnd impl=mpi-*: rma-peers.sh $(run_status "$rc"); log: logs/${logf##*/}" >>"$out/failures.txt"
 	fi
 	done_runs=$((done_runs + 3 * ${#bands[@]}))
-	log "[$done_runs/$total] round $rnd/$rounds mpi-shm, mpi-shm-sm, mpi-tcp (rma-peers.sh): $((SECONDS - t0))s $(status "$rc") ($((SECONDS - start))s in)"
+	log "[$done_runs/$total] round $rnd/$rounds mpi-shm, mpi-shm-sm, mpi-tcp (rma-peers.sh): $((SECONDS - t0))s $(run_status "$rc") ($((SECONDS - start))s in)"
 }
 
 total=$((rounds * ${#impls[@]} * ${#bands[@]}))
@@ -255,28 +178,6 @@ done
 } >>"$out/machine.txt"
 
 # --- table --------------------------------------------------------------------
-
-# median_of IMPL OP SIZE COL: "median halfrange_pct count" of column COL
-# (6: time_us, 7: GBps) of runs.tsv's rows for IMPL, OP and SIZE; "- - 0"
-# when there are none.
-median_of() {
-	awk -F'\t' -v t="$1" -v o="$2" -v s="$3" -v c="$4" '$1 == t && $3 == o && $4 == s {print $c}' "$out/runs.tsv" |
-		sort -g |
-		awk '{v[NR] = $1}
-			END {
-				if (NR == 0) { print "- - 0"; exit }
-				m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-				printf "%.6g %.0f %d\n", m, (m > 0 ? 50 * (v[NR] - v[1]) / m : 0), NR
-			}'
-}
-
-# num X: X with three significant digits, no exponent down to 0.0001.
-num() {
-	awk -v x="$1" 'BEGIN {
-		if (x >= 100) printf "%.0f", x; else if (x >= 10) printf "%.1f", x
-		else if (x >= 1) printf "%.2f", x; else if (x >= 0.001) printf "%.3g", x
-		else printf "%.2g", x }'
-}
 
 # failed_in IMPL BAND: how many runs of BAND failed for IMPL.
 failed_in() { grep -c "impl=$1 band=$2:" "$out/failures.txt" || true; }
@@ -378,14 +279,8 @@ row() {
 		row "$op" 8 6
 	done
 	echo
-	wrong=$(awk -F'\t' '!/^#/ && $8 != "-" {s += $8; n++} END {printf "%d wrong in %d checked lines", s, n}' "$out/runs.tsv")
-	echo "Checks (bytes put and got, values fetched, the words left at the target): $wrong."
-	if [[ -s $out/failures.txt ]]; then
-		echo
-		echo "**Failed runs** (their lines up to the failure are kept):"
-		echo
-		sed 's/^/- /' "$out/failures.txt"
-	fi
+	echo "Checks (bytes put and got, values fetched, the words left at the target): $(checked_lines)."
+	failed_runs lines gap
 } >"$out/summary.md"
 cat "$out/summary.md"
 log "done in $((SECONDS - start))s; summary: $out/summary.md, raw: $out/runs.tsv, logs: $out/logs/ and $out/mpi/"

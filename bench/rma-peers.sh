@@ -73,15 +73,7 @@ The five variables above may be set in the environment.
 EOF
 }
 
-log() { printf 'rma-peers.sh: %s\n' "$*" >&2; }
-die() {
-	log "$*"
-	exit 1
-}
-
-cmdline="bench/rma-peers.sh${*:+ $(printf '%q ' "$@")}"
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 rounds=5
 transports=$default_transports
@@ -100,37 +92,15 @@ while (($#)); do
 	esac
 	shift
 done
-[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, not '$rounds'"
-[[ $run_timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive integer, not '$run_timeout'"
+need_positive --rounds "$rounds"
+need_positive --timeout "$run_timeout"
 IFS=, read -ra transport_list <<<"$transports"
 ((${#transport_list[@]})) || die "--transports: nothing to run"
 for t in "${transport_list[@]}"; do
 	[[ ,$all_transports, == *,$t,* ]] || die "unknown transport '$t' (from $all_transports)"
 done
 
-iters_small=${ITERS_SMALL:-1000} warmup_small=${WARMUP_SMALL:-100}
-iters_large=${ITERS_LARGE:-50} warmup_large=${WARMUP_LARGE:-5}
-volume=${VOLUME:-1G}
-if ((quick)); then
-	rounds=1
-	iters_small=${ITERS_SMALL:-200} warmup_small=${WARMUP_SMALL:-20}
-	iters_large=${ITERS_LARGE:-10} warmup_large=${WARMUP_LARGE:-2}
-	volume=${VOLUME:-256M}
-fi
-for v in "$iters_small" "$iters_large"; do
-	[[ $v =~ ^[1-9][0-9]*$ ]] || die "ITERS_* must be positive integers"
-done
-for v in "$warmup_small" "$warmup_large"; do
-	[[ $v =~ ^[0-9]+$ ]] || die "WARMUP_* must be integers >= 0"
-done
-[[ $volume =~ ^[0-9]+[KMG]?$ ]] || die "VOLUME must be bytes with an optional K, M or G, not '$volume'"
-
-# Bands: "name ops minb maxb factor iters warmup". The table sizes 8 B and
-# 64 KiB, 1 MiB and 64 MiB come in pairs a factor apart.
-bands=("small put,put_pipelined,get,fetch_and_op 8 65536 8192 $iters_small $warmup_small"
-	"large put,put_pipelined,get 1048576 67108864 64 $iters_large $warmup_large"
-	"cas compare_and_swap 8 8 2 $iters_small $warmup_small")
-window=64M
+rma_sweep
 
 # mca_args TRANSPORT: mpirun's arguments for TRANSPORT, one a line.
 mca_args() {
@@ -145,55 +115,31 @@ mca_args() {
 # --- Open MPI: install it if missing, build the peer -------------------------
 
 if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-	sudo=()
-	((EUID == 0)) || sudo=(sudo)
-	log "installing openmpi-bin libopenmpi-dev (apt-get)"
-	# A fresh machine may have stale package lists: update once and retry.
-	if ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev >/dev/null; then
-		"${sudo[@]}" apt-get update >/dev/null || true
-		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev >/dev/null ||
-			die "apt-get install openmpi-bin libopenmpi-dev failed"
-	fi
+	apt_install '' openmpi-bin libopenmpi-dev
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gocomms-rma.XXXXXX")
-children=()
-cleanup() { rm -rf "$tmp"; }
-trap cleanup EXIT
-# Ranks started under timeout(1) run in their own process groups, out of
-# reach of a terminal's Ctrl-C; stop them by hand.
-on_signal() {
-	log "interrupted; stopping the running job"
-	((${#children[@]})) && kill -TERM "${children[@]}" 2>/dev/null
-	wait || true
-	exit 130
-}
-trap on_signal INT TERM
+make_tmp rma
 
 mpicc -O2 -Wall -o "$tmp/mpi_rma" "$here/peers/mpi_rma.c" || die "building bench/peers/mpi_rma.c failed"
 
 # --- results dir and machine ------------------------------------------------
 
-if [[ -z $out ]]; then
-	out=$here/results/rma-$(date +%Y-%m-%dT%H%M%S)
-	if ((quick)); then out+=-quick; fi
-fi
+default_out rma-
 mkdir -p "$out/logs"
 : >"$out/failures.txt"
 printf '# transport\tround\top\tsize_bytes\titers\ttime_us\tGBps\twrong\n' >"$out/runs.tsv"
 printf '# transport\tround\tband\twindow_name\n' >"$out/windows.tsv"
 
-cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "command: ${cmdline% }"
 	echo "options: rounds=$rounds transports=$transports quick=$quick timeout=${run_timeout}s window=$window volume=$volume"
 	printf 'band: %s\n' "${bands[@]}"
 	echo "nproc: $(nproc)"
-	echo "cpu: $cpu_model"
+	echo "cpu: $(cpu_model)"
 	echo "kernel: $(uname -sr)"
 	echo "load at start: $(uptime)"
-	echo "mpi_rma: sha256 $(sha256sum "$tmp/mpi_rma" | cut -c1-16), tree at commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "mpi_rma: $(build_id "$tmp/mpi_rma")"
 	mpirun --allow-run-as-root --version 2>/dev/null | head -1
 	echo "osc components (ompi_info):$(ompi_info 2>/dev/null | sed -n 's/^ *MCA osc: \([a-z0-9_]*\) .*/ \1/p' | tr -d '\n')"
 	for conf in /etc/openmpi/openmpi-mca-params.conf "${HOME:-/root}/.openmpi/mca-params.conf"; do
@@ -205,17 +151,6 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 } >"$out/machine.txt"
 
 # --- runs ---------------------------------------------------------------------
-
-# bounded LOG CMD...: runs CMD under the per-run timeout, output to LOG.
-bounded() {
-	local logf=$1 rc=0
-	shift
-	timeout -k 10 "$run_timeout" "$@" >>"$logf" 2>&1 &
-	children=($!)
-	wait "${children[0]}" || rc=$?
-	children=()
-	return "$rc"
-}
 
 total=$((rounds * ${#transport_list[@]} * ${#bands[@]}))
 log "transports: ${transport_list[*]}; rounds: $rounds; $total runs"
@@ -236,18 +171,11 @@ for ((rnd = 1; rnd <= rounds; rnd++)); do
 				-V "$volume" -W "$window" -c || rc=$?
 			# Result lines start with an op's name; Open MPI's own lines
 			# start with '[' or '-'.
-			awk -v t="$t" -v r="$rnd" -v OFS='\t' \
-				'$1 ~ /^(put|put_pipelined|get|fetch_and_op|compare_and_swap)$/ && NF == 6 {print t, r, $1, $2, $3, $4, $5, $6}' \
-				"$logf" >>"$out/runs.tsv"
+			rma_rows "$t" "$rnd" <"$logf" >>"$out/runs.tsv"
 			name=$(sed -n 's/^# window name: //p' "$logf" | head -1)
 			printf '%s\t%s\t%s\t%s\n' "$t" "$rnd" "$bname" "${name:-?}" >>"$out/windows.tsv"
 			done_runs=$((done_runs + 1))
-			status=ok
-			if ((rc == 124 || rc == 137)); then
-				status="FAILED (exit $rc, timed out)"
-			elif ((rc != 0)); then
-				status="FAILED (exit $rc)"
-			fi
+			status=$(run_status "$rc")
 			if ((rc != 0)); then
 				why=$(grep -m1 -E 'Signal: |MPI_ERR|^mpi_rma: ' "$logf" | sed 's/^\[[^]]*\] //' || true)
 				echo "round=$rnd transport=$t band=$bname: $status${why:+: $why}; log: logs/${logf##*/}" >>"$out/failures.txt"
@@ -263,28 +191,6 @@ done
 } >>"$out/machine.txt"
 
 # --- tables -------------------------------------------------------------------
-
-# median_of TRANSPORT OP SIZE COL: "median halfrange_pct count" of column COL
-# (6: time_us, 7: GBps) of runs.tsv's rows for TRANSPORT, OP and SIZE;
-# "- - 0" when there are none.
-median_of() {
-	awk -F'\t' -v t="$1" -v o="$2" -v s="$3" -v c="$4" '$1 == t && $3 == o && $4 == s {print $c}' "$out/runs.tsv" |
-		sort -g |
-		awk '{v[NR] = $1}
-			END {
-				if (NR == 0) { print "- - 0"; exit }
-				m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-				printf "%.6g %.0f %d\n", m, (m > 0 ? 50 * (v[NR] - v[1]) / m : 0), NR
-			}'
-}
-
-# num X: X with three significant digits, no exponent down to 0.0001.
-num() {
-	awk -v x="$1" 'BEGIN {
-		if (x >= 100) printf "%.0f", x; else if (x >= 10) printf "%.1f", x
-		else if (x >= 1) printf "%.2f", x; else if (x >= 0.001) printf "%.3g", x
-		else printf "%.2g", x }'
-}
 
 # dur US: a time in µs, or in ms from 1000 µs up.
 dur() {
@@ -379,14 +285,8 @@ label() {
 		echo "$row"
 	done
 	echo
-	wrong=$(awk -F'\t' '!/^#/ && $8 != "-" {s += $8; n++} END {printf "%d wrong in %d checked lines", s, n}' "$out/runs.tsv")
-	echo "Checks (-c: bytes put and got, values fetched, the words left at the target): $wrong."
-	if [[ -s $out/failures.txt ]]; then
-		echo
-		echo "**Failed runs** (their lines up to the failure are kept):"
-		echo
-		sed 's/^/- /' "$out/failures.txt"
-	fi
+	echo "Checks (-c: bytes put and got, values fetched, the words left at the target): $(checked_lines)."
+	failed_runs lines gap
 } >"$out/summary.md"
 cat "$out/summary.md"
 log "done in $((SECONDS - start))s; summary: $out/summary.md, raw: $out/runs.tsv, logs: $out/logs/"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -153,7 +155,7 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 		err = gocomms.RunLocal(ctx, *local, rank,
 			gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
 	} else {
-		err = joinAndRun(ctx, &job, stderr, &cfg, rank)
+		err = joinAndRun(ctx, &job, stderr, cfg.ValidateRanks, rank)
 	}
 	var bad badRanks
 	switch {
@@ -195,15 +197,15 @@ type badRanks struct{ err error }
 
 func (b badRanks) Error() string { return b.err.Error() }
 
-// joinAndRun joins the launcher's job as one rank, runs fn on it and
-// finalizes the communicator.
-func joinAndRun(ctx context.Context, job *jobFlags, stderr io.Writer, cfg *bench.Config, fn func(context.Context, *gocomms.Comm) error) error {
+// joinAndRun joins the launcher's job as one rank, checks that the job
+// fits, runs fn on it and finalizes the communicator.
+func joinAndRun(ctx context.Context, job *jobFlags, stderr io.Writer, fits func(ranks int) error, fn func(context.Context, *gocomms.Comm) error) error {
 	c, err := job.join(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer dumpFlightRecordsOnSignal(stderr)()
-	if err = cfg.ValidateRanks(c.Size()); err != nil {
+	if err = fits(c.Size()); err != nil {
 		err = badRanks{err}
 	} else {
 		err = fn(ctx, c)
@@ -216,6 +218,34 @@ func joinAndRun(ctx context.Context, job *jobFlags, stderr io.Writer, cfg *bench
 		err = ferr
 	}
 	return err
+}
+
+// runLocalRanks runs n ranks in this process, rank on each; a rank writes
+// to buffers of its own, printed in rank order once all are done. It
+// returns the exit status: 1, with the error after cmd's name, when the
+// run fails, 1 when a rank saw something wrong, else 0.
+func runLocalRanks(ctx context.Context, n int, job *jobFlags, stdout, stderr io.Writer, cmd string,
+	rank func(ctx context.Context, c *gocomms.Comm, stdout, stderr io.Writer) (ok bool, err error)) int {
+	outs, errs := make([]bytes.Buffer, n), make([]bytes.Buffer, n)
+	oks := make([]bool, n)
+	err := gocomms.RunLocal(ctx, n, func(ctx context.Context, c *gocomms.Comm) error {
+		r := c.Rank()
+		var err error
+		oks[r], err = rank(ctx, c, &outs[r], &errs[r])
+		return err
+	}, gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
+	for r := range n {
+		stdout.Write(outs[r].Bytes())
+		stderr.Write(errs[r].Bytes())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return 1
+	}
+	if slices.Contains(oks, false) {
+		return 1
+	}
+	return 0
 }
 
 // bytesFlag is a size flag in nccl-tests' syntax.

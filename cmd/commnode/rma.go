@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -171,7 +170,7 @@ func rmaBench(cfg rma.Config, local int, jsonOut bool, job *jobFlags, stdout, st
 		err = gocomms.RunLocal(ctx, local, rank,
 			gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
 	} else {
-		err = joinRMA(ctx, job, stderr, cfg.ValidateRanks, rank)
+		err = joinAndRun(ctx, job, stderr, cfg.ValidateRanks, rank)
 	}
 	var bad badRanks
 	switch {
@@ -186,29 +185,6 @@ func rmaBench(cfg rma.Config, local int, jsonOut bool, job *jobFlags, stdout, st
 		return 1
 	}
 	return 0
-}
-
-// joinRMA joins the launcher's job as one rank, checks that the job fits,
-// runs fn on it and finalizes the communicator.
-func joinRMA(ctx context.Context, job *jobFlags, stderr io.Writer, fits func(ranks int) error, fn func(context.Context, *gocomms.Comm) error) error {
-	c, err := job.join(ctx, stderr)
-	if err != nil {
-		return err
-	}
-	defer dumpFlightRecordsOnSignal(stderr)()
-	if err = fits(c.Size()); err != nil {
-		err = badRanks{err}
-	} else {
-		err = fn(ctx, c)
-	}
-	// Finalize even when ctx was cancelled, so that peers see this rank
-	// leave; the timeout bounds it.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), job.timeout)
-	defer cancel()
-	if ferr := c.Finalize(fctx); err == nil {
-		err = ferr
-	}
-	return err
 }
 
 func hostname() string {
@@ -252,7 +228,7 @@ func (v ringVerifier) run(local int, job *jobFlags, stdout, stderr io.Writer) in
 	defer stop()
 	if local == 0 {
 		var ok bool
-		err := joinRMA(ctx, job, stderr, func(int) error { return nil }, func(ctx context.Context, c *gocomms.Comm) error {
+		err := joinAndRun(ctx, job, stderr, func(int) error { return nil }, func(ctx context.Context, c *gocomms.Comm) error {
 			var err error
 			ok, err = v.verify(ctx, c, transportName(0), stdout, stderr)
 			if err != nil {
@@ -269,31 +245,14 @@ func (v ringVerifier) run(local int, job *jobFlags, stdout, stderr io.Writer) in
 		}
 		return 0
 	}
-	// Local ranks write to buffers of their own, printed in rank order
-	// once all are done.
-	outs, errs := make([]bytes.Buffer, local), make([]bytes.Buffer, local)
-	oks := make([]bool, local)
-	err := gocomms.RunLocal(ctx, local, func(ctx context.Context, c *gocomms.Comm) error {
-		r := c.Rank()
-		var err error
-		oks[r], err = v.verify(ctx, c, transportName(local), &outs[r], &errs[r])
-		if err != nil {
-			c.Abort(err)
-		}
-		return err
-	}, gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
-	for r := range local {
-		stdout.Write(outs[r].Bytes())
-		stderr.Write(errs[r].Bytes())
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "commnode rma:", err)
-		return 1
-	}
-	if slices.Contains(oks, false) {
-		return 1
-	}
-	return 0
+	return runLocalRanks(ctx, local, job, stdout, stderr, "commnode rma",
+		func(ctx context.Context, c *gocomms.Comm, stdout, stderr io.Writer) (bool, error) {
+			ok, err := v.verify(ctx, c, transportName(local), stdout, stderr)
+			if err != nil {
+				c.Abort(err)
+			}
+			return ok, err
+		})
 }
 
 // verify runs every ring case and the atomics on c. Each rank prints what

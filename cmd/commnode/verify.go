@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -123,26 +122,10 @@ func (v verifier) runJob(job *jobFlags, stdout, stderr io.Writer) int {
 // runLocal runs the ranks in this process; each writes to buffers of its
 // own, printed in rank order once all are done.
 func (v verifier) runLocal(n int, job *jobFlags, stdout, stderr io.Writer) int {
-	outs, errs := make([]bytes.Buffer, n), make([]bytes.Buffer, n)
-	oks := make([]bool, n)
-	err := gocomms.RunLocal(context.Background(), n, func(ctx context.Context, c *gocomms.Comm) error {
-		r := c.Rank()
-		var err error
-		oks[r], err = v.verify(ctx, c, &outs[r], &errs[r])
-		return err
-	}, gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
-	for r := range n {
-		stdout.Write(outs[r].Bytes())
-		stderr.Write(errs[r].Bytes())
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "commnode verify:", err)
-		return 1
-	}
-	if slices.Contains(oks, false) {
-		return 1
-	}
-	return 0
+	return runLocalRanks(context.Background(), n, job, stdout, stderr, "commnode verify",
+		func(ctx context.Context, c *gocomms.Comm, stdout, stderr io.Writer) (bool, error) {
+			return v.verify(ctx, c, stdout, stderr)
+		})
 }
 
 // verify sweeps c, prints the wrong results this rank saw, and learns from

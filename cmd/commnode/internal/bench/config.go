@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/algorithms"
+	sizesweep "github.com/gocomms/gocomms/cmd/commnode/internal/sweep"
 )
 
 // Config is one sweep: every op in Ops, at every size from MinBytes to
@@ -128,24 +129,11 @@ func (c *Config) Validate() error {
 	if !c.DType.Valid() {
 		bad("invalid dtype %v", c.DType)
 	}
-	if c.MinBytes < 1 {
-		bad("-b must be at least 1 byte")
-	}
-	if c.MaxBytes < c.MinBytes {
-		bad("-e %d is below -b %d", c.MaxBytes, c.MinBytes)
-	}
-	if c.MaxBytes > math.MaxInt/2 {
-		bad("-e %d is too large", c.MaxBytes)
-	}
-	if c.Factor < 2 {
-		bad("-f must be at least 2")
-	}
-	if c.Iters < 1 {
-		bad("-n must be at least 1")
-	}
-	if c.Warmup < 0 {
-		bad("-w must not be negative")
-	}
+	sizesweep.Check(bad, c.MinBytes, c.MaxBytes, c.Factor, c.Iters, c.Warmup, func(e int64) {
+		if e > math.MaxInt/2 {
+			bad("-e %d is too large", e)
+		}
+	})
 	if c.Root < 0 {
 		bad("--root must not be negative")
 	}
@@ -196,14 +184,7 @@ func (c *Config) algorithms(o Op) []string {
 
 // sizes returns the buffer sizes of the sweep, in bytes.
 func (c *Config) sizes() []int64 {
-	var out []int64
-	for s := c.MinBytes; s <= c.MaxBytes; s *= c.Factor {
-		out = append(out, s)
-		if s > c.MaxBytes/c.Factor {
-			break
-		}
-	}
-	return out
+	return sizesweep.Sizes(c.MinBytes, c.MaxBytes, c.Factor)
 }
 
 // runs reports whether o runs on p ranks: send_recv in a sweep of every op

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/cmd/commnode/internal/sweep"
 )
 
 // Op is a one-sided operation the bench times.
@@ -136,24 +137,11 @@ func (c *Config) Validate() error {
 			bad("invalid op %d", uint8(o))
 		}
 	}
-	if c.MinBytes < 1 {
-		bad("-b must be at least 1 byte")
-	}
-	if c.MaxBytes < c.MinBytes {
-		bad("-e %d is below -b %d", c.MaxBytes, c.MinBytes)
-	}
-	if c.MaxBytes > maxWindow {
-		bad("-e %d is above the largest window, %d bytes", c.MaxBytes, int64(maxWindow))
-	}
-	if c.Factor < 2 {
-		bad("-f must be at least 2")
-	}
-	if c.Iters < 1 {
-		bad("-n must be at least 1")
-	}
-	if c.Warmup < 0 {
-		bad("-w must not be negative")
-	}
+	sweep.Check(bad, c.MinBytes, c.MaxBytes, c.Factor, c.Iters, c.Warmup, func(e int64) {
+		if e > maxWindow {
+			bad("-e %d is above the largest window, %d bytes", e, int64(maxWindow))
+		}
+	})
 	if c.Volume < 0 {
 		bad("-V must not be negative")
 	}
@@ -185,14 +173,7 @@ func (c *Config) Sizes(o Op) []int64 {
 	if o.Atomic() {
 		return []int64{8}
 	}
-	var out []int64
-	for s := c.MinBytes; s <= c.MaxBytes; s *= c.Factor {
-		out = append(out, s)
-		if s > c.MaxBytes/c.Factor {
-			break // the next step would pass MaxBytes, or overflow
-		}
-	}
-	return out
+	return sweep.Sizes(c.MinBytes, c.MaxBytes, c.Factor)
 }
 
 // Counts returns the timed and warm-up ops at size bytes: Iters and
