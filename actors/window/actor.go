@@ -213,10 +213,7 @@ func (w *windowActor) issue(ctx actor.Context, op *Op) {
 		w.applyLocal(ctx, op)
 		return
 	}
-	n, dataLen := 1, op.dataLen()
-	if op.Code.chunked() {
-		n = chunks(int(op.Len))
-	}
+	n, dataLen := chunks(int(op.Len)), op.dataLen()
 	done := op.Done
 	if n > 1 && op.Code.replies() {
 		done = countdown(n, op.Done)
@@ -230,15 +227,7 @@ func (w *windowActor) issue(ctx actor.Context, op *Op) {
 		}
 	}
 	for i := range n {
-		lo, hi := chunkBounds(i, int(op.Len))
-		if n == 1 {
-			lo, hi = 0, int(op.Len)
-		}
-		r := op.request()
-		r.Offset, r.Len = op.Offset+uint64(lo), uint64(hi-lo)
-		if i < n-1 {
-			r.SignalOp, r.Slot, r.Value = SignalNone, 0, 0 // the signal goes with the last chunk
-		}
+		r, lo, hi := op.chunk(i, n)
 		f := transport.Frame{Header: transport.Header{Comm: w.cfg.CommID, Kind: transport.Window, Seq: w.cfg.ID, Tag: uint32(op.Code)}}
 		switch {
 		case op.Data == nil:
@@ -246,7 +235,7 @@ func (w *windowActor) issue(ctx actor.Context, op *Op) {
 		case lend != nil:
 			f.Payload, f.Sent = stagedFrame(op.Data, i, dataLen), lend.sent
 		default:
-			f.Payload = op.Data[:requestSize+dataLen]
+			f.Payload = stagedFrame(op.Data, i, dataLen)
 		}
 		r.encode(f.Payload)
 		w.nextID++
@@ -307,14 +296,17 @@ func countdown(n int, done func(error)) func(error) {
 	}
 }
 
-// chunked reports whether an operation of code c travels in chunks:
-// those that move a region rather than one word.
-func (c Code) chunked() bool {
-	switch c {
-	case Put, Get, Accumulate, GetAccumulate:
-		return true
+// chunk returns the request of chunk i of op's n, and the bytes [lo, hi)
+// of op's region it covers: the signal goes with the last chunk. An
+// operation on a word or on nothing is one chunk.
+func (op *Op) chunk(i, n int) (r request, lo, hi int) {
+	lo, hi = chunkBounds(i, int(op.Len))
+	r = op.request()
+	r.Offset, r.Len = op.Offset+uint64(lo), uint64(hi-lo)
+	if i < n-1 {
+		r.SignalOp, r.Slot, r.Value = SignalNone, 0, 0
 	}
-	return false
+	return r, lo, hi
 }
 
 // send sends f to peer's link, or keeps it until the parent names the
@@ -368,34 +360,17 @@ func (w *windowActor) applyLocal(ctx actor.Context, op *Op) {
 		op.Done(nil)
 		w.granted(ctx, w.lock.release(w.cfg.Rank))
 		return
-	case Signal:
-		w.tgt.signal(op.Slot, op.Signal, op.Value)
-	default:
-		n, dataLen := 1, op.dataLen()
-		if op.Code.chunked() {
-			n = chunks(int(op.Len))
+	}
+	n, dataLen := chunks(int(op.Len)), op.dataLen()
+	for i := range n {
+		c, lo, hi := op.chunk(i, n)
+		var data []byte
+		if op.Data != nil {
+			data = stagedData(op.Data, i, dataLen)
 		}
-		for i := range n {
-			lo, hi := chunkBounds(i, int(op.Len))
-			if n == 1 {
-				lo, hi = 0, int(op.Len)
-			}
-			c := r
-			c.Offset, c.Len = r.Offset+uint64(lo), uint64(hi-lo)
-			if i < n-1 {
-				c.SignalOp = SignalNone
-			}
-			var data []byte
-			if op.Data != nil {
-				data = op.Data[requestSize : requestSize+dataLen]
-				if n > 1 {
-					data = stagedData(op.Data, i, dataLen)
-				}
-			}
-			w.out = w.tgt.apply(op.Code, &c, data, w.out[:0])
-			if op.Result != nil {
-				copy(op.Result[lo:hi], w.out)
-			}
+		w.out = w.tgt.apply(op.Code, &c, data, w.out[:0])
+		if op.Result != nil {
+			copy(op.Result[lo:hi], w.out)
 		}
 	}
 	transport.PutBuffer(op.Data)
@@ -408,13 +383,10 @@ func (w *windowActor) applyLocal(ctx actor.Context, op *Op) {
 // dataLen is the length of op's data, less the room Stage left for
 // headers.
 func (op *Op) dataLen() int {
-	switch {
-	case op.Data == nil:
+	if op.Data == nil {
 		return 0
-	case op.Code.chunked():
-		return int(op.Len)
 	}
-	return len(op.Data) - requestSize
+	return len(op.Data) - requestSize*chunks(int(op.Len))
 }
 
 // request is the wire form of op.
@@ -449,15 +421,14 @@ func (w *windowActor) serve(ctx actor.Context, origin int, code Code, id uint64,
 	}
 	w.out = w.out[:0]
 	switch {
-	case err != nil, code == Flush:
+	case err != nil:
 	case code == Lock:
 		w.granted(ctx, w.lock.take(lockRequest{origin: origin, id: id, exclusive: r.Value == 1}))
 		return // answered once granted
 	case code == Unlock:
 		defer w.granted(ctx, w.lock.release(origin))
-	case code == Signal:
-		w.tgt.signal(int(r.Slot), r.SignalOp, r.Value)
-	default:
+	default: // a signal alone, or a flush, applies nothing but its signal
+
 		w.out = w.tgt.apply(code, &r, data, w.out)
 	}
 	switch {
