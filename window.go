@@ -279,7 +279,7 @@ func (w *Window) Put(ctx context.Context, src *Tensor, rank, offset int, opts ..
 // PutAsync is the async form of Put.
 func (w *Window) PutAsync(src *Tensor, rank, offset int, opts ...CallOption) *Work {
 	if mem := w.directTo(rank); mem != nil {
-		return w.putDirect("window_put", src, rank, offset, mem, opts, nil)
+		return w.ended("window_put", rank, w.putInto(src, rank, offset, mem, opts))
 	}
 	return w.start("window_put", opts, func() (*window.Op, error) {
 		return w.carry(window.Put, src, rank, offset)
@@ -295,7 +295,17 @@ func (w *Window) PutSignal(ctx context.Context, src *Tensor, rank, offset, slot 
 // PutSignalAsync is the async form of PutSignal.
 func (w *Window) PutSignalAsync(src *Tensor, rank, offset, slot int, op SignalOp, value uint64, opts ...CallOption) *Work {
 	if mem := w.directTo(rank); mem != nil {
-		return w.putDirect("window_put_signal", src, rank, offset, mem, opts, &window.Op{Signal: op, Slot: slot, Value: value})
+		// The data goes directly; the signal follows through the actor.
+		err := w.signalOf(&window.Op{}, slot, op, value)
+		if err == nil {
+			err = w.putInto(src, rank, offset, mem, opts)
+		}
+		if err != nil {
+			return w.ended("window_put_signal", rank, err)
+		}
+		return w.start("window_put_signal", opts, func() (*window.Op, error) {
+			return &window.Op{Code: window.Signal, Peer: rank, Signal: op, Slot: slot, Value: value}, nil
+		})
 	}
 	return w.start("window_put_signal", opts, func() (*window.Op, error) {
 		o, err := w.carry(window.Put, src, rank, offset)
@@ -317,7 +327,7 @@ func (w *Window) Get(ctx context.Context, dst *Tensor, rank, offset int, opts ..
 // GetAsync is the async form of Get.
 func (w *Window) GetAsync(dst *Tensor, rank, offset int, opts ...CallOption) *Work {
 	if mem := w.directTo(rank); mem != nil {
-		return endedWork(&Op{Name: "window_get", Root: -1}, w.error("window_get", rank, w.getFrom(dst, rank, offset, mem, opts)))
+		return w.ended("window_get", rank, w.getFrom(dst, rank, offset, mem, opts))
 	}
 	return w.start("window_get", opts, func() (*window.Op, error) {
 		o, err := w.region(window.Get, "dst", dst, rank, offset)
@@ -369,8 +379,7 @@ func (w *Window) FetchAndOp(ctx context.Context, operand, result *Tensor, rank, 
 // FetchAndOpAsync is the async form of FetchAndOp.
 func (w *Window) FetchAndOpAsync(operand, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) *Work {
 	if mem := w.directTo(rank); mem != nil {
-		err := w.fetchAt(operand, result, rank, offset, op, mem, opts)
-		return endedWork(&Op{Name: "window_fetch_and_op", Root: -1}, w.error("window_fetch_and_op", rank, err))
+		return w.ended("window_fetch_and_op", rank, w.fetchAt(operand, result, rank, offset, op, mem, opts))
 	}
 	return w.start("window_fetch_and_op", opts, func() (*window.Op, error) {
 		return w.accumulate(window.FetchAndOp, operand, result, rank, offset, op)
@@ -390,8 +399,7 @@ func (w *Window) CompareAndSwap(ctx context.Context, value, compare, result *Ten
 // CompareAndSwapAsync is the async form of CompareAndSwap.
 func (w *Window) CompareAndSwapAsync(value, compare, result *Tensor, rank, offset int, opts ...CallOption) *Work {
 	if mem := w.directTo(rank); mem != nil {
-		err := w.swapAt(value, compare, result, rank, offset, mem, opts)
-		return endedWork(&Op{Name: "window_compare_and_swap", Root: -1}, w.error("window_compare_and_swap", rank, err))
+		return w.ended("window_compare_and_swap", rank, w.swapAt(value, compare, result, rank, offset, mem, opts))
 	}
 	return w.start("window_compare_and_swap", opts, func() (*window.Op, error) {
 		if err := checkSwap(value, compare, result); err != nil {
@@ -659,26 +667,22 @@ func (w *Window) unusable() error {
 // start issues the operation that mk builds and checks, and returns its
 // Work.
 func (w *Window) start(name OpName, opts []CallOption, mk func() (*window.Op, error)) *Work {
-	op := &Op{Name: name, Root: -1}
 	if err := w.unusable(); err != nil {
-		return endedWork(op, w.error(name, -1, err))
+		return w.ended(name, -1, err)
 	}
 	o, err := mk()
-	if err == nil && o == nil {
-		return endedWork(op, nil) // nothing to do
-	}
-	if err != nil {
+	if err != nil || o == nil { // refused, or nothing to do
 		if o != nil {
 			transport.PutBuffer(o.Data)
 		}
-		return endedWork(op, w.error(name, -1, err))
+		return w.ended(name, -1, err)
 	}
 	cc := callOf(opts)
 	o.Timeout = w.c.Timeout()
 	if cc.timeout > 0 {
 		o.Timeout = cc.timeout
 	}
-	wk := newWork(op, nil)
+	wk := newWork(&Op{Name: name, Root: -1}, nil)
 	o.Done = func(err error) { wk.finish(w.error(name, o.Peer, err)) }
 	if o.Code != window.Flush && o.Code != window.Lock && o.Code != window.Unlock && o.Peer != w.c.Rank() {
 		w.mu.Lock()
@@ -689,6 +693,12 @@ func (w *Window) start(name OpName, opts []CallOption, mk func() (*window.Op, er
 	}
 	w.n.cfg.Runtime.System.Root.Send(w.pid, o)
 	return wk
+}
+
+// ended returns the Work of an operation that ended as it was issued:
+// refused with err, or done by the caller (a direct one) if err is nil.
+func (w *Window) ended(name OpName, rank int, err error) *Work {
+	return endedWork(&Op{Name: name, Root: -1}, w.error(name, rank, err))
 }
 
 // region checks t against the window at rank and offset, in t's

@@ -131,26 +131,6 @@ func (w *Window) settle(rank int, opts []CallOption) error {
 	return w.Flush(context.Background(), rank, opts...)
 }
 
-// putDirect copies src into mem, rank's window, at offset; then the
-// signal, if any, follows through the actor.
-func (w *Window) putDirect(name OpName, src *Tensor, rank, offset int, mem []byte, opts []CallOption, sig *window.Op) *Work {
-	op := &Op{Name: name, Root: -1}
-	if sig != nil {
-		if err := w.signalOf(&window.Op{}, sig.Slot, sig.Signal, sig.Value); err != nil {
-			return endedWork(op, w.error(name, rank, err))
-		}
-	}
-	if err := w.putInto(src, rank, offset, mem, opts); err != nil {
-		return endedWork(op, w.error(name, rank, err))
-	}
-	if sig == nil {
-		return endedWork(op, nil)
-	}
-	return w.start(name, opts, func() (*window.Op, error) {
-		return &window.Op{Code: window.Signal, Peer: rank, Signal: sig.Signal, Slot: sig.Slot, Value: sig.Value}, nil
-	})
-}
-
 // putInto copies src into mem, rank's window, at offset: a direct put,
 // complete when it returns.
 func (w *Window) putInto(src *Tensor, rank, offset int, mem []byte, opts []CallOption) error {
