@@ -270,17 +270,26 @@ func (r *rankActor) finished(ctx actor.Context, m *collective.Finished) {
 	}
 }
 
+// usable reports why the rank takes no new work, or nil.
+func (r *rankActor) usable() error {
+	switch {
+	case r.aborted != nil:
+		return r.aborted
+	case r.broken != nil:
+		return r.broken
+	case r.finalize != nil:
+		return commerr.ErrFinalized
+	}
+	return nil
+}
+
 func (r *rankActor) submit(ctx actor.Context, req *collective.Request) {
-	if r.aborted != nil {
-		r.reject(req, r.aborted, nil)
-		return
-	}
-	if r.broken != nil {
-		r.reject(req, r.broken, r.brokenRanks)
-		return
-	}
-	if r.finalize != nil {
-		r.reject(req, commerr.ErrFinalized, nil)
+	if err := r.usable(); err != nil {
+		var ranks []int
+		if err == r.broken {
+			ranks = r.brokenRanks
+		}
+		r.reject(req, err, ranks)
 		return
 	}
 	r.queue.Push(req)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/actors/window"
-	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -51,19 +50,6 @@ func (r *rankActor) openWindow(ctx actor.Context, m *OpenWindow) {
 		}
 	}
 	m.Done(pid, nil)
-}
-
-// usable reports why the rank takes no new work, or nil.
-func (r *rankActor) usable() error {
-	switch {
-	case r.aborted != nil:
-		return r.aborted
-	case r.broken != nil:
-		return r.broken
-	case r.finalize != nil:
-		return commerr.ErrFinalized
-	}
-	return nil
 }
 
 func windowRoute(id uint64, pid *actor.PID) *link.Route {
