@@ -39,17 +39,10 @@ type plan struct {
 
 // Plan is r.Plan(spec), from the cache when it can be.
 func (p *Plans) Plan(r *Request, spec algorithms.Spec) error {
-	p.mu.Lock()
-	for i, pl := range p.plans {
-		if pl.fits(r, &spec) {
-			copy(p.plans[1:i+1], p.plans[:i])
-			p.plans[0] = pl
-			p.mu.Unlock()
-			r.Schedule, r.Results, r.Sig, r.peers = pl.schedule, pl.results, pl.sig, pl.peers
-			return nil
-		}
+	if pl := p.find(func(pl *plan) bool { return pl.fits(r, &spec) }); pl != nil {
+		r.Schedule, r.Results, r.Sig, r.peers = pl.schedule, pl.results, pl.sig, pl.peers
+		return nil
 	}
-	p.mu.Unlock()
 	if err := r.Plan(spec); err != nil {
 		return err // not kept: a failure is no hot path
 	}
@@ -77,17 +70,12 @@ type Message struct {
 // the cache when it can be: message i reads block i of In if it sends, or
 // writes block i of Out; an empty one moves nothing.
 func (p *Plans) PlanMessages(r *Request, rank, size int, msgs []Message) {
-	p.mu.Lock()
-	for i, pl := range p.plans {
-		if pl.msgs != nil && pl.spec.Rank == rank && pl.spec.Size == size && slices.Equal(pl.msgs, msgs) {
-			copy(p.plans[1:i+1], p.plans[:i])
-			p.plans[0] = pl
-			p.mu.Unlock()
-			r.Schedule, r.Sig, r.peers = pl.schedule, pl.sig, pl.peers
-			return
-		}
+	if pl := p.find(func(pl *plan) bool {
+		return pl.msgs != nil && pl.spec.Rank == rank && pl.spec.Size == size && slices.Equal(pl.msgs, msgs)
+	}); pl != nil {
+		r.Schedule, r.Sig, r.peers = pl.schedule, pl.sig, pl.peers
+		return
 	}
-	p.mu.Unlock()
 	b := algorithms.NewBuilder(rank, size)
 	for i, m := range msgs {
 		if m.Bytes == 0 {
@@ -106,6 +94,21 @@ func (p *Plans) PlanMessages(r *Request, rank, size int, msgs []Message) {
 	pl := &plan{msgs: slices.Clone(msgs), schedule: r.Schedule, sig: r.Sig, peers: r.Peers()}
 	pl.spec.Rank, pl.spec.Size = rank, size
 	p.keep(pl)
+}
+
+// find returns the kept plan that match says is the one, moved first, or
+// nil.
+func (p *Plans) find(match func(*plan) bool) *plan {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, pl := range p.plans {
+		if match(pl) {
+			copy(p.plans[1:i+1], p.plans[:i])
+			p.plans[0] = pl
+			return pl
+		}
+	}
+	return nil
 }
 
 // keep puts pl first, dropping the least recently used plan if full.
