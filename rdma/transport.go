@@ -44,11 +44,12 @@ func (k opKind) String() string {
 type op struct {
 	kind   opKind
 	remote RemoteBuffer
-	notify bool   // write: count at the peer's WaitForWrite
-	src    []byte // write: the payload
-	dst    []byte // read: where the payload lands
-	a, b   uint64 // fetch-add: a is the addend; compare-and-swap: a compare, b swap
-	old    uint64 // atomics: the word's value before
+	notify bool    // write: count at the peer's WaitForWrite
+	mem    *Memory // write and read: the registration src or dst is a view of
+	src    []byte  // write: the payload
+	dst    []byte  // read: where the payload lands
+	a, b   uint64  // fetch-add: a is the addend; compare-and-swap: a compare, b swap
+	old    uint64  // atomics: the word's value before
 
 	done chan error // capacity 1: the result, sent once
 
@@ -210,7 +211,7 @@ func (t *Transport) Write(ctx context.Context, local View, remote RemoteBuffer, 
 		return t.opErr("write", err)
 	}
 	o := t.ops.Get().(*op)
-	o.kind, o.remote, o.src, o.notify = opWrite, remote, src, notify
+	o.kind, o.remote, o.mem, o.src, o.notify = opWrite, remote, local.m, src, notify
 	err = t.do(ctx, o)
 	t.putOp(o)
 	return err
@@ -228,7 +229,7 @@ func (t *Transport) Read(ctx context.Context, local MutableView, remote RemoteBu
 		return t.opErr("read", err)
 	}
 	o := t.ops.Get().(*op)
-	o.kind, o.remote, o.dst = opRead, remote, dst
+	o.kind, o.remote, o.mem, o.dst = opRead, remote, local.m, dst
 	err = t.do(ctx, o)
 	t.putOp(o)
 	return err

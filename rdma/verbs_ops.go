@@ -93,7 +93,7 @@ func (e *verbsEndpoint) do(ctx context.Context, o *op) error {
 	}
 	var lr *region
 	if len(local) > 0 {
-		if lr, err = e.dev.localRegion(local); err != nil {
+		if lr, err = e.dev.localRegion(o.mem); err != nil {
 			if err == errNotRegistered {
 				return fmt.Errorf("%v: the local view's memory is not registered (deregistered meanwhile?): %w",
 					o, ErrUnregistered)
