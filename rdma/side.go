@@ -50,6 +50,40 @@ func (s *sideChannel) isDown() bool {
 	}
 }
 
+// takeSlot takes one of c's slots for an operation: by sending on c where
+// its buffer holds the slots taken (held), or by receiving from it where
+// its buffer holds those free. It takes one at once if it can, and
+// otherwise waits until one is free, ctx ends (ctx's error) or the
+// endpoint stops (errClosed).
+func (s *sideChannel) takeSlot(ctx context.Context, c chan struct{}, held bool) error {
+	var in, out chan struct{} // one is nil, and its cases never happen
+	if held {
+		select {
+		case c <- struct{}{}:
+			return nil
+		default:
+		}
+		in = c
+	} else {
+		select {
+		case <-c:
+			return nil
+		default:
+		}
+		out = c
+	}
+	select {
+	case in <- struct{}{}:
+		return nil
+	case <-out:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stopped:
+		return errClosed
+	}
+}
+
 // acceptor is what a provider adds to the listener's handshake, for its
 // hellos of type H. Methods said to run under mu are called with the side
 // channel's mu held.
