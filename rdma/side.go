@@ -25,14 +25,12 @@ type sideChannel struct {
 	nonce uint64 // of this endpoint's Address
 
 	mu          sync.Mutex
-	down        bool          // shut down: no new connection
-	bound       bool          // bind succeeded
 	ln          net.Listener  // once bound
 	handshaking net.Conn      // the connection whose hello the listener reads
 	dialing     net.Conn      // the connection whose answer connect reads
 	dialed      uint64        // the nonce of the peer connected (or connecting) to
 	accepted    uint64        // the nonce of the peer that connected, if it said
-	stopped     chan struct{} // closed by shutdown
+	stopped     chan struct{} // closed by shutdown, under mu: then no new connection
 	wg          sync.WaitGroup
 }
 
@@ -126,11 +124,11 @@ func listen[H any](s *sideChannel, p acceptor[H]) ([]byte, error) {
 	hostport := net.JoinHostPort(host, strconv.Itoa(at.Port))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.down {
+	if s.isDown() {
 		ln.Close()
 		return nil, errClosed
 	}
-	s.ln, s.bound = ln, true
+	s.ln = ln
 	s.wg.Add(1)
 	go acceptPeers(s, ln, p)
 	return tcpPart{nonce: s.nonce, hostport: hostport}.encode(), nil
@@ -145,10 +143,7 @@ func acceptPeers[H any](s *sideChannel, ln net.Listener, p acceptor[H]) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			s.mu.Lock()
-			down := s.down
-			s.mu.Unlock()
-			if !down {
+			if !s.isDown() {
 				s.log.Warn("rdma: listener failed; no peer can connect", "addr", ln.Addr().String(), "err", err)
 			}
 			return
@@ -163,7 +158,7 @@ func acceptPeers[H any](s *sideChannel, ln net.Listener, p acceptor[H]) {
 // endpoint is down.
 func handshake[H any](s *sideChannel, c net.Conn, p acceptor[H]) (down bool) {
 	s.mu.Lock()
-	if s.down {
+	if s.isDown() {
 		s.mu.Unlock()
 		c.Close()
 		return true
@@ -175,8 +170,7 @@ func handshake[H any](s *sideChannel, c net.Conn, p acceptor[H]) (down bool) {
 	h, ph, err := p.readHello(c)
 	s.mu.Lock()
 	s.handshaking = nil
-	if s.down || err != nil {
-		down := s.down
+	if down := s.isDown(); down || err != nil {
 		s.mu.Unlock()
 		c.Close() // not a peer of ours: no answer
 		if !down {
@@ -236,7 +230,7 @@ func (s *sideChannel) connect(ctx context.Context, part []byte, hb, ab []byte,
 	}
 	s.mu.Lock()
 	switch {
-	case s.down:
+	case s.isDown():
 		err = errClosed
 	case s.accepted != 0 && s.accepted != a.nonce:
 		err = fmt.Errorf("a peer connected to this transport from another address than %s: %w", a.hostport, ErrInvalid)
@@ -247,7 +241,7 @@ func (s *sideChannel) connect(ctx context.Context, part []byte, hb, ab []byte,
 	}
 	s.dialed = a.nonce // now, so that a peer that is not this one is refused
 	from := uint64(0)
-	if s.bound {
+	if s.ln != nil {
 		from = s.nonce
 	}
 	if err = greet(a, from); err != nil {
@@ -261,7 +255,7 @@ func (s *sideChannel) connect(ctx context.Context, part []byte, hb, ab []byte,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err == nil && s.down {
+	if err == nil && s.isDown() {
 		c.Close()
 		err = errClosed
 	}
@@ -286,7 +280,7 @@ func (s *sideChannel) dial(ctx context.Context, a tcpPart, hb, ab []byte, check 
 	}
 	c := nc.(*net.TCPConn)
 	s.mu.Lock()
-	if s.down {
+	if s.isDown() {
 		s.mu.Unlock()
 		c.Close()
 		return nil, errClosed

@@ -207,10 +207,9 @@ var aLongTimeAgo = time.Unix(1, 0)
 func (e *tcpEndpoint) shutdown() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.down {
+	if e.isDown() {
 		return
 	}
-	e.down = true
 	close(e.stopped)
 	for _, c := range []io.Closer{e.ln, e.handshaking, e.dialing, e.in, e.out} {
 		if c != nil && c != (*net.TCPConn)(nil) {

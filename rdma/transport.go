@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -81,19 +80,15 @@ func (o *op) String() string {
 // context and honour its deadline and cancellation; see the package
 // documentation for what a context that ends does to the transport.
 type Transport struct {
-	cfg      config
-	log      *slog.Logger
-	provider string
-	ep       endpoint
-	ops      sync.Pool // of *op
+	cfg config
+	ep  endpoint
+	ops sync.Pool // of *op
 
 	mu         sync.Mutex
-	err        error         // what every call fails with: broken or closed; nil while usable
-	dead       chan struct{} // closed when err is first set
-	closed     bool
+	err        error                  // what every call fails with: broken, or errClosed once closed; nil while usable
+	dead       chan struct{}          // closed when err is first set
 	addr       Address                // once bound
 	peer       atomic.Pointer[string] // the peer's host:port, once connected
-	connected  bool
 	connecting bool
 	notes      uint64          // notifying writes landed and not waited for yet
 	waiters    []chan struct{} // WaitForWrite calls waiting for a notification, oldest first
@@ -111,7 +106,7 @@ func New(opts ...Option) (*Transport, error) {
 	if err := Supported(cfg.provider); err != nil {
 		return nil, err
 	}
-	t := &Transport{cfg: cfg, log: cfg.log, provider: cfg.provider, dead: make(chan struct{})}
+	t := &Transport{cfg: cfg, dead: make(chan struct{})}
 	t.ops.New = func() any { return &op{done: make(chan error, 1)} }
 	ep, err := providers[cfg.provider].newEndpoint(&t.cfg, t)
 	if err != nil {
@@ -138,8 +133,8 @@ func (t *Transport) Bind() (Address, error) {
 	if err != nil {
 		return nil, t.opErr("bind", err)
 	}
-	t.addr = makeAddress(t.provider, part)
-	t.log.Info("rdma: bound", "addr", t.addr.String())
+	t.addr = makeAddress(t.cfg.provider, part)
+	t.cfg.log.Info("rdma: bound", "addr", t.addr.String())
 	return t.addr, nil
 }
 
@@ -154,15 +149,15 @@ func (t *Transport) Connect(ctx context.Context, peer Address) error {
 	if err != nil {
 		return t.opErr("connect", err)
 	}
-	if name != t.provider {
+	if name != t.cfg.provider {
 		return t.opErr("connect", fmt.Errorf("peer address %v is for provider %q, this transport's is %q: %w",
-			peer, name, t.provider, ErrUnsupported))
+			peer, name, t.cfg.provider, ErrUnsupported))
 	}
 	t.mu.Lock()
 	switch {
 	case t.err != nil:
 		err = t.err
-	case t.connected || t.connecting:
+	case t.peer.Load() != nil || t.connecting:
 		err = fmt.Errorf("already connected or connecting to a peer, now asked for %v: %w", peer, ErrInvalid)
 	}
 	if err != nil {
@@ -183,9 +178,8 @@ func (t *Transport) Connect(ctx context.Context, peer Address) error {
 	if t.err != nil { // closed or broken while connecting; the endpoint is shut down
 		return &OpError{Op: "connect", Peer: name, Err: t.err}
 	}
-	t.connected = true
 	t.peer.Store(&name)
-	t.log.Info("rdma: connected", "peer", name)
+	t.cfg.log.Info("rdma: connected", "peer", name)
 	return nil
 }
 
@@ -194,7 +188,7 @@ func (t *Transport) Connect(ctx context.Context, peer Address) error {
 func (t *Transport) Connected() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.connected && t.err == nil
+	return t.peer.Load() != nil && t.err == nil
 }
 
 // Write copies local into the peer's memory at remote, which must have
@@ -324,11 +318,10 @@ func indexOf(ws []chan struct{}, w chan struct{}) int {
 // nil.
 func (t *Transport) Close() error {
 	t.mu.Lock()
-	if t.closed {
+	if t.err == errClosed {
 		t.mu.Unlock()
 		return nil
 	}
-	t.closed = true
 	if t.err == nil {
 		close(t.dead)
 	}
@@ -336,7 +329,7 @@ func (t *Transport) Close() error {
 	t.mu.Unlock()
 	t.ep.shutdown()
 	t.ep.wait()
-	t.log.Info("rdma: closed", "peer", t.peerName())
+	t.cfg.log.Info("rdma: closed", "peer", t.peerName())
 	return nil
 }
 
@@ -346,7 +339,7 @@ var errClosed = fmt.Errorf("closed: %w", ErrClosed)
 func (t *Transport) do(ctx context.Context, o *op) error {
 	t.mu.Lock()
 	err := t.err
-	if err == nil && !t.connected {
+	if err == nil && t.peer.Load() == nil {
 		err = ErrNotConnected
 	}
 	t.mu.Unlock()
@@ -394,7 +387,7 @@ func (t *Transport) fail(cause error) error {
 	err := t.err
 	close(t.dead)
 	t.mu.Unlock()
-	t.log.Warn("rdma: transport broken", "peer", t.peerName(), "cause", cause)
+	t.cfg.log.Warn("rdma: transport broken", "peer", t.peerName(), "cause", cause)
 	t.ep.shutdown()
 	return err
 }

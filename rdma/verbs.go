@@ -336,7 +336,7 @@ func (e *verbsEndpoint) pair(peer verbs.Endpoint) error {
 	e.pairMu.Lock()
 	defer e.pairMu.Unlock()
 	e.mu.Lock()
-	paired, down := e.paired, e.down
+	paired, down := e.paired, e.isDown()
 	e.mu.Unlock()
 	switch {
 	case down:
@@ -357,7 +357,7 @@ func (e *verbsEndpoint) pair(peer verbs.Endpoint) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.down {
+	if e.isDown() {
 		return errClosed
 	}
 	e.paired = peer
@@ -403,11 +403,10 @@ func (e *verbsEndpoint) connect(ctx context.Context, part []byte) (string, error
 // operations in flight; those then fail with the transport's error.
 func (e *verbsEndpoint) shutdown() {
 	e.mu.Lock()
-	if e.down {
+	if e.isDown() {
 		e.mu.Unlock()
 		return
 	}
-	e.down = true
 	close(e.stopped)
 	var closers []io.Closer
 	for _, c := range []net.Conn{e.handshaking, e.dialing} {

@@ -260,7 +260,7 @@ func (e *verbsEndpoint) revoke(key uint64) <-chan struct{} {
 	c := make(chan struct{})
 	e.mu.Lock()
 	cc := e.in
-	if e.down || cc == nil {
+	if e.isDown() || cc == nil {
 		e.mu.Unlock()
 		close(c)
 		return c

@@ -162,7 +162,7 @@ func (e *verbsEndpoint) post(ctx context.Context, o *op, r *remoteKey, lr *regio
 			return true, nil // shutdown fails the flight
 		}
 		e.mu.Lock()
-		if e.down {
+		if e.isDown() {
 			e.mu.Unlock()
 			e.credits <- struct{}{}
 			if fi < 0 {
