@@ -48,6 +48,33 @@ func (s *sideChannel) isDown() bool {
 	}
 }
 
+// stop shuts the side channel down, unless it is already, and reports
+// whether it did. Under mu, it closes stopped, after which no connection
+// is added, and has mine name the provider's own connections; then it
+// closes those, the listener and the connections being handshaken.
+func (s *sideChannel) stop(mine func() []io.Closer) bool {
+	s.mu.Lock()
+	if s.isDown() {
+		s.mu.Unlock()
+		return false
+	}
+	close(s.stopped)
+	closers := mine()
+	if s.ln != nil {
+		closers = append(closers, s.ln)
+	}
+	for _, c := range []net.Conn{s.handshaking, s.dialing} {
+		if c != nil {
+			closers = append(closers, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range closers {
+		c.Close()
+	}
+	return true
+}
+
 // takeSlot takes one of c's slots for an operation: by sending on c where
 // its buffer holds the slots taken (held), or by receiving from it where
 // its buffer holds those free. It takes one at once if it can, and

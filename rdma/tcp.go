@@ -205,17 +205,16 @@ func (e *tcpEndpoint) connect(ctx context.Context, part []byte) (string, error) 
 var aLongTimeAgo = time.Unix(1, 0)
 
 func (e *tcpEndpoint) shutdown() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.isDown() {
-		return
-	}
-	close(e.stopped)
-	for _, c := range []io.Closer{e.ln, e.handshaking, e.dialing, e.in, e.out} {
-		if c != nil && c != (*net.TCPConn)(nil) {
-			c.Close()
+	e.stop(func() []io.Closer {
+		var mine []io.Closer
+		if e.in != nil {
+			mine = append(mine, e.in)
 		}
-	}
+		if e.out != nil {
+			mine = append(mine, e.out)
+		}
+		return mine
+	})
 }
 
 func (e *tcpEndpoint) wait() { e.wg.Wait() }
