@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -291,8 +292,8 @@ func (t *Transport) WaitForWrite(ctx context.Context) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if i := indexOf(t.waiters, w); i >= 0 {
-		t.waiters = append(t.waiters[:i], t.waiters[i+1:]...)
+	if i := slices.Index(t.waiters, w); i >= 0 {
+		t.waiters = slices.Delete(t.waiters, i, i+1)
 	} else {
 		return nil // notified as the wait ended: the notification is this wait's
 	}
@@ -300,15 +301,6 @@ func (t *Transport) WaitForWrite(ctx context.Context) error {
 		return t.opErr("wait-for-write", t.err)
 	}
 	return t.opErr("wait-for-write", ctx.Err())
-}
-
-func indexOf(ws []chan struct{}, w chan struct{}) int {
-	for i, x := range ws {
-		if x == w {
-			return i
-		}
-	}
-	return -1
 }
 
 // Close shuts the transport down: the listener, the connections, and the
@@ -362,7 +354,7 @@ func (t *Transport) notified() {
 	t.mu.Lock()
 	if len(t.waiters) > 0 {
 		w := t.waiters[0]
-		t.waiters = append(t.waiters[:0], t.waiters[1:]...)
+		t.waiters = slices.Delete(t.waiters, 0, 1)
 		w <- struct{}{}
 	} else {
 		t.notes++
