@@ -236,7 +236,6 @@ func handshake[H any](s *sideChannel, c net.Conn, p acceptor[H]) (down bool) {
 		return false
 	}
 	c.SetDeadline(time.Time{})
-	tune(c)
 	p.start(c, ph)
 	return false
 }
@@ -340,6 +339,5 @@ func (s *sideChannel) dial(ctx context.Context, a tcpPart, hb, ab []byte, check 
 		c.Close()
 		return nil, err
 	}
-	tune(c)
 	return c, nil
 }

@@ -159,14 +159,6 @@ func (e *tcpEndpoint) start(c net.Conn, _ hello) {
 	go e.serve(c)
 }
 
-// tune sets what every connection needs: requests and replies are whole
-// messages, so they go out at once.
-func tune(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
-}
-
 // serve runs the responder for the peer's connection c.
 func (e *tcpEndpoint) serve(c net.Conn) {
 	defer e.wg.Done()
