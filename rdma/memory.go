@@ -2,10 +2,8 @@ package rdma
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // registry holds every registered Memory in the process by key. It is
@@ -41,14 +39,14 @@ type Memory struct {
 // be empty. The same bytes may be registered more than once; each
 // registration has a key of its own.
 func Register(buf []byte) (*Memory, error) {
-	m := &Memory{buf: buf, base: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))}
+	m := &Memory{buf: buf, base: addrOf(buf)}
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	for {
 		// Random rather than counted, so that a handle from an earlier run
 		// of the owner, or from another process, names nothing here.
-		m.key = rand.Uint64()
-		if _, taken := registry.m[m.key]; m.key != 0 && !taken {
+		m.key = nonZeroRandom()
+		if _, taken := registry.m[m.key]; !taken {
 			break
 		}
 	}

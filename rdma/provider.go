@@ -3,7 +3,8 @@ package rdma
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // provider makes the endpoints of one kind of transport. Transport does
@@ -68,12 +69,7 @@ var providers = map[string]provider{
 // Providers returns the names of the providers in this build, sorted,
 // whether or not they are usable on this machine (see Supported).
 func Providers() []string {
-	names := make([]string, 0, len(providers))
-	for n := range providers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(providers))
 }
 
 // Supported returns nil if the named provider can carry transports on this

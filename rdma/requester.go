@@ -84,16 +84,10 @@ func (e *tcpEndpoint) abandon(ctx context.Context, o *op) {
 // send writes o's request, unless ctx ends or the transport fails first.
 // Once it returns nil, o is pending.
 func (e *tcpEndpoint) send(ctx context.Context, o *op) error {
-	select {
-	case e.sendSlot <- struct{}{}:
-	default:
-		select {
-		case e.sendSlot <- struct{}{}:
-		case <-ctx.Done():
-			return fmt.Errorf("%v, waiting to be sent: %w", o, ctx.Err())
-		case <-e.stopped:
-			return e.ev.fail(errClosed) // returns what ended the transport
-		}
+	if err := e.takeSlot(ctx, e.sendSlot, true); err == errClosed {
+		return e.ev.fail(errClosed) // returns what ended the transport
+	} else if err != nil {
+		return fmt.Errorf("%v, waiting to be sent: %w", o, err)
 	}
 	defer func() { <-e.sendSlot }()
 

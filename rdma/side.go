@@ -25,14 +25,12 @@ type sideChannel struct {
 	nonce uint64 // of this endpoint's Address
 
 	mu          sync.Mutex
-	down        bool          // shut down: no new connection
-	bound       bool          // bind succeeded
 	ln          net.Listener  // once bound
 	handshaking net.Conn      // the connection whose hello the listener reads
 	dialing     net.Conn      // the connection whose answer connect reads
 	dialed      uint64        // the nonce of the peer connected (or connecting) to
 	accepted    uint64        // the nonce of the peer that connected, if it said
-	stopped     chan struct{} // closed by shutdown
+	stopped     chan struct{} // closed by shutdown, under mu: then no new connection
 	wg          sync.WaitGroup
 }
 
@@ -47,6 +45,67 @@ func (s *sideChannel) isDown() bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// stop shuts the side channel down, unless it is already, and reports
+// whether it did. Under mu, it closes stopped, after which no connection
+// is added, and has mine name the provider's own connections; then it
+// closes those, the listener and the connections being handshaken.
+func (s *sideChannel) stop(mine func() []io.Closer) bool {
+	s.mu.Lock()
+	if s.isDown() {
+		s.mu.Unlock()
+		return false
+	}
+	close(s.stopped)
+	closers := mine()
+	if s.ln != nil {
+		closers = append(closers, s.ln)
+	}
+	for _, c := range []net.Conn{s.handshaking, s.dialing} {
+		if c != nil {
+			closers = append(closers, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range closers {
+		c.Close()
+	}
+	return true
+}
+
+// takeSlot takes one of c's slots for an operation: by sending on c where
+// its buffer holds the slots taken (held), or by receiving from it where
+// its buffer holds those free. It takes one at once if it can, and
+// otherwise waits until one is free, ctx ends (ctx's error) or the
+// endpoint stops (errClosed).
+func (s *sideChannel) takeSlot(ctx context.Context, c chan struct{}, held bool) error {
+	var in, out chan struct{} // one is nil, and its cases never happen
+	if held {
+		select {
+		case c <- struct{}{}:
+			return nil
+		default:
+		}
+		in = c
+	} else {
+		select {
+		case <-c:
+			return nil
+		default:
+		}
+		out = c
+	}
+	select {
+	case in <- struct{}{}:
+		return nil
+	case <-out:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stopped:
+		return errClosed
 	}
 }
 
@@ -92,11 +151,11 @@ func listen[H any](s *sideChannel, p acceptor[H]) ([]byte, error) {
 	hostport := net.JoinHostPort(host, strconv.Itoa(at.Port))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.down {
+	if s.isDown() {
 		ln.Close()
 		return nil, errClosed
 	}
-	s.ln, s.bound = ln, true
+	s.ln = ln
 	s.wg.Add(1)
 	go acceptPeers(s, ln, p)
 	return tcpPart{nonce: s.nonce, hostport: hostport}.encode(), nil
@@ -111,10 +170,7 @@ func acceptPeers[H any](s *sideChannel, ln net.Listener, p acceptor[H]) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			s.mu.Lock()
-			down := s.down
-			s.mu.Unlock()
-			if !down {
+			if !s.isDown() {
 				s.log.Warn("rdma: listener failed; no peer can connect", "addr", ln.Addr().String(), "err", err)
 			}
 			return
@@ -129,7 +185,7 @@ func acceptPeers[H any](s *sideChannel, ln net.Listener, p acceptor[H]) {
 // endpoint is down.
 func handshake[H any](s *sideChannel, c net.Conn, p acceptor[H]) (down bool) {
 	s.mu.Lock()
-	if s.down {
+	if s.isDown() {
 		s.mu.Unlock()
 		c.Close()
 		return true
@@ -141,8 +197,7 @@ func handshake[H any](s *sideChannel, c net.Conn, p acceptor[H]) (down bool) {
 	h, ph, err := p.readHello(c)
 	s.mu.Lock()
 	s.handshaking = nil
-	if s.down || err != nil {
-		down := s.down
+	if down := s.isDown(); down || err != nil {
 		s.mu.Unlock()
 		c.Close() // not a peer of ours: no answer
 		if !down {
@@ -181,7 +236,6 @@ func handshake[H any](s *sideChannel, c net.Conn, p acceptor[H]) (down bool) {
 		return false
 	}
 	c.SetDeadline(time.Time{})
-	tune(c)
 	p.start(c, ph)
 	return false
 }
@@ -202,7 +256,7 @@ func (s *sideChannel) connect(ctx context.Context, part []byte, hb, ab []byte,
 	}
 	s.mu.Lock()
 	switch {
-	case s.down:
+	case s.isDown():
 		err = errClosed
 	case s.accepted != 0 && s.accepted != a.nonce:
 		err = fmt.Errorf("a peer connected to this transport from another address than %s: %w", a.hostport, ErrInvalid)
@@ -213,7 +267,7 @@ func (s *sideChannel) connect(ctx context.Context, part []byte, hb, ab []byte,
 	}
 	s.dialed = a.nonce // now, so that a peer that is not this one is refused
 	from := uint64(0)
-	if s.bound {
+	if s.ln != nil {
 		from = s.nonce
 	}
 	if err = greet(a, from); err != nil {
@@ -227,7 +281,7 @@ func (s *sideChannel) connect(ctx context.Context, part []byte, hb, ab []byte,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err == nil && s.down {
+	if err == nil && s.isDown() {
 		c.Close()
 		err = errClosed
 	}
@@ -252,7 +306,7 @@ func (s *sideChannel) dial(ctx context.Context, a tcpPart, hb, ab []byte, check 
 	}
 	c := nc.(*net.TCPConn)
 	s.mu.Lock()
-	if s.down {
+	if s.isDown() {
 		s.mu.Unlock()
 		c.Close()
 		return nil, errClosed
@@ -285,6 +339,5 @@ func (s *sideChannel) dial(ctx context.Context, a tcpPart, hb, ab []byte, check 
 		c.Close()
 		return nil, err
 	}
-	tune(c)
 	return c, nil
 }

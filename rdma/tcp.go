@@ -159,14 +159,6 @@ func (e *tcpEndpoint) start(c net.Conn, _ hello) {
 	go e.serve(c)
 }
 
-// tune sets what every connection needs: requests and replies are whole
-// messages, so they go out at once.
-func tune(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
-}
-
 // serve runs the responder for the peer's connection c.
 func (e *tcpEndpoint) serve(c net.Conn) {
 	defer e.wg.Done()
@@ -205,18 +197,16 @@ func (e *tcpEndpoint) connect(ctx context.Context, part []byte) (string, error) 
 var aLongTimeAgo = time.Unix(1, 0)
 
 func (e *tcpEndpoint) shutdown() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.down {
-		return
-	}
-	e.down = true
-	close(e.stopped)
-	for _, c := range []io.Closer{e.ln, e.handshaking, e.dialing, e.in, e.out} {
-		if c != nil && c != (*net.TCPConn)(nil) {
-			c.Close()
+	e.stop(func() []io.Closer {
+		var mine []io.Closer
+		if e.in != nil {
+			mine = append(mine, e.in)
 		}
-	}
+		if e.out != nil {
+			mine = append(mine, e.out)
+		}
+		return mine
+	})
 }
 
 func (e *tcpEndpoint) wait() { e.wg.Wait() }

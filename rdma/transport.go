@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -44,11 +44,12 @@ func (k opKind) String() string {
 type op struct {
 	kind   opKind
 	remote RemoteBuffer
-	notify bool   // write: count at the peer's WaitForWrite
-	src    []byte // write: the payload
-	dst    []byte // read: where the payload lands
-	a, b   uint64 // fetch-add: a is the addend; compare-and-swap: a compare, b swap
-	old    uint64 // atomics: the word's value before
+	notify bool    // write: count at the peer's WaitForWrite
+	mem    *Memory // write and read: the registration src or dst is a view of
+	src    []byte  // write: the payload
+	dst    []byte  // read: where the payload lands
+	a, b   uint64  // fetch-add: a is the addend; compare-and-swap: a compare, b swap
+	old    uint64  // atomics: the word's value before
 
 	done chan error // capacity 1: the result, sent once
 
@@ -80,19 +81,15 @@ func (o *op) String() string {
 // context and honour its deadline and cancellation; see the package
 // documentation for what a context that ends does to the transport.
 type Transport struct {
-	cfg      config
-	log      *slog.Logger
-	provider string
-	ep       endpoint
-	ops      sync.Pool // of *op
+	cfg config
+	ep  endpoint
+	ops sync.Pool // of *op
 
 	mu         sync.Mutex
-	err        error         // what every call fails with: broken or closed; nil while usable
-	dead       chan struct{} // closed when err is first set
-	closed     bool
+	err        error                  // what every call fails with: broken, or errClosed once closed; nil while usable
+	dead       chan struct{}          // closed when err is first set
 	addr       Address                // once bound
 	peer       atomic.Pointer[string] // the peer's host:port, once connected
-	connected  bool
 	connecting bool
 	notes      uint64          // notifying writes landed and not waited for yet
 	waiters    []chan struct{} // WaitForWrite calls waiting for a notification, oldest first
@@ -110,7 +107,7 @@ func New(opts ...Option) (*Transport, error) {
 	if err := Supported(cfg.provider); err != nil {
 		return nil, err
 	}
-	t := &Transport{cfg: cfg, log: cfg.log, provider: cfg.provider, dead: make(chan struct{})}
+	t := &Transport{cfg: cfg, dead: make(chan struct{})}
 	t.ops.New = func() any { return &op{done: make(chan error, 1)} }
 	ep, err := providers[cfg.provider].newEndpoint(&t.cfg, t)
 	if err != nil {
@@ -137,8 +134,8 @@ func (t *Transport) Bind() (Address, error) {
 	if err != nil {
 		return nil, t.opErr("bind", err)
 	}
-	t.addr = makeAddress(t.provider, part)
-	t.log.Info("rdma: bound", "addr", t.addr.String())
+	t.addr = makeAddress(t.cfg.provider, part)
+	t.cfg.log.Info("rdma: bound", "addr", t.addr.String())
 	return t.addr, nil
 }
 
@@ -153,15 +150,15 @@ func (t *Transport) Connect(ctx context.Context, peer Address) error {
 	if err != nil {
 		return t.opErr("connect", err)
 	}
-	if name != t.provider {
+	if name != t.cfg.provider {
 		return t.opErr("connect", fmt.Errorf("peer address %v is for provider %q, this transport's is %q: %w",
-			peer, name, t.provider, ErrUnsupported))
+			peer, name, t.cfg.provider, ErrUnsupported))
 	}
 	t.mu.Lock()
 	switch {
 	case t.err != nil:
 		err = t.err
-	case t.connected || t.connecting:
+	case t.peer.Load() != nil || t.connecting:
 		err = fmt.Errorf("already connected or connecting to a peer, now asked for %v: %w", peer, ErrInvalid)
 	}
 	if err != nil {
@@ -182,9 +179,8 @@ func (t *Transport) Connect(ctx context.Context, peer Address) error {
 	if t.err != nil { // closed or broken while connecting; the endpoint is shut down
 		return &OpError{Op: "connect", Peer: name, Err: t.err}
 	}
-	t.connected = true
 	t.peer.Store(&name)
-	t.log.Info("rdma: connected", "peer", name)
+	t.cfg.log.Info("rdma: connected", "peer", name)
 	return nil
 }
 
@@ -193,7 +189,7 @@ func (t *Transport) Connect(ctx context.Context, peer Address) error {
 func (t *Transport) Connected() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.connected && t.err == nil
+	return t.peer.Load() != nil && t.err == nil
 }
 
 // Write copies local into the peer's memory at remote, which must have
@@ -210,7 +206,7 @@ func (t *Transport) Write(ctx context.Context, local View, remote RemoteBuffer, 
 		return t.opErr("write", err)
 	}
 	o := t.ops.Get().(*op)
-	o.kind, o.remote, o.src, o.notify = opWrite, remote, src, notify
+	o.kind, o.remote, o.mem, o.src, o.notify = opWrite, remote, local.m, src, notify
 	err = t.do(ctx, o)
 	t.putOp(o)
 	return err
@@ -228,7 +224,7 @@ func (t *Transport) Read(ctx context.Context, local MutableView, remote RemoteBu
 		return t.opErr("read", err)
 	}
 	o := t.ops.Get().(*op)
-	o.kind, o.remote, o.dst = opRead, remote, dst
+	o.kind, o.remote, o.mem, o.dst = opRead, remote, local.m, dst
 	err = t.do(ctx, o)
 	t.putOp(o)
 	return err
@@ -296,8 +292,8 @@ func (t *Transport) WaitForWrite(ctx context.Context) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if i := indexOf(t.waiters, w); i >= 0 {
-		t.waiters = append(t.waiters[:i], t.waiters[i+1:]...)
+	if i := slices.Index(t.waiters, w); i >= 0 {
+		t.waiters = slices.Delete(t.waiters, i, i+1)
 	} else {
 		return nil // notified as the wait ended: the notification is this wait's
 	}
@@ -307,15 +303,6 @@ func (t *Transport) WaitForWrite(ctx context.Context) error {
 	return t.opErr("wait-for-write", ctx.Err())
 }
 
-func indexOf(ws []chan struct{}, w chan struct{}) int {
-	for i, x := range ws {
-		if x == w {
-			return i
-		}
-	}
-	return -1
-}
-
 // Close shuts the transport down: the listener, the connections, and the
 // calls in progress, which fail with ErrClosed. It returns once no
 // goroutine of the transport touches registered memory any more. Later
@@ -323,11 +310,10 @@ func indexOf(ws []chan struct{}, w chan struct{}) int {
 // nil.
 func (t *Transport) Close() error {
 	t.mu.Lock()
-	if t.closed {
+	if t.err == errClosed {
 		t.mu.Unlock()
 		return nil
 	}
-	t.closed = true
 	if t.err == nil {
 		close(t.dead)
 	}
@@ -335,7 +321,7 @@ func (t *Transport) Close() error {
 	t.mu.Unlock()
 	t.ep.shutdown()
 	t.ep.wait()
-	t.log.Info("rdma: closed", "peer", t.peerName())
+	t.cfg.log.Info("rdma: closed", "peer", t.peerName())
 	return nil
 }
 
@@ -345,7 +331,7 @@ var errClosed = fmt.Errorf("closed: %w", ErrClosed)
 func (t *Transport) do(ctx context.Context, o *op) error {
 	t.mu.Lock()
 	err := t.err
-	if err == nil && !t.connected {
+	if err == nil && t.peer.Load() == nil {
 		err = ErrNotConnected
 	}
 	t.mu.Unlock()
@@ -368,7 +354,7 @@ func (t *Transport) notified() {
 	t.mu.Lock()
 	if len(t.waiters) > 0 {
 		w := t.waiters[0]
-		t.waiters = append(t.waiters[:0], t.waiters[1:]...)
+		t.waiters = slices.Delete(t.waiters, 0, 1)
 		w <- struct{}{}
 	} else {
 		t.notes++
@@ -393,7 +379,7 @@ func (t *Transport) fail(cause error) error {
 	err := t.err
 	close(t.dead)
 	t.mu.Unlock()
-	t.log.Warn("rdma: transport broken", "peer", t.peerName(), "cause", cause)
+	t.cfg.log.Warn("rdma: transport broken", "peer", t.peerName(), "cause", cause)
 	t.ep.shutdown()
 	return err
 }

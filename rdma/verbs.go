@@ -336,7 +336,7 @@ func (e *verbsEndpoint) pair(peer verbs.Endpoint) error {
 	e.pairMu.Lock()
 	defer e.pairMu.Unlock()
 	e.mu.Lock()
-	paired, down := e.paired, e.down
+	paired, down := e.paired, e.isDown()
 	e.mu.Unlock()
 	switch {
 	case down:
@@ -357,7 +357,7 @@ func (e *verbsEndpoint) pair(peer verbs.Endpoint) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.down {
+	if e.isDown() {
 		return errClosed
 	}
 	e.paired = peer
@@ -402,33 +402,19 @@ func (e *verbsEndpoint) connect(ctx context.Context, part []byte) (string, error
 // what makes the device let go of every buffer of this transport's
 // operations in flight; those then fail with the transport's error.
 func (e *verbsEndpoint) shutdown() {
-	e.mu.Lock()
-	if e.down {
-		e.mu.Unlock()
+	var revokes map[uint64]chan struct{}
+	stopped := e.stop(func() []io.Closer {
+		revokes, e.revokes = e.revokes, nil
+		var mine []io.Closer
+		for _, cc := range []*ctlConn{e.in, e.out} {
+			if cc != nil {
+				mine = append(mine, cc.c)
+			}
+		}
+		return mine
+	})
+	if !stopped {
 		return
-	}
-	e.down = true
-	close(e.stopped)
-	var closers []io.Closer
-	for _, c := range []net.Conn{e.handshaking, e.dialing} {
-		if c != nil {
-			closers = append(closers, c)
-		}
-	}
-	for _, cc := range []*ctlConn{e.in, e.out} {
-		if cc != nil {
-			closers = append(closers, cc.c)
-		}
-	}
-	if e.ln != nil {
-		closers = append(closers, e.ln)
-	}
-	revokes := e.revokes
-	e.revokes = nil
-	e.mu.Unlock()
-
-	for _, c := range closers {
-		c.Close()
 	}
 	if err := e.qp.Close(); err != nil {
 		e.log.Warn("rdma: destroying the queue pair failed", "err", err)

@@ -199,47 +199,31 @@ func (d *verbsDevice) regionOf(m *Memory) (*region, error) {
 	return r, nil
 }
 
-// localRegion returns the region that holds b, a local view's bytes,
-// with a reference for an operation in flight: the caller drops it with
-// r.refs.Add(-1) once the operation has completed.
-func (d *verbsDevice) localRegion(b []byte) (*region, error) {
-	addr := addrOf(b)
-	end := addr + uint64(len(b))
-	if r := d.holding(addr, end); r != nil {
+// localRegion returns m's region, registering m with the device if it
+// has none, with a reference for an operation in flight on a local view
+// of m: the caller drops it with r.refs.Add(-1) once the operation has
+// completed.
+func (d *verbsDevice) localRegion(m *Memory) (*region, error) {
+	if r := d.held(m); r != nil {
 		return r, nil
-	}
-	// First use: find the registration the view came from. Views are made
-	// only of registered memory, so one holds it unless it has gone.
-	var m *Memory
-	registry.mu.RLock()
-	for _, x := range registry.m {
-		if !x.dead.Load() && x.base <= addr && end <= x.base+uint64(len(x.buf)) {
-			m = x
-			break
-		}
-	}
-	registry.mu.RUnlock()
-	if m == nil {
-		return nil, errNotRegistered
 	}
 	if _, err := d.regionOf(m); err != nil {
 		return nil, err
 	}
-	if r := d.holding(addr, end); r != nil {
+	if r := d.held(m); r != nil {
 		return r, nil
 	}
-	return nil, errNotRegistered
+	return nil, errNotRegistered // retired meanwhile
 }
 
-// holding returns a live region holding [addr, end), with a reference.
-func (d *verbsDevice) holding(addr, end uint64) *region {
+// held returns m's region, with a reference, unless it has none or it is
+// being retired.
+func (d *verbsDevice) held(m *Memory) *region {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, r := range d.regions {
-		if !r.dying && r.base <= addr && end <= r.end {
-			r.refs.Add(1)
-			return r
-		}
+	if r := d.regions[m.key]; r != nil && r.m == m && !r.dying {
+		r.refs.Add(1)
+		return r
 	}
 	return nil
 }

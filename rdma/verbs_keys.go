@@ -26,11 +26,9 @@ import (
 
 // remoteKey is what the peer said of one of its keys.
 type remoteKey struct {
-	key       uint64
 	rkey      uint32
 	base, end uint64
 	refs      int           // operations using it; under rmu
-	revoked   bool          // dropped from the cache; under rmu
 	drained   chan struct{} // closed when refs reach 0 after the revocation
 }
 
@@ -134,7 +132,7 @@ func (e *verbsEndpoint) resolved(m ctl) error {
 	delete(e.resolves, m.key)
 	w.status = m.status
 	if m.status == resolvedOK {
-		w.r = &remoteKey{key: m.key, rkey: m.rkey, base: m.addr, end: m.addr + m.n}
+		w.r = &remoteKey{rkey: m.rkey, base: m.addr, end: m.addr + m.n}
 		if m.n > 0 {
 			e.rcache[m.key] = w.r
 		}
@@ -154,7 +152,6 @@ func (e *verbsEndpoint) revoked(cc *ctlConn, key uint64) error {
 		return fmt.Errorf("a revocation of key %#x, which this transport does not hold: %w", key, errProtocol)
 	}
 	delete(e.rcache, key)
-	r.revoked = true
 	var drained chan struct{}
 	if r.refs > 0 {
 		drained = make(chan struct{})
@@ -263,7 +260,7 @@ func (e *verbsEndpoint) revoke(key uint64) <-chan struct{} {
 	c := make(chan struct{})
 	e.mu.Lock()
 	cc := e.in
-	if e.down || cc == nil {
+	if e.isDown() || cc == nil {
 		e.mu.Unlock()
 		close(c)
 		return c

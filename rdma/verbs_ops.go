@@ -93,7 +93,7 @@ func (e *verbsEndpoint) do(ctx context.Context, o *op) error {
 	}
 	var lr *region
 	if len(local) > 0 {
-		if lr, err = e.dev.localRegion(local); err != nil {
+		if lr, err = e.dev.localRegion(o.mem); err != nil {
 			if err == errNotRegistered {
 				return fmt.Errorf("%v: the local view's memory is not registered (deregistered meanwhile?): %w",
 					o, ErrUnregistered)
@@ -105,16 +105,10 @@ func (e *verbsEndpoint) do(ctx context.Context, o *op) error {
 
 	notify := o.kind == opWrite && o.notify
 	if notify { // a receive of the peer's for it
-		select {
-		case <-e.notes:
-		default:
-			select {
-			case <-e.notes:
-			case <-ctx.Done():
-				return fmt.Errorf("%v, waiting for the peer to post receives for notifications: %w", o, ctx.Err())
-			case <-e.stopped:
-				return e.ev.fail(errClosed)
-			}
+		if err := e.takeSlot(ctx, e.notes, false); err == errClosed {
+			return e.ev.fail(errClosed)
+		} else if err != nil {
+			return fmt.Errorf("%v, waiting for the peer to post receives for notifications: %w", o, err)
 		}
 	}
 	posted, err := e.postLocked(ctx, o, r, lr, local)
@@ -136,16 +130,10 @@ func (e *verbsEndpoint) abandon(ctx context.Context, o *op) {
 
 // postLocked takes sendLock and posts o's requests.
 func (e *verbsEndpoint) postLocked(ctx context.Context, o *op, r *remoteKey, lr *region, local []byte) (posted bool, err error) {
-	select {
-	case e.sendLock <- struct{}{}:
-	default:
-		select {
-		case e.sendLock <- struct{}{}:
-		case <-ctx.Done():
-			return false, fmt.Errorf("%v, waiting to be sent: %w", o, ctx.Err())
-		case <-e.stopped:
-			return false, e.ev.fail(errClosed)
-		}
+	if err := e.takeSlot(ctx, e.sendLock, true); err == errClosed {
+		return false, e.ev.fail(errClosed)
+	} else if err != nil {
+		return false, fmt.Errorf("%v, waiting to be sent: %w", o, err)
 	}
 	defer func() { <-e.sendLock }()
 	return e.post(ctx, o, r, lr, local)
@@ -162,26 +150,19 @@ func (e *verbsEndpoint) post(ctx context.Context, o *op, r *remoteKey, lr *regio
 	}
 	fi := int32(-1)
 	for i := range chunks {
-		select {
-		case <-e.credits:
-		default:
-			select {
-			case <-e.credits:
-			case <-ctx.Done():
-				if fi < 0 {
-					return false, fmt.Errorf("%v, waiting for room in the send queue: %w", o, ctx.Err())
-				}
+		if err := e.takeSlot(ctx, e.credits, false); err != nil {
+			switch {
+			case fi < 0 && err == errClosed:
+				return false, e.ev.fail(errClosed)
+			case fi < 0:
+				return false, fmt.Errorf("%v, waiting for room in the send queue: %w", o, err)
+			case err != errClosed:
 				e.abandon(ctx, o) // part of it is on the wire
-				return true, nil
-			case <-e.stopped:
-				if fi < 0 {
-					return false, e.ev.fail(errClosed)
-				}
-				return true, nil
 			}
+			return true, nil // shutdown fails the flight
 		}
 		e.mu.Lock()
-		if e.down {
+		if e.isDown() {
 			e.mu.Unlock()
 			e.credits <- struct{}{}
 			if fi < 0 {

@@ -25,14 +25,14 @@ const (
 	ctlLen           = 32
 )
 
-// verbsHello is what a connecting verbs transport sends first.
+// verbsHello is what a connecting verbs transport sends first. Its last
+// 16 bytes are reserved: zero, and checked to be.
 type verbsHello struct {
 	version uint16
 	to      uint64         // the nonce of the Address dialed
 	from    uint64         // the nonce of the dialer's own Address, 0 if it has none
 	qp      verbs.Endpoint // the dialer's queue pair
 	paired  verbs.Endpoint // the queue pair the dialer's is connected to already, or zero
-	notify  notifyTarget   // where the listener's zero-length notifications go
 }
 
 // notifyTarget is 8 bytes of a transport's memory that its peer's
@@ -55,9 +55,7 @@ func putVerbsHello(b *[verbsHelloLen]byte, h verbsHello) error {
 	if err := putEndpoint(b[64:96], h.paired); err != nil {
 		return err
 	}
-	binary.LittleEndian.PutUint64(b[96:], h.notify.addr)
-	binary.LittleEndian.PutUint32(b[104:], h.notify.rkey)
-	clear(b[108:])
+	clear(b[96:])
 	return nil
 }
 
@@ -71,13 +69,12 @@ func parseVerbsHello(b *[verbsHelloLen]byte) (verbsHello, error) {
 		version: binary.LittleEndian.Uint16(b[8:]),
 		to:      binary.LittleEndian.Uint64(b[16:]),
 		from:    binary.LittleEndian.Uint64(b[24:]),
-		notify:  notifyTarget{addr: binary.LittleEndian.Uint64(b[96:]), rkey: binary.LittleEndian.Uint32(b[104:])},
 	}
 	if h.version != verbsWireVersion {
 		return h, nil
 	}
-	if !allZero(b[10:16]) || !allZero(b[108:]) {
-		return verbsHello{}, fmt.Errorf("hello has reserved bytes %x, %x: %w", b[10:16], b[108:], errProtocol)
+	if !allZero(b[10:16]) || !allZero(b[96:]) {
+		return verbsHello{}, fmt.Errorf("hello has reserved bytes %x, %x: %w", b[10:16], b[96:], errProtocol)
 	}
 	var err error
 	if h.qp, err = parseEndpoint(b[32:64], false); err == nil {
