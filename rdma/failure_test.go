@@ -248,7 +248,15 @@ func TestProtocolViolations(t *testing.T) {
 		{"wrong id", replyWith(func(r *[repHeaderLen]byte) { r[8] = 7 }), "id 7"},
 		{"value on a write", replyWith(func(r *[repHeaderLen]byte) { r[16] = 1 }), "value 0x1"},
 		{"reserved bytes", replyWith(func(r *[repHeaderLen]byte) { r[3] = 1 }), "reserved"},
-		{"cut short", func(c net.Conn) { c.Write([]byte{0, 0, 0}) }, "unexpected EOF"},
+		// It reads the request, header and 8 bytes of data, first:
+		// closing with them unread would reset the connection rather than
+		// end it.
+		{"cut short", func(c net.Conn) {
+			var q [reqHeaderLen + 8]byte
+			if _, err := io.ReadFull(c, q[:]); err == nil {
+				c.Write([]byte{0, 0, 0})
+			}
+		}, "unexpected EOF"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr := connectFake(t, c.serve)
