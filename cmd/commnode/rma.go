@@ -138,8 +138,7 @@ func rmaCommand(args []string, stdout, stderr io.Writer) int {
 func rmaBench(cfg rma.Config, local int, jsonOut bool, job *jobFlags, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var wrong int64
-	rank := func(ctx context.Context, c *gocomms.Comm) error {
+	rank := func(ctx context.Context, c *gocomms.Comm) (int64, error) {
 		rcfg := cfg
 		report := func(rma.Result) error { return nil }
 		if c.Rank() == 0 {
@@ -155,38 +154,13 @@ func rmaBench(cfg rma.Config, local int, jsonOut bool, job *jobFlags, stdout, st
 				}
 			}
 		}
-		w, err := rma.Run(ctx, c, rcfg, report)
-		if err != nil {
-			c.Abort(err)
-			return err
-		}
-		if c.Rank() == 0 {
-			wrong = w // the same on every rank
-		}
-		return nil
+		return rma.Run(ctx, c, rcfg, report)
 	}
-	var err error
-	if local > 0 {
-		err = gocomms.RunLocal(ctx, local, rank,
-			gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
-	} else {
-		err = joinAndRun(ctx, job, stderr, cfg.ValidateRanks, rank)
-	}
-	var bad badRanks
-	switch {
-	case errors.As(err, &bad):
-		fmt.Fprintf(stderr, "commnode rma: %v\n%s\n", bad.err, rmaUsage)
-		return 2
-	case err != nil:
-		fmt.Fprintln(stderr, "commnode rma:", err)
-		return 1
-	case wrong > 0:
-		fmt.Fprintf(stderr, "commnode rma: %d wrong bytes or values\n", wrong)
-		return 1
-	}
-	return 0
+	wrong, err := runRanks(ctx, local, job, stderr, cfg.ValidateRanks, rank)
+	return exitCode(stderr, "rma", rmaUsage, err, wrong, "bytes or values")
 }
 
+// hostname is this machine's name, or "(unknown)".
 func hostname() string {
 	host, err := os.Hostname()
 	if err != nil {
