@@ -13,7 +13,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/actors/rank"
 	"github.com/gocomms/gocomms/actors/window"
 	"github.com/gocomms/gocomms/commerr"
@@ -116,37 +115,13 @@ func newRMAJob(s rmaSetup, ready func(*rmaJob)) (*rmaJob, error) {
 	if err := cfg.Faults.validate(cfg.Ranks); err != nil {
 		return nil, err
 	}
-	loop := NewLoop(cfg.Seed)
-	trace := newTrace(loop)
-	logger := slog.New(slog.DiscardHandler)
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
-	r := &run{
-		cfg:   cfg,
-		loop:  loop,
-		trace: trace,
-		rt: &actors.Runtime{
-			System: sys, Clock: loop, Dispatcher: loop, Rand: loop, Logger: logger,
-			Mailbox: trace.mailboxes(),
-		},
-		net:  newNetwork(loop, cfg.Topology, cfg.Ranks, cfg.Faults, cfg.Jitter),
-		pids: make([]*actor.PID, cfg.Ranks),
-		ends: make([][]opEnd, cfg.Ranks),
-	}
-	r.net.onConnect = func(_, to, peer int) { sys.Root.Send(r.pids[to], &rank.Connected{Peer: peer}) }
+	r := newRun(cfg, slog.New(slog.DiscardHandler))
 	j := &rmaJob{
 		r: r, mem: make([][]byte, s.ranks), wins: make([]*actor.PID, s.ranks),
 		sent: map[frameKey]int{}, delivered: map[frameKey]int{},
 	}
 	for i := range s.ranks {
-		rt := r.rt
-		for _, f := range cfg.Faults {
-			if f.Kind == Skew && f.Rank == i {
-				skewed := *r.rt
-				skewed.Clock = &skewedClock{loop: r.loop, from: f.At, rate: f.Factor}
-				rt = &skewed
-			}
-		}
-		r.pids[i] = rank.Spawn(rt, rank.Config{
+		r.pids[i] = rank.Spawn(r.runtimeFor(i), rank.Config{
 			Comm: "sim", CommID: 1, Rank: i, Size: s.ranks,
 			Connect: func(peer int) (transport.Conn, error) {
 				c, err := r.net.connect(runComm, i, peer)
@@ -159,7 +134,7 @@ func newRMAJob(s rmaSetup, ready func(*rmaJob)) (*rmaJob, error) {
 	}
 	for i := range s.ranks {
 		j.mem[i] = make([]byte, s.bytes)
-		sys.Root.Send(r.pids[i], &rank.OpenWindow{
+		r.rt.System.Root.Send(r.pids[i], &rank.OpenWindow{
 			Config: window.Config{ID: 0, Memory: j.mem[i], Slots: s.slots},
 			Done: func(pid *actor.PID, err error) {
 				if err != nil {

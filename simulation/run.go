@@ -161,33 +161,12 @@ func Run(cfg Config) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	loop := NewLoop(cfg.Seed)
-	trace := newTrace(loop)
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
-	defer sys.Shutdown()
-	r := &run{
-		cfg:   &cfg,
-		loop:  loop,
-		trace: trace,
-		rt: &actors.Runtime{
-			System: sys, Clock: loop, Dispatcher: loop, Rand: loop, Logger: logger,
-			Mailbox: trace.mailboxes(),
-		},
-		net:  newNetwork(loop, cfg.Topology, cfg.Ranks, cfg.Faults, cfg.Jitter),
-		pids: make([]*actor.PID, cfg.Ranks),
-		ends: make([][]opEnd, cfg.Ranks),
-	}
-	r.net.onConnect = func(comm, to, peer int) {
-		if comm == runComm {
-			sys.Root.Send(r.pids[to], &rank.Connected{Peer: peer})
-		} else {
-			r.shrunk.connected(to, peer)
-		}
-	}
+	r := newRun(&cfg, logger)
+	defer r.rt.System.Shutdown()
 	r.data = newDataset(&cfg)
 	if cfg.Trace != nil {
 		r.chrome = newChromeTrace(cfg.Trace, cfg.Ranks, cfg.Iterations)
@@ -216,7 +195,7 @@ func Run(cfg Config) (*Result, error) {
 		}
 	}
 	cfg.Faults.arm(r)
-	loop.Run(cfg.Faults.healed() + cfg.Limit)
+	r.loop.Run(cfg.Faults.healed() + cfg.Limit)
 	if r.chrome != nil {
 		if err := r.chrome.close(); err != nil {
 			return nil, fmt.Errorf("simulation: writing the trace: %w", err)
@@ -225,8 +204,38 @@ func Run(cfg Config) (*Result, error) {
 	return r.result(), nil
 }
 
-func (r *run) spawn(i int) {
-	r.ends[i] = make([]opEnd, r.cfg.Iterations)
+// newRun builds cfg's loop, trace, actor system and network, with no rank
+// spawned yet; a frame of a comm other than the run's own tells the shrunk
+// communicator's rank. Its caller shuts the actor system down.
+func newRun(cfg *Config, logger *slog.Logger) *run {
+	loop := NewLoop(cfg.Seed)
+	trace := newTrace(loop)
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	r := &run{
+		cfg:   cfg,
+		loop:  loop,
+		trace: trace,
+		rt: &actors.Runtime{
+			System: sys, Clock: loop, Dispatcher: loop, Rand: loop, Logger: logger,
+			Mailbox: trace.mailboxes(),
+		},
+		net:  newNetwork(loop, cfg.Topology, cfg.Ranks, cfg.Faults, cfg.Jitter),
+		pids: make([]*actor.PID, cfg.Ranks),
+		ends: make([][]opEnd, cfg.Ranks),
+	}
+	r.net.onConnect = func(comm, to, peer int) {
+		if comm == runComm {
+			sys.Root.Send(r.pids[to], &rank.Connected{Peer: peer})
+		} else {
+			r.shrunk.connected(to, peer)
+		}
+	}
+	return r
+}
+
+// runtimeFor is rank i's runtime: the run's own, with the clock of the
+// plan's Skew fault on i if it has one.
+func (r *run) runtimeFor(i int) *actors.Runtime {
 	rt := r.rt
 	for _, f := range r.cfg.Faults {
 		if f.Kind == Skew && f.Rank == i {
@@ -235,7 +244,12 @@ func (r *run) spawn(i int) {
 			rt = &skewed
 		}
 	}
-	r.pids[i] = rank.Spawn(rt, rank.Config{
+	return rt
+}
+
+func (r *run) spawn(i int) {
+	r.ends[i] = make([]opEnd, r.cfg.Iterations)
+	r.pids[i] = rank.Spawn(r.runtimeFor(i), rank.Config{
 		Comm: "sim", CommID: 1, Rank: i, Size: r.cfg.Ranks, Heartbeat: r.cfg.Heartbeat, Silence: r.cfg.Silence,
 		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(runComm, i, peer) },
 	})

@@ -79,6 +79,14 @@ func TestRMABenchAcrossProcesses(t *testing.T) {
 	}
 }
 
+// namesFailed[r] finds an error that says rank r failed, for r in a job of
+// three ranks.
+var namesFailed = [3]*regexp.Regexp{
+	regexp.MustCompile(`peer failed: rank 0\b`),
+	regexp.MustCompile(`peer failed: rank 1\b`),
+	regexp.MustCompile(`peer failed: rank 2\b`),
+}
+
 // TestRMAKilledRank kills a rank mid-run, over each transport, and
 // requires the survivors' window operations to fail with an error naming
 // it, at once: a wait for a notification that will never come, a put or a
@@ -106,9 +114,9 @@ func TestRMAKilledRank(t *testing.T) {
 			for _, p := range survivors {
 				other := 2 - p.rank // the other survivor: 0 or 2
 				switch {
-				case regexp.MustCompile(`peer failed: rank 1\b`).MatchString(p.stderr.String()):
+				case namesFailed[1].MatchString(p.stderr.String()):
 					named++
-				case !regexp.MustCompile(fmt.Sprintf(`peer failed: rank %d\b`, other)).MatchString(p.stderr.String()):
+				case !namesFailed[other].MatchString(p.stderr.String()):
 					t.Errorf("rank %d's error names neither rank 1 nor rank %d, which left:\n%s", p.rank, other, p.stderr.String())
 				}
 			}

@@ -118,8 +118,7 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	progress := newProgressLine(stderr, job.verbose)
-	var wrong int64
-	rank := func(ctx context.Context, c *gocomms.Comm) error {
+	rank := func(ctx context.Context, c *gocomms.Comm) (int64, error) {
 		rcfg := cfg
 		report := func(bench.Result) error { return nil }
 		finish := func() error { return nil }
@@ -127,11 +126,7 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 			rcfg.Progress = progress.step
 			add := func(r bench.Result) error { return bench.WriteJSON(stdout, r) }
 			if !*jsonOut {
-				host, err := os.Hostname()
-				if err != nil {
-					host = "(unknown)"
-				}
-				t := bench.NewTable(stdout, bench.Header{Version: bench.Version(), Host: host, Ranks: c.Size(), Config: cfg})
+				t := bench.NewTable(stdout, bench.Header{Version: bench.Version(), Host: hostname(), Ranks: c.Size(), Config: cfg})
 				add, finish = t.Add, t.Close
 			}
 			report = func(r bench.Result) error {
@@ -142,30 +137,58 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		w, err := bench.Run(ctx, c, rcfg, report)
 		if err != nil {
+			return 0, err
+		}
+		return w, finish()
+	}
+	wrong, err := runRanks(ctx, *local, &job, stderr, cfg.ValidateRanks, rank)
+	return exitCode(stderr, "bench", benchUsage, err, wrong, "elements")
+}
+
+// runRanks runs rank on local in-process ranks, or, with local 0, as this
+// process's rank of the launcher's job (validate checks the job's size).
+// A rank whose run fails aborts the communicator, so that the others stop
+// waiting on it. It returns rank 0's wrong count, the same on every rank,
+// and the job's error.
+func runRanks(ctx context.Context, local int, job *jobFlags, stderr io.Writer, validate func(int) error,
+	rank func(ctx context.Context, c *gocomms.Comm) (wrong int64, err error)) (int64, error) {
+	var wrong int64
+	run := func(ctx context.Context, c *gocomms.Comm) error {
+		w, err := rank(ctx, c)
+		if err != nil {
 			c.Abort(err)
 			return err
 		}
 		if c.Rank() == 0 {
-			wrong = w // the same on every rank
+			wrong = w
 		}
-		return finish()
+		return nil
 	}
-
-	if *local > 0 {
-		err = gocomms.RunLocal(ctx, *local, rank,
+	var err error
+	if local > 0 {
+		err = gocomms.RunLocal(ctx, local, run,
 			gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
 	} else {
-		err = joinAndRun(ctx, &job, stderr, cfg.ValidateRanks, rank)
+		err = joinAndRun(ctx, job, stderr, validate, run)
 	}
+	return wrong, err
+}
+
+// exitCode is `commnode cmd`'s exit status for a run that ended with err
+// and wrong counts of what was checked (elements, or bytes or values): 2,
+// with the usage, for a configuration that does not fit the job; 1 for an
+// error or anything wrong; else 0.
+func exitCode(stderr io.Writer, cmd, usage string, err error, wrong int64, what string) int {
 	var bad badRanks
 	switch {
 	case errors.As(err, &bad):
-		return usage(bad.err)
+		fmt.Fprintf(stderr, "commnode %s: %v\n%s\n", cmd, bad.err, usage)
+		return 2
 	case err != nil:
-		fmt.Fprintln(stderr, "commnode bench:", err)
+		fmt.Fprintf(stderr, "commnode %s: %v\n", cmd, err)
 		return 1
 	case wrong > 0:
-		fmt.Fprintf(stderr, "commnode bench: %d wrong elements\n", wrong)
+		fmt.Fprintf(stderr, "commnode %s: %d wrong %s\n", cmd, wrong, what)
 		return 1
 	}
 	return 0

@@ -138,8 +138,7 @@ func rmaCommand(args []string, stdout, stderr io.Writer) int {
 func rmaBench(cfg rma.Config, local int, jsonOut bool, job *jobFlags, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var wrong int64
-	rank := func(ctx context.Context, c *gocomms.Comm) error {
+	rank := func(ctx context.Context, c *gocomms.Comm) (int64, error) {
 		rcfg := cfg
 		report := func(rma.Result) error { return nil }
 		if c.Rank() == 0 {
@@ -155,38 +154,13 @@ func rmaBench(cfg rma.Config, local int, jsonOut bool, job *jobFlags, stdout, st
 				}
 			}
 		}
-		w, err := rma.Run(ctx, c, rcfg, report)
-		if err != nil {
-			c.Abort(err)
-			return err
-		}
-		if c.Rank() == 0 {
-			wrong = w // the same on every rank
-		}
-		return nil
+		return rma.Run(ctx, c, rcfg, report)
 	}
-	var err error
-	if local > 0 {
-		err = gocomms.RunLocal(ctx, local, rank,
-			gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
-	} else {
-		err = joinAndRun(ctx, job, stderr, cfg.ValidateRanks, rank)
-	}
-	var bad badRanks
-	switch {
-	case errors.As(err, &bad):
-		fmt.Fprintf(stderr, "commnode rma: %v\n%s\n", bad.err, rmaUsage)
-		return 2
-	case err != nil:
-		fmt.Fprintln(stderr, "commnode rma:", err)
-		return 1
-	case wrong > 0:
-		fmt.Fprintf(stderr, "commnode rma: %d wrong bytes or values\n", wrong)
-		return 1
-	}
-	return 0
+	wrong, err := runRanks(ctx, local, job, stderr, cfg.ValidateRanks, rank)
+	return exitCode(stderr, "rma", rmaUsage, err, wrong, "bytes or values")
 }
 
+// hostname is this machine's name, or "(unknown)".
 func hostname() string {
 	host, err := os.Hostname()
 	if err != nil {
@@ -230,10 +204,7 @@ func (v ringVerifier) run(local int, job *jobFlags, stdout, stderr io.Writer) in
 		var ok bool
 		err := joinAndRun(ctx, job, stderr, func(int) error { return nil }, func(ctx context.Context, c *gocomms.Comm) error {
 			var err error
-			ok, err = v.verify(ctx, c, transportName(0), stdout, stderr)
-			if err != nil {
-				c.Abort(err)
-			}
+			ok, err = v.verifyOrAbort(ctx, c, transportName(0), stdout, stderr)
 			return err
 		})
 		if err != nil {
@@ -247,22 +218,26 @@ func (v ringVerifier) run(local int, job *jobFlags, stdout, stderr io.Writer) in
 	}
 	return runLocalRanks(ctx, local, job, stdout, stderr, "commnode rma",
 		func(ctx context.Context, c *gocomms.Comm, stdout, stderr io.Writer) (bool, error) {
-			ok, err := v.verify(ctx, c, transportName(local), stdout, stderr)
-			if err != nil {
-				c.Abort(err)
-			}
-			return ok, err
+			return v.verifyOrAbort(ctx, c, transportName(local), stdout, stderr)
 		})
 }
 
+// verifyOrAbort is verify that aborts c when it fails, so that the other
+// ranks stop waiting on this one.
+func (v ringVerifier) verifyOrAbort(ctx context.Context, c *gocomms.Comm, transport string, stdout, stderr io.Writer) (bool, error) {
+	ok, err := v.verify(ctx, c, transport, stdout, stderr)
+	if err != nil {
+		c.Abort(err)
+	}
+	return ok, err
+}
+
 // verify runs every ring case and the atomics on c. Each rank prints what
-// it saw wrong to stderr; the wrong counts are summed over the ranks after
-// each case, so that every rank reports the same outcome, and rank 0 (or
-// every rank, with -v) prints the table.
+// it saw wrong to stderr; Ring and Atomics sum the wrong counts over the
+// ranks in each case, so that every rank reports the same outcome, and
+// rank 0 (or every rank, with -v) prints the table.
 func (v ringVerifier) verify(ctx context.Context, c *gocomms.Comm, transport string, stdout, stderr io.Writer) (ok bool, err error) {
 	var cases []rmaCase
-	sum := make([]int64, 1)
-	sumT := gocomms.FromSlice(sum)
 	for _, count := range v.counts {
 		for _, dt := range rma.RingDTypes {
 			wrong, err := rma.Ring(ctx, c, dt, count, v.iters, func(m rma.Mismatch) {
@@ -271,11 +246,7 @@ func (v ringVerifier) verify(ctx context.Context, c *gocomms.Comm, transport str
 			if err != nil {
 				return false, fmt.Errorf("ring %v × %d: %w", dt, count, err)
 			}
-			sum[0] = wrong
-			if err := c.AllReduce(ctx, sumT, gocomms.Sum); err != nil {
-				return false, fmt.Errorf("combining the ranks' results: %w", err)
-			}
-			cases = append(cases, rmaCase{"ring", dt.String(), count, v.iters, sum[0]})
+			cases = append(cases, rmaCase{"ring", dt.String(), count, v.iters, wrong})
 		}
 	}
 	checks, err := rma.Atomics(ctx, c, v.adds, func(s string) { fmt.Fprintln(stderr, "commnode rma:", s) })

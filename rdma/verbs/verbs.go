@@ -819,13 +819,24 @@ func (q *QP) Connect(local, remote Endpoint) error {
 	return nil
 }
 
+// check fails, naming op, if q was not made by CreateQP or is closed.
 func (q *QP) check(op string) error {
+	if err := q.lock(op); err != nil {
+		return err
+	}
+	q.mu.Unlock()
+	return nil
+}
+
+// lock is check that, when q is usable, returns holding q.mu, so that q
+// stays open while op goes on; the caller unlocks it.
+func (q *QP) lock(op string) error {
 	if q == nil || q.ctx == nil {
 		return &OpError{Op: op, Err: invalid("QP not made by CreateQP")}
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.h == nil {
+		q.mu.Unlock()
 		return q.ctx.opErr(op, ErrClosed)
 	}
 	return nil
@@ -891,15 +902,11 @@ func (q *QP) PostSend(wrID uint64, local SGE, flags SendFlags) error {
 // (SGE{} will do) for a PostWriteImm's notice. Receives may be posted
 // once the queue pair is connected.
 func (q *QP) PostRecv(wrID uint64, local SGE) error {
-	if q == nil || q.ctx == nil {
-		return &OpError{Op: "post recv", Err: invalid("QP not made by CreateQP")}
+	if err := q.lock("post recv"); err != nil {
+		return err
 	}
-	q.mu.Lock()
 	defer q.mu.Unlock()
-	switch {
-	case q.h == nil:
-		return q.ctx.opErr("post recv", ErrClosed)
-	case q.state == qpReset:
+	if q.state == qpReset {
 		return q.ctx.opErr("post recv", invalid("QP %#x is not connected", q.qpn))
 	}
 	if err := sysPostRecv(q.h, wrID, local); err != nil {
@@ -910,9 +917,10 @@ func (q *QP) PostRecv(wrID uint64, local SGE) error {
 
 func (q *QP) postSend(wrID uint64, op wrOpcode, flags SendFlags, imm uint32, local SGE,
 	remote Remote, compareAdd, swap uint64) error {
-	if q == nil || q.ctx == nil {
-		return &OpError{Op: wrNames[op], Err: invalid("QP not made by CreateQP")}
+	if err := q.lock(wrNames[op]); err != nil {
+		return err
 	}
+	defer q.mu.Unlock()
 	if flags&^sendFlagsKnown != 0 {
 		return q.ctx.opErr(wrNames[op], invalid("unknown send flags %v", flags&^sendFlagsKnown))
 	}
@@ -922,12 +930,7 @@ func (q *QP) postSend(wrID uint64, op wrOpcode, flags SendFlags, imm uint32, loc
 				"atomics take 8 aligned bytes: local %#x+%d, remote %#x", local.Addr, local.Length, remote.Addr))
 		}
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	switch {
-	case q.h == nil:
-		return q.ctx.opErr(wrNames[op], ErrClosed)
-	case q.state != qpRTS:
+	if q.state != qpRTS {
 		return q.ctx.opErr(wrNames[op], invalid("QP %#x is not connected", q.qpn))
 	}
 	if err := sysPostSend(q.h, wrID, op, flags, imm, local, remote, compareAdd, swap); err != nil {

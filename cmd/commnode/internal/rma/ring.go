@@ -55,10 +55,11 @@ func RingValue(r, it, i int) int64 { return int64((r*131 + it*17 + i) % 100) }
 // overwriting a block before it is read. Every rank calls it, with the
 // same arguments.
 //
-// Ring returns the elements this rank read wrong, and calls mismatch for
-// each iteration that had any. It goes on through wrong elements, so that
-// every rank completes the same operations; an error means an operation
-// failed.
+// Ring returns the elements read wrong, summed over the ranks, so that
+// every rank returns the same count, as Atomics does; it calls mismatch
+// for each iteration in which this rank read any. It goes on through wrong
+// elements, so that every rank completes the same operations; an error
+// means an operation failed, and comes with this rank's count so far.
 func Ring(ctx context.Context, c *gocomms.Comm, dt gocomms.DType, count, iters int, mismatch func(Mismatch)) (wrong int64, err error) {
 	p, r := c.Size(), c.Rank()
 	next, prev := (r+1)%p, (r+p-1)%p
@@ -113,7 +114,11 @@ func Ring(ctx context.Context, c *gocomms.Comm, dt gocomms.DType, count, iters i
 			return wrong, fmt.Errorf("iteration %d: %w", it, err)
 		}
 	}
-	return wrong, win.Close(ctx)
+	sum := []int64{wrong}
+	if err := c.AllReduce(ctx, gocomms.FromSlice(sum), gocomms.Sum); err != nil {
+		return wrong, fmt.Errorf("summing the ranks' wrong elements: %w", err)
+	}
+	return sum[0], win.Close(ctx)
 }
 
 // AtomicCheck is what Atomics found: for each atomic, the ops every rank

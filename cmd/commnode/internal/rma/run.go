@@ -230,6 +230,25 @@ func pat(i, seq int) byte {
 	return v
 }
 
+// fillPattern writes check seq's pattern into b.
+func fillPattern(b []byte, seq int) {
+	for i := range b {
+		b[i] = pat(i, seq)
+	}
+}
+
+// countWrong is the count of b's bytes that differ from check seq's
+// pattern.
+func countWrong(b []byte, seq int) int64 {
+	var n int64
+	for i, v := range b {
+		if v != pat(i, seq) {
+			n++
+		}
+	}
+	return n
+}
+
 func fill(b []byte, v byte) {
 	for i := range b {
 		b[i] = v
@@ -251,9 +270,7 @@ func (b *bench) checkBulk(ctx context.Context, o Op, size, iters int) (int64, er
 	if o == Get {
 		if b.rank == TargetRank {
 			p := make([]byte, size)
-			for i := range p {
-				p[i] = pat(i, b.seq)
-			}
+			fillPattern(p, b.seq)
 			if err := b.win.Put(ctx, gocomms.FromSlice(p), TargetRank, 0); err != nil {
 				return 0, err
 			}
@@ -267,20 +284,14 @@ func (b *bench) checkBulk(ctx context.Context, o Op, size, iters int) (int64, er
 			if err := b.win.Get(ctx, gocomms.FromSlice(dst), TargetRank, 0); err != nil {
 				return 0, err
 			}
-			for i, v := range dst {
-				if v != pat(i, b.seq) {
-					wrong++
-				}
-			}
+			wrong = countWrong(dst, b.seq)
 		}
 		return wrong, nil
 	}
 	switch b.rank {
 	case Origin:
 		src := b.src[:size]
-		for i := range src {
-			src[i] = pat(i, b.seq)
-		}
+		fillPattern(src, b.seq)
 		pieces, off := 1, 0
 		if o == PutPipelined {
 			pieces = min(iters, size)
@@ -304,14 +315,10 @@ func (b *bench) checkBulk(ctx context.Context, o Op, size, iters int) (int64, er
 		}
 	case TargetRank:
 		// The notification follows the puts: once it is in, so are they.
-		if err := b.waitNotify(ctx, Origin); err != nil {
+		if err := waitNotify(ctx, b.c, b.win, Origin); err != nil {
 			return 0, err
 		}
-		for i, v := range b.mem[:size] {
-			if v != pat(i, b.seq) {
-				wrong++
-			}
-		}
+		wrong = countWrong(b.mem[:size], b.seq)
 	}
 	return wrong, nil
 }
@@ -345,7 +352,7 @@ func (b *bench) checkAtomic(ctx context.Context, o Op, total int) (int64, error)
 			return 0, err
 		}
 	case TargetRank:
-		if err := b.waitNotify(ctx, Origin); err != nil {
+		if err := waitNotify(ctx, b.c, b.win, Origin); err != nil {
 			return 0, err
 		}
 		if int64(binary.NativeEndian.Uint64(b.mem[:8])) != int64(total) {
@@ -355,13 +362,9 @@ func (b *bench) checkAtomic(ctx context.Context, o Op, total int) (int64, error)
 	return wrong, nil
 }
 
-// waitNotify waits for a notification from rank, for at most the
-// communicator's timeout: a wait has no timeout of its own, and the peer
-// it waits on may be gone.
-func (b *bench) waitNotify(ctx context.Context, rank int) error {
-	return waitNotify(ctx, b.c, b.win, rank)
-}
-
+// waitNotify waits on win for a notification from rank, for at most c's
+// timeout: a wait has no timeout of its own, and the peer it waits on may
+// be gone.
 func waitNotify(ctx context.Context, c *gocomms.Comm, win *gocomms.Window, rank int) error {
 	if d := c.Timeout(); d > 0 {
 		var cancel context.CancelFunc
