@@ -5,113 +5,78 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/engine"
 )
 
-// OpName names an operation as torchcomms does.
-type OpName string
+// The contract between a communicator and the backend that runs it,
+// defined in package backend: what a backend implements, and what the
+// front hands it.
+type (
+	// Backend runs a communicator's operations.
+	Backend = backend.Backend
+	// Op is one validated operation, as hooks see it and a backend runs it.
+	Op = backend.Op
+	// OpName names an operation as torchcomms does.
+	OpName = backend.OpName
+	// P2P is one message of a point-to-point operation.
+	P2P = backend.P2P
+	// Completion is how a backend reports an operation's progress.
+	Completion = backend.Completion
+	// FaultTolerant is a Backend that Agree, Shrink and Revoke can use.
+	FaultTolerant = backend.FaultTolerant
+	// Reconfigurable is a Backend that InitHandle and Reconfigure can use.
+	Reconfigurable = backend.Reconfigurable
+	// Exchange all-gathers one byte string per rank over a communicator.
+	Exchange = backend.Exchange
+)
 
 // The operations a communicator issues.
 const (
-	OpAllReduce           OpName = "all_reduce"
-	OpReduce              OpName = "reduce"
-	OpBroadcast           OpName = "broadcast"
-	OpAllGather           OpName = "all_gather"
-	OpAllGatherSingle     OpName = "all_gather_single"
-	OpAllGatherV          OpName = "all_gather_v"
-	OpReduceScatter       OpName = "reduce_scatter"
-	OpReduceScatterSingle OpName = "reduce_scatter_single"
-	OpReduceScatterV      OpName = "reduce_scatter_v"
-	OpAllToAll            OpName = "all_to_all"
-	OpAllToAllSingle      OpName = "all_to_all_single"
-	OpAllToAllV           OpName = "all_to_all_v_single"
-	OpGather              OpName = "gather"
-	OpScatter             OpName = "scatter"
-	OpBarrier             OpName = "barrier"
-	OpSend                OpName = "send"
-	OpRecv                OpName = "recv"
-	OpBatch               OpName = "batch_op_issue"
-	OpSplit               OpName = "split"
-	OpAgree               OpName = "agree"
-	OpShrink              OpName = "shrink"
-	OpRevoke              OpName = "revoke"
-	OpReconfigure         OpName = "reconfigure"
+	OpAllReduce           = backend.OpAllReduce
+	OpReduce              = backend.OpReduce
+	OpBroadcast           = backend.OpBroadcast
+	OpAllGather           = backend.OpAllGather
+	OpAllGatherSingle     = backend.OpAllGatherSingle
+	OpAllGatherV          = backend.OpAllGatherV
+	OpReduceScatter       = backend.OpReduceScatter
+	OpReduceScatterSingle = backend.OpReduceScatterSingle
+	OpReduceScatterV      = backend.OpReduceScatterV
+	OpAllToAll            = backend.OpAllToAll
+	OpAllToAllSingle      = backend.OpAllToAllSingle
+	OpAllToAllV           = backend.OpAllToAllV
+	OpGather              = backend.OpGather
+	OpScatter             = backend.OpScatter
+	OpBarrier             = backend.OpBarrier
+	OpSend                = backend.OpSend
+	OpRecv                = backend.OpRecv
+	OpBatch               = backend.OpBatch
+	OpSplit               = backend.OpSplit
+	OpAgree               = backend.OpAgree
+	OpShrink              = backend.OpShrink
+	OpRevoke              = backend.OpRevoke
+	OpReconfigure         = backend.OpReconfigure
 )
 
-// Op is one validated operation, as hooks see it and a backend runs it.
-// Tensors are laid out in blocks as algorithms.Spec describes for Kind.
-type Op struct {
-	ID      uint64 // process-wide, increasing, as torchcomms' op_id
-	Seq     uint64 // sequence number on this communicator
-	Name    OpName
-	Kind    algorithms.Kind // the collective; 0 for point-to-point
-	DType   DType
-	Reduce  ReduceOp // for reductions
-	Root    int      // for rooted collectives; -1 otherwise
-	Counts  []int    // per algorithms.Spec
-	Send    []int    // all-to-all: elements sent to each rank
-	Recv    []int    // all-to-all: elements received from each rank
-	InPlace bool
+// NativeBackend is the name the built-in engine (package engine)
+// registers under.
+const NativeBackend = engine.Name
 
-	Inputs  []*Tensor
-	Outputs []*Tensor
-	P2P     []P2P // point-to-point messages
-	// Schedule is the caller's own (Comm.Custom), run over Inputs and
-	// Outputs as its blocks; Kind is then 0.
-	Schedule *algorithms.Schedule
+// Hints the native backend reads, per communicator or per operation.
+const (
+	// HintAlgorithm picks an algorithm by name (algorithms.Algorithms).
+	HintAlgorithm = engine.HintAlgorithm
+	// HintChunkBytes bounds the message size a large tensor is pipelined in.
+	HintChunkBytes = engine.HintChunkBytes
+)
 
-	Timeout time.Duration
-	Hints   map[string]string
+func init() {
+	if err := RegisterBackend(NativeBackend, engine.New); err != nil {
+		panic(err) // only a second registration of the built-in name can fail
+	}
 }
-
-// P2P is one message of a point-to-point operation.
-type P2P struct {
-	Send   bool
-	Peer   int
-	Tag    int
-	Tensor *Tensor
-}
-
-// Completion is how a backend reports an operation's progress. Started is
-// called at most once, when the operation begins to run; Finished exactly
-// once.
-type Completion interface {
-	Started()
-	Finished(err error)
-}
-
-// Backend runs a communicator's operations. The front (Comm) validates
-// arguments, numbers operations and runs hooks; a backend only executes.
-// Issue must not block; operations start in the order they are issued.
-type Backend interface {
-	Name() string
-	Issue(op *Op, done Completion) (cancel func(error))
-	// Split creates the communicator of group (parent ranks, in new-rank
-	// order) on every member; every parent rank calls it, non-members with
-	// a nil group, and they get nil. exchange all-gathers one byte string
-	// per parent rank, for the backend's own rendezvous.
-	Split(ctx context.Context, group []int, cfg *Config, exchange Exchange) (Backend, error)
-	Abort(err error)
-	Finalize(ctx context.Context) error
-}
-
-// FaultTolerant is a Backend that can agree among the ranks that survive
-// failures, which Comm.Agree and Comm.Shrink need.
-type FaultTolerant interface {
-	// Agree decides, among the ranks that survive, the AND of their flags
-	// and the ranks that failed: the same on every survivor that returns.
-	Agree(ctx context.Context, flags uint64) (uint64, []int, error)
-	// Revoke fails every rank's running, queued and later operations with
-	// ErrRevoked, except agreements.
-	Revoke()
-}
-
-// Exchange all-gathers one byte string per rank over a communicator: the
-// result holds every rank's string, in rank order.
-type Exchange func(ctx context.Context, mine []byte) ([][]byte, error)
 
 // BackendFactory creates a backend for a resolved configuration. It returns
 // when every resource is ready.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
 )
 
@@ -21,6 +22,7 @@ type Comm struct {
 	cfg         Config
 	backendName string
 	backend     Backend
+	pooled      backend.Pooled // the backend, if it issues into kept rooms
 	ownsRuntime bool
 	exit        func(code int)
 	ranks       []int // global rank of each member
@@ -70,16 +72,6 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 	if err != nil {
 		return nil, err
 	}
-	if o.cfg.Network == nil {
-		if o.cfg.Network, err = processNetwork(); err != nil {
-			return nil, err
-		}
-	}
-	if o.cfg.Store == nil && o.cfg.Size > 1 && !o.cfg.Dynamic {
-		if o.cfg.Store, err = envStore(ctx, o.cfg.Rank, o.cfg.Timeout); err != nil {
-			return nil, fmt.Errorf("gocomms: new communicator %q on rank %d: %w", name, o.cfg.Rank, err)
-		}
-	}
 	owns := o.cfg.Runtime == nil
 	if owns {
 		o.cfg.Runtime = actors.NewRuntime(o.cfg.Logger)
@@ -104,6 +96,7 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 func newComm(o *options, backendName string, b Backend, owns bool, ranks []int, family string) *Comm {
 	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, ranks: ranks,
 		membership: o.cfg.Name, family: family, abortCh: make(chan struct{})}
+	c.pooled, _ = b.(backend.Pooled)
 	c.onEnd = c.ended
 	c.timeout.Store(int64(o.cfg.Timeout))
 	c.startFlightRecorder()
@@ -259,19 +252,19 @@ func (c *Comm) startRecord(r *opRecord, invalid error, opts []CallOption) *Work 
 	return c.issue(context.Background(), &r.op.Op, invalid, opts, r, false)
 }
 
-// opRecord holds what a collective needs to issue it to the native
-// backend and wait for it, in one allocation: its Op, its Work and its
-// request, plus the room for counts and the tensors' blocks that it keeps
-// across uses. A blocking call that no hook saw gives it back to the
-// communicator once both the call and the rank are done with it (holds),
-// and the next call reuses it: a steady loop of such calls allocates
-// nothing.
+// opRecord holds what a collective needs to issue it and wait for it, in
+// one allocation: its Op, its Work and, for a Pooled backend, its room,
+// plus the room for counts and the tensors' blocks that it keeps across
+// uses. A blocking call that no hook saw gives it back to the
+// communicator once both the call and the backend are done with it
+// (holds), and the next call reuses it: a steady loop of such calls
+// allocates nothing.
 type opRecord struct {
 	op    roomOp
 	work  Work
-	nat   nativeOp
+	room  backend.Room // the Pooled backend's, made on first use
 	comm  *Comm
-	holds atomic.Int32 // of a pooled Work: the caller and the rank
+	holds atomic.Int32 // of a pooled Work: the caller and the backend
 }
 
 // recordsKept bounds the free records a communicator keeps: one per
@@ -301,7 +294,9 @@ func (r *opRecord) release() {
 		return
 	}
 	r.op.clear()
-	r.nat.clear()
+	if r.room != nil {
+		r.room.Clear()
+	}
 	r.work.clear()
 	c := r.comm
 	c.recMu.Lock()
@@ -312,9 +307,9 @@ func (r *opRecord) release() {
 }
 
 // issue numbers op and hands it to the backend. With r, op is r's, and
-// so are the Work and the native request; a blocking call's Work is
-// pooled if nothing but the communicator and the rank will hold it: the
-// native backend runs it, and no hook sees it.
+// so are the Work and the backend's room; a blocking call's Work is
+// pooled if nothing but the communicator and the backend will hold it:
+// the backend is Pooled, and no hook sees it.
 func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOption, r *opRecord, blocking bool) *Work {
 	cc := callOf(opts)
 	op.ID = opIDs.Add(1)
@@ -363,13 +358,11 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 	if !cc.internal {
 		post = hooks(c, &c.postHooks)
 	}
-	n, isNative := c.backend.(*native)
 	var w *Work
-	var o *nativeOp
 	if r != nil {
-		w, o = &r.work, &r.nat
+		w = &r.work
 		w.op, w.onEnd = op, c.onEnd
-		if w.pooled = blocking && isNative && len(pre) == 0 && len(post) == 0; w.pooled {
+		if w.pooled = blocking && c.pooled != nil && len(pre) == 0 && len(post) == 0; w.pooled {
 			r.holds.Store(2)
 			if w.wake == nil {
 				w.wake = make(chan struct{}, 1)
@@ -381,11 +374,20 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 	if !cc.internal {
 		c.flight.track(op, w)
 	}
-	if isNative {
-		if n.issueIn(op, completion{w}, o) {
-			w.canceler = n
+	if c.pooled != nil {
+		var room backend.Room
+		if r != nil {
+			if r.room == nil {
+				r.room = c.pooled.NewRoom()
+			}
+			room = r.room
+		} else {
+			room = c.pooled.NewRoom()
+		}
+		if c.pooled.IssueIn(op, completion{w}, room) {
+			w.canceler = c.pooled
 		} else if w.pooled {
-			r.release() // the rank never held it
+			r.release() // the backend never held it
 		}
 	} else {
 		w.cancel = c.backend.Issue(op, completion{w})
@@ -427,4 +429,13 @@ func (c *Comm) ended(w *Work) {
 		}
 		c.exit(134)
 	}
+}
+
+// identity is the ranks 0 to n-1, in order.
+func identity(n int) []int {
+	ranks := make([]int, n)
+	for i := range ranks {
+		ranks[i] = i
+	}
+	return ranks
 }

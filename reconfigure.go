@@ -13,18 +13,6 @@ import (
 	"github.com/gocomms/gocomms/commerr"
 )
 
-// Reconfigurable is a Backend whose processes can form new communicators
-// from init handles, which Comm.InitHandle and Comm.Reconfigure need.
-type Reconfigurable interface {
-	// Endpoint returns the address at which this process is to be reached
-	// in the communicator the next Reconfigure makes, opening it on the
-	// first call after the last Reconfigure.
-	Endpoint() (string, error)
-	// Reconfigure creates the communicator whose members are reached at
-	// addrs, in rank order (this process at cfg.Rank), over the endpoint.
-	Reconfigure(ctx context.Context, cfg *Config, id uint64, addrs []string) (Backend, error)
-}
-
 // Members lists the init handles of the processes Reconfigure makes a
 // communicator of: InOrder fixes the ranks, AnyOrder lets the engine
 // choose, as torchcomms' list and set of handles.

@@ -2,49 +2,36 @@ package gocomms
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
-	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/gocomms/gocomms/actors/rank"
-	"github.com/gocomms/gocomms/actors/window"
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
-	"github.com/gocomms/gocomms/transport"
-	"github.com/gocomms/gocomms/transport/nvl"
 )
 
 // Window is this rank's part of an RMA window: memory of the same size on
 // every rank of a communicator, which other ranks read, write, accumulate
-// into and signal without this rank taking part. Its actor applies the
-// operations that reach it one at a time, in the order they arrive; a
-// rank that maps the window (over shared memory, or in this process) puts,
-// gets and does atomics on it directly (window_direct.go). The ordering
-// and atomicity rules are in docs/RMA.md.
+// into and signal without this rank taking part. The backend applies the
+// operations that reach a rank one at a time, in the order they arrive; a
+// rank whose memory this process maps (backend.Window's Direct) is put
+// to, got from and updated atomically here directly. The ordering and
+// atomicity rules are in docs/RMA.md.
 //
 // Offsets count elements of the operation's dtype from the start of the
 // target's window, as torchcomms' put does.
 type Window struct {
 	c     *Comm
-	n     *native
+	b     backend.Window
 	id    uint64
-	pid   *actor.PID
 	mem   []byte
 	t     *Tensor // the memory, as it was given or as bytes
 	slots int
-
-	shared  *nvl.Shared           // the memory's file, if the host's ranks map it
-	direct  map[int][]byte        // the windows this rank puts and gets directly, by rank
-	unmaps  []func() error        // of the mapped ones
-	revoked atomic.Pointer[error] // set by the actor when a failure revokes the window
-
-	waits atomic.Uint64 // numbers WaitSignal's waits
 
 	mu     sync.Mutex
 	closed bool
@@ -52,27 +39,27 @@ type Window struct {
 }
 
 // SignalOp says how a signal changes its slot: SignalSet or SignalAdd.
-type SignalOp = window.SignalOp
+type SignalOp = backend.SignalOp
 
 // The signal operations.
 const (
-	SignalSet = window.SignalSet
-	SignalAdd = window.SignalAdd
+	SignalSet = backend.SignalSet
+	SignalAdd = backend.SignalAdd
 )
 
 // SignalCmp compares a signal slot with a value in WaitSignal. The
 // ordered comparisons roll over as NCCL's do: a counter that wrapped past
 // 2^64 still compares greater than what it passed, within half the range.
-type SignalCmp = window.Cmp
+type SignalCmp = backend.SignalCmp
 
 // The comparisons.
 const (
-	SignalEQ = window.CmpEQ
-	SignalNE = window.CmpNE
-	SignalLT = window.CmpLT
-	SignalLE = window.CmpLE
-	SignalGT = window.CmpGT
-	SignalGE = window.CmpGE
+	SignalEQ = backend.SignalEQ
+	SignalNE = backend.SignalNE
+	SignalLT = backend.SignalLT
+	SignalLE = backend.SignalLE
+	SignalGT = backend.SignalGT
+	SignalGE = backend.SignalGE
 )
 
 // AccessType says how this rank reaches a peer's window, as torchcomms'
@@ -95,7 +82,7 @@ func (a AccessType) String() string {
 
 // ErrWindowClosed fails operations on a closed window, and those a
 // window still held when it closed.
-var ErrWindowClosed = window.ErrClosed
+var ErrWindowClosed = backend.ErrWindowClosed
 
 // WindowOption configures a new window.
 type WindowOption func(*windowConfig)
@@ -106,10 +93,6 @@ type windowConfig struct{ slots int }
 // (default: one per rank, as torchcomms' signal count).
 func WindowSignals(n int) WindowOption { return func(c *windowConfig) { c.slots = n } }
 
-// windowAlign is the alignment of a window NewWindow allocates, as NCCL
-// asks of registered windows: whole pages.
-const windowAlign = 4096
-
 // NewWindow creates a window of size bytes on every rank, zeroed and
 // aligned to 4 KiB. It is collective: every rank calls it, in the same
 // order as the communicator's other windows, with the same size.
@@ -117,13 +100,7 @@ func (c *Comm) NewWindow(ctx context.Context, size int, opts ...WindowOption) (*
 	if size < 0 {
 		return nil, c.windowError("new_window", commerr.Invalid("negative window size %d", size))
 	}
-	m := c.allocWindow(size)
-	t, _ := tensor.FromBytes(Uint8, m.mem, size)
-	w, err := c.newWindow(ctx, "new_window", m, t, opts)
-	if err != nil && m.shared != nil {
-		m.shared.Close()
-	}
-	return w, err
+	return c.newWindow(ctx, "new_window", backend.WindowConfig{Size: size}, nil, opts)
 }
 
 // NewWindowFromTensor creates a window over t's memory on every rank; t
@@ -139,86 +116,71 @@ func (c *Comm) NewWindowFromTensor(ctx context.Context, t *Tensor, opts ...Windo
 	if len(mem) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%8 != 0 {
 		return nil, c.windowError("new_window", commerr.Invalid("the tensor's memory is not 8-byte aligned"))
 	}
-	return c.newWindow(ctx, "new_window", windowMemory{mem: mem}, t, opts)
+	return c.newWindow(ctx, "new_window", backend.WindowConfig{Size: len(mem), Memory: mem}, t, opts)
 }
 
-func (c *Comm) newWindow(ctx context.Context, name OpName, m windowMemory, t *Tensor, opts []WindowOption) (*Window, error) {
-	cfg := windowConfig{slots: c.Size()}
+// newWindow opens the window cfg describes through the backend; t is its
+// memory as a tensor, nil for the backend's memory as bytes.
+func (c *Comm) newWindow(ctx context.Context, name OpName, cfg backend.WindowConfig, t *Tensor, opts []WindowOption) (*Window, error) {
+	wc := windowConfig{slots: c.Size()}
 	for _, o := range opts {
-		o(&cfg)
+		o(&wc)
 	}
-	n, ok := c.backend.(*native)
-	if !ok || n.pid == nil {
+	wins, ok := c.backend.(backend.Windows)
+	if !ok || c.Size() == 0 {
 		return nil, c.windowError(name, commerr.Invalid("the %s backend has no windows", c.backendName))
 	}
-	invalid := ""
-	if cfg.slots < 0 {
-		invalid = fmt.Sprintf("negative signal count %d", cfg.slots)
+	if wc.slots < 0 {
+		return nil, c.windowError(name, commerr.Invalid("negative signal count %d", wc.slots))
 	}
-	// Every rank learns every rank's size and signal count, so that all
-	// fail alike when they differ, and where its memory is; the gather
-	// orders the creation too.
-	const fields = 5
-	p := m.placement()
-	mine := FromSlice([]int64{int64(len(m.mem)), int64(cfg.slots), p.host, p.pid, p.fd})
-	all := FromSlice(make([]int64, fields*c.Size()))
-	if err := c.AllGatherSingle(ctx, all, mine); err != nil {
-		return nil, err
-	}
-	got, _ := As[int64](all)
-	places := make([]placement, c.Size())
-	for r := range c.Size() {
-		g := got[fields*r:]
-		if invalid == "" && (g[0] != int64(len(m.mem)) || g[1] != int64(cfg.slots)) {
-			invalid = fmt.Sprintf("rank %d's window has %d bytes and %d signals, rank %d's %d and %d: windows are symmetric",
-				r, g[0], g[1], c.Rank(), len(m.mem), cfg.slots)
-		}
-		places[r] = placement{host: g[2], pid: g[3], fd: g[4]}
-	}
-	if invalid != "" {
-		return nil, c.windowError(name, commerr.Invalid("%s", invalid))
-	}
+	cfg.Slots = wc.slots
 	c.mu.Lock()
-	id := c.windows
+	cfg.ID = c.windows
 	c.windows++
 	c.mu.Unlock()
-	w := &Window{c: c, n: n, id: id, mem: m.mem, t: t, slots: cfg.slots, shared: m.shared, direct: map[int][]byte{}}
-	type opened struct {
-		pid *actor.PID
-		err error
+	b, err := wins.OpenWindow(ctx, cfg, c.symmetricExchange(cfg.Size, cfg.Slots))
+	if err != nil {
+		return nil, c.windowError(name, err)
 	}
-	ch := make(chan opened, 1)
-	n.cfg.Runtime.System.Root.Send(n.pid, &rank.OpenWindow{
-		Config: window.Config{ID: id, Memory: m.mem, Slots: cfg.slots, Revoked: func(err error) { w.revoked.Store(&err) }},
-		Done:   func(pid *actor.PID, err error) { ch <- opened{pid, err} },
-	})
-	o := <-ch
-	if o.err != nil {
-		return nil, c.windowError(name, o.err)
+	if t == nil {
+		t, _ = tensor.FromBytes(Uint8, b.Memory(), cfg.Size)
 	}
-	w.pid = o.pid
-	w.mapPeers(places)
-	localWindows.Store(localWindowKey{n.commID, id, c.Rank()}, w)
-	// Every rank's actor is there before anyone's first operation: not
-	// needed (links keep frames until a route takes them), but it makes
-	// creation the synchronisation users expect, and every in-process
-	// window known.
+	w := &Window{c: c, b: b, id: cfg.ID, mem: b.Memory(), t: t, slots: cfg.Slots}
+	// Every rank's window is there before anyone's first operation: not
+	// needed by the native backend (links keep frames until a route takes
+	// them), but it makes creation the synchronisation users expect.
 	if err := c.Barrier(ctx); err != nil {
-		w.release(false)
+		b.Close(errors.Is(w.unusable(), ErrFinalized))
 		return nil, err
 	}
-	w.reachInProcess()
 	return w, nil
 }
 
-// localWindows are the windows of this process, by communicator, window
-// and rank: the memory MapRemote reaches directly.
-var localWindows sync.Map
-
-type localWindowKey struct {
-	comm uint64
-	id   uint64
-	rank int
+// symmetricExchange is the exchange a window's backend rendezvouses
+// through, which checks on the way that every rank's window has size
+// bytes and slots signals, so that all fail alike when they differ.
+func (c *Comm) symmetricExchange(size, slots int) Exchange {
+	return func(ctx context.Context, mine []byte) ([][]byte, error) {
+		const head = 16
+		b := binary.LittleEndian.AppendUint64(nil, uint64(size))
+		b = binary.LittleEndian.AppendUint64(b, uint64(slots))
+		all, err := c.exchange(ctx, append(b, mine...))
+		if err != nil {
+			return nil, err
+		}
+		for r, a := range all {
+			if len(a) < head {
+				return nil, fmt.Errorf("rank %d sent no window shape", r)
+			}
+			rs, rn := int64(binary.LittleEndian.Uint64(a)), int64(binary.LittleEndian.Uint64(a[8:]))
+			if rs != int64(size) || rn != int64(slots) {
+				return nil, commerr.Invalid("rank %d's window has %d bytes and %d signals, rank %d's %d and %d: windows are symmetric",
+					r, rs, rn, c.Rank(), size, slots)
+			}
+			all[r] = a[head:]
+		}
+		return all, nil
+	}
 }
 
 // Size returns the window's size in bytes, the same on every rank.
@@ -233,10 +195,7 @@ func (w *Window) Signals() int { return w.slots }
 
 // Access says how this rank reaches rank's window.
 func (w *Window) Access(rank int) AccessType {
-	if w.directTo(rank) != nil || rank == w.c.Rank() {
-		return AccessUnified
-	}
-	if _, ok := localWindows.Load(localWindowKey{w.n.commID, w.id, rank}); ok {
+	if rank == w.c.Rank() || w.b.Mapped(rank) != nil {
 		return AccessUnified
 	}
 	return AccessSeparate
@@ -254,13 +213,9 @@ func (w *Window) MapRemote(rank int) (*Tensor, error) {
 	if rank == w.c.Rank() {
 		return w.t, nil
 	}
-	mem := w.directTo(rank)
+	mem := w.b.Mapped(rank)
 	if mem == nil {
-		v, ok := localWindows.Load(localWindowKey{w.n.commID, w.id, rank})
-		if !ok {
-			return nil, w.error("map_remote", rank, commerr.Invalid("rank %d's window is not addressable from rank %d (access is separate)", rank, w.c.Rank()))
-		}
-		mem = v.(*Window).mem
+		return nil, w.error("map_remote", rank, commerr.Invalid("rank %d's window is not addressable from rank %d (access is separate)", rank, w.c.Rank()))
 	}
 	t, _ := tensor.FromBytes(Uint8, mem, len(mem))
 	return t, nil
@@ -270,7 +225,7 @@ func (w *Window) MapRemote(rank int) (*Tensor, error) {
 // returns once src may be reused. The data is visible at the target
 // after a Flush of rank, a Fence, or with a signal that follows it.
 func (w *Window) Put(ctx context.Context, src *Tensor, rank, offset int, opts ...CallOption) error {
-	if mem := w.directTo(rank); mem != nil {
+	if mem := w.b.Direct(rank); mem != nil {
 		return w.error("window_put", rank, w.putInto(src, rank, offset, mem, opts)) // no Work to make
 	}
 	return w.PutAsync(src, rank, offset, opts...).Wait(ctx)
@@ -278,11 +233,11 @@ func (w *Window) Put(ctx context.Context, src *Tensor, rank, offset int, opts ..
 
 // PutAsync is the async form of Put.
 func (w *Window) PutAsync(src *Tensor, rank, offset int, opts ...CallOption) *Work {
-	if mem := w.directTo(rank); mem != nil {
+	if mem := w.b.Direct(rank); mem != nil {
 		return w.ended("window_put", rank, w.putInto(src, rank, offset, mem, opts))
 	}
-	return w.start("window_put", opts, func() (*window.Op, error) {
-		return w.carry(window.Put, src, rank, offset)
+	return w.start("window_put", opts, func() (*backend.WindowOp, error) {
+		return w.carry(backend.WindowPut, src, rank, offset)
 	})
 }
 
@@ -294,21 +249,21 @@ func (w *Window) PutSignal(ctx context.Context, src *Tensor, rank, offset, slot 
 
 // PutSignalAsync is the async form of PutSignal.
 func (w *Window) PutSignalAsync(src *Tensor, rank, offset, slot int, op SignalOp, value uint64, opts ...CallOption) *Work {
-	if mem := w.directTo(rank); mem != nil {
+	if mem := w.b.Direct(rank); mem != nil {
 		// The data goes directly; the signal follows through the actor.
-		err := w.signalOf(&window.Op{}, slot, op, value)
+		err := w.signalOf(&backend.WindowOp{}, slot, op, value)
 		if err == nil {
 			err = w.putInto(src, rank, offset, mem, opts)
 		}
 		if err != nil {
 			return w.ended("window_put_signal", rank, err)
 		}
-		return w.start("window_put_signal", opts, func() (*window.Op, error) {
-			return &window.Op{Code: window.Signal, Peer: rank, Signal: op, Slot: slot, Value: value}, nil
+		return w.start("window_put_signal", opts, func() (*backend.WindowOp, error) {
+			return &backend.WindowOp{Code: backend.WindowSignal, Peer: rank, Signal: op, Slot: slot, Value: value}, nil
 		})
 	}
-	return w.start("window_put_signal", opts, func() (*window.Op, error) {
-		o, err := w.carry(window.Put, src, rank, offset)
+	return w.start("window_put_signal", opts, func() (*backend.WindowOp, error) {
+		o, err := w.carry(backend.WindowPut, src, rank, offset)
 		if err != nil {
 			return nil, err
 		}
@@ -318,7 +273,7 @@ func (w *Window) PutSignalAsync(src *Tensor, rank, offset, slot int, op SignalOp
 
 // Get reads rank's window at offset into dst.
 func (w *Window) Get(ctx context.Context, dst *Tensor, rank, offset int, opts ...CallOption) error {
-	if mem := w.directTo(rank); mem != nil {
+	if mem := w.b.Direct(rank); mem != nil {
 		return w.error("window_get", rank, w.getFrom(dst, rank, offset, mem, opts))
 	}
 	return w.GetAsync(dst, rank, offset, opts...).Wait(ctx)
@@ -326,11 +281,11 @@ func (w *Window) Get(ctx context.Context, dst *Tensor, rank, offset int, opts ..
 
 // GetAsync is the async form of Get.
 func (w *Window) GetAsync(dst *Tensor, rank, offset int, opts ...CallOption) *Work {
-	if mem := w.directTo(rank); mem != nil {
+	if mem := w.b.Direct(rank); mem != nil {
 		return w.ended("window_get", rank, w.getFrom(dst, rank, offset, mem, opts))
 	}
-	return w.start("window_get", opts, func() (*window.Op, error) {
-		o, err := w.region(window.Get, "dst", dst, rank, offset)
+	return w.start("window_get", opts, func() (*backend.WindowOp, error) {
+		o, err := w.region(backend.WindowGet, "dst", dst, rank, offset)
 		if err != nil {
 			return nil, err
 		}
@@ -348,8 +303,8 @@ func (w *Window) Accumulate(ctx context.Context, src *Tensor, rank, offset int, 
 
 // AccumulateAsync is the async form of Accumulate.
 func (w *Window) AccumulateAsync(src *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) *Work {
-	return w.start("window_accumulate", opts, func() (*window.Op, error) {
-		return w.accumulate(window.Accumulate, src, nil, rank, offset, op)
+	return w.start("window_accumulate", opts, func() (*backend.WindowOp, error) {
+		return w.accumulate(backend.WindowAccumulate, src, nil, rank, offset, op)
 	})
 }
 
@@ -361,8 +316,8 @@ func (w *Window) GetAccumulate(ctx context.Context, src, result *Tensor, rank, o
 
 // GetAccumulateAsync is the async form of GetAccumulate.
 func (w *Window) GetAccumulateAsync(src, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) *Work {
-	return w.start("window_get_accumulate", opts, func() (*window.Op, error) {
-		return w.accumulate(window.GetAccumulate, src, result, rank, offset, op)
+	return w.start("window_get_accumulate", opts, func() (*backend.WindowOp, error) {
+		return w.accumulate(backend.WindowGetAccumulate, src, result, rank, offset, op)
 	})
 }
 
@@ -370,7 +325,7 @@ func (w *Window) GetAccumulateAsync(src, result *Tensor, rank, offset int, op Re
 // window at offset with op and reads the element's value before into
 // result, atomically, as MPI_Fetch_and_op.
 func (w *Window) FetchAndOp(ctx context.Context, operand, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) error {
-	if mem := w.directTo(rank); mem != nil {
+	if mem := w.b.Direct(rank); mem != nil {
 		return w.error("window_fetch_and_op", rank, w.fetchAt(operand, result, rank, offset, op, mem, opts))
 	}
 	return w.FetchAndOpAsync(operand, result, rank, offset, op, opts...).Wait(ctx)
@@ -378,11 +333,11 @@ func (w *Window) FetchAndOp(ctx context.Context, operand, result *Tensor, rank, 
 
 // FetchAndOpAsync is the async form of FetchAndOp.
 func (w *Window) FetchAndOpAsync(operand, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) *Work {
-	if mem := w.directTo(rank); mem != nil {
+	if mem := w.b.Direct(rank); mem != nil {
 		return w.ended("window_fetch_and_op", rank, w.fetchAt(operand, result, rank, offset, op, mem, opts))
 	}
-	return w.start("window_fetch_and_op", opts, func() (*window.Op, error) {
-		return w.accumulate(window.FetchAndOp, operand, result, rank, offset, op)
+	return w.start("window_fetch_and_op", opts, func() (*backend.WindowOp, error) {
+		return w.accumulate(backend.WindowFetchAndOp, operand, result, rank, offset, op)
 	})
 }
 
@@ -390,7 +345,7 @@ func (w *Window) FetchAndOpAsync(operand, result *Tensor, rank, offset int, op R
 // with value's if it equals compare's, and reads what it held before into
 // result, atomically, as MPI_Compare_and_swap.
 func (w *Window) CompareAndSwap(ctx context.Context, value, compare, result *Tensor, rank, offset int, opts ...CallOption) error {
-	if mem := w.directTo(rank); mem != nil {
+	if mem := w.b.Direct(rank); mem != nil {
 		return w.error("window_compare_and_swap", rank, w.swapAt(value, compare, result, rank, offset, mem, opts))
 	}
 	return w.CompareAndSwapAsync(value, compare, result, rank, offset, opts...).Wait(ctx)
@@ -398,21 +353,21 @@ func (w *Window) CompareAndSwap(ctx context.Context, value, compare, result *Ten
 
 // CompareAndSwapAsync is the async form of CompareAndSwap.
 func (w *Window) CompareAndSwapAsync(value, compare, result *Tensor, rank, offset int, opts ...CallOption) *Work {
-	if mem := w.directTo(rank); mem != nil {
+	if mem := w.b.Direct(rank); mem != nil {
 		return w.ended("window_compare_and_swap", rank, w.swapAt(value, compare, result, rank, offset, mem, opts))
 	}
-	return w.start("window_compare_and_swap", opts, func() (*window.Op, error) {
+	return w.start("window_compare_and_swap", opts, func() (*backend.WindowOp, error) {
 		if err := checkSwap(value, compare, result); err != nil {
 			return nil, err
 		}
-		o, err := w.region(window.CompareAndSwap, "value", value, rank, offset)
+		o, err := w.region(backend.WindowCompareAndSwap, "value", value, rank, offset)
 		if err != nil {
 			return nil, err
 		}
 		var operands [16]byte
 		copy(operands[:], value.Bytes())
 		copy(operands[8:], compare.Bytes())
-		o.Data, o.Result = window.Stage(operands[:]), result.Bytes()
+		o.Data, o.Result = operands[:], result.Bytes()
 		return o, nil
 	})
 }
@@ -426,11 +381,11 @@ func (w *Window) Signal(ctx context.Context, rank, slot int, op SignalOp, value 
 
 // SignalAsync is the async form of Signal.
 func (w *Window) SignalAsync(rank, slot int, op SignalOp, value uint64, opts ...CallOption) *Work {
-	return w.start("window_signal", opts, func() (*window.Op, error) {
+	return w.start("window_signal", opts, func() (*backend.WindowOp, error) {
 		if err := w.c.checkRank("rank", rank); err != nil {
 			return nil, err
 		}
-		o := &window.Op{Code: window.Signal, Peer: rank}
+		o := &backend.WindowOp{Code: backend.WindowSignal, Peer: rank}
 		return o, w.signalOf(o, slot, op, value)
 	})
 }
@@ -449,7 +404,7 @@ func (w *Window) WaitNotify(ctx context.Context, rank int) error {
 	if err := w.c.checkRank("rank", rank); err != nil {
 		return w.error("window_wait_signal", rank, err)
 	}
-	_, err := w.await(ctx, &window.Wait{Slot: rank, Consume: true})
+	_, err := w.await(ctx, rank, 0, 0, true)
 	return err
 }
 
@@ -459,7 +414,7 @@ func (w *Window) WaitSignal(ctx context.Context, slot int, cmp SignalCmp, value 
 	if !cmp.Valid() {
 		return 0, w.error("window_wait_signal", -1, commerr.Invalid("invalid comparison %v", cmp))
 	}
-	return w.await(ctx, &window.Wait{Slot: slot, Cmp: cmp, Value: value})
+	return w.await(ctx, slot, cmp, value, false)
 }
 
 // ReadSignal returns this rank's signal slot, in order with the signals
@@ -484,7 +439,7 @@ func (w *Window) Flush(ctx context.Context, rank int, opts ...CallOption) error 
 	if clean && rank >= 0 && rank < w.c.Size() {
 		return w.error("window_flush", rank, w.unusable()) // nothing to wait for, no Work to make
 	}
-	return w.start("window_flush", opts, func() (*window.Op, error) {
+	return w.start("window_flush", opts, func() (*backend.WindowOp, error) {
 		if err := w.c.checkRank("rank", rank); err != nil {
 			return nil, err
 		}
@@ -494,7 +449,7 @@ func (w *Window) Flush(ctx context.Context, rank int, opts ...CallOption) error 
 			return nil, nil // nothing went through the actor since: all is complete
 		}
 		w.dirty = slices.DeleteFunc(w.dirty, func(r int) bool { return r == rank })
-		return &window.Op{Code: window.Flush, Peer: rank}, nil
+		return &backend.WindowOp{Code: backend.WindowFlush, Peer: rank}, nil
 	}).Wait(ctx)
 }
 
@@ -507,8 +462,8 @@ func (w *Window) FlushAll(ctx context.Context, opts ...CallOption) error {
 	w.mu.Unlock()
 	works := make([]*Work, len(ranks))
 	for i, r := range ranks {
-		works[i] = w.start("window_flush", opts, func() (*window.Op, error) {
-			return &window.Op{Code: window.Flush, Peer: r}, nil
+		works[i] = w.start("window_flush", opts, func() (*backend.WindowOp, error) {
+			return &backend.WindowOp{Code: backend.WindowFlush, Peer: r}, nil
 		})
 	}
 	var errs []error
@@ -556,7 +511,7 @@ func (w *Window) Shrink(ctx context.Context, c *Comm) (*Window, error) {
 	w.closed = true
 	w.mu.Unlock()
 	w.release(true)
-	return c.newWindow(ctx, "window_shrink", windowMemory{mem: w.mem, shared: w.shared}, w.t, []WindowOption{WindowSignals(w.slots)})
+	return c.newWindow(ctx, "window_shrink", backend.WindowConfig{Size: len(w.mem), Carry: w.b}, w.t, []WindowOption{WindowSignals(w.slots)})
 }
 
 // LockType is how a rank holds another's window lock: with others
@@ -581,21 +536,23 @@ func (l LockType) String() string {
 // operation needs none. A Lock that fails or is given up withdraws its
 // request.
 func (w *Window) Lock(ctx context.Context, rank int, lt LockType, opts ...CallOption) error {
-	err := w.start("window_lock", opts, func() (*window.Op, error) {
+	err := w.start("window_lock", opts, func() (*backend.WindowOp, error) {
 		if err := w.c.checkRank("rank", rank); err != nil {
 			return nil, err
 		}
 		if lt != LockShared && lt != LockExclusive {
 			return nil, commerr.Invalid("invalid lock type %v", lt)
 		}
-		o := &window.Op{Code: window.Lock, Peer: rank}
+		o := &backend.WindowOp{Code: backend.WindowLock, Peer: rank}
 		if lt == LockExclusive {
 			o.Value = 1
 		}
 		return o, nil
 	}).Wait(ctx)
 	if err != nil && !errors.Is(err, ErrInvalidArgument) {
-		w.start("window_unlock", nil, func() (*window.Op, error) { return &window.Op{Code: window.Unlock, Peer: rank}, nil })
+		w.start("window_unlock", nil, func() (*backend.WindowOp, error) {
+			return &backend.WindowOp{Code: backend.WindowUnlock, Peer: rank}, nil
+		})
 	}
 	return err
 }
@@ -603,11 +560,11 @@ func (w *Window) Lock(ctx context.Context, rank int, lt LockType, opts ...CallOp
 // Unlock releases rank's window lock once every operation this rank
 // issued to rank before it has been applied there.
 func (w *Window) Unlock(ctx context.Context, rank int, opts ...CallOption) error {
-	return w.start("window_unlock", opts, func() (*window.Op, error) {
+	return w.start("window_unlock", opts, func() (*backend.WindowOp, error) {
 		if err := w.c.checkRank("rank", rank); err != nil {
 			return nil, err
 		}
-		return &window.Op{Code: window.Unlock, Peer: rank}, nil
+		return &backend.WindowOp{Code: backend.WindowUnlock, Peer: rank}, nil
 	}).Wait(ctx)
 }
 
@@ -629,22 +586,9 @@ func (w *Window) Close(ctx context.Context) error {
 	return w.c.Barrier(ctx)
 }
 
-// release stops the window's actor and waits for it, and lets go of the
-// peers' memory, and of its own memory file unless a window carries it
-// on (keepMemory).
-func (w *Window) release(keepMemory bool) {
-	localWindows.Delete(localWindowKey{w.n.commID, w.id, w.c.Rank()})
-	w.unmapPeers()
-	if w.shared != nil && !keepMemory {
-		w.shared.Close()
-	}
-	if errors.Is(w.unusable(), ErrFinalized) {
-		return // the rank stopped it already
-	}
-	done := make(chan struct{})
-	w.n.cfg.Runtime.System.Root.Send(w.n.pid, &rank.CloseWindow{ID: w.id, Done: func() { close(done) }})
-	<-done
-}
+// release lets go of the window on this rank, keeping its memory for
+// Shrink's window when it says so.
+func (w *Window) release(keepMemory bool) { w.b.Close(keepMemory) }
 
 // unusable reports why the window takes no operation, or nil: it was
 // closed, or its communicator finalized, which stopped its actor with
@@ -666,15 +610,12 @@ func (w *Window) unusable() error {
 
 // start issues the operation that mk builds and checks, and returns its
 // Work.
-func (w *Window) start(name OpName, opts []CallOption, mk func() (*window.Op, error)) *Work {
+func (w *Window) start(name OpName, opts []CallOption, mk func() (*backend.WindowOp, error)) *Work {
 	if err := w.unusable(); err != nil {
 		return w.ended(name, -1, err)
 	}
 	o, err := mk()
 	if err != nil || o == nil { // refused, or nothing to do
-		if o != nil {
-			transport.PutBuffer(o.Data)
-		}
 		return w.ended(name, -1, err)
 	}
 	cc := callOf(opts)
@@ -684,14 +625,14 @@ func (w *Window) start(name OpName, opts []CallOption, mk func() (*window.Op, er
 	}
 	wk := newWork(&Op{Name: name, Root: -1}, nil)
 	o.Done = func(err error) { wk.finish(w.error(name, o.Peer, err)) }
-	if o.Code != window.Flush && o.Code != window.Lock && o.Code != window.Unlock && o.Peer != w.c.Rank() {
+	if o.Code != backend.WindowFlush && o.Code != backend.WindowLock && o.Code != backend.WindowUnlock && o.Peer != w.c.Rank() {
 		w.mu.Lock()
 		if !slices.Contains(w.dirty, o.Peer) {
 			w.dirty = append(w.dirty, o.Peer)
 		}
 		w.mu.Unlock()
 	}
-	w.n.cfg.Runtime.System.Root.Send(w.pid, o)
+	w.b.Issue(o)
 	return wk
 }
 
@@ -703,7 +644,7 @@ func (w *Window) ended(name OpName, rank int, err error) *Work {
 
 // region checks t against the window at rank and offset, in t's
 // elements, and returns the operation over it.
-func (w *Window) region(code window.Code, what string, t *Tensor, rank, offset int) (*window.Op, error) {
+func (w *Window) region(code backend.WindowCode, what string, t *Tensor, rank, offset int) (*backend.WindowOp, error) {
 	if err := w.c.checkRank("rank", rank); err != nil {
 		return nil, err
 	}
@@ -715,22 +656,22 @@ func (w *Window) region(code window.Code, what string, t *Tensor, rank, offset i
 	if offset < 0 || offset > (len(w.mem)-n)/max(size, 1) || n > len(w.mem) {
 		return nil, commerr.Invalid("%v of %d bytes at element %d (%v) overruns the window's %d bytes", code, n, offset, t.DType(), len(w.mem))
 	}
-	return &window.Op{Code: code, Peer: rank, Offset: uint64(offset * size), Len: uint64(n), DType: t.DType()}, nil
+	return &backend.WindowOp{Code: code, Peer: rank, Offset: uint64(offset * size), Len: uint64(n), DType: t.DType()}, nil
 }
 
 // carry is region for an operation that sends t, with a copy of it.
-func (w *Window) carry(code window.Code, t *Tensor, rank, offset int) (*window.Op, error) {
+func (w *Window) carry(code backend.WindowCode, t *Tensor, rank, offset int) (*backend.WindowOp, error) {
 	o, err := w.region(code, "src", t, rank, offset)
 	if err != nil {
 		return nil, err
 	}
-	o.Data = window.Stage(t.Bytes())
+	o.Data = t.Bytes()
 	return o, nil
 }
 
 // accumulate builds the accumulating operations; result, if the code
 // fetches, takes what the window held.
-func (w *Window) accumulate(code window.Code, src, result *Tensor, rank, offset int, op ReduceOp) (*window.Op, error) {
+func (w *Window) accumulate(code backend.WindowCode, src, result *Tensor, rank, offset int, op ReduceOp) (*backend.WindowOp, error) {
 	if err := w.checkAccumulate(code, src, result, op); err != nil {
 		return nil, err
 	}
@@ -747,8 +688,8 @@ func (w *Window) accumulate(code window.Code, src, result *Tensor, rank, offset 
 
 // checkAccumulate checks the arguments of an accumulating operation of
 // code: src, op, and result where the code fetches.
-func (w *Window) checkAccumulate(code window.Code, src, result *Tensor, op ReduceOp) error {
-	if code == window.FetchAndOp {
+func (w *Window) checkAccumulate(code backend.WindowCode, src, result *Tensor, op ReduceOp) error {
+	if code == backend.WindowFetchAndOp {
 		if err := checkWord("operand", src); err != nil {
 			return err
 		}
@@ -762,7 +703,7 @@ func (w *Window) checkAccumulate(code window.Code, src, result *Tensor, op Reduc
 	if k := op.Kind(); k == reduce.Avg || k == reduce.PreMulSum {
 		return commerr.Invalid("%v does not accumulate: it needs every rank's contribution", op)
 	}
-	if code != window.Accumulate {
+	if code != backend.WindowAccumulate {
 		if err := w.c.checkTensor("result", result); err != nil {
 			return err
 		}
@@ -802,7 +743,7 @@ func checkWord(what string, t *Tensor) error {
 }
 
 // signalOf adds a signal to o.
-func (w *Window) signalOf(o *window.Op, slot int, op SignalOp, value uint64) error {
+func (w *Window) signalOf(o *backend.WindowOp, slot int, op SignalOp, value uint64) error {
 	if slot < 0 || slot >= w.slots {
 		return commerr.Invalid("signal slot %d out of range [0,%d)", slot, w.slots)
 	}
@@ -815,26 +756,12 @@ func (w *Window) signalOf(o *window.Op, slot int, op SignalOp, value uint64) err
 
 // await runs a wait on this rank's window until it is satisfied or ctx
 // ends.
-func (w *Window) await(ctx context.Context, m *window.Wait) (uint64, error) {
+func (w *Window) await(ctx context.Context, slot int, cmp SignalCmp, value uint64, consume bool) (uint64, error) {
 	if err := w.unusable(); err != nil {
 		return 0, w.error("window_wait_signal", -1, err)
 	}
-	type result struct {
-		v   uint64
-		err error
-	}
-	ch := make(chan result, 1)
-	m.ID = w.waits.Add(1)
-	m.Done = func(v uint64, err error) { ch <- result{v, err} }
-	w.n.cfg.Runtime.System.Root.Send(w.pid, m)
-	select {
-	case r := <-ch:
-		return r.v, w.error("window_wait_signal", -1, r.err)
-	case <-ctx.Done():
-		w.n.cfg.Runtime.System.Root.Send(w.pid, &window.CancelWait{ID: m.ID, Err: ctx.Err()})
-		r := <-ch // satisfied meanwhile, or cancelled
-		return r.v, w.error("window_wait_signal", -1, r.err)
-	}
+	v, err := w.b.Wait(ctx, slot, cmp, value, consume)
+	return v, w.error("window_wait_signal", -1, err)
 }
 
 func (w *Window) read(ctx context.Context, slot int, reset bool) (uint64, error) {
@@ -845,18 +772,8 @@ func (w *Window) read(ctx context.Context, slot int, reset bool) (uint64, error)
 	if err := w.unusable(); err != nil {
 		return 0, w.error(name, -1, err)
 	}
-	type result struct {
-		v   uint64
-		err error
-	}
-	ch := make(chan result, 1)
-	w.n.cfg.Runtime.System.Root.Send(w.pid, &window.Read{Slot: slot, Reset: reset, Done: func(v uint64, err error) { ch <- result{v, err} }})
-	select {
-	case r := <-ch:
-		return r.v, w.error(name, -1, r.err)
-	case <-ctx.Done():
-		return 0, w.error(name, -1, ctx.Err())
-	}
+	v, err := w.b.Read(ctx, slot, reset)
+	return v, w.error(name, -1, err)
 }
 
 // error names the communicator, the window, the operation and the rank

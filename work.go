@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gocomms/gocomms/backend"
 )
 
 // WorkStatus is where an operation stands, as torchcomms' WorkStatus.
@@ -42,9 +44,9 @@ type Work struct {
 	status atomic.Int32
 	err    error // set before status turns final
 	cancel func(error)
-	// canceler cancels by sequence number instead, for the native backend,
-	// which then makes no cancel function per operation.
-	canceler interface{ cancel(seq uint64, err error) }
+	// canceler cancels by sequence number instead, for a backend that
+	// can, which then makes no cancel function per operation.
+	canceler backend.Canceler
 	onEnd    func(w *Work) // the communicator's bookkeeping
 	// flight is the communicator's recorder, which keeps this operation in
 	// flightSlot: told directly rather than through hooks, which would cost
@@ -159,7 +161,7 @@ func (w *Work) wait(ctx context.Context) error {
 	case w.cancel != nil:
 		w.cancel(context.Cause(ctx))
 	case w.canceler != nil:
-		w.canceler.cancel(w.op.Seq, context.Cause(ctx))
+		w.canceler.Cancel(w.op.Seq, context.Cause(ctx))
 	}
 	<-done
 	return w.err
@@ -264,8 +266,8 @@ type completion struct{ w *Work }
 func (c completion) Started()           { c.w.start() }
 func (c completion) Finished(err error) { c.w.finish(err) }
 
-// Released is the native backend's word that its rank let go of the
-// operation's request, which a pooled Work's record holds.
+// Released is a Pooled backend's word that it let go of the operation's
+// room, which a pooled Work's record holds.
 func (c completion) Released() {
 	if c.w.pooled {
 		c.w.rec.release()

@@ -3,11 +3,8 @@ package window
 import (
 	"encoding/binary"
 	"fmt"
-	"sync/atomic"
-	"unsafe"
 
 	"github.com/gocomms/gocomms/reduce"
-	"github.com/gocomms/gocomms/tensor"
 )
 
 // target is a window's memory and signal slots as its own actor applies
@@ -63,45 +60,14 @@ func (t *target) apply(c Code, r *request, data, out []byte) []byte {
 		out = append(out, region...)
 		reduce.Combine(reduce.New(r.Reduce), r.DType, region, region, data)
 	case FetchAndOp:
-		out = binary.NativeEndian.AppendUint64(out, FetchAndOpWord(region, r.Reduce, r.DType, data))
+		out = binary.NativeEndian.AppendUint64(out, reduce.FetchAndOpWord(region, r.Reduce, r.DType, data))
 	case CompareAndSwap:
-		out = binary.NativeEndian.AppendUint64(out, CompareAndSwapWord(region, data[:8], data[8:]))
+		out = binary.NativeEndian.AppendUint64(out, reduce.CompareAndSwapWord(region, data[:8], data[8:]))
 	}
 	if r.SignalOp != SignalNone {
 		t.signal(int(r.Slot), r.SignalOp, r.Value)
 	}
 	return out
-}
-
-// FetchAndOpWord combines operand into the 8-byte word at the start of
-// mem (a window, here or mapped from a peer), 8-byte aligned, with op on dtype dt, and returns the word's bits
-// before. It is a hardware atomic, so that a rank that maps the window
-// and a target's actor are atomic with respect to one another on a word.
-func FetchAndOpWord(mem []byte, op reduce.Kind, dt tensor.DType, operand []byte) uint64 {
-	word := (*uint64)(unsafe.Pointer(unsafe.SliceData(mem)))
-	for {
-		old := atomic.LoadUint64(word)
-		var cur, next [8]byte
-		binary.NativeEndian.PutUint64(cur[:], old)
-		reduce.Combine(reduce.New(op), dt, next[:], cur[:], operand)
-		if atomic.CompareAndSwapUint64(word, old, binary.NativeEndian.Uint64(next[:])) {
-			return old
-		}
-	}
-}
-
-// CompareAndSwapWord replaces the 8-byte word at the start of mem, 8-byte
-// aligned, with value if its bits equal compare's, and returns its bits
-// before, atomically as FetchAndOpWord.
-func CompareAndSwapWord(mem, value, compare []byte) uint64 {
-	word := (*uint64)(unsafe.Pointer(unsafe.SliceData(mem)))
-	want, v := binary.NativeEndian.Uint64(compare), binary.NativeEndian.Uint64(value)
-	for {
-		old := atomic.LoadUint64(word)
-		if old != want || atomic.CompareAndSwapUint64(word, old, v) {
-			return old
-		}
-	}
 }
 
 // signal applies a signal to its slot.

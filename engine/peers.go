@@ -1,8 +1,9 @@
-package gocomms
+package engine
 
 import (
 	"context"
 	"fmt"
+	"github.com/gocomms/gocomms/backend"
 	"maps"
 	"sync"
 
@@ -34,7 +35,7 @@ func newPeers(size int) *peers {
 // connectGroup makes the connections of this process's rank of a new
 // communicator of cfg.Size ranks, id, listening on ln: each made on first
 // use, to the address resolve gives for its peer.
-func connectGroup(cfg *Config, ln transport.Listener, id uint64, resolve func(context.Context, int) (string, error)) (*mesh, error) {
+func connectGroup(cfg *backend.Config, ln transport.Listener, id uint64, resolve func(context.Context, int) (string, error)) (*mesh, error) {
 	p := newPeers(cfg.Size)
 	g, err := lazy.New(lazy.Config{
 		Network: cfg.Network, Listener: ln, ID: id, Members: cfg.Size, Self: cfg.Rank,

@@ -1,4 +1,4 @@
-package gocomms
+package engine
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/transport"
 )
@@ -33,7 +34,7 @@ func newCommID() uint64 {
 // Keys are derived from the name, never from a process-wide counter (which
 // deadlocks when only some ranks create a communicator), plus a generation
 // counted per name, so that a name used again gets fresh keys.
-func rendezvous(ctx context.Context, cfg *Config) (*mesh, error) {
+func rendezvous(ctx context.Context, cfg *backend.Config) (*mesh, error) {
 	if cfg.Size == 1 {
 		return &mesh{id: newCommID(), at: []int{0}}, nil
 	}
@@ -52,7 +53,7 @@ func rendezvous(ctx context.Context, cfg *Config) (*mesh, error) {
 
 // publish publishes the address of ln, waits for the roster, and serves
 // ln for the communicator's connections from then on if it succeeds.
-func publish(ctx context.Context, cfg *Config, ln transport.Listener) (*mesh, error) {
+func publish(ctx context.Context, cfg *backend.Config, ln transport.Listener) (*mesh, error) {
 	st := store.WithPrefix(cfg.Store, "gocomms/"+cfg.Name)
 	joined, err := st.Add(ctx, "joined", 1)
 	if err != nil {
@@ -172,7 +173,7 @@ func missingText(missing []int) string {
 // is parent and whose rank is rank, connections over the parent's:
 // the members exchange fresh ids over the parent, and the group's first
 // member's names the new communicator.
-func splitMesh(ctx context.Context, parent *mesh, rank int, group []int, exchange Exchange) (*mesh, error) {
+func splitMesh(ctx context.Context, parent *mesh, rank int, group []int, exchange backend.Exchange) (*mesh, error) {
 	var mine []byte
 	if group != nil {
 		mine = binary.LittleEndian.AppendUint64(nil, newCommID())

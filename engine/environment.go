@@ -1,4 +1,4 @@
-package gocomms
+package engine
 
 import (
 	"context"

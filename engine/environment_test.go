@@ -1,9 +1,10 @@
-package gocomms
+package engine
 
 import (
 	"errors"
 	"testing"
 
+	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/transport/nvl"
 	"github.com/gocomms/gocomms/transport/tcp"
 	"github.com/gocomms/gocomms/transport/topo"
@@ -58,8 +59,8 @@ func TestEnvNetwork(t *testing.T) {
 		{"GOCOMMS_PORT_RANGE", "9-1"},
 		{"GOCOMMS_TCP_CHECKSUMS", "sometimes"},
 	} {
-		if _, err := envNetwork(env(bad...)); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("%s=%q: %v, want ErrInvalidArgument", bad[0], bad[1], err)
+		if _, err := envNetwork(env(bad...)); !errors.Is(err, commerr.ErrInvalidArgument) {
+			t.Errorf("%s=%q: %v, want commerr.ErrInvalidArgument", bad[0], bad[1], err)
 		}
 	}
 }

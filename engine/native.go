@@ -1,4 +1,4 @@
-package gocomms
+package engine
 
 import (
 	"cmp"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -14,21 +15,17 @@ import (
 	"github.com/gocomms/gocomms/actors/collective"
 	"github.com/gocomms/gocomms/actors/rank"
 	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/tensor"
 	"github.com/gocomms/gocomms/transport"
 )
 
-// NativeBackend is the name the built-in engine registers under.
-const NativeBackend = "native"
+// Name is the name the engine registers under.
+const Name = "native"
 
-func init() {
-	if err := RegisterBackend(NativeBackend, newNative); err != nil {
-		panic(err) // only a second registration of the built-in name can fail
-	}
-}
-
-// Hints the native backend reads, per communicator or per operation.
+// Hints the engine reads, per communicator or per operation.
 const (
 	// HintAlgorithm picks an algorithm by name (algorithms.Algorithms).
 	HintAlgorithm = "algorithm"
@@ -36,24 +33,45 @@ const (
 	HintChunkBytes = "chunk_bytes"
 )
 
-// native is the built-in backend: a rank actor over link actors.
+// native is the engine's Backend: a rank actor over link actors.
 type native struct {
-	cfg    *Config
+	cfg    *backend.Config
 	commID uint64
 	mesh   *mesh
 	pid    *actor.PID // nil until a dynamic communicator is reconfigured
 	plans  collective.Plans
+	// finalized is set once Finalize stopped the rank, and with it every
+	// window's actor.
+	finalized atomic.Bool
 
 	endpointMu sync.Mutex
 	endpoint   transport.Listener // where the next Reconfigure's communicator listens
 }
 
-func newNative(ctx context.Context, cfg *Config) (Backend, error) {
-	if cfg.Device != CPU {
+// New creates this rank of the communicator cfg describes, once every
+// rank has joined, as the root package's backend factory. Without a
+// network or a store in cfg, it takes the process's, as the launcher's
+// environment describes them (environment.go), and sets them in cfg.
+func New(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
+	if cfg.Device != tensor.CPU {
 		return nil, commerr.Invalid("the native backend runs on cpu, not %v", cfg.Device)
+	}
+	if cfg.Network == nil {
+		nw, err := processNetwork()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Network = nw
 	}
 	if cfg.Dynamic {
 		return &native{cfg: cfg}, nil
+	}
+	if cfg.Store == nil && cfg.Size > 1 {
+		st, err := envStore(ctx, cfg.Rank, cfg.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Store = st
 	}
 	m, err := rendezvous(ctx, cfg)
 	if err != nil {
@@ -62,7 +80,7 @@ func newNative(ctx context.Context, cfg *Config) (Backend, error) {
 	return startNative(cfg, m), nil
 }
 
-func startNative(cfg *Config, m *mesh) *native {
+func startNative(cfg *backend.Config, m *mesh) *native {
 	rt := cfg.Runtime
 	pid := rank.Spawn(rt, rank.Config{
 		Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn, PeerFailed: m.peerFailed,
@@ -72,44 +90,41 @@ func startNative(cfg *Config, m *mesh) *native {
 	return &native{cfg: cfg, commID: m.id, mesh: m, pid: pid}
 }
 
-func (n *native) Name() string { return NativeBackend }
+func (n *native) Name() string { return Name }
 
-func (n *native) Issue(op *Op, done Completion) func(error) {
-	if !n.issue(op, done) {
+func (n *native) Issue(op *backend.Op, done backend.Completion) func(error) {
+	if !n.IssueIn(op, done, n.NewRoom()) {
 		return nil
 	}
 	seq := op.Seq
-	return func(err error) { n.cancel(seq, err) }
+	return func(err error) { n.Cancel(seq, err) }
 }
 
-// issue is Issue without the cancel function, which Comm does without
-// (Work.canceler): it reports whether op was submitted, else it has
-// ended.
-func (n *native) issue(op *Op, done Completion) bool { return n.issueIn(op, done, nil) }
+// NewRoom returns an empty request.
+func (n *native) NewRoom() backend.Room { return &room{} }
 
-// issueIn is issue with the request in o (nil: a new one).
-func (n *native) issueIn(op *Op, done Completion, o *nativeOp) bool {
-	if o == nil {
-		o = &nativeOp{}
-	}
+// IssueIn builds op's request in r, a room NewRoom made, and submits it to
+// the rank actor: it reports whether op was submitted, else it has ended.
+func (n *native) IssueIn(op *backend.Op, done backend.Completion, r backend.Room) bool {
+	o := r.(*room)
 	req, err := n.request(op, done, o)
 	if err != nil {
 		done.Finished(&commerr.OpError{Comm: n.cfg.Name, Op: string(op.Name), Seq: op.Seq, Rank: n.cfg.Rank, Err: err})
 		return false
 	}
 	o.submit.Req = req
-	n.cfg.Runtime.System.Root.Send(n.pid, &o.submit)
+	n.tell(n.pid, &o.submit)
 	return true
 }
 
-// cancel cancels the operation numbered seq, if it has not ended.
-func (n *native) cancel(seq uint64, err error) {
-	n.cfg.Runtime.System.Root.Send(n.pid, &rank.Cancel{Seq: seq, Err: err})
+// Cancel cancels the operation numbered seq, if it has not ended.
+func (n *native) Cancel(seq uint64, err error) {
+	n.tell(n.pid, &rank.Cancel{Seq: seq, Err: err})
 }
 
-// nativeOp holds an operation's request and what it points to, so that
-// issuing one allocates once.
-type nativeOp struct {
+// room holds an operation's request and what it points to, so that
+// issuing one allocates once, and reusing it not at all.
+type room struct {
 	req    collective.Request
 	submit rank.Submit
 	// in and out hold the blocks of In and Out, kept with their capacity
@@ -125,8 +140,8 @@ type nativeOp struct {
 	oneMsg  [1]collective.Message
 }
 
-// clear empties o for reuse, keeping no tensor or Work alive.
-func (o *nativeOp) clear() {
+// Clear empties o for reuse, keeping no tensor or completion alive.
+func (o *room) Clear() {
 	o.req = collective.Request{}
 	o.submit = rank.Submit{}
 	clear(o.in)
@@ -136,7 +151,7 @@ func (o *nativeOp) clear() {
 }
 
 // request turns a validated Op into the rank actor's request, in o.
-func (n *native) request(op *Op, done Completion, o *nativeOp) (*collective.Request, error) {
+func (n *native) request(op *backend.Op, done backend.Completion, o *room) (*collective.Request, error) {
 	req := &o.req
 	*req = collective.Request{
 		Comm: n.cfg.Name, CommID: n.commID, Rank: n.cfg.Rank, Op: string(op.Name), Seq: op.Seq,
@@ -180,7 +195,7 @@ func (n *native) request(op *Op, done Completion, o *nativeOp) (*collective.Requ
 // p2pRequest lays a point-to-point operation out as a schedule over bytes:
 // message i reads or writes block i, so a batch may mix dtypes. Its
 // lists go in o's room; request has emptied In and Out there.
-func (n *native) p2pRequest(op *Op, req *collective.Request, o *nativeOp) {
+func (n *native) p2pRequest(op *backend.Op, req *collective.Request, o *room) {
 	if o.wire == nil {
 		o.msgs, o.wire = o.oneMsg[:0], o.oneWire[:0]
 	}
@@ -192,11 +207,11 @@ func (n *native) p2pRequest(op *Op, req *collective.Request, o *nativeOp) {
 			o.wire = append(o.wire, collective.P2PMessage{Peer: m.Peer, Send: m.Send, Tag: uint32(m.Tag)})
 		}
 	}
-	req.DType, req.In, req.Out, req.P2P = Uint8, o.in, o.out, o.wire
+	req.DType, req.In, req.Out, req.P2P = tensor.Uint8, o.in, o.out, o.wire
 	n.plans.PlanMessages(req, n.cfg.Rank, n.cfg.Size, o.msgs)
 }
 
-func (n *native) hint(op *Op, key string) string {
+func (n *native) hint(op *backend.Op, key string) string {
 	if v, ok := op.Hints[key]; ok {
 		return v
 	}
@@ -206,14 +221,14 @@ func (n *native) hint(op *Op, key string) string {
 // algorithm is the schedule op names, else the one chosen for its
 // collective, else the communicator's hint; empty leaves it to the
 // selector.
-func (n *native) algorithm(op *Op) string {
+func (n *native) algorithm(op *backend.Op) string {
 	if name := op.Hints[HintAlgorithm]; name != "" {
 		return name
 	}
 	return cmp.Or(n.cfg.Algorithms[op.Kind], n.cfg.Hints[HintAlgorithm])
 }
 
-func (n *native) intHint(op *Op, key string) (int, error) {
+func (n *native) intHint(op *backend.Op, key string) (int, error) {
 	v := n.hint(op, key)
 	if v == "" {
 		return 0, nil
@@ -226,7 +241,7 @@ func (n *native) intHint(op *Op, key string) (int, error) {
 }
 
 // tensorBytes appends the bytes of each tensor to dst.
-func tensorBytes(dst [][]byte, ts []*Tensor) [][]byte {
+func tensorBytes(dst [][]byte, ts []*tensor.Tensor) [][]byte {
 	for _, t := range ts {
 		dst = append(dst, t.Bytes())
 	}
@@ -235,7 +250,7 @@ func tensorBytes(dst [][]byte, ts []*Tensor) [][]byte {
 
 func (n *native) Abort(err error) {
 	if n.pid != nil {
-		n.cfg.Runtime.System.Root.Send(n.pid, &rank.Abort{Err: err})
+		n.tell(n.pid, &rank.Abort{Err: err})
 	}
 }
 
@@ -246,8 +261,9 @@ func (n *native) Finalize(ctx context.Context) error {
 	if n.pid == nil {
 		return nil
 	}
+	n.finalized.Store(true)
 	done := make(chan struct{})
-	n.cfg.Runtime.System.Root.Send(n.pid, &rank.Finalize{Done: func() { close(done) }})
+	n.tell(n.pid, &rank.Finalize{Done: func() { close(done) }})
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -261,7 +277,7 @@ func (n *native) Finalize(ctx context.Context) error {
 	return nil
 }
 
-func (n *native) Split(ctx context.Context, group []int, cfg *Config, exchange Exchange) (Backend, error) {
+func (n *native) Split(ctx context.Context, group []int, cfg *backend.Config, exchange backend.Exchange) (backend.Backend, error) {
 	m, err := splitMesh(ctx, n.mesh, n.cfg.Rank, group, exchange)
 	if err != nil || m == nil {
 		return nil, err
@@ -276,7 +292,7 @@ func (n *native) Agree(ctx context.Context, flags uint64) (uint64, []int, error)
 		err error
 	}
 	ch := make(chan result, 1)
-	n.cfg.Runtime.System.Root.Send(n.pid, &rank.Agree{Flags: flags, Done: func(v agree.Value, err error) { ch <- result{v, err} }})
+	n.tell(n.pid, &rank.Agree{Flags: flags, Done: func(v agree.Value, err error) { ch <- result{v, err} }})
 	select {
 	case r := <-ch:
 		return r.v.Flags, r.v.Failed, r.err
@@ -286,7 +302,7 @@ func (n *native) Agree(ctx context.Context, flags uint64) (uint64, []int, error)
 }
 
 // Revoke revokes the communicator through the rank actor.
-func (n *native) Revoke() { n.cfg.Runtime.System.Root.Send(n.pid, &rank.Revoke{}) }
+func (n *native) Revoke() { n.tell(n.pid, &rank.Revoke{}) }
 
 // Endpoint opens, on the first call after the last Reconfigure, the
 // listener the next reconfigured communicator is reached at.
@@ -314,7 +330,7 @@ func (n *native) takeEndpoint() transport.Listener {
 // Reconfigure connects the members at addrs as a new communicator, over
 // the endpoint, lazily as NewComm's do: the addresses are all known, so
 // no store is needed.
-func (n *native) Reconfigure(ctx context.Context, cfg *Config, id uint64, addrs []string) (Backend, error) {
+func (n *native) Reconfigure(ctx context.Context, cfg *backend.Config, id uint64, addrs []string) (backend.Backend, error) {
 	ln := n.takeEndpoint()
 	if ln == nil {
 		return nil, errors.New("no endpoint: the init handle was not taken")
@@ -330,3 +346,6 @@ func (n *native) Reconfigure(ctx context.Context, cfg *Config, id uint64, addrs 
 	}
 	return startNative(cfg, m), nil
 }
+
+// tell sends msg to the actor at pid, from outside the actors.
+func (n *native) tell(pid *actor.PID, msg any) { n.cfg.Runtime.System.Root.Send(pid, msg) }
