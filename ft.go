@@ -19,15 +19,36 @@ import (
 // is what it is for; every rank must call it, in the same order as Shrink.
 // It fails once ctx is done, or if the communicator was aborted.
 func (c *Comm) Agree(ctx context.Context, flags uint64) (uint64, []int, error) {
+	type decision struct {
+		flags  uint64
+		failed []int
+		err    error
+	}
+	ch := make(chan decision, 1)
+	c.AgreeAsync(flags, func(flags uint64, failed []int, err error) { ch <- decision{flags, failed, err} })
+	select {
+	case d := <-ch:
+		return d.flags, d.failed, d.err
+	case <-ctx.Done():
+		return 0, nil, c.opError(&Op{Name: OpAgree}, context.Cause(ctx))
+	}
+}
+
+// AgreeAsync is the async form of Agree, as ULFM's MPI_Comm_iagree: done
+// is called once, with what Agree returns, from the goroutine that
+// decides; it must not block.
+func (c *Comm) AgreeAsync(flags uint64, done func(flags uint64, failed []int, err error)) {
 	ft, err := c.faultTolerant(OpAgree)
 	if err != nil {
-		return 0, nil, err
+		done(0, nil, err)
+		return
 	}
-	got, failed, err := ft.Agree(ctx, flags)
-	if err != nil {
-		return 0, nil, c.opError(&Op{Name: OpAgree}, err)
-	}
-	return got, failed, nil
+	ft.Agree(flags, func(flags uint64, failed []int, err error) {
+		if err != nil {
+			err = c.opError(&Op{Name: OpAgree}, err)
+		}
+		done(flags, failed, err)
+	})
 }
 
 // faultTolerant returns the backend as a FaultTolerant one, for op, or
@@ -77,15 +98,36 @@ func (c *Comm) MonitoredBarrier(ctx context.Context, timeout time.Duration, opts
 // found failed (it lost its links to them) gets an error naming the
 // ranks that failed, itself included.
 func (c *Comm) Shrink(ctx context.Context, opts ...Option) (*Comm, error) {
+	type shrunk struct {
+		c   *Comm
+		err error
+	}
+	ch := make(chan shrunk, 1)
+	c.ShrinkAsync(ctx, func(s *Comm, err error) { ch <- shrunk{s, err} }, opts...)
+	select {
+	case s := <-ch:
+		return s.c, s.err
+	case <-ctx.Done():
+		return nil, c.opError(&Op{Name: OpShrink}, context.Cause(ctx))
+	}
+}
+
+// ShrinkAsync is the async form of Shrink, as ULFM's MPIX_Comm_ishrink:
+// done is called once, with what Shrink returns, from the goroutine that
+// decides; it must not block. ctx bounds the new communicator's making.
+func (c *Comm) ShrinkAsync(ctx context.Context, done func(*Comm, error), opts ...Option) {
 	ft, err := c.faultTolerant(OpShrink)
 	if err != nil {
-		return nil, err
+		done(nil, err)
+		return
 	}
-	_, failed, err := ft.Agree(ctx, ^uint64(0))
-	if err != nil {
-		return nil, c.opError(&Op{Name: OpShrink}, err)
-	}
-	return c.shrinkTo(ctx, failed, opts)
+	ft.Agree(^uint64(0), func(_ uint64, failed []int, err error) {
+		if err != nil {
+			done(nil, c.opError(&Op{Name: OpShrink}, err))
+			return
+		}
+		done(c.shrinkTo(ctx, failed, opts))
+	})
 }
 
 // shrinkTo makes the communicator of the ranks not in failed, which every

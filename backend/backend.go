@@ -100,8 +100,10 @@ type Backend interface {
 // failures, which Comm.Agree and Comm.Shrink need.
 type FaultTolerant interface {
 	// Agree decides, among the ranks that survive, the AND of their flags
-	// and the ranks that failed: the same on every survivor that returns.
-	Agree(ctx context.Context, flags uint64) (uint64, []int, error)
+	// and the ranks that failed: the same on every survivor that decides.
+	// It does not block: done is called once with the decision, or why
+	// there is none, and must not block either.
+	Agree(flags uint64, done func(flags uint64, failed []int, err error))
 	// Revoke fails every rank's running, queued and later operations with
 	// commerr.ErrRevoked, except agreements.
 	Revoke()

@@ -49,12 +49,13 @@ type native struct {
 }
 
 // New creates this rank of the communicator cfg describes, once every
-// rank has joined, as the root package's backend factory. Without a
+// rank has joined, as the root package's backend factory. On the meta
+// device, operations move the sizes of their tensors and no data. Without a
 // network or a store in cfg, it takes the process's, as the launcher's
 // environment describes them (environment.go), and sets them in cfg.
 func New(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
-	if cfg.Device != tensor.CPU {
-		return nil, commerr.Invalid("the native backend runs on cpu, not %v", cfg.Device)
+	if cfg.Device != tensor.CPU && cfg.Device != tensor.Meta {
+		return nil, commerr.Invalid("the native backend runs on cpu and meta, not %v", cfg.Device)
 	}
 	if cfg.Network == nil {
 		nw, err := processNetwork()
@@ -66,7 +67,7 @@ func New(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
 	if cfg.Dynamic {
 		return &native{cfg: cfg}, nil
 	}
-	if cfg.Store == nil && cfg.Size > 1 {
+	if _, fabric := cfg.Network.(transport.Fabric); cfg.Store == nil && cfg.Size > 1 && !fabric {
 		st, err := envStore(ctx, cfg.Rank, cfg.Timeout)
 		if err != nil {
 			return nil, err
@@ -156,7 +157,7 @@ func (n *native) request(op *backend.Op, done backend.Completion, o *room) (*col
 	*req = collective.Request{
 		Comm: n.cfg.Name, CommID: n.commID, Rank: n.cfg.Rank, Op: string(op.Name), Seq: op.Seq,
 		DType: op.DType, Reduce: op.Reduce, Size: n.cfg.Size, Timeout: op.Timeout,
-		Completion: done,
+		Completion: done, Phantom: n.cfg.Device == tensor.Meta,
 	}
 	if o.in == nil {
 		o.in, o.out = o.one[:0:1], o.one[1:1:2]
@@ -278,7 +279,7 @@ func (n *native) Finalize(ctx context.Context) error {
 }
 
 func (n *native) Split(ctx context.Context, group []int, cfg *backend.Config, exchange backend.Exchange) (backend.Backend, error) {
-	m, err := splitMesh(ctx, n.mesh, n.cfg.Rank, group, exchange)
+	m, err := splitMesh(ctx, n.mesh, cfg.Name, n.cfg.Rank, group, exchange)
 	if err != nil || m == nil {
 		return nil, err
 	}
@@ -286,19 +287,8 @@ func (n *native) Split(ctx context.Context, group []int, cfg *backend.Config, ex
 }
 
 // Agree runs the rank actor's fault-tolerant agreement.
-func (n *native) Agree(ctx context.Context, flags uint64) (uint64, []int, error) {
-	type result struct {
-		v   agree.Value
-		err error
-	}
-	ch := make(chan result, 1)
-	n.tell(n.pid, &rank.Agree{Flags: flags, Done: func(v agree.Value, err error) { ch <- result{v, err} }})
-	select {
-	case r := <-ch:
-		return r.v.Flags, r.v.Failed, r.err
-	case <-ctx.Done():
-		return 0, nil, context.Cause(ctx)
-	}
+func (n *native) Agree(flags uint64, done func(uint64, []int, error)) {
+	n.tell(n.pid, &rank.Agree{Flags: flags, Done: func(v agree.Value, err error) { done(v.Flags, v.Failed, err) }})
 }
 
 // Revoke revokes the communicator through the rank actor.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"github.com/gocomms/gocomms/backend"
 	"maps"
 	"sync"
@@ -58,12 +59,18 @@ func identity(n int) []int {
 }
 
 // mesh is one communicator's view of the shared peers: its rank r is the
-// peers' index at[r].
+// peers' index at[r]; or, over a transport.Fabric, the fabric's.
 type mesh struct {
 	id    uint64
+	name  string // the communicator's, which a fabric knows it by
 	me    int    // this process's rank in the communicator
-	peers *peers // nil for a communicator of one rank
+	peers *peers // nil for a communicator of one rank, and over a fabric
 	at    []int
+	// fabric, if set, connects the communicator itself (at is then the
+	// fabric's indices, nil for 0 to size-1), through dial once watch has
+	// joined it.
+	fabric transport.Fabric
+	dial   func(rank int) (transport.Conn, error)
 	// connected tells the communicator's rank actor that the connection to
 	// one of its ranks came up; set by watch.
 	connected func(rank int)
@@ -84,6 +91,9 @@ func (p *peers) open(id uint64, me int, at []int) *mesh {
 // communicator's link to reconnect makes a new one, which the others
 // then share.
 func (m *mesh) conn(rank int) (transport.Conn, error) {
+	if m.dial != nil {
+		return m.dial(rank)
+	}
 	p, i := m.peers, m.at[rank]
 	p.mu.Lock()
 	x := p.muxes[i]
@@ -124,6 +134,10 @@ func (m *mesh) peerFailed(rank int) {
 // watch calls connected for every rank of m whose connection is up, now
 // and whenever another comes up, until m is released.
 func (m *mesh) watch(connected func(rank int)) {
+	if m.fabric != nil {
+		m.dial = m.fabric.Join(m.name, m.at, m.me, connected)
+		return
+	}
 	p := m.peers
 	if p == nil {
 		return
@@ -196,4 +210,13 @@ func (m *mesh) release(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// joinFabric is the mesh of rank me of the communicator name over the
+// fabric f, whose rank r is at[r] there (nil: r). Its id is the name's hash, the
+// same on every rank without a word exchanged.
+func joinFabric(f transport.Fabric, name string, me int, at []int) *mesh {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return &mesh{id: h.Sum64(), name: name, me: me, at: at, fabric: f}
 }

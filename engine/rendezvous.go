@@ -35,6 +35,9 @@ func newCommID() uint64 {
 // deadlocks when only some ranks create a communicator), plus a generation
 // counted per name, so that a name used again gets fresh keys.
 func rendezvous(ctx context.Context, cfg *backend.Config) (*mesh, error) {
+	if f, ok := cfg.Network.(transport.Fabric); ok {
+		return joinFabric(f, cfg.Name, cfg.Rank, nil), nil
+	}
 	if cfg.Size == 1 {
 		return &mesh{id: newCommID(), at: []int{0}}, nil
 	}
@@ -169,11 +172,12 @@ func missingText(missing []int) string {
 	return fmt.Sprintf(" (ranks %v have not joined)", missing)
 }
 
-// splitMesh gives the members of group, a split of the parent whose mesh
-// is parent and whose rank is rank, connections over the parent's:
+// splitMesh gives the members of group, a split named name of the parent
+// whose mesh is parent and whose rank is rank, connections over the
+// parent's:
 // the members exchange fresh ids over the parent, and the group's first
 // member's names the new communicator.
-func splitMesh(ctx context.Context, parent *mesh, rank int, group []int, exchange backend.Exchange) (*mesh, error) {
+func splitMesh(ctx context.Context, parent *mesh, name string, rank int, group []int, exchange backend.Exchange) (*mesh, error) {
 	var mine []byte
 	if group != nil {
 		mine = binary.LittleEndian.AppendUint64(nil, newCommID())
@@ -187,11 +191,17 @@ func splitMesh(ctx context.Context, parent *mesh, rank int, group []int, exchang
 		if len(all[g]) != 8 {
 			return nil, fmt.Errorf("split: rank %d did not join group %v", g, group)
 		}
-		at[i] = parent.at[g]
+		at[i] = g
+		if parent.at != nil {
+			at[i] = parent.at[g]
+		}
 	}
 	id := binary.LittleEndian.Uint64(all[group[0]])
 	me := slices.Index(group, rank)
-	if len(group) == 1 {
+	switch {
+	case parent.fabric != nil:
+		return joinFabric(parent.fabric, name, me, at), nil
+	case len(group) == 1:
 		return &mesh{id: id, at: at}, nil
 	}
 	return parent.peers.open(id, me, at), nil

@@ -16,6 +16,7 @@ import (
 	"github.com/gocomms/gocomms/actors/window"
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/tensor"
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/nvl"
 	"github.com/gocomms/gocomms/transport/topo"
@@ -67,6 +68,9 @@ type localWindowKey struct {
 func (n *native) OpenWindow(ctx context.Context, cfg backend.WindowConfig, exchange backend.Exchange) (backend.Window, error) {
 	if n.pid == nil {
 		return nil, commerr.Invalid("the communicator has no members yet")
+	}
+	if n.cfg.Device == tensor.Meta {
+		return nil, commerr.Invalid("a window on the meta device would have no memory")
 	}
 	w := &nativeWindow{n: n, id: cfg.ID, mem: cfg.Memory, direct: map[int][]byte{}}
 	switch {

@@ -1,11 +1,12 @@
 package simulation
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
+	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/actors/agree"
-	"github.com/gocomms/gocomms/actors/rank"
 )
 
 // Agreement is how a run's agreement (Config.Agree) ended.
@@ -24,18 +25,23 @@ func (r *run) agree(i int) {
 	if r.agreeFrom < 0 {
 		r.agreeFrom = r.net.frames
 	}
-	r.rt.System.Root.Send(r.pids[i], &rank.Agree{Flags: agreeFlags(i), Done: func(v agree.Value, err error) {
-		if err == nil && !r.net.crashed[i] {
-			r.decided[i] = &v
-			r.last = max(r.last, r.loop.Elapsed())
-			if r.cfg.AfterShrink > 0 {
-				if r.shrunk == nil {
-					r.shrunk = r.shrink(v)
-				}
-				r.shrunk.join(i)
-			}
+	r.comms[i].AgreeAsync(agreeFlags(i), func(flags uint64, failed []int, err error) {
+		if err != nil || r.net.crashed[i] {
+			return
 		}
-	}})
+		r.decided[i] = &agree.Value{Flags: flags, Failed: failed}
+		r.last = max(r.last, r.loop.Elapsed())
+		if r.cfg.AfterShrink == 0 {
+			return
+		}
+		// As a training loop would: shrink, which agrees again on who
+		// failed, and go on there.
+		r.comms[i].ShrinkAsync(context.Background(), func(c *gocomms.Comm, err error) {
+			if err == nil && !r.net.crashed[i] {
+				r.afterShrink(c)
+			}
+		})
+	})
 }
 
 // agreement checks the invariants of agreement: every rank that did not

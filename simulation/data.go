@@ -43,20 +43,38 @@ func newDataset(cfg *Config) *dataset {
 			continue
 		}
 		s := d.spec(r)
-		d.in[r] = d.alloc(s.Blocks(algorithms.Input))
-		d.out[r] = d.alloc(s.Blocks(algorithms.Output))
-		for b, blk := range d.in[r] {
-			for i := range len(blk) / d.elem {
-				d.put(blk, i, value(r, b*cfg.Count+i))
+		if s.InPlace {
+			// One tensor is the input and the output; a reduce leaves
+			// the others' as they were.
+			d.in[r] = d.alloc([]int{cfg.Count})
+			if d.out[r] = d.in[r]; cfg.Op == algorithms.Reduce && r != cfg.Root {
+				d.out[r] = nil
 			}
+		} else {
+			d.in[r] = d.alloc(s.Blocks(algorithms.Input))
+			d.out[r] = d.alloc(s.Blocks(algorithms.Output))
 		}
-		if cfg.Op == algorithms.Broadcast && r == cfg.Root {
-			for i := range cfg.Count {
-				d.put(d.out[r][0], i, value(r, i))
-			}
-		}
+		d.fill(r)
 	}
 	return d
+}
+
+// fill writes rank r's inputs.
+func (d *dataset) fill(r int) {
+	if d.cfg.Op == algorithms.Broadcast && r != d.cfg.Root {
+		return // a broadcast's input is the root's
+	}
+	for b, blk := range d.in[r] {
+		for i := range len(blk) / d.elem {
+			d.put(blk, i, value(r, b*d.cfg.Count+i))
+		}
+	}
+}
+
+// inPlace reports whether op's one tensor is its input and its output, as
+// the communicator's all-reduce, reduce and broadcast take it.
+func inPlace(op algorithms.Kind) bool {
+	return op == algorithms.AllReduce || op == algorithms.Reduce || op == algorithms.Broadcast
 }
 
 // PhantomAbove is the most data, summed over every rank's buffers, that a
@@ -99,7 +117,7 @@ func (d *dataset) spec(r int) algorithms.Spec {
 	}
 	return algorithms.Spec{
 		Kind: cfg.Op, Rank: r, Size: cfg.Ranks, Root: cfg.Root, Counts: counts,
-		ElemSize: d.elem, ChunkBytes: cfg.ChunkBytes, Algorithm: cfg.Algorithm,
+		ElemSize: d.elem, ChunkBytes: cfg.ChunkBytes, Algorithm: cfg.Algorithm, InPlace: inPlace(cfg.Op),
 		LocalSize: cfg.Ranks / cfg.Topology.Nodes, // ranks are numbered node by node
 	}
 }
@@ -115,13 +133,19 @@ func (d *dataset) alloc(blocks []int) [][]byte {
 	return out
 }
 
-// clearOutput zeroes rank r's output before an operation, unless it is the
-// operation's input (the root of a broadcast).
-func (d *dataset) clearOutput(r int) {
-	if d.cfg.Op == algorithms.Broadcast && r == d.cfg.Root {
+// prepare readies rank r's buffers for an operation: it zeroes the
+// output, and writes again the input that an in-place one overwrote.
+func (d *dataset) prepare(r int) {
+	switch {
+	case d.cfg.Op == algorithms.Broadcast:
+		if r != d.cfg.Root {
+			clear(d.in[r][0])
+		}
 		return
-	}
-	if d.cfg.Op == PointToPoint {
+	case inPlace(d.cfg.Op):
+		d.fill(r)
+		return
+	case d.cfg.Op == PointToPoint:
 		if d.out[r] != nil {
 			clear(d.out[r][1])
 		}
@@ -210,4 +234,36 @@ func (d *dataset) get(b []byte, i int) float64 {
 		return float64(math.Float32frombits(binary.NativeEndian.Uint32(b[i*4:])))
 	}
 	return math.NaN()
+}
+
+// tensors returns rank r's inputs and outputs as tensors over its blocks,
+// or, for a phantom run, tensors of their sizes on the meta device.
+func (d *dataset) tensors(r int) (in, out []*tensor.Tensor) {
+	if d.cfg.Phantom {
+		s := d.spec(r)
+		if d.cfg.Op == PointToPoint {
+			return d.meta([]int{d.cfg.Count, d.cfg.Count}), nil
+		}
+		if s.InPlace {
+			return d.meta([]int{d.cfg.Count}), nil
+		}
+		return d.meta(s.Blocks(algorithms.Input)), d.meta(s.Blocks(algorithms.Output))
+	}
+	return d.view(d.in[r]), d.view(d.out[r])
+}
+
+func (d *dataset) view(blocks [][]byte) []*tensor.Tensor {
+	ts := make([]*tensor.Tensor, len(blocks))
+	for i, b := range blocks {
+		ts[i], _ = tensor.FromBytes(d.cfg.DType, b, len(b)/d.elem)
+	}
+	return ts
+}
+
+func (d *dataset) meta(counts []int) []*tensor.Tensor {
+	ts := make([]*tensor.Tensor, len(counts))
+	for i, n := range counts {
+		ts[i], _ = tensor.NewMeta(d.cfg.DType, n)
+	}
+	return ts
 }

@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -30,7 +31,8 @@ type network struct {
 	frames    int64
 	bytes     int64
 	redials   int64
-	onConnect func(comm, rank, peer int) // the peer's connection to rank, for communicator comm, came up
+	comms     []*fabricComm          // the communicators joined, by index
+	byName    map[string]*fabricComm // and by name
 	onFrame   func(from, to, size int, sent, arrival time.Duration)
 }
 
@@ -56,6 +58,7 @@ func newNetwork(l *Loop, topo Topology, ranks int, faults Plan, jitter time.Dura
 		byRank:    make([][]*conn, ranks),
 		crashed:   make([]bool, ranks),
 		restarted: make([]bool, ranks),
+		byName:    map[string]*fabricComm{},
 	}
 }
 
@@ -74,12 +77,81 @@ var (
 // for one communicator.
 type pairKey struct{ comm, lo, hi int }
 
-// The communicators a run's connections carry.
-const (
-	runComm    = iota // the run's
-	shrunkComm        // the one its survivors shrink to (Config.AfterShrink)
-	comms
-)
+// fabricComm is a communicator over the network: its members, by their
+// rank there, and who of them has joined.
+type fabricComm struct {
+	index   int
+	members []int       // the run rank of each rank; nil: the same
+	rankOf  map[int]int // the inverse of members, if set
+	joined  []member    // by rank
+}
+
+// member is a rank of a fabricComm: whom to tell of a connection that
+// came up, once it has joined, and the connections that came up before.
+type member struct {
+	connected func(rank int)
+	early     []int
+}
+
+func (fc *fabricComm) runRank(rank int) int {
+	if fc.members == nil {
+		return rank
+	}
+	return fc.members[rank]
+}
+
+// Join makes members[me] rank me of communicator name: *network is the
+// transport.Fabric of the run's communicators, which need no addresses.
+func (n *network) Join(name string, members []int, me int, connected func(rank int)) func(rank int) (transport.Conn, error) {
+	fc := n.byName[name]
+	if fc == nil {
+		size := len(members)
+		if members == nil {
+			size = len(n.crashed)
+		}
+		fc = &fabricComm{index: len(n.comms), members: members, joined: make([]member, size)}
+		if members != nil {
+			fc.rankOf = make(map[int]int, len(members))
+			for r, q := range members {
+				fc.rankOf[q] = r
+			}
+		}
+		n.comms = append(n.comms, fc)
+		n.byName[name] = fc
+	}
+	m := &fc.joined[me]
+	m.connected = connected
+	for _, peer := range m.early {
+		connected(peer)
+	}
+	m.early = nil
+	from := fc.runRank(me)
+	return func(rank int) (transport.Conn, error) { return n.connect(fc.index, from, fc.runRank(rank)) }
+}
+
+// connectedTo tells run rank to, of communicator comm, that run rank
+// peer's connection came up.
+func (n *network) connectedTo(comm, to, peer int) {
+	fc := n.comms[comm]
+	if fc.rankOf != nil {
+		to, peer = fc.rankOf[to], fc.rankOf[peer]
+	}
+	if m := &fc.joined[to]; m.connected != nil {
+		m.connected(peer)
+	} else {
+		m.early = append(m.early, peer)
+	}
+}
+
+// Listen fails: the run's ranks reach one another through Join.
+func (n *network) Listen(string) (transport.Listener, error) {
+	return nil, errors.New("simulation: the network has no addresses; ranks join it")
+}
+
+// Dial fails, as Listen does.
+func (n *network) Dial(context.Context, string, []byte) (transport.Conn, error) {
+	return nil, errors.New("simulation: the network has no addresses; ranks join it")
+}
 
 // connect returns rank's end of its connection to peer for communicator
 // comm: the open one, or a new one that the faults may refuse.
@@ -121,15 +193,13 @@ func (n *network) connect(comm, rank, peer int) (transport.Conn, error) {
 		n.loop.At(open+rtt, func() { end.failDial(err) })
 		return end, nil
 	}
-	if n.onConnect != nil {
-		n.loop.At(open, func() {
-			// A peer that asked for the pair meanwhile holds its end: it
-			// would take the notice for a connection it has.
-			if end.err == nil && !end.other.held {
-				n.onConnect(comm, peer, rank)
-			}
-		})
-	}
+	n.loop.At(open, func() {
+		// A peer that asked for the pair meanwhile holds its end: it
+		// would take the notice for a connection it has.
+		if end.err == nil && !end.other.held {
+			n.connectedTo(comm, peer, rank)
+		}
+	})
 	return end, nil
 }
 
@@ -271,7 +341,7 @@ func (n *network) crash(rank int) {
 
 // connected reports whether ranks a and b ever had a connection.
 func (n *network) connected(a, b int) bool {
-	for comm := range comms {
+	for comm := range max(len(n.comms), 1) {
 		if n.pairs[pairKey{comm, min(a, b), max(a, b)}] != nil {
 			return true
 		}

@@ -28,6 +28,7 @@ import (
 type rmaJob struct {
 	r      *run
 	mem    [][]byte     // each rank's window memory
+	ranks  []*actor.PID // each rank's actor
 	wins   []*actor.PID // each rank's window actor, once open
 	opened int
 	waits  uint64 // numbers the waits, as Window does
@@ -117,24 +118,26 @@ func newRMAJob(s rmaSetup, ready func(*rmaJob)) (*rmaJob, error) {
 	}
 	r := newRun(cfg, slog.New(slog.DiscardHandler))
 	j := &rmaJob{
-		r: r, mem: make([][]byte, s.ranks), wins: make([]*actor.PID, s.ranks),
+		r: r, mem: make([][]byte, s.ranks), ranks: make([]*actor.PID, s.ranks), wins: make([]*actor.PID, s.ranks),
 		sent: map[frameKey]int{}, delivered: map[frameKey]int{},
 	}
 	for i := range s.ranks {
-		r.pids[i] = rank.Spawn(r.runtimeFor(i), rank.Config{
+		var connect func(int) (transport.Conn, error)
+		j.ranks[i] = rank.Spawn(r.runtimeFor(i), rank.Config{
 			Comm: "sim", CommID: 1, Rank: i, Size: s.ranks,
 			Connect: func(peer int) (transport.Conn, error) {
-				c, err := r.net.connect(runComm, i, peer)
+				c, err := connect(peer)
 				if err != nil {
 					return nil, err
 				}
 				return countedConn{c.(*conn), j}, nil
 			},
 		})
+		connect = r.net.Join("sim", nil, i, func(peer int) { r.rt.System.Root.Send(j.ranks[i], &rank.Connected{Peer: peer}) })
 	}
 	for i := range s.ranks {
 		j.mem[i] = make([]byte, s.bytes)
-		r.rt.System.Root.Send(r.pids[i], &rank.OpenWindow{
+		r.rt.System.Root.Send(j.ranks[i], &rank.OpenWindow{
 			Config: window.Config{ID: 0, Memory: j.mem[i], Slots: s.slots},
 			Done: func(pid *actor.PID, err error) {
 				if err != nil {

@@ -1,21 +1,20 @@
 package simulation
 
 import (
+	"context"
 	"fmt"
+	"strconv"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/actors/agree"
-	"github.com/gocomms/gocomms/actors/collective"
-	"github.com/gocomms/gocomms/actors/rank"
 	"github.com/gocomms/gocomms/algorithms"
-	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
-	"github.com/gocomms/gocomms/transport"
 )
 
 // Config is everything a run depends on besides the build: a run is a
@@ -138,7 +137,7 @@ type run struct {
 	rt     *actors.Runtime
 	net    *network
 	trace  *Trace
-	pids   []*actor.PID
+	comms  []*gocomms.Comm // by rank
 	data   *dataset
 	chrome *chromeTrace  // nil unless Config.Trace is set
 	ends   [][]opEnd     // by rank, by iteration
@@ -176,13 +175,13 @@ func Run(cfg Config) (*Result, error) {
 		}
 	}
 	for i := range cfg.Ranks {
-		r.spawn(i)
+		if err := r.join(i); err != nil {
+			return nil, err
+		}
 	}
 	for i := range cfg.Ranks {
 		for it := range cfg.Iterations {
-			if err := r.submit(i, it); err != nil {
-				return nil, err
-			}
+			r.submit(i, it)
 		}
 	}
 	if cfg.Agree {
@@ -205,8 +204,7 @@ func Run(cfg Config) (*Result, error) {
 }
 
 // newRun builds cfg's loop, trace, actor system and network, with no rank
-// spawned yet; a frame of a comm other than the run's own tells the shrunk
-// communicator's rank. Its caller shuts the actor system down.
+// joined yet. Its caller shuts the actor system down.
 func newRun(cfg *Config, logger *slog.Logger) *run {
 	loop := NewLoop(cfg.Seed)
 	trace := newTrace(loop)
@@ -219,58 +217,116 @@ func newRun(cfg *Config, logger *slog.Logger) *run {
 			System: sys, Clock: loop, Dispatcher: loop, Rand: loop, Logger: logger,
 			Mailbox: trace.mailboxes(),
 		},
-		net:  newNetwork(loop, cfg.Topology, cfg.Ranks, cfg.Faults, cfg.Jitter),
-		pids: make([]*actor.PID, cfg.Ranks),
-		ends: make([][]opEnd, cfg.Ranks),
-	}
-	r.net.onConnect = func(comm, to, peer int) {
-		if comm == runComm {
-			sys.Root.Send(r.pids[to], &rank.Connected{Peer: peer})
-		} else {
-			r.shrunk.connected(to, peer)
-		}
+		net:   newNetwork(loop, cfg.Topology, cfg.Ranks, cfg.Faults, cfg.Jitter),
+		comms: make([]*gocomms.Comm, cfg.Ranks),
+		ends:  make([][]opEnd, cfg.Ranks),
 	}
 	return r
 }
 
 // runtimeFor is rank i's runtime: the run's own, with the clock of the
-// plan's Skew fault on i if it has one.
+// plan's Skew fault on i if it has one, and, if the plan crashes i, a
+// dispatcher that runs none of its actors' turns once it has crashed.
 func (r *run) runtimeFor(i int) *actors.Runtime {
-	rt := r.rt
+	rt, own := *r.rt, false
 	for _, f := range r.cfg.Faults {
-		if f.Kind == Skew && f.Rank == i {
-			skewed := *r.rt
-			skewed.Clock = &skewedClock{loop: r.loop, from: f.At, rate: f.Factor}
-			rt = &skewed
+		if f.Rank != i {
+			continue
+		}
+		switch f.Kind {
+		case Skew:
+			rt.Clock, own = &skewedClock{loop: r.loop, from: f.At, rate: f.Factor}, true
+		case Crash, Restart:
+			rt.Dispatcher, own = crashable{Loop: r.loop, crashed: &r.net.crashed[i]}, true
 		}
 	}
-	return rt
+	if !own {
+		return r.rt
+	}
+	return &rt
 }
 
-func (r *run) spawn(i int) {
+// crashable runs a rank's mailbox turns on the loop until the rank
+// crashes, and none after: its actors freeze, as a crashed process's do.
+type crashable struct {
+	*Loop
+	crashed *bool
+}
+
+func (c crashable) Schedule(turn func()) {
+	if !*c.crashed {
+		c.Loop.Schedule(turn)
+	}
+}
+
+// join makes rank i's communicator, as a process would: NewComm, over the
+// run's runtime and network.
+func (r *run) join(i int) error {
 	r.ends[i] = make([]opEnd, r.cfg.Iterations)
-	r.pids[i] = rank.Spawn(r.runtimeFor(i), rank.Config{
-		Comm: "sim", CommID: 1, Rank: i, Size: r.cfg.Ranks, Heartbeat: r.cfg.Heartbeat, Silence: r.cfg.Silence,
-		Connect: func(peer int) (transport.Conn, error) { return r.net.connect(runComm, i, peer) },
-	})
+	c, err := r.newComm("sim", i, r.cfg.Ranks, r.runtimeFor(i))
+	if err != nil {
+		return fmt.Errorf("simulation: rank %d: %w", i, err)
+	}
+	r.comms[i] = c
+	return nil
 }
 
-// submit issues rank i's iteration it.
-func (r *run) submit(i, it int) error {
+// newComm makes rank of a communicator of size ranks named name over the
+// run's network, on rt.
+func (r *run) newComm(name string, rank, size int, rt *actors.Runtime) (*gocomms.Comm, error) {
 	cfg := r.cfg
-	req := &collective.Request{
-		Comm: "sim", CommID: 1, Rank: i, Op: cfg.opName(), Seq: uint64(it),
-		DType: cfg.DType, Reduce: reduce.New(reduce.Sum), Size: cfg.Ranks, Timeout: cfg.Timeout, Phantom: cfg.Phantom,
-		In: r.data.in[i], Out: r.data.out[i],
-		Completion: collective.Notify{OnStart: func() { r.started(i, it) }, OnEnd: func(err error) { r.done(i, it, err) }},
+	device := gocomms.CPU
+	if cfg.Phantom {
+		device = tensor.Meta
 	}
-	if cfg.Op == PointToPoint {
-		r.ringShift(req)
-	} else if err := req.Plan(r.data.spec(i)); err != nil {
-		return fmt.Errorf("simulation: %w", err)
+	hints := map[string]string{}
+	if cfg.Algorithm != "" {
+		hints[gocomms.HintAlgorithm] = cfg.Algorithm
 	}
-	r.rt.System.Root.Send(r.pids[i], &rank.Submit{Req: req})
-	return nil
+	if cfg.ChunkBytes > 0 {
+		hints[gocomms.HintChunkBytes] = strconv.Itoa(cfg.ChunkBytes)
+	}
+	return gocomms.NewComm(context.Background(), gocomms.NativeBackend, device, name,
+		gocomms.WithRank(rank), gocomms.WithSize(size), gocomms.WithRuntime(rt), gocomms.WithNetwork(r.net),
+		gocomms.WithTimeout(cfg.Timeout), gocomms.WithFailureDetector(cfg.Heartbeat, cfg.Silence),
+		gocomms.WithLocalSize(cfg.Ranks/cfg.Topology.Nodes), gocomms.WithHints(hints), gocomms.WithLogger(rt.Logger))
+}
+
+// submit issues rank i's iteration it through its communicator.
+func (r *run) submit(i, it int) {
+	in, out := r.data.tensors(i)
+	w := r.cfg.issue(r.comms[i], i, in, out)
+	w.OnStart(func(*gocomms.Work) { r.started(i, it) })
+	w.OnEnd(func(w *gocomms.Work) { r.done(i, it, w.Err()) })
+}
+
+// issue starts c's operation of the run, rank's, over in and out.
+func (c *Config) issue(comm *gocomms.Comm, rank int, in, out []*tensor.Tensor) *gocomms.Work {
+	sum, root := gocomms.Sum, c.Root
+	switch c.Op {
+	case PointToPoint:
+		// Each rank sends block 0 to the next and receives block 1 from
+		// the previous, in one batch: a ring shift.
+		n := comm.Size()
+		return comm.NewBatch().Send(in[0], (rank+1)%n).Recv(in[1], (rank+n-1)%n).IssueAsync()
+	case algorithms.AllReduce:
+		return comm.AllReduceAsync(in[0], sum)
+	case algorithms.Reduce:
+		return comm.ReduceAsync(in[0], root, sum)
+	case algorithms.Broadcast:
+		return comm.BroadcastAsync(in[0], root)
+	case algorithms.AllGather:
+		return comm.AllGatherAsync(out, in[0])
+	case algorithms.ReduceScatter:
+		return comm.ReduceScatterAsync(out[0], in, sum)
+	case algorithms.AllToAll:
+		return comm.AllToAllAsync(out, in)
+	case algorithms.Gather:
+		return comm.GatherAsync(out, in[0], root)
+	case algorithms.Scatter:
+		return comm.ScatterAsync(out[0], in, root)
+	}
+	return comm.BarrierAsync()
 }
 
 // PointToPoint, as Config.Op, runs a batch of point-to-point messages
@@ -287,27 +343,8 @@ func (c *Config) opName() string {
 	return c.Op.String()
 }
 
-// ringShift lays req out as a batch of one send, of block 0 to the next
-// rank, and one receive, into block 1 from the previous, over bytes, as
-// the native backend lays a batch out.
-func (r *run) ringShift(req *collective.Request) {
-	n, me := r.cfg.Ranks, req.Rank
-	next, prev := (me+1)%n, (me+n-1)%n
-	size := r.cfg.Count * r.cfg.DType.Size()
-	b := algorithms.NewBuilder(me, n)
-	req.P2P = []collective.P2PMessage{}
-	if size > 0 { // empty messages move nothing, as in a real batch
-		b.Send(next, algorithms.Region{Buf: algorithms.Input, Block: 0, Len: size})
-		b.Recv(prev, algorithms.Region{Buf: algorithms.Output, Block: 1, Len: size})
-		req.P2P = append(req.P2P, collective.P2PMessage{Peer: next, Send: true}, collective.P2PMessage{Peer: prev})
-	}
-	req.DType = tensor.Uint8
-	req.Schedule = b.Build("point_to_point")
-	req.Sig = collective.Sig(0, 0, 0, -1, nil)
-}
-
 func (r *run) started(i, it int) {
-	r.data.clearOutput(i)
+	r.data.prepare(i)
 	if r.chrome != nil {
 		r.chrome.started(i, it, r.loop.Elapsed())
 	}
@@ -339,8 +376,7 @@ func (r *run) crash(i int) {
 	if r.net.crashed[i] {
 		return
 	}
-	r.net.crash(i)
-	r.rt.System.Root.Stop(r.pids[i])
+	r.net.crash(i) // its dispatcher runs no more turns (crashable)
 }
 
 // sameRank maps the run's ranks to themselves, for the errors of its own

@@ -13,6 +13,11 @@ type DeviceType uint8
 const (
 	DeviceCPU DeviceType = iota
 	DeviceCUDA
+	// DeviceMeta holds no memory at all, as PyTorch's meta device: a
+	// tensor there has a dtype and a shape, and operations on it move
+	// their sizes but no data (the simulator times collectives too large
+	// to hold so).
+	DeviceMeta
 )
 
 // String returns "cpu", "cuda" or "device_type(N)".
@@ -22,6 +27,8 @@ func (t DeviceType) String() string {
 		return "cpu"
 	case DeviceCUDA:
 		return "cuda"
+	case DeviceMeta:
+		return "meta"
 	}
 	return fmt.Sprintf("device_type(%d)", uint8(t))
 }
@@ -36,6 +43,9 @@ type Device struct {
 // CPU is host memory.
 var CPU = Device{Type: DeviceCPU}
 
+// Meta is the device of tensors with no memory (DeviceMeta).
+var Meta = Device{Type: DeviceMeta}
+
 // CUDA returns the CUDA device with the given ordinal.
 func CUDA(index int) Device { return Device{Type: DeviceCUDA, Index: index} }
 
@@ -43,15 +53,16 @@ func CUDA(index int) Device { return Device{Type: DeviceCUDA, Index: index} }
 // allocates today.
 func (d Device) IsCPU() bool { return d.Type == DeviceCPU }
 
-// String returns "cpu" or "<type>:<index>", e.g. "cuda:0".
+// String returns "cpu", "meta" or "<type>:<index>", e.g. "cuda:0".
 func (d Device) String() string {
-	if d.Type == DeviceCPU {
-		return "cpu"
+	if d.Type == DeviceCPU || d.Type == DeviceMeta {
+		return d.Type.String()
 	}
 	return d.Type.String() + ":" + strconv.Itoa(d.Index)
 }
 
-// ParseDevice parses "cpu", "cuda" (meaning cuda:0) or "cuda:N" with N >= 0.
+// ParseDevice parses "cpu", "meta", "cuda" (meaning cuda:0) or "cuda:N"
+// with N >= 0.
 func ParseDevice(s string) (Device, error) {
 	name, idx, hasIdx := strings.Cut(s, ":")
 	switch name {
@@ -60,6 +71,11 @@ func ParseDevice(s string) (Device, error) {
 			break
 		}
 		return CPU, nil
+	case "meta":
+		if hasIdx {
+			break
+		}
+		return Meta, nil
 	case "cuda":
 		if !hasIdx {
 			return CUDA(0), nil

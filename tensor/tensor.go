@@ -17,8 +17,8 @@ import (
 // index-based accessors, which panic like an out-of-range slice index.
 //
 // A tensor on another device holds no Go memory: Bytes returns nil and As
-// fails. Nothing here creates one yet; the field exists so that device
-// support can be added without changing the type.
+// fails. NewMeta makes one on the meta device, which has no memory at
+// all.
 type Tensor struct {
 	data   []byte
 	dtype  DType
@@ -69,6 +69,16 @@ func New(dt DType, shape ...int) (*Tensor, error) {
 		numel:  n,
 		device: CPU,
 	}, nil
+}
+
+// NewMeta returns a tensor on the meta device: a dtype and a shape, and
+// no memory.
+func NewMeta(dt DType, shape ...int) (*Tensor, error) {
+	n, err := numelOf(dt, shape)
+	if err != nil {
+		return nil, err
+	}
+	return &Tensor{dtype: dt, shape: cloneShape(shape), numel: n, device: Meta}, nil
 }
 
 // FromSlice returns a 1-D CPU tensor over s's memory: no copy is made, so

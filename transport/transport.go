@@ -189,6 +189,19 @@ type Network interface {
 	Dial(ctx context.Context, addr string, hello []byte) (Conn, error)
 }
 
+// Fabric is a Network whose members are known to it from the start, as a
+// simulated network's are: the ranks of a communicator over it reach one
+// another by their indices on the fabric, with no listener, address or
+// store to meet through.
+type Fabric interface {
+	Network
+	// Join makes members[me] a member of the communicator named comm,
+	// whose rank r is members[r] on the fabric (nil members: r). connect opens this rank's
+	// connection to a rank of comm; connected is told, from the fabric's
+	// event loop, of each rank whose connection to this one came up.
+	Join(comm string, members []int, me int, connected func(rank int)) (connect func(rank int) (Conn, error))
+}
+
 // MaxHello is the largest hello Dial accepts.
 const MaxHello = 64 << 10
 
