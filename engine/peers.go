@@ -3,8 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"github.com/gocomms/gocomms/backend"
+	"hash/fnv"
 	"maps"
 	"sync"
 

@@ -3,9 +3,9 @@ package simulation
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"io"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
