@@ -169,7 +169,7 @@ func (n *native) request(op *Op, done Completion, o *nativeOp) (*collective.Requ
 		Kind: op.Kind, Rank: n.cfg.Rank, Size: n.cfg.Size, Root: op.Root,
 		Counts: op.Counts, SendCounts: op.Send, RecvCounts: op.Recv,
 		ElemSize: op.DType.Size(), ChunkBytes: chunk, InPlace: op.InPlace, LocalSize: n.cfg.LocalSize,
-		Algorithm: n.algorithm(op),
+		Algorithm: n.algorithm(op), Registry: n.cfg.Registry,
 	}
 	if err := n.plans.Plan(req, spec); err != nil {
 		return nil, commerr.Invalid("%v", err)
