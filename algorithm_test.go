@@ -3,10 +3,13 @@ package gocomms_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -77,5 +80,57 @@ func TestAlgorithmChoiceRejectsUnknownNames(t *testing.T) {
 				t.Fatalf("error %q, want ErrInvalidArgument saying %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// registerProcessSchedule registers reduceThenBroadcast in the process's
+// registry once, however often the tests run.
+var registerProcessSchedule = sync.OnceValue(func() error {
+	return gocomms.RegisterAlgorithm(algorithms.AllReduce, "test_process", reduceThenBroadcast)
+})
+
+// TestAlgorithmRegistries: a communicator runs the schedules of its
+// registry, WithAlgorithms's or else the process's, and no other's. Four
+// ranks of a 4-element reduceThenBroadcast send 6 frames.
+func TestAlgorithmRegistries(t *testing.T) {
+	if err := registerProcessSchedule(); err != nil {
+		t.Fatal(err)
+	}
+	own := algorithms.NewRegistry()
+	if err := own.Register(algorithms.AllReduce, "test_own", reduceThenBroadcast); err != nil {
+		t.Fatal(err)
+	}
+	if got := gocomms.Algorithms(algorithms.AllReduce); !slices.Contains(got, "test_process") || slices.Contains(got, "test_own") {
+		t.Fatalf("the process's registry lists %q, want test_process and not test_own", got)
+	}
+	withOwn := gocomms.WithAlgorithms(own)
+	for _, tc := range []struct {
+		name string
+		opts []gocomms.Option
+		runs bool
+	}{
+		{"test_process", nil, true},
+		{"test_own", nil, false},
+		{"test_own", []gocomms.Option{withOwn}, true},
+		{"test_process", []gocomms.Option{withOwn}, false},
+	} {
+		chosen := append([]gocomms.Option{gocomms.WithAlgorithm(gocomms.OpAllReduce, tc.name)}, tc.opts...)
+		if !tc.runs {
+			opts := append([]gocomms.Option{gocomms.WithRank(0), gocomms.WithSize(1)}, chosen...)
+			c, err := gocomms.NewComm(context.Background(), gocomms.NativeBackend, gocomms.CPU, "algo", opts...)
+			if err == nil {
+				c.Finalize(context.Background())
+			}
+			if !errors.Is(err, gocomms.ErrInvalidArgument) || !strings.Contains(err.Error(), "is no all_reduce algorithm") {
+				t.Errorf("%s with %d options: NewComm gave %v, want ErrInvalidArgument", tc.name, len(tc.opts), err)
+			}
+			continue
+		}
+		if got := framesOfAllReduce(t, "", chosen...); got != 6 {
+			t.Errorf("%s with %d options: the all-reduce sent %d frames, want 6", tc.name, len(tc.opts), got)
+		}
+		if got := framesOfAllReduce(t, tc.name, tc.opts...); got != 6 {
+			t.Errorf("%s named by the operation's hint with %d options: the all-reduce sent %d frames, want 6", tc.name, len(tc.opts), got)
+		}
 	}
 }

@@ -66,7 +66,8 @@ const NativeBackend = engine.Name
 
 // Hints the native backend reads, per communicator or per operation.
 const (
-	// HintAlgorithm picks an algorithm by name (algorithms.Algorithms).
+	// HintAlgorithm picks an algorithm by name, one of the communicator's
+	// registry's (Algorithms lists the process's).
 	HintAlgorithm = engine.HintAlgorithm
 	// HintChunkBytes bounds the message size a large tensor is pipelined in.
 	HintChunkBytes = engine.HintChunkBytes

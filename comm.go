@@ -25,7 +25,7 @@ type Comm struct {
 	pooled      backend.Pooled // the backend, if it issues into kept rooms
 	ownsRuntime bool
 	exit        func(code int)
-	ranks       []int // global rank of each member
+	ranks       []int // global rank of each member; nil: its own rank
 	// membership is what the init handles of its members say they come
 	// from: the id of the Reconfigure that made it, else its name, which
 	// every member shares and no other communicator has.
@@ -90,7 +90,7 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 		}
 		return nil, fmt.Errorf("gocomms: new communicator %q: %w", name, commerr.Invalid("backend %q cannot reconfigure", backend))
 	}
-	return newComm(o, backend, b, owns, identity(o.cfg.Size), name), nil
+	return newComm(o, backend, b, owns, nil, name), nil
 }
 
 func newComm(o *options, backendName string, b Backend, owns bool, ranks []int, family string) *Comm {
@@ -120,7 +120,20 @@ func (c *Comm) Backend() string { return c.backendName }
 
 // Ranks returns the global rank (in the communicator NewComm created) of
 // every member, indexed by rank in this communicator.
-func (c *Comm) Ranks() []int { return append([]int(nil), c.ranks...) }
+func (c *Comm) Ranks() []int {
+	if c.ranks == nil {
+		return identity(c.cfg.Size)
+	}
+	return append([]int(nil), c.ranks...)
+}
+
+// globalRank is the global rank of this communicator's rank r.
+func (c *Comm) globalRank(r int) int {
+	if c.ranks == nil {
+		return r
+	}
+	return c.ranks[r]
+}
 
 // UnsafeBackend returns the backend, for prototyping: nothing about it is
 // stable, and issuing through it bypasses hooks and validation.

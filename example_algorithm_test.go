@@ -41,18 +41,21 @@ func reduceThenBroadcast(b *algorithms.Builder, s *algorithms.Spec) {
 	}
 }
 
-// Example_registerAllReduce writes an all-reduce of its own, proves it for
-// 1 to 8 ranks with the checker, and runs it across ranks in one process
-// and over TCP, with no change to the engine.
+// Example_registerAllReduce writes an all-reduce of its own, registers it
+// in a registry of its own, proves it for 1 to 8 ranks with the checker,
+// and runs it across ranks in one process and over TCP, with no change to
+// the engine. gocomms.RegisterAlgorithm would offer it to every
+// communicator of the process instead.
 func Example_registerAllReduce() {
-	if err := algorithms.Register(algorithms.AllReduce, "reduce_then_broadcast", reduceThenBroadcast); err != nil {
+	reg := algorithms.NewRegistry()
+	if err := reg.Register(algorithms.AllReduce, "reduce_then_broadcast", reduceThenBroadcast); err != nil {
 		fmt.Println(err)
 		return
 	}
 	for p := 1; p <= 8; p++ {
 		for _, n := range []int{0, 1, 10} {
 			spec := algorithms.Spec{Kind: algorithms.AllReduce, Size: p, Counts: []int{n}, ElemSize: 4,
-				ChunkBytes: 12, InPlace: true, Algorithm: "reduce_then_broadcast"}
+				ChunkBytes: 12, InPlace: true, Algorithm: "reduce_then_broadcast", Registry: reg}
 			if err := algorithms.Check(algorithms.EveryRank(spec), 1); err != nil {
 				fmt.Println(err)
 				return
@@ -69,7 +72,7 @@ func Example_registerAllReduce() {
 				fmt.Println(data)
 			}
 			return nil
-		}, append(opts, gocomms.WithAlgorithm(gocomms.OpAllReduce, "reduce_then_broadcast"))...)
+		}, append(opts, gocomms.WithAlgorithms(reg), gocomms.WithAlgorithm(gocomms.OpAllReduce, "reduce_then_broadcast"))...)
 		if err != nil {
 			fmt.Println(err)
 		}

@@ -134,7 +134,7 @@ func (c *Comm) form(ctx context.Context, id string, members Members, opts []Opti
 		addrs[i] = h.addr
 	}
 	base := []Option{WithRank(me), WithSize(len(order)), WithNetwork(c.cfg.Network), WithRuntime(c.cfg.Runtime),
-		WithLogger(c.cfg.Logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence)}
+		WithLogger(c.cfg.Logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence), WithAlgorithms(c.cfg.Registry)}
 	o, err := resolve(c.family, c.cfg.Device, append(base, opts...))
 	if err != nil {
 		return fail(err)
@@ -145,7 +145,7 @@ func (c *Comm) form(ctx context.Context, id string, members Members, opts []Opti
 	if err != nil {
 		return fail(err)
 	}
-	next := newComm(o, c.backendName, b, false, identity(len(order)), c.family)
+	next := newComm(o, c.backendName, b, false, nil, c.family)
 	next.membership, next.quorum = id, quorum
 	return next, nil
 }

@@ -28,7 +28,7 @@ func scheduleChoices(i int) ([]gocomms.Option, string) {
 	var opts []gocomms.Option
 	var names []string
 	for _, k := range algorithms.Kinds() {
-		algs := algorithms.Algorithms(k)
+		algs := algorithms.NewRegistry().Algorithms(k)
 		if k == algorithms.AllToAll {
 			algs = slices.DeleteFunc(algs, func(a string) bool { return slices.Contains(uniformOnly, a) })
 		}
@@ -47,7 +47,7 @@ func scheduleChoices(i int) ([]gocomms.Option, string) {
 func TestEveryScheduleEndToEnd(t *testing.T) {
 	most := 0
 	for _, k := range algorithms.Kinds() {
-		most = max(most, len(algorithms.Algorithms(k)))
+		most = max(most, len(algorithms.NewRegistry().Algorithms(k)))
 	}
 	plan := commtest.Plan{DTypes: []gocomms.DType{gocomms.Float32, gocomms.Int64}}
 	for i := range most {
@@ -136,7 +136,7 @@ func TestBruckAllToAll(t *testing.T) {
 // must not drift apart.
 func TestAllReduceGivesEveryRankTheSameBits(t *testing.T) {
 	const n = 1000
-	for _, algo := range algorithms.Algorithms(algorithms.AllReduce) {
+	for _, algo := range algorithms.NewRegistry().Algorithms(algorithms.AllReduce) {
 		for _, p := range []int{3, 5, 8} {
 			err := gocomms.RunLocal(context.Background(), p, func(ctx context.Context, c *gocomms.Comm) error {
 				data := make([]float32, n)

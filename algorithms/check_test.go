@@ -36,22 +36,24 @@ func reduceBroadcast(forget bool) Generator {
 	}
 }
 
-// registerForTest registers a schedule until the test ends, so that the
-// tests that walk every schedule never meet it.
-func registerForTest(t *testing.T, kind Kind, name string, gen Generator) {
+// registryWith returns a registry of the built-in schedules and gen under
+// name.
+func registryWith(t *testing.T, kind Kind, name string, gen Generator) *Registry {
 	t.Helper()
-	old := schedules.Load()
-	t.Cleanup(func() { schedules.Store(old) })
-	if err := Register(kind, name, gen); err != nil {
+	r := NewRegistry()
+	if err := r.Register(kind, name, gen); err != nil {
 		t.Fatal(err)
 	}
+	return r
 }
 
 func TestCheckProvesRegisteredSchedules(t *testing.T) {
-	registerForTest(t, AllReduce, "test_reduce_broadcast", reduceBroadcast(false))
-	registerForTest(t, AllReduce, "test_forgetful", reduceBroadcast(true))
+	r := registryWith(t, AllReduce, "test_reduce_broadcast", reduceBroadcast(false))
+	if err := r.Register(AllReduce, "test_forgetful", reduceBroadcast(true)); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []int{1, 2, 3, 5} {
-		base := Spec{Kind: AllReduce, Size: p, Counts: []int{3}, ElemSize: 4, ChunkBytes: 64, Algorithm: "test_reduce_broadcast"}
+		base := Spec{Kind: AllReduce, Size: p, Counts: []int{3}, ElemSize: 4, ChunkBytes: 64, Algorithm: "test_reduce_broadcast", Registry: r}
 		if err := Check(EveryRank(base), 1); err != nil {
 			t.Errorf("p=%d: a correct schedule failed the check: %v", p, err)
 		}
@@ -67,8 +69,8 @@ func TestCheckProvesRegisteredSchedules(t *testing.T) {
 
 func TestBuildTurnsAGeneratorsPanicIntoAnError(t *testing.T) {
 	outOfBounds := func(b *Builder, s *Spec) { b.Copy(whole(Output, 0, s.Counts[0]+1), whole(Input, 0, s.Counts[0]+1)) }
-	registerForTest(t, AllReduce, "test_out_of_bounds", outOfBounds)
-	_, err := Build(Spec{Kind: AllReduce, Size: 1, Counts: []int{2}, ElemSize: 4, Algorithm: "test_out_of_bounds"})
+	r := registryWith(t, AllReduce, "test_out_of_bounds", outOfBounds)
+	_, err := Build(Spec{Kind: AllReduce, Size: 1, Counts: []int{2}, ElemSize: 4, Algorithm: "test_out_of_bounds", Registry: r})
 	if !errors.Is(err, ErrBadSchedule) || !strings.Contains(err.Error(), `"test_out_of_bounds"`) {
 		t.Fatalf("Build of a generator writing out of bounds: %v, want ErrBadSchedule naming it", err)
 	}
@@ -87,7 +89,7 @@ func TestRegisterRejects(t *testing.T) {
 		{AllReduce, "x", nil, "needs a name and a generator"},
 		{AllReduce, "ring", gen, `"ring" is taken`},
 	} {
-		if err := Register(tc.kind, tc.name, tc.gen); !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), tc.want) {
+		if err := NewRegistry().Register(tc.kind, tc.name, tc.gen); !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Register(%v, %q): %v, want an error saying %s", tc.kind, tc.name, err, tc.want)
 		}
 	}

@@ -114,7 +114,7 @@ func inPlaceMeaningful(k Kind) bool { return k == AllReduce || k == Reduce || k 
 // in-place through the symbolic network, then again with one message lost.
 func TestCollectives(t *testing.T) {
 	for _, kind := range allKinds {
-		for _, alg := range Algorithms(kind) {
+		for _, alg := range NewRegistry().Algorithms(kind) {
 			t.Run(kind.String()+"/"+alg, func(t *testing.T) {
 				t.Parallel()
 				seed := uint64(kind)<<32 | uint64(len(alg))
@@ -192,7 +192,7 @@ func refused(specs []Spec, alike bool) (bool, error) {
 func TestCollectivesProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		kind := rapid.SampledFrom(allKinds).Draw(t, "kind")
-		alg := rapid.SampledFrom(append(Algorithms(kind), "")).Draw(t, "algorithm")
+		alg := rapid.SampledFrom(append(NewRegistry().Algorithms(kind), "")).Draw(t, "algorithm")
 		p := rapid.IntRange(1, 64).Draw(t, "size")
 		count := rapid.IntRange(0, 40)
 		base := Spec{
@@ -254,7 +254,7 @@ func TestCollectivesProperty(t *testing.T) {
 // every direct dep is a real conflict.
 func TestSchedulesOrderConflicts(t *testing.T) {
 	for _, kind := range allKinds {
-		for _, alg := range Algorithms(kind) {
+		for _, alg := range NewRegistry().Algorithms(kind) {
 			for _, p := range []int{1, 3, 4, 6} {
 				for _, cc := range countCases(kind, p) {
 					base := Spec{Kind: kind, Size: p, Root: p / 2, Counts: cc.counts, ElemSize: tableElem, ChunkBytes: tableChunk, Algorithm: alg}
@@ -303,7 +303,7 @@ func TestSelect(t *testing.T) {
 		}
 	}
 	for _, k := range allKinds {
-		algs := Algorithms(k)
+		algs := NewRegistry().Algorithms(k)
 		if len(algs) == 0 {
 			t.Errorf("%v has no algorithms", k)
 			continue
@@ -430,7 +430,7 @@ func TestAllToAllCountMismatch(t *testing.T) {
 
 func TestBuildDeterministic(t *testing.T) {
 	for _, kind := range allKinds {
-		for _, alg := range Algorithms(kind) {
+		for _, alg := range NewRegistry().Algorithms(kind) {
 			cc := countCases(kind, 5)
 			c := cc[len(cc)-1]
 			base := Spec{Kind: kind, Size: 5, Root: 2, Counts: c.counts, ElemSize: 4, ChunkBytes: 16, Algorithm: alg}

@@ -50,12 +50,12 @@ func identity(p int) []int {
 }
 
 func TestCheckRejectsAccumulatingIntoNothing(t *testing.T) {
-	registerForTest(t, AllReduce, "test_accumulate_unwritten", func(b *Builder, s *Spec) {
+	r := registryWith(t, AllReduce, "test_accumulate_unwritten", func(b *Builder, s *Spec) {
 		n := s.Counts[0]
 		b.Accumulate(whole(Scratch, b.Scratch(n), n), whole(Input, 0, n))
 		b.Copy(whole(Output, 0, n), whole(Input, 0, n))
 	})
-	err := Check(EveryRank(Spec{Kind: AllReduce, Size: 1, Counts: []int{2}, ElemSize: 4, Algorithm: "test_accumulate_unwritten"}), 1)
+	err := Check(EveryRank(Spec{Kind: AllReduce, Size: 1, Counts: []int{2}, ElemSize: 4, Algorithm: "test_accumulate_unwritten", Registry: r}), 1)
 	if err == nil {
 		t.Fatal("the checker passed a step accumulating into an element never written")
 	}

@@ -188,7 +188,7 @@ func TestProgressResetReplays(t *testing.T) {
 }
 
 func TestProgressDoesNotAllocate(t *testing.T) {
-	for _, alg := range Algorithms(AllReduce) {
+	for _, alg := range NewRegistry().Algorithms(AllReduce) {
 		s, err := Build(Spec{Kind: AllReduce, Rank: 2, Size: 6, Counts: []int{4096}, ElemSize: 4, ChunkBytes: 256, Algorithm: alg})
 		if err != nil {
 			t.Fatal(err)

@@ -52,8 +52,12 @@ var requirements = map[Kind]map[string]func(*Spec) error{
 	AllToAll: {"bruck": uniformCounts},
 }
 
-// registry lists the built-in algorithms of each kind, default first.
-var registry = [...][]algorithm{
+// table holds each kind's algorithms, default first.
+type table [Barrier + 1][]algorithm
+
+// builtin lists the built-in algorithms. It is never written: Register
+// adds to a copy.
+var builtin = table{
 	AllReduce: {
 		{"ring", allReduceRing},
 		{"recursive_doubling", allReduceDoubling},
@@ -91,22 +95,37 @@ var registry = [...][]algorithm{
 	},
 }
 
-// schedules is the table Build reads: the registry, then what Register
-// added. Register replaces it whole, so that a Build running meanwhile
-// reads the old table or the new one, never half of either.
-var schedules atomic.Pointer[[len(registry)][]algorithm]
-
-func init() {
-	t := registry
-	schedules.Store(&t)
+// A Registry names the algorithms a Spec may ask for: the built-in ones,
+// then those Register added. A name, once in a registry, names the same
+// generator for good, so a schedule built from one is a function of its
+// Spec. A Registry is safe for concurrent use and must not be copied; the
+// zero value holds the built-in algorithms, and so does a nil *Registry,
+// for reading.
+type Registry struct {
+	// added is the table Build reads, nil until the first Register.
+	// Register replaces it whole, so that a Build running meanwhile reads
+	// the old table or the new one, never half of either.
+	added atomic.Pointer[table]
 }
 
-// Register adds a schedule of kind under name, after the built-in ones:
-// a Spec whose Algorithm is name builds with gen. Every rank of a job must
-// register the same schedules. Check proves a schedule before it runs on
-// a real network. Register fails on an unknown kind, an empty name, or a
-// name kind already has.
-func Register(kind Kind, name string, gen Generator) error {
+// NewRegistry returns a registry holding the built-in algorithms alone.
+func NewRegistry() *Registry { return new(Registry) }
+
+func (r *Registry) load() *table {
+	if r != nil {
+		if t := r.added.Load(); t != nil {
+			return t
+		}
+	}
+	return &builtin
+}
+
+// Register adds a schedule of kind under name, after those r has: a Spec
+// whose Registry is r and whose Algorithm is name builds with gen. Every
+// rank of a job must register the same schedules. Check proves a
+// schedule before it runs on a real network. Register fails on an
+// unknown kind, an empty name, or a name kind already has.
+func (r *Registry) Register(kind Kind, name string, gen Generator) error {
 	switch {
 	case !kind.valid():
 		return fmt.Errorf("%w: register: unknown kind %d", ErrBadSpec, uint8(kind))
@@ -114,23 +133,25 @@ func Register(kind Kind, name string, gen Generator) error {
 		return fmt.Errorf("%w: register %v: a schedule needs a name and a generator", ErrBadSpec, kind)
 	}
 	for {
-		old := schedules.Load()
-		if slices.ContainsFunc(old[kind], func(a algorithm) bool { return a.name == name }) {
+		old, t := r.added.Load(), builtin
+		if old != nil {
+			t = *old
+		}
+		if slices.ContainsFunc(t[kind], func(a algorithm) bool { return a.name == name }) {
 			return fmt.Errorf("%w: register %v: %q is taken", ErrBadSpec, kind, name)
 		}
-		t := *old
 		t[kind] = append(slices.Clip(t[kind]), algorithm{name, gen})
-		if schedules.CompareAndSwap(old, &t) {
+		if r.added.CompareAndSwap(old, &t) {
 			return nil
 		}
 	}
 }
 
-func generatorFor(k Kind, name string) Generator {
+func (r *Registry) generator(k Kind, name string) Generator {
 	if !k.valid() {
 		return nil
 	}
-	for _, a := range schedules.Load()[k] {
+	for _, a := range r.load()[k] {
 		if a.name == name {
 			return a.gen
 		}
@@ -138,13 +159,13 @@ func generatorFor(k Kind, name string) Generator {
 	return nil
 }
 
-// Algorithms returns the algorithm names valid for k, default first, then
-// those Register added.
-func Algorithms(k Kind) []string {
+// Algorithms returns the names of r's algorithms of kind k, default
+// first, then those Register added.
+func (r *Registry) Algorithms(k Kind) []string {
 	if !k.valid() {
 		return nil
 	}
-	all := schedules.Load()[k]
+	all := r.load()[k]
 	names := make([]string, 0, len(all))
 	for _, a := range all {
 		names = append(names, a.name)
@@ -189,7 +210,7 @@ func Select(s Spec) string {
 			return r.algorithm
 		}
 	}
-	return schedules.Load()[s.Kind][0].name
+	return builtin[s.Kind][0].name // Register adds after the defaults
 }
 
 // tuned holds the choices measured rather than derived: for each kind, in

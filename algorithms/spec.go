@@ -22,8 +22,9 @@ var ErrBadSchedule = errors.New("algorithms: invalid schedule")
 
 // Spec describes one rank's part of a collective. Every rank of the
 // collective must pass the same Kind, Size, Root, Counts, ElemSize,
-// ChunkBytes, InPlace, LocalSize and Algorithm, and its own Rank (AllToAll:
-// its own SendCounts and RecvCounts row and column).
+// ChunkBytes, InPlace, LocalSize and Algorithm, a Registry holding the same
+// schedules, and its own Rank (AllToAll: its own SendCounts and RecvCounts
+// row and column).
 //
 // Buffers are lists of blocks (see Blocks):
 //
@@ -56,7 +57,12 @@ type Spec struct {
 	// a value that does not divide Size, means unknown. Only hierarchical
 	// algorithms use it.
 	LocalSize int
+	// Algorithm names the schedule, one of Registry's; empty leaves it to
+	// Select.
 	Algorithm string
+	// Registry holds the schedules Algorithm may name; nil means the
+	// built-in ones.
+	Registry *Registry
 }
 
 func (s *Spec) rooted() bool {
@@ -186,8 +192,8 @@ func (s *Spec) validate() error {
 			return fmt.Errorf("in-place is not defined for %v", s.Kind)
 		}
 	}
-	if s.Algorithm != "" && generatorFor(s.Kind, s.Algorithm) == nil {
-		return fmt.Errorf("unknown algorithm %q (have %q)", s.Algorithm, Algorithms(s.Kind))
+	if s.Algorithm != "" && s.Registry.generator(s.Kind, s.Algorithm) == nil {
+		return fmt.Errorf("unknown algorithm %q (have %q)", s.Algorithm, s.Registry.Algorithms(s.Kind))
 	}
 	if check := requirements[s.Kind][s.Algorithm]; check != nil {
 		if err := check(s); err != nil {
@@ -236,6 +242,6 @@ func Build(s Spec) (sc *Schedule, err error) {
 	b := NewBuilder(s.Rank, s.Size)
 	b.Layout(Input, s.Blocks(Input))
 	b.Layout(Output, s.Blocks(Output))
-	generatorFor(s.Kind, alg)(b, &s)
+	s.Registry.generator(s.Kind, alg)(b, &s)
 	return b.Build(alg), nil
 }

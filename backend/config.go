@@ -32,6 +32,9 @@ type Config struct {
 	// Algorithms is the schedule of each collective that WithAlgorithm or
 	// GOCOMMS_ALGO_<OP> chose; a collective not in it is the selector's.
 	Algorithms map[algorithms.Kind]string
+	// Registry holds the schedules the communicator may run:
+	// WithAlgorithms's, else the process's (RegisterAlgorithm). Never nil.
+	Registry *algorithms.Registry
 
 	// AbortProcessOnError makes a timed-out or failed operation run the
 	// abort hooks and exit the process, as torchcomms does by default.

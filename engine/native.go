@@ -27,7 +27,8 @@ const Name = "native"
 
 // Hints the engine reads, per communicator or per operation.
 const (
-	// HintAlgorithm picks an algorithm by name (algorithms.Algorithms).
+	// HintAlgorithm picks an algorithm by name, one of the communicator's
+	// registry's.
 	HintAlgorithm = "algorithm"
 	// HintChunkBytes bounds the message size a large tensor is pipelined in.
 	HintChunkBytes = "chunk_bytes"
@@ -185,7 +186,7 @@ func (n *native) request(op *backend.Op, done backend.Completion, o *room) (*col
 		Kind: op.Kind, Rank: n.cfg.Rank, Size: n.cfg.Size, Root: op.Root,
 		Counts: op.Counts, SendCounts: op.Send, RecvCounts: op.Recv,
 		ElemSize: op.DType.Size(), ChunkBytes: chunk, InPlace: op.InPlace, LocalSize: n.cfg.LocalSize,
-		Algorithm: n.algorithm(op),
+		Algorithm: n.algorithm(op), Registry: n.cfg.Registry,
 	}
 	if err := n.plans.Plan(req, spec); err != nil {
 		return nil, commerr.Invalid("%v", err)

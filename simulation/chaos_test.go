@@ -149,7 +149,7 @@ func TestRandomPlansKeepInvariants(t *testing.T) {
 		cfg.Root = rapid.IntRange(0, ranks-1).Draw(t, "root")
 		cfg.Iterations = rapid.IntRange(1, 3).Draw(t, "iterations")
 		cfg.ChunkBytes = rapid.SampledFrom([]int{0, 1 << 10, 8 << 10}).Draw(t, "chunk")
-		cfg.Algorithm = rapid.SampledFrom(append([]string{""}, algorithms.Algorithms(op)...)).Draw(t, "algorithm")
+		cfg.Algorithm = rapid.SampledFrom(append([]string{""}, algorithms.NewRegistry().Algorithms(op)...)).Draw(t, "algorithm")
 		within := time.Duration(rapid.IntRange(10, 2000).Draw(t, "withinUs")) * time.Microsecond
 		cfg.Faults = RandomPlan(rapid.Uint64().Draw(t, "planSeed"), ranks, rapid.IntRange(1, 6).Draw(t, "faults"), within, nil)
 		if res := mustRun(t, cfg); !res.OK() {

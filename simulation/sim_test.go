@@ -190,7 +190,7 @@ func TestInvariantsHold(t *testing.T) {
 		cfg.Root = rapid.IntRange(0, ranks-1).Draw(t, "root")
 		cfg.Iterations = rapid.IntRange(1, 3).Draw(t, "iterations")
 		cfg.ChunkBytes = rapid.SampledFrom([]int{0, 1 << 10, 8 << 10}).Draw(t, "chunk")
-		cfg.Algorithm = rapid.SampledFrom(append([]string{""}, algorithms.Algorithms(op)...)).Draw(t, "algorithm")
+		cfg.Algorithm = rapid.SampledFrom(append([]string{""}, algorithms.NewRegistry().Algorithms(op)...)).Draw(t, "algorithm")
 		cfg.Jitter = time.Duration(rapid.IntRange(0, 5000).Draw(t, "jitterNs"))
 		if ranks > 1 && rapid.Bool().Draw(t, "crash") {
 			cfg.Faults = Plan{{Kind: Crash, Rank: rapid.IntRange(0, ranks-1).Draw(t, "crashRank"),

@@ -20,7 +20,7 @@ func sweepConfig(seed uint64) Config {
 	cfg.DType = []tensor.DType{tensor.Int64, tensor.Float32, tensor.Float64}[seed/11%3]
 	cfg.Root = int(seed % uint64(ranks))
 	cfg.ChunkBytes = []int{0, 1 << 10, 4 << 10}[seed/13%3]
-	if algos := algorithms.Algorithms(op); len(algos) > 1 {
+	if algos := algorithms.NewRegistry().Algorithms(op); len(algos) > 1 {
 		cfg.Algorithm = algos[seed/17%uint64(len(algos))]
 	}
 	cfg.Timeout = time.Second

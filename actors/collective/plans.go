@@ -127,7 +127,7 @@ func (pl *plan) fits(r *Request, s *algorithms.Spec) bool {
 	a := &pl.spec
 	if pl.msgs != nil || a.Kind != s.Kind || a.Rank != s.Rank || a.Size != s.Size || a.Root != s.Root ||
 		a.ElemSize != s.ElemSize || a.ChunkBytes != s.ChunkBytes || a.InPlace != s.InPlace ||
-		a.LocalSize != s.LocalSize || a.Algorithm != s.Algorithm ||
+		a.LocalSize != s.LocalSize || a.Algorithm != s.Algorithm || a.Registry != s.Registry ||
 		!slices.Equal(a.Counts, s.Counts) || !slices.Equal(a.SendCounts, s.SendCounts) ||
 		!slices.Equal(a.RecvCounts, s.RecvCounts) {
 		return false

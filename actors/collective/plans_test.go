@@ -70,8 +70,37 @@ func TestPlansMatchPlan(t *testing.T) {
 // Plans compares every field of a spec: a field added to Spec must be
 // added to plan.fits too.
 func TestPlansKnowEverySpecField(t *testing.T) {
-	if n := reflect.TypeFor[algorithms.Spec]().NumField(); n != 12 {
-		t.Fatalf("algorithms.Spec has %d fields, plan.fits compares 12", n)
+	if n := reflect.TypeFor[algorithms.Spec]().NumField(); n != 13 {
+		t.Fatalf("algorithms.Spec has %d fields, plan.fits compares 13", n)
+	}
+}
+
+// TestPlansKeepRegistriesApart: one name in two registries is two
+// schedules, and Plans must not hand out one for the other.
+func TestPlansKeepRegistriesApart(t *testing.T) {
+	var plans Plans
+	spec := algorithms.Spec{Kind: algorithms.AllReduce, Size: 2, Counts: []int{4}, ElemSize: 4, Algorithm: "mine"}
+	for _, gen := range []algorithms.Generator{
+		func(b *algorithms.Builder, s *algorithms.Spec) {}, // sends nothing
+		func(b *algorithms.Builder, s *algorithms.Spec) {
+			b.Send(1-s.Rank, algorithms.Region{Buf: algorithms.Input, Len: s.Counts[0]})
+		},
+	} {
+		spec.Registry = algorithms.NewRegistry()
+		if err := spec.Registry.Register(algorithms.AllReduce, "mine", gen); err != nil {
+			t.Fatal(err)
+		}
+		r := &Request{DType: tensor.Float32}
+		if err := plans.Plan(r, spec); err != nil {
+			t.Fatal(err)
+		}
+		want, err := algorithms.Build(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(r.Schedule.Steps, want.Steps) {
+			t.Fatalf("planned %v from the cache, want the registry's %v", r.Schedule.Steps, want.Steps)
+		}
 	}
 }
 

@@ -79,7 +79,7 @@ func (o Op) Algorithms() []string {
 	if !o.valid() || opInfo[o].kind == 0 {
 		return nil
 	}
-	return algorithms.Algorithms(opInfo[o].kind)
+	return algorithms.NewRegistry().Algorithms(opInfo[o].kind)
 }
 
 // ParseOps parses --op: one op name, or "all" for every op in order. Names
