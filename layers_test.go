@@ -11,12 +11,22 @@ import (
 	"testing"
 )
 
-// TestLayers guards the deterministic core: algorithms imports neither
-// time, sync (but for sync/atomic, which publishes the table of schedules
-// Register adds to), net, randomness nor protoactor; nothing under actors
-// imports net; only actors/real.go may import math/rand. rdma sits beside
-// transport, under the engine: it imports none of the project but its own
-// verbs layer, and no module outside the standard library.
+const module = "github.com/gocomms/gocomms"
+
+// TestLayers guards the layers. algorithms imports neither time, sync
+// (but for sync/atomic, whose pointer swap publishes a registry's table),
+// net, randomness nor protoactor; nothing under actors imports net; only
+// actors/real.go may import math/rand. rdma sits beside transport, under
+// the engine: it imports none of the project but its own verbs layer,
+// and no module outside the standard library.
+//
+// The root package is the API alone: it reaches the engine only to
+// register it, and imports no actor, no transport or store
+// implementation, and not protoactor, whose types it never names; the
+// seams' interface packages (actors, transport, store) it may. protoactor
+// is the actors', the engine's and the simulator's. The simulator builds
+// its ranks through the root package, and never an actor's request by
+// hand.
 func TestLayers(t *testing.T) {
 	rules := []struct {
 		dir       string
@@ -25,35 +35,82 @@ func TestLayers(t *testing.T) {
 	}{
 		{"algorithms", []string{"time", "sync", "net", "math/rand", "math/rand/v2", "github.com/asynkron/protoactor-go"}, []string{"sync/atomic"}},
 		{"actors", []string{"net", "math/rand"}, nil},
-		{"tensor", []string{"github.com/gocomms/gocomms"}, nil},
-		{"reduce", []string{"github.com/gocomms/gocomms/actors", "github.com/gocomms/gocomms/algorithms"}, nil},
-		{"rdma", []string{"github.com", "golang.org", "pgregory.net"}, []string{"github.com/gocomms/gocomms/rdma/verbs"}},
+		{"tensor", []string{module}, nil},
+		{"reduce", []string{module + "/actors", module + "/algorithms"}, nil},
+		{"rdma", []string{"github.com", "golang.org", "pgregory.net"}, []string{module + "/rdma/verbs"}},
+		{".", []string{module + "/actors", module + "/transport", module + "/store/bootstrap", "github.com/asynkron/protoactor-go"},
+			[]string{module + "/actors", module + "/transport", module + "/store"}},
+		{"backend", []string{module + "/engine", module + "/transport/", module + "/store/", "github.com/asynkron/protoactor-go"}, nil},
+		{"simulation", []string{module + "/actors/collective", module + "/actors/rank"}, nil},
 	}
 	for _, rule := range rules {
-		err := filepath.WalkDir(rule.dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.Contains(path, "test/") {
-				return err
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly|parser.ParseComments)
-			if err != nil {
-				return err
-			}
-			for _, imp := range f.Imports {
-				p, _ := strconv.Unquote(imp.Path.Value)
+		for path, imps := range imports(t, rule.dir) {
+			for _, imp := range imps {
 				for _, bad := range rule.forbidden {
-					if p != bad && !strings.HasPrefix(p, bad+"/") || slices.Contains(rule.allowed, p) {
+					if imp.path != bad && !strings.HasPrefix(imp.path, strings.TrimSuffix(bad, "/")+"/") || slices.Contains(rule.allowed, imp.path) {
 						continue
 					}
-					if imp.Comment != nil && strings.Contains(imp.Comment.Text(), "nondeterministic:") {
-						continue // the real runtime, marked
+					if imp.marked {
+						continue // the real runtime, marked nondeterministic
 					}
-					t.Errorf("%s imports %s", path, p)
+					t.Errorf("%s imports %s", path, imp.path)
 				}
 			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
 	}
+	for path, imps := range imports(t, "") {
+		owner := strings.SplitN(filepath.ToSlash(path), "/", 2)[0]
+		for _, imp := range imps {
+			if strings.HasPrefix(imp.path, "github.com/asynkron/protoactor-go") && owner != "actors" && owner != "engine" && owner != "simulation" {
+				t.Errorf("%s imports %s: protoactor is the actors', the engine's and the simulator's", path, imp.path)
+			}
+		}
+	}
+	if !slices.ContainsFunc(imports(t, "simulation")["simulation/run.go"], func(i goImport) bool { return i.path == module }) {
+		t.Error("simulation/run.go does not build its ranks through the root package")
+	}
+}
+
+type goImport struct {
+	path   string
+	marked bool // commented "nondeterministic:"
+}
+
+// imports returns the imports of every production file under dir ("":
+// the whole module); "." is the root package alone.
+func imports(t *testing.T, dir string) map[string][]goImport {
+	t.Helper()
+	all := map[string][]goImport{}
+	root := dir
+	if root == "" {
+		root = "."
+	}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if dir == "." && path != "." {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.Contains(path, "test/") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			marked := imp.Comment != nil && strings.Contains(imp.Comment.Text(), "nondeterministic:")
+			all[path] = append(all[path], goImport{p, marked})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
 }

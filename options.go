@@ -10,8 +10,8 @@ import (
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/launcher"
 	"github.com/gocomms/gocomms/store"
-	"github.com/gocomms/gocomms/store/bootstrap"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -123,7 +123,7 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 	case o.hasRank != o.hasSize:
 		return nil, commerr.Invalid("WithRank and WithSize go together")
 	case !o.hasRank:
-		env, err := bootstrap.FromEnv(os.LookupEnv)
+		env, err := launcher.FromEnv(os.LookupEnv)
 		if err != nil {
 			return nil, commerr.Invalid("%v", err)
 		}

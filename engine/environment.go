@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/launcher"
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/store/bootstrap"
 	"github.com/gocomms/gocomms/transport"
@@ -24,7 +25,7 @@ import (
 // envStore connects to the store the launcher's environment names, rank 0
 // hosting it unless the launcher does.
 func envStore(ctx context.Context, rank int, timeout time.Duration) (store.Store, error) {
-	addr, agent, err := bootstrap.StoreFromEnv(os.LookupEnv)
+	addr, agent, err := launcher.StoreFromEnv(os.LookupEnv)
 	if err != nil {
 		return nil, commerr.Invalid("%v", err)
 	}

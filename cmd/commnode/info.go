@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gocomms/gocomms"
-	"github.com/gocomms/gocomms/store/bootstrap"
+	"github.com/gocomms/gocomms/launcher"
 	"github.com/gocomms/gocomms/transport/nvl"
 )
 
@@ -34,7 +34,7 @@ func infoCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(w, "interface\t%s\n", line)
 	}
 	fmt.Fprintf(w, "shared memory\t%s\n", sharedMemory("/dev/shm"))
-	if env, err := bootstrap.FromEnv(os.LookupEnv); err == nil {
+	if env, err := launcher.FromEnv(os.LookupEnv); err == nil {
 		fmt.Fprintf(w, "rank\t%d of %d (from %s variables)\n", env.Rank, env.Size, env.Source)
 		who := "rank 0 hosts it"
 		if env.AgentStore {

@@ -1,13 +1,5 @@
-// Package bootstrap finds out, from the environment a launcher set, which
-// rank this process is, how many ranks the job has, and where its
-// rendezvous store is; and it connects to that store, hosting it on rank 0
-// when no launcher does.
-//
-// Rank and size are read in torchcomms' order: TORCHCOMM_RANK and
-// TORCHCOMM_SIZE; Open MPI's OMPI_COMM_WORLD_*; PMI's PMI_RANK and
-// PMI_SIZE; PALS' PALS_RANKID; torchrun's RANK and WORLD_SIZE; Slurm's
-// SLURM_PROCID and SLURM_NTASKS. TORCHCOMM_BOOTSTRAP_RANKSIZE_QUERY_METHOD
-// (auto, torchrun, mpi, pals, slurm) restricts the search to one source.
-// The package reads variables through a lookup function, so that tests and
-// callers with their own environment need not touch the process's.
+// Package bootstrap connects a process to its job's rendezvous store, at
+// the address package launcher read from the environment, hosting it on
+// rank 0 when no launcher does, and shares one connection among the
+// communicators of the process.
 package bootstrap
