@@ -19,14 +19,9 @@ func NewRuntime(logger *slog.Logger) *Runtime {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("component", "actors")
 	}))
-	return &Runtime{
-		System:     sys,
-		Clock:      wallClock{},
-		Dispatcher: newPool(),
-		Mailbox:    newMailbox,
-		Rand:       &lockedRand{r: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, // nondeterministic: entropy seed
-		Logger:     logger,
-	}
+	return New(Actors{System: sys, Dispatcher: newPool(), Mailbox: newMailbox}, wallClock{},
+		&lockedRand{r: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, // nondeterministic: entropy seed
+		logger)
 }
 
 type wallClock struct{}

@@ -21,23 +21,64 @@ type Rand interface {
 }
 
 // Runtime is what every actor is built from. Its fields are set once, before
-// the first actor is spawned, and never change.
+// the first actor is spawned, and never change. Those that are
+// protoactor's are unexported, so that the packages that take a Runtime
+// (gocomms' options) name none of its types: Actors and New set them.
 type Runtime struct {
+	Clock  Clock
+	Rand   Rand
+	Logger *slog.Logger // never nil; discards by default
+
+	system     *actor.ActorSystem
+	dispatcher actor.Dispatcher
+	mailbox    actor.MailboxProducer // nil: protoactor's unbounded mailbox
+}
+
+// Actors is where a runtime runs its actors: protoactor's system, the
+// dispatcher of their mailboxes' turns, and the mailboxes (nil:
+// protoactor's unbounded one). NewRuntime makes its own; the simulator
+// brings its event loop.
+type Actors struct {
 	System     *actor.ActorSystem
-	Clock      Clock
 	Dispatcher actor.Dispatcher
-	Mailbox    actor.MailboxProducer // nil: protoactor's unbounded mailbox
-	Rand       Rand
-	Logger     *slog.Logger // never nil; discards by default
+	Mailbox    actor.MailboxProducer
+}
+
+// New returns a runtime over a's actors, clock and randomness; a nil
+// logger discards.
+func New(a Actors, clock Clock, rand Rand, logger *slog.Logger) *Runtime {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runtime{Clock: clock, Rand: rand, Logger: logger, system: a.System, dispatcher: a.Dispatcher, mailbox: a.Mailbox}
+}
+
+// System returns the actor system.
+func (rt *Runtime) System() *actor.ActorSystem { return rt.system }
+
+// WithDispatcher returns a copy of rt whose actors take their turns
+// through d (the simulator's frozen turns of a crashed rank).
+func (rt *Runtime) WithDispatcher(d actor.Dispatcher) *Runtime {
+	c := *rt
+	c.dispatcher = d
+	return &c
+}
+
+// WithClock returns a copy of rt whose actors read c (the simulator's
+// skewed clocks).
+func (rt *Runtime) WithClock(c Clock) *Runtime {
+	cp := *rt
+	cp.Clock = c
+	return &cp
 }
 
 // Props is the one way to build Props: it always applies the runtime's
 // dispatcher (and mailbox), so no actor can escape the event loop.
 func (rt *Runtime) Props(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
 	all := make([]actor.PropsOption, 0, len(opts)+2)
-	all = append(all, actor.WithDispatcher(rt.Dispatcher))
-	if rt.Mailbox != nil {
-		all = append(all, actor.WithMailbox(rt.Mailbox))
+	all = append(all, actor.WithDispatcher(rt.dispatcher))
+	if rt.mailbox != nil {
+		all = append(all, actor.WithMailbox(rt.mailbox))
 	}
 	all = append(all, opts...)
 	return actor.PropsFromProducer(producer, all...)
@@ -46,13 +87,13 @@ func (rt *Runtime) Props(producer actor.Producer, opts ...actor.PropsOption) *ac
 // After delivers msg to pid after d, through the mailbox, and returns a
 // function that cancels the delivery if it has not happened yet.
 func (rt *Runtime) After(d time.Duration, pid *actor.PID, msg any) (stop func() bool) {
-	return rt.Clock.AfterFunc(d, func() { rt.System.Root.Send(pid, msg) })
+	return rt.Clock.AfterFunc(d, func() { rt.system.Root.Send(pid, msg) })
 }
 
 // Shutdown stops the actor system's background work.
 func (rt *Runtime) Shutdown() {
-	rt.System.Shutdown()
-	if p, ok := rt.Dispatcher.(*pool); ok {
+	rt.system.Shutdown()
+	if p, ok := rt.dispatcher.(*pool); ok {
 		p.stop()
 	}
 }

@@ -95,7 +95,7 @@ func (t *Timer) fireWall() {
 	t.sent = t.sent || send
 	t.mu.Unlock()
 	if send { // outside the lock: a dispatcher may run the actor's turn at once
-		t.rt.System.Root.Send(t.pid, t.msg)
+		t.rt.System().Root.Send(t.pid, t.msg)
 	}
 }
 
@@ -105,6 +105,6 @@ func (t *Timer) fire(gen uint64) {
 	t.sent = t.sent || send
 	t.mu.Unlock()
 	if send {
-		t.rt.System.Root.Send(t.pid, t.msg)
+		t.rt.System().Root.Send(t.pid, t.msg)
 	}
 }

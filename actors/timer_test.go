@@ -16,7 +16,7 @@ type ring struct{}
 func timerTarget(t *testing.T, rt *actors.Runtime) (*actor.PID, chan any) {
 	t.Helper()
 	got := make(chan any, 16)
-	pid := rt.System.Root.Spawn(rt.Props(func() actor.Actor {
+	pid := rt.System().Root.Spawn(rt.Props(func() actor.Actor {
 		return actor.ReceiveFunc(func(ctx actor.Context) {
 			if m, ok := ctx.Message().(ring); ok {
 				got <- m

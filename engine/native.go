@@ -88,7 +88,7 @@ func startNative(cfg *backend.Config, m *mesh) *native {
 		Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn, PeerFailed: m.peerFailed,
 		Heartbeat: cfg.Heartbeat, Silence: cfg.Silence,
 	})
-	m.watch(func(peer int) { rt.System.Root.Send(pid, &rank.Connected{Peer: peer}) })
+	m.watch(func(peer int) { rt.System().Root.Send(pid, &rank.Connected{Peer: peer}) })
 	return &native{cfg: cfg, commID: m.id, mesh: m, pid: pid}
 }
 
@@ -339,4 +339,4 @@ func (n *native) Reconfigure(ctx context.Context, cfg *backend.Config, id uint64
 }
 
 // tell sends msg to the actor at pid, from outside the actors.
-func (n *native) tell(pid *actor.PID, msg any) { n.cfg.Runtime.System.Root.Send(pid, msg) }
+func (n *native) tell(pid *actor.PID, msg any) { n.cfg.Runtime.System().Root.Send(pid, msg) }

@@ -133,11 +133,11 @@ func newRMAJob(s rmaSetup, ready func(*rmaJob)) (*rmaJob, error) {
 				return countedConn{c.(*conn), j}, nil
 			},
 		})
-		connect = r.net.Join("sim", nil, i, func(peer int) { r.rt.System.Root.Send(j.ranks[i], &rank.Connected{Peer: peer}) })
+		connect = r.net.Join("sim", nil, i, func(peer int) { r.rt.System().Root.Send(j.ranks[i], &rank.Connected{Peer: peer}) })
 	}
 	for i := range s.ranks {
 		j.mem[i] = make([]byte, s.bytes)
-		r.rt.System.Root.Send(j.ranks[i], &rank.OpenWindow{
+		r.rt.System().Root.Send(j.ranks[i], &rank.OpenWindow{
 			Config: window.Config{ID: 0, Memory: j.mem[i], Slots: s.slots},
 			Done: func(pid *actor.PID, err error) {
 				if err != nil {
@@ -162,10 +162,10 @@ func (j *rmaJob) run() {
 }
 
 // close ends the actor system.
-func (j *rmaJob) close() { j.r.rt.System.Shutdown() }
+func (j *rmaJob) close() { j.r.rt.System().Shutdown() }
 
 // send hands msg to rank i's window actor.
-func (j *rmaJob) send(i int, msg any) { j.r.rt.System.Root.Send(j.wins[i], msg) }
+func (j *rmaJob) send(i int, msg any) { j.r.rt.System().Root.Send(j.wins[i], msg) }
 
 // now stamps an event: the virtual time, and its place in the loop's
 // order, which breaks ties between events at one instant.

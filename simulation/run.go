@@ -165,7 +165,7 @@ func Run(cfg Config) (*Result, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	r := newRun(&cfg, logger)
-	defer r.rt.System.Shutdown()
+	defer r.rt.System().Shutdown()
 	r.data = newDataset(&cfg)
 	if cfg.Trace != nil {
 		r.chrome = newChromeTrace(cfg.Trace, cfg.Ranks, cfg.Iterations)
@@ -213,10 +213,7 @@ func newRun(cfg *Config, logger *slog.Logger) *run {
 		cfg:   cfg,
 		loop:  loop,
 		trace: trace,
-		rt: &actors.Runtime{
-			System: sys, Clock: loop, Dispatcher: loop, Rand: loop, Logger: logger,
-			Mailbox: trace.mailboxes(),
-		},
+		rt:    actors.New(actors.Actors{System: sys, Dispatcher: loop, Mailbox: trace.mailboxes()}, loop, loop, logger),
 		net:   newNetwork(loop, cfg.Topology, cfg.Ranks, cfg.Faults, cfg.Jitter),
 		comms: make([]*gocomms.Comm, cfg.Ranks),
 		ends:  make([][]opEnd, cfg.Ranks),
@@ -228,22 +225,19 @@ func newRun(cfg *Config, logger *slog.Logger) *run {
 // plan's Skew fault on i if it has one, and, if the plan crashes i, a
 // dispatcher that runs none of its actors' turns once it has crashed.
 func (r *run) runtimeFor(i int) *actors.Runtime {
-	rt, own := *r.rt, false
+	rt := r.rt
 	for _, f := range r.cfg.Faults {
 		if f.Rank != i {
 			continue
 		}
 		switch f.Kind {
 		case Skew:
-			rt.Clock, own = &skewedClock{loop: r.loop, from: f.At, rate: f.Factor}, true
+			rt = rt.WithClock(&skewedClock{loop: r.loop, from: f.At, rate: f.Factor})
 		case Crash, Restart:
-			rt.Dispatcher, own = crashable{Loop: r.loop, crashed: &r.net.crashed[i]}, true
+			rt = rt.WithDispatcher(crashable{Loop: r.loop, crashed: &r.net.crashed[i]})
 		}
 	}
-	if !own {
-		return r.rt
-	}
-	return &rt
+	return rt
 }
 
 // crashable runs a rank's mailbox turns on the loop until the rank

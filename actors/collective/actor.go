@@ -326,7 +326,7 @@ func (c *runner) execute(ctx actor.Context, i int) bool {
 // the runner the step is done; one per step index, kept for later runs.
 func (c *runner) sentFunc(ctx actor.Context, i int) func() {
 	for len(c.sent) <= i {
-		self, sys, msg := ctx.Self(), c.rt.System.Root, any(sendDone{step: len(c.sent)})
+		self, sys, msg := ctx.Self(), c.rt.System().Root, any(sendDone{step: len(c.sent)})
 		c.sent = append(c.sent, func() { sys.Send(self, msg) })
 	}
 	return c.sent[i]

@@ -627,9 +627,9 @@ type handler struct {
 func (h handler) HandleFrame(f transport.Frame) {
 	d := h.pool.get()
 	d.Peer, d.Frame, d.epoch = h.peer, f, h.epoch
-	h.rt.System.Root.Send(h.self, d)
+	h.rt.System().Root.Send(h.self, d)
 }
 
 func (h handler) HandleError(err error) {
-	h.rt.System.Root.Send(h.self, &connFailed{epoch: h.epoch, err: err})
+	h.rt.System().Root.Send(h.self, &connFailed{epoch: h.epoch, err: err})
 }

@@ -57,18 +57,18 @@ func TestRouteCountsFrames(t *testing.T) {
 
 	parent := &forwarder{out: make(chan any, 16), pids: make(chan *actor.PID, 2), rt: rt,
 		links: []Config{{Comm: 1, Peer: 1, Conn: a}, {Comm: 1, Peer: 0, Conn: b}}}
-	rt.System.Root.Spawn(rt.Props(func() actor.Actor { return parent }))
+	rt.System().Root.Spawn(rt.Props(func() actor.Actor { return parent }))
 	sender, receiver := <-parent.pids, <-parent.pids
 	got := make(chan any, 16)
-	to := rt.System.Root.Spawn(rt.Props(func() actor.Actor { return &forwarder{out: got} }))
+	to := rt.System().Root.Spawn(rt.Props(func() actor.Actor { return &forwarder{out: got} }))
 
 	key := Key{Kind: transport.Collective, Seq: 7}
 	for tag := range 3 {
 		f := transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Collective, Seq: 7, Tag: uint32(tag)}, Payload: []byte{byte(tag)}}
-		rt.System.Root.Send(sender, &Send{Frame: f})
+		rt.System().Root.Send(sender, &Send{Frame: f})
 	}
 	time.Sleep(50 * time.Millisecond) // the frames arrive before their route, to be stashed
-	rt.System.Root.Send(receiver, &Route{Key: key, To: to, Frames: 2})
+	rt.System().Root.Send(receiver, &Route{Key: key, To: to, Frames: 2})
 	expect := func(tags ...uint32) {
 		t.Helper()
 		for _, tag := range tags {
@@ -88,12 +88,12 @@ func TestRouteCountsFrames(t *testing.T) {
 		}
 	}
 	expect(0, 1)
-	rt.System.Root.Send(receiver, &Route{Key: key, To: to, Frames: 2})
+	rt.System().Root.Send(receiver, &Route{Key: key, To: to, Frames: 2})
 	expect(2) // the stash's last; the route waits for one more
 	f := transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Collective, Seq: 7, Tag: 3}, Payload: []byte{3}}
-	rt.System.Root.Send(sender, &Send{Frame: f})
+	rt.System().Root.Send(sender, &Send{Frame: f})
 	expect(3)
 	f.Header.Tag = 4
-	rt.System.Root.Send(sender, &Send{Frame: f})
+	rt.System().Root.Send(sender, &Send{Frame: f})
 	expect() // the route had its count: the frame waits in the stash
 }

@@ -82,7 +82,7 @@ func Props(rt *actors.Runtime, cfg Config) *actor.Props {
 // guardian with the runtime's deterministic restart policy.
 func Spawn(rt *actors.Runtime, cfg Config) *actor.PID {
 	props := Props(rt, cfg).Configure(actor.WithGuardian(supervisor.New(rt, supervisor.Policy{})))
-	return rt.System.Root.SpawnPrefix(props, "comm-"+cfg.Comm+"-r"+strconv.Itoa(cfg.Rank)+"-")
+	return rt.System().Root.SpawnPrefix(props, "comm-"+cfg.Comm+"-r"+strconv.Itoa(cfg.Rank)+"-")
 }
 
 // Children's name prefixes: links are restarted when they fail, operations

@@ -37,7 +37,7 @@ func TestOperationsOutliveACrashedRunner(t *testing.T) {
 	run := func(s *algorithms.Schedule) error {
 		in, out := []byte{1, 2}, []byte{0, 0}
 		done := make(chan error, 1)
-		rt.System.Root.Send(pid, &Submit{Req: &collective.Request{
+		rt.System().Root.Send(pid, &Submit{Req: &collective.Request{
 			Comm: "t", Op: "copy", Seq: seq, Schedule: s, DType: tensor.Uint8, Size: 1, Timeout: time.Minute,
 			In: [][]byte{in}, Out: [][]byte{out}, Completion: collective.Notify{OnEnd: func(err error) { done <- err }},
 		}})

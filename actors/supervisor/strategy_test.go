@@ -73,11 +73,11 @@ func TestStrategyRestartsOnRuntimeClock(t *testing.T) {
 	var starts atomic.Int32
 	seen := make(chan int, 10)
 	strategy := New(rt, Policy{MaxRestarts: 1, Backoff: time.Second})
-	pid := rt.System.Root.Spawn(rt.Props(func() actor.Actor { return &panicky{starts: &starts, seen: seen} },
+	pid := rt.System().Root.Spawn(rt.Props(func() actor.Actor { return &panicky{starts: &starts, seen: seen} },
 		actor.WithGuardian(strategy)))
 
-	rt.System.Root.Send(pid, -1)
-	rt.System.Root.Send(pid, 7)
+	rt.System().Root.Send(pid, -1)
+	rt.System().Root.Send(pid, 7)
 	waitFor(t, func() bool { return clock.Pending() == 1 })
 	select {
 	case v := <-seen:
@@ -92,8 +92,8 @@ func TestStrategyRestartsOnRuntimeClock(t *testing.T) {
 		t.Fatalf("started %d times, want 2", got)
 	}
 
-	rt.System.Root.Send(pid, -1) // second failure: over budget, stopped
-	waitFor(t, func() bool { _, alive := rt.System.ProcessRegistry.Get(pid); return !alive })
+	rt.System().Root.Send(pid, -1) // second failure: over budget, stopped
+	waitFor(t, func() bool { _, alive := rt.System().ProcessRegistry.Get(pid); return !alive })
 }
 
 func waitFor(t *testing.T, cond func() bool) {
