@@ -23,10 +23,14 @@
 // processes; JoinElastic combines them for data-parallel training, with an
 // AllReduce that completes among the live ranks.
 //
-// Underneath, every communicator rank, in-flight operation and peer link is
-// an actor (actors/rank, actors/collective, actors/link) whose mailbox
-// orders its work; algorithms holds the pure schedules they execute;
-// transport and store are the seams through which ranks meet. This package
-// validates arguments, numbers operations, runs hooks and hands the rest to
-// a Backend; the built-in one registers as "native".
+// This package is the API alone: it validates arguments, numbers
+// operations, runs hooks and keeps the flight record, and hands each
+// operation to a Backend (package backend's contract), asking for any
+// capability beyond it (pooled issue, cancellation, fault tolerance,
+// windows) through small optional interfaces. The built-in backend,
+// package engine, registers as "native": every communicator rank,
+// in-flight operation and peer link there is an actor (actors/rank,
+// actors/collective, actors/link) whose mailbox orders its work;
+// algorithms holds the pure schedules they execute; transport and store
+// are the seams through which ranks meet.
 package gocomms
