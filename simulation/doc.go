@@ -1,4 +1,6 @@
-// Package simulation runs the real engine on virtual time: the rank,
+// Package simulation runs the real engine on virtual time, from the public
+// API down: every rank is an ordinary gocomms.Comm, made by NewComm and
+// driven through its async methods, over the native engine's rank,
 // collective, link and supervisor actors and the algorithms' schedules,
 // unchanged, with only the runtime and the transport swapped. Many ranks
 // share one actor system whose every task runs on one goroutine (Loop),
@@ -8,15 +10,18 @@
 // function of its Config and seed: its trace hash (trace.go) is the same
 // bit for bit on every replay.
 //
-// Start reading at Run in run.go. A run spawns one rank actor per rank,
-// submits the configured collective on every rank, arms the fault plan
+// Start reading at Run in run.go. A run makes one communicator per rank
+// over its network (a transport.Fabric: ranks join by index, with no
+// store), issues the configured collective on every rank (AgreeAsync and
+// ShrinkAsync for the agreement and the shrink), arms the fault plan
 // (faults.go), runs the loop until the liveness bound past the last fault's
 // heal, and checks the invariants: every operation of a rank that did not
 // crash ended; it ended with the result a plain loop over every rank's
 // input gives (data.go), or with an error that a fault which is not
 // harmless explains, by naming a rank in its scope. A phantom run
-// (Config.Phantom) moves lengths instead of data, to time what would not
-// fit in memory, and checks everything but the results.
+// (Config.Phantom) runs on the meta device, whose tensors have sizes and
+// no memory: it moves lengths instead of data, to time what would not fit
+// in memory, and checks everything but the results.
 //
 // # Network model
 //

@@ -42,7 +42,8 @@ type FaultKind int
 // delay frames (Harmless); the others may make it fail, but then with an
 // error that names a rank in the fault's scope.
 const (
-	// Crash stops a rank for good at At: its actors stop, its connections
+	// Crash stops a rank for good at At: its actors freeze (its dispatcher
+	// runs no more of their turns), its connections
 	// reset after the frames already on their way, dials to it are
 	// refused.
 	Crash FaultKind = iota + 1
