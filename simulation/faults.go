@@ -42,10 +42,9 @@ type FaultKind int
 // delay frames (Harmless); the others may make it fail, but then with an
 // error that names a rank in the fault's scope.
 const (
-	// Crash stops a rank for good at At: its actors freeze (its dispatcher
-	// runs no more of their turns), its connections
-	// reset after the frames already on their way, dials to it are
-	// refused.
+	// Crash stops a rank for good at At: its actors freeze (its
+	// dispatcher runs no more of their turns), its connections reset
+	// after the frames already on their way, dials to it are refused.
 	Crash FaultKind = iota + 1
 	// Restart crashes a rank at At and starts a new process in its place
 	// For later, which knows no communicator: dials to it are then
