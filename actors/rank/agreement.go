@@ -9,7 +9,6 @@ import (
 	"github.com/gocomms/gocomms/actors/agree"
 	"github.com/gocomms/gocomms/actors/collective"
 	"github.com/gocomms/gocomms/actors/link"
-	"github.com/gocomms/gocomms/commerr"
 )
 
 // Agree decides, among the ranks that survive, the AND of their Flags and
@@ -46,14 +45,6 @@ func (r *rankActor) agreeQueue(a *agreement, ms []agree.Msg) {
 }
 
 func (r *rankActor) startAgree(ctx actor.Context, m *Agree) {
-	switch {
-	case r.aborted != nil:
-		m.Done(agree.Value{}, r.aborted)
-		return
-	case r.finalize != nil:
-		m.Done(agree.Value{}, commerr.ErrFinalized)
-		return
-	}
 	seq := r.agreeSeq
 	r.agreeSeq++
 	node, out := agree.New(r.cfg.Rank, r.cfg.Size, m.Flags, r.failedRanks())

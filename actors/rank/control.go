@@ -21,7 +21,12 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 	h := d.Frame.Header
 	switch h.Tag {
 	case collective.ControlFailed:
-		r.peerReported(ctx, d.Peer, h.Seq, d.Frame.Payload)
+		reporter, reason, err := collective.DecodeFailure(d.Frame.Payload)
+		if err != nil {
+			r.rt.Logger.Warn("malformed failure report", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+			return
+		}
+		r.step(ctx, event{kind: evCollFailed, seq: h.Seq, rank: reporter, reason: reason, payload: d.Frame.Payload})
 	case collective.ControlProbe:
 		asker, err := collective.DecodeProbe(d.Frame.Payload)
 		if err != nil {
@@ -30,53 +35,35 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 		}
 		r.answerProbe(ctx, d.Peer, h.Seq, asker)
 	case collective.ControlBye:
-		r.links.of(d.Peer).left = true
+		r.step(ctx, event{kind: evBye, rank: d.Peer})
 	case collective.ControlPeerFailed:
-		r.peerReportedFailure(ctx, d.Peer, d.Frame.Payload)
+		failed, accuser, err := collective.DecodePeerFailed(r.cfg.Size, d.Frame.Payload)
+		if err != nil {
+			r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+			return
+		}
+		r.markFailed(ctx, failed)
+		r.step(ctx, event{kind: evPeerReported, rank: failed, accuser: accuser, teller: d.Peer})
 	case collective.ControlAgree:
 		r.agreeFrame(ctx, d.Peer, h.Seq, d.Frame.Payload)
 	case collective.ControlRevoked:
-		r.peerRevoked(ctx, d.Peer, d.Frame.Payload)
+		revoker, err := collective.DecodeRevoked(r.cfg.Size, d.Frame.Payload)
+		if err != nil {
+			r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+			return
+		}
+		r.step(ctx, event{kind: evRevoke, rank: revoker, teller: d.Peer})
 	case collective.ControlProbeReply:
 		reply, err := collective.DecodeProbeReply(d.Peer, r.cfg.Size, d.Frame.Payload)
 		if err != nil {
 			r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
 			return
 		}
-		if r.runsCollective(h.Seq) {
+		if r.sequencer.runs(h.Seq) {
 			r.tell(ctx, reply)
 		}
 	default:
 		r.rt.Logger.Warn("unknown control frame", "comm", r.cfg.Comm, "peer", d.Peer, "tag", h.Tag)
-	}
-}
-
-func (r *rankActor) runsCollective(collSeq uint64) bool {
-	return r.running != nil && r.running.P2P == nil && r.running.CollSeq == collSeq
-}
-
-// report is a peer's word that a collective failed, kept until this rank
-// starts the collective, and then passed on to its peers.
-type report struct {
-	err      error
-	reporter int
-	payload  []byte
-}
-
-func (r *rankActor) peerReported(ctx actor.Context, peer int, collSeq uint64, payload []byte) {
-	reporter, reason, err := collective.DecodeFailure(payload)
-	if err != nil {
-		r.rt.Logger.Warn("malformed failure report", "comm", r.cfg.Comm, "peer", peer, "err", err)
-		return
-	}
-	failure := commerr.Invalid("rank %d reported: %s", reporter, reason)
-	switch {
-	case collSeq >= r.collSeq:
-		if _, ok := r.reported[collSeq]; !ok {
-			r.reported[collSeq] = report{err: failure, reporter: reporter, payload: slices.Clone(payload)}
-		}
-	case r.runsCollective(collSeq):
-		r.tell(ctx, &collective.Fail{Err: failure, Ranks: []int{reporter}, Forward: slices.Clone(payload)})
 	}
 }
 
@@ -85,21 +72,21 @@ func (r *rankActor) peerReported(ctx actor.Context, peer int, collSeq uint64, pa
 // waits for: in collSeq, or in the earlier collective that holds this
 // rank back from it.
 func (r *rankActor) answerProbe(ctx actor.Context, peer int, collSeq, asker uint64) {
-	running := r.running != nil && r.running.P2P == nil
-	if running && r.running.CollSeq <= collSeq {
-		behind := r.running.CollSeq < collSeq
-		r.probes = append(r.probes, pendingProbe{peer: peer, seq: r.running.Seq, asker: asker, behind: behind, at: r.running.CollSeq})
+	s := &r.sequencer
+	if running := s.running; running != nil && running.P2P == nil && running.CollSeq <= collSeq {
+		behind := running.CollSeq < collSeq
+		r.probes = append(r.probes, pendingProbe{peer: peer, seq: running.Seq, asker: asker, behind: behind, at: running.CollSeq})
 		r.tell(ctx, &collective.Probe{Peer: peer})
 		return
 	}
 	status, at, waiting := collective.Ended, uint64(0), []int(nil)
 	switch {
-	case collSeq >= r.collSeq && r.broken != nil:
-		status, at, waiting = collective.Left, uint64(r.cfg.Rank), r.brokenRanks
-		if acc := (*commerr.Accusation)(nil); errors.As(r.broken, &acc) {
+	case collSeq >= s.collSeq && s.broken != nil:
+		status, at, waiting = collective.Left, uint64(r.cfg.Rank), s.brokenRanks
+		if acc := (*commerr.Accusation)(nil); errors.As(s.broken, &acc) {
 			at = uint64(acc.Accuser)
 		}
-	case collSeq >= r.collSeq:
+	case collSeq >= s.collSeq:
 		status = collective.NotReached
 	case r.gaveUp[collSeq] != nil:
 		status, waiting = collective.GaveUp, r.gaveUp[collSeq]

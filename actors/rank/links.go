@@ -13,7 +13,6 @@ type peerLink struct {
 	pid  *actor.PID
 	live bool // the link actor has not stopped
 	lend bool // its connection borrows large payloads (transport.Borrower)
-	left bool // the peer said goodbye: the end of its connection is no failure
 	// lost is why the link's connection last broke, while it reconnects.
 	lost error
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +18,6 @@ import (
 	"github.com/gocomms/gocomms/actors/supervisor"
 	"github.com/gocomms/gocomms/actors/window"
 	"github.com/gocomms/gocomms/commerr"
-	"github.com/gocomms/gocomms/internal/fifo"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -64,6 +64,11 @@ type Cancel struct {
 	Seq uint64
 	Err error
 }
+
+// Revoke revokes the communicator, as ULFM's MPI_Comm_revoke: every
+// rank's running, queued and later operations fail with ErrRevoked, except
+// agreements, which are how the survivors go on.
+type Revoke struct{}
 
 // Finalize stops the rank once every submitted operation has ended, then
 // calls Done.
@@ -113,27 +118,24 @@ type rankActor struct {
 	rt  *actors.Runtime
 	cfg Config
 
-	links   links
-	queue   fifo.Queue[*collective.Request] // operations waiting to run, oldest first
-	running *collective.Request
+	// sequencer decides what becomes of the operations and the
+	// communicator; acts holds the actions of the steps being performed,
+	// a nested step's after its caller's.
+	sequencer sequencer
+	acts      []action
+
+	links links
 	// runner is the collective actor: it runs the operations one at a time,
 	// and lives on after each that succeeds; nil before the first, and
 	// after one failed (it stops then).
 	runner   *actor.PID
-	seq      uint64 // operations submitted
-	collSeq  uint64 // collectives started
 	ordinals map[p2pKey]uint64
 
-	reported map[uint64]report // collective sequence number -> a peer's failure report
 	// The collectives that timed out here, among the last gaveUpKept
 	// started, and whom each waited for: peers stuck behind them ask.
 	gaveUp map[uint64][]int
 	// Probes handed to the running collective and not yet answered.
 	probes []pendingProbe
-	// Set once a peer failed: every later operation fails with broken.
-	broken      error
-	brokenRanks []int
-	revoked     bool
 
 	// failed marks the peers this rank knows failed or left, for
 	// agreements; agreement is the latest one, agreePrev the one before,
@@ -150,39 +152,37 @@ type rankActor struct {
 
 	windows []openWindow
 
-	aborted  error
-	finalize func()
-	closing  bool // finalizing: waiting for the links to stop
-	// stopGrace cancels the bound on that wait.
+	finalize func() // Finalize's Done, until called
+	// stopGrace cancels the bound on the wait for the links to close.
 	stopGrace func() bool
 }
 
 func newRank(rt *actors.Runtime, cfg Config) *rankActor {
 	return &rankActor{
-		rt:       rt,
-		cfg:      cfg,
-		ordinals: map[p2pKey]uint64{},
-		reported: map[uint64]report{},
-		gaveUp:   map[uint64][]int{},
+		rt:        rt,
+		cfg:       cfg,
+		sequencer: sequencer{rank: cfg.Rank},
+		ordinals:  map[p2pKey]uint64{},
+		gaveUp:    map[uint64][]int{},
 	}
 }
 
 func (r *rankActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Submit:
-		r.submit(ctx, m.Req)
+		r.step(ctx, event{kind: evSubmit, req: m.Req})
 	case *Agree:
-		r.startAgree(ctx, m)
+		r.step(ctx, event{kind: evAgree, agree: m})
 	case *Revoke:
-		r.revoke(ctx, r.cfg.Rank, r.cfg.Rank)
+		r.step(ctx, event{kind: evRevoke, rank: r.cfg.Rank, teller: r.cfg.Rank})
 	case *collective.Finished:
 		r.finished(ctx, m)
 	case *collective.PeerLost:
-		r.peerLost(ctx, m)
+		r.step(ctx, event{kind: evPeerLost, seq: m.Seq, rank: m.Peer, err: m.Err})
 	case *collective.ProbeAnswer:
 		r.probeAnswered(ctx, m)
 	case *collective.Ask:
-		if r.aborted != nil {
+		if r.sequencer.aborted != nil {
 			return
 		}
 		if l, err := r.connect(ctx, m.Peer); err == nil {
@@ -191,18 +191,18 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	case *link.Delivered:
 		r.control(ctx, m)
 	case *link.Failed:
-		r.peerFailed(ctx, m)
+		r.lost(ctx, event{kind: evPeerFailed, rank: m.Peer, err: m.Err})
 	case *link.Lost:
 		if l := r.links.of(m.Peer); l != nil {
 			l.lost = m.Err
 		}
 	case *Abort:
-		r.abort(ctx, m.Err)
+		r.step(ctx, event{kind: evAbort, err: m.Err})
 	case *Cancel:
-		r.cancel(ctx, m)
+		r.step(ctx, event{kind: evCancel, seq: m.Seq, err: m.Err})
 	case *Finalize:
 		r.finalize = m.Done
-		r.next(ctx)
+		r.step(ctx, event{kind: evFinalize})
 	case *OpenWindow:
 		r.openWindow(ctx, m)
 	case *CloseWindow:
@@ -210,18 +210,7 @@ func (r *rankActor) Receive(ctx actor.Context) {
 	case *window.NeedLink:
 		r.needLink(ctx, m)
 	case *Connected:
-		switch {
-		case r.finalize != nil:
-		case r.aborted != nil:
-			// A peer that first reaches this rank after it aborted is
-			// refused, as a crashed process's would be, rather than left
-			// to wait on a connection nobody reads.
-			if conn, err := r.cfg.Connect(m.Peer); err == nil {
-				conn.Close()
-			}
-		default:
-			r.connect(ctx, m.Peer) // a failure breaks the communicator
-		}
+		r.step(ctx, event{kind: evConnected, rank: m.Peer})
 	case closeGraceOver:
 		if r.finalize != nil {
 			for _, l := range r.links.order {
@@ -246,73 +235,85 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		if l := r.links.ofActor(m.Who.Id); l != nil {
 			r.links.stopped(l)
 			switch {
-			case r.closing:
+			case r.sequencer.closing:
 				r.closed(ctx)
-			case r.aborted == nil:
+			case r.sequencer.aborted == nil:
 				// A link the supervisor gave up reconnecting.
-				r.markFailed(ctx, l.peer)
-				r.peerFailed(ctx, &link.Failed{Peer: l.peer, Err: fmt.Errorf("the link to rank %d gave up reconnecting: %v", l.peer, l.lost)})
+				r.lost(ctx, event{kind: evPeerFailed, rank: l.peer, err: fmt.Errorf("the link to rank %d gave up reconnecting: %v", l.peer, l.lost)})
 			}
 		}
 	}
 }
 
-func (r *rankActor) finished(ctx actor.Context, m *collective.Finished) {
-	r.answerProbes(ctx, m)
-	if r.running != nil && r.running.Seq == m.Seq {
-		if m.Err != nil {
-			r.runner = nil // it stops after a failure
-		}
-		req := r.running
-		r.running = nil
-		req.Release()
-		r.next(ctx)
+// step hands ev to the sequencer and performs the actions it decides, in
+// order. Performing one may step another event, whose actions are
+// appended after these and performed before the rest of these.
+func (r *rankActor) step(ctx actor.Context, ev event) {
+	n := len(r.acts)
+	r.acts = r.sequencer.step(ev, r.acts)
+	for i := n; i < len(r.acts); i++ {
+		r.perform(ctx, r.acts[i])
 	}
+	clear(r.acts[n:]) // keep no request alive
+	r.acts = r.acts[:n]
 }
 
-// usable reports why the rank takes no new work, or nil.
-func (r *rankActor) usable() error {
-	switch {
-	case r.aborted != nil:
-		return r.aborted
-	case r.broken != nil:
-		return r.broken
-	case r.finalize != nil:
-		return commerr.ErrFinalized
-	}
-	return nil
-}
-
-func (r *rankActor) submit(ctx actor.Context, req *collective.Request) {
-	if err := r.usable(); err != nil {
-		var ranks []int
-		if err == r.broken {
-			ranks = r.brokenRanks
+func (r *rankActor) perform(ctx actor.Context, a action) {
+	switch a.kind {
+	case actStart:
+		r.start(ctx, a.req)
+	case actRefuse:
+		if r.linkUp(ctx, a.req) {
+			collective.TellFailure(ctx, a.req, a.forward)
+			a.req.End(r.opError(a.req, a.err, a.ranks))
+			r.step(ctx, event{kind: evEnded, seq: a.req.Seq})
 		}
-		r.reject(req, err, ranks)
-		return
-	}
-	r.queue.Push(req)
-	r.next(ctx)
-}
-
-// next starts the oldest queued operation if none is running, and completes
-// a pending Finalize once nothing is left.
-func (r *rankActor) next(ctx actor.Context) {
-	for r.running == nil {
-		req, ok := r.queue.Pop()
-		if !ok {
-			break
+	case actFail:
+		r.tell(ctx, &collective.Fail{Err: a.err, Ranks: a.ranks, Tell: a.tell, Forward: a.forward})
+	case actReject:
+		a.req.End(r.opError(a.req, a.err, a.ranks))
+		a.req.Release()
+	case actRelease:
+		a.req.Release()
+	case actRevokeWindows:
+		r.revokeWindows(ctx, a.err)
+	case actFailAgreement:
+		r.abortAgreement(a.err)
+	case actStartAgreement:
+		r.startAgree(ctx, a.agree)
+	case actRefuseAgreement:
+		a.agree.Done(agree.Value{}, a.err)
+	case actSpreadFailure:
+		r.tellPeers(ctx, collective.ControlPeerFailed, collective.EncodePeerFailed(a.rank, a.accuser), a.rank, a.skip)
+	case actSpreadRevoke:
+		r.tellPeers(ctx, collective.ControlRevoked, collective.EncodeRevoked(a.rank), a.skip)
+	case actConnect:
+		r.connect(ctx, a.rank)
+	case actHangUp:
+		if conn, err := r.cfg.Connect(a.rank); err == nil {
+			conn.Close()
 		}
-		r.start(ctx, req)
-	}
-	if r.running == nil && r.queue.Len() == 0 && r.finalize != nil && !r.closing {
-		r.closing = true
-		r.sayBye(ctx)
+	case actCloseLinks:
+		r.tellPeers(ctx, collective.ControlBye, nil)
 		r.stopLinks(ctx, true)
 		r.stopGrace = r.rt.After(linkCloseGrace, ctx.Self(), closeGraceOver{})
 		r.closed(ctx)
+	case actStopLinks:
+		r.stopLinks(ctx, false)
+	case actFinalized:
+		r.stopGrace()
+		r.finalize()
+		r.finalize = nil
+		ctx.Stop(ctx.Self())
 	}
+}
+
+func (r *rankActor) finished(ctx actor.Context, m *collective.Finished) {
+	r.answerProbes(ctx, m)
+	if req := r.sequencer.running; req != nil && req.Seq == m.Seq && m.Err != nil {
+		r.runner = nil // it stops after a failure
+	}
+	r.step(ctx, event{kind: evEnded, seq: m.Seq})
 }
 
 // linkCloseGrace bounds how long Finalize waits for links to flush and stop.
@@ -320,26 +321,36 @@ const linkCloseGrace = 5 * time.Second
 
 type closeGraceOver struct{}
 
-// closed completes a Finalize once every link has sent what it was given
-// and stopped. Stopping the rank actor earlier would stop its links at once,
+// closed steps evClosed once every link has sent what it was given and
+// stopped. Stopping the rank actor earlier would stop its links at once,
 // dropping frames still queued in their mailboxes.
 func (r *rankActor) closed(ctx actor.Context) {
-	if r.links.live > 0 || r.finalize == nil {
-		return // links still closing, or finalized already past the grace period
+	if r.links.live == 0 {
+		r.step(ctx, event{kind: evClosed})
 	}
-	r.stopGrace()
-	r.finalize()
-	r.finalize = nil
-	ctx.Stop(ctx.Self())
+}
+
+// lost records that peer ev.rank failed, for the agreements and the
+// transport, then steps ev, which says how the sequencer hears of it.
+func (r *rankActor) lost(ctx actor.Context, ev event) {
+	r.rt.Logger.Debug("connection to peer failed", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", ev.rank, "err", ev.err)
+	r.markFailed(ctx, ev.rank)
+	r.step(ctx, ev)
 }
 
 // connect returns the link to peer, spawning it if there is none. A peer
 // that cannot be connected has failed, and the error says so.
 func (r *rankActor) connect(ctx actor.Context, peer int) (*peerLink, error) {
+	return r.connectOr(ctx, peer, event{kind: evPeerFailed})
+}
+
+// connectOr is connect, stepping failed, with the peer and the error, for
+// a peer that cannot be connected.
+func (r *rankActor) connectOr(ctx actor.Context, peer int, failed event) (*peerLink, error) {
 	if l := r.links.of(peer); l != nil {
 		return l, nil
 	}
-	if r.closing {
+	if r.sequencer.closing {
 		// A link made now would outlive the closing of the others: a peer
 		// leaving as this rank does can set a decided agreement leading
 		// again, which would reach for ranks this one never talked to.
@@ -347,7 +358,8 @@ func (r *rankActor) connect(ctx actor.Context, peer int) (*peerLink, error) {
 	}
 	conn, err := r.cfg.Connect(peer)
 	if err != nil {
-		r.peerFailed(ctx, &link.Failed{Peer: peer, Err: err})
+		failed.rank, failed.err = peer, err
+		r.lost(ctx, failed)
 		return nil, fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err)
 	}
 	_, lend := conn.(transport.Borrower)
@@ -365,45 +377,44 @@ func (r *rankActor) connect(ctx actor.Context, peer int) (*peerLink, error) {
 	return l, nil
 }
 
+// start numbers req's point-to-point messages and hands req to the
+// collective actor, spawning one if there is none.
 func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
-	peers := req.Peers()
-	if s := r.links.setOf(peers); s != nil {
-		req.Links, req.Lend = s.pids, s.lend
-	} else {
-		req.Links, req.Lend = make([]*actor.PID, len(peers)), make([]bool, len(peers))
-		for i, peer := range peers {
-			l, err := r.connect(ctx, peer)
-			if err != nil {
-				r.reject(req, err, []int{peer})
-				return
-			}
-			req.Links[i], req.Lend[i] = l.pid, l.lend
-		}
-		r.links.keepSet(peers, req.Links, req.Lend)
+	if !r.linkUp(ctx, req) {
+		return
 	}
-	if req.P2P != nil {
-		for i := range req.P2P {
-			m := &req.P2P[i]
-			k := p2pKey{peer: m.Peer, send: m.Send, tag: m.Tag}
-			m.Ordinal = r.ordinals[k]
-			r.ordinals[k]++
-		}
-	} else {
-		req.CollSeq = r.collSeq
-		r.collSeq++
-		if rep, ok := r.reported[req.CollSeq]; ok {
-			delete(r.reported, req.CollSeq)
-			collective.TellFailure(ctx, req, rep.payload)
-			r.reject(req, rep.err, []int{rep.reporter})
-			return
-		}
+	for i := range req.P2P {
+		m := &req.P2P[i]
+		k := p2pKey{peer: m.Peer, send: m.Send, tag: m.Tag}
+		m.Ordinal = r.ordinals[k]
+		r.ordinals[k]++
 	}
-	r.running = req
 	if r.runner != nil {
 		ctx.Send(r.runner, req)
 	} else {
 		r.runner = ctx.SpawnPrefix(collective.Props(r.rt, req), opPrefix)
 	}
+}
+
+// linkUp gives req the links to its peers, connecting those it has none to,
+// and reports whether it could: a peer that cannot be connected fails req
+// (evUnreachable), which is let go of by then.
+func (r *rankActor) linkUp(ctx actor.Context, req *collective.Request) bool {
+	peers := req.Peers()
+	if s := r.links.setOf(peers); s != nil {
+		req.Links, req.Lend = s.pids, s.lend
+		return true
+	}
+	req.Links, req.Lend = make([]*actor.PID, len(peers)), make([]bool, len(peers))
+	for i, peer := range peers {
+		l, err := r.connectOr(ctx, peer, event{kind: evUnreachable, seq: req.Seq})
+		if err != nil {
+			return false
+		}
+		req.Links[i], req.Lend[i] = l.pid, l.lend
+	}
+	r.links.keepSet(peers, req.Links, req.Lend)
+	return true
 }
 
 // tell sends msg to the collective actor about the running operation.
@@ -422,51 +433,23 @@ func (r *rankActor) tell(ctx actor.Context, msg any) {
 // actor that stopped without ending its operation crashed, and the
 // operation fails.
 func (r *rankActor) runnerStopped(ctx actor.Context) {
-	req := r.running
+	req := r.sequencer.running
 	if req == nil || req.Ended() {
 		return
 	}
-	req.End(&commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank,
-		Err: errors.New("gocomms: internal error: the operation's actor failed (see the log)")})
+	req.End(r.opError(req, errors.New("gocomms: internal error: the operation's actor failed (see the log)"), nil))
 	r.finished(ctx, &collective.Finished{Seq: req.Seq, CollSeq: req.CollSeq})
 }
 
-// reject ends an operation that never ran, and lets go of it.
-func (r *rankActor) reject(req *collective.Request, err error, ranks []int) {
-	req.End(&commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank, Ranks: ranks, Err: err})
-	req.Release()
+func (r *rankActor) opError(req *collective.Request, err error, ranks []int) error {
+	return &commerr.OpError{Comm: r.cfg.Comm, Op: req.Op, Seq: req.Seq, Rank: r.cfg.Rank, Ranks: ranks, Err: err}
 }
 
-func (r *rankActor) abort(ctx actor.Context, err error) {
-	if r.aborted != nil {
-		return
-	}
-	r.aborted = err
-	r.abortAgreement(err)
-	r.revokeWindows(ctx, err)
-	if r.running != nil {
-		r.tell(ctx, &collective.Fail{Err: err})
-	}
-	r.rejectQueued(err, nil)
-	r.stopLinks(ctx, false)
-}
-
-func (r *rankActor) rejectQueued(err error, ranks []int) {
-	for req, ok := r.queue.Pop(); ok; req, ok = r.queue.Pop() {
-		r.reject(req, err, ranks)
-	}
-}
-
-func (r *rankActor) cancel(ctx actor.Context, m *Cancel) {
-	if r.running != nil && r.running.Seq == m.Seq {
-		r.tell(ctx, &collective.Fail{Err: m.Err, Tell: true})
-		return
-	}
-	for i := range r.queue.Len() {
-		if req := r.queue.At(i); req.Seq == m.Seq {
-			r.queue.Remove(i)
-			r.reject(req, m.Err, nil)
-			return
+// tellPeers sends a control frame to every live link but those to skip.
+func (r *rankActor) tellPeers(ctx actor.Context, tag uint32, payload []byte, skip ...int) {
+	for _, l := range r.links.order {
+		if l.live && !slices.Contains(skip, l.peer) {
+			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, 0, tag, payload))
 		}
 	}
 }

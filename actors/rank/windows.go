@@ -36,7 +36,7 @@ type openWindow struct {
 const windowPrefix = "win"
 
 func (r *rankActor) openWindow(ctx actor.Context, m *OpenWindow) {
-	if err := r.usable(); err != nil {
+	if err := r.sequencer.usable(); err != nil {
 		m.Done(nil, err)
 		return
 	}
@@ -83,7 +83,7 @@ func (r *rankActor) closeWindow(ctx actor.Context, m *CloseWindow) {
 // that failed, which need not be the one asked for.
 func (r *rankActor) needLink(ctx actor.Context, m *window.NeedLink) {
 	answer := &window.Link{Peer: m.Peer}
-	if err := r.usable(); err != nil {
+	if err := r.sequencer.usable(); err != nil {
 		answer.Err = err
 	} else if l, err := r.connect(ctx, m.Peer); err != nil {
 		answer.Err = err

@@ -1,0 +1,435 @@
+package rank
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gocomms/gocomms/actors/collective"
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/internal/fifo"
+)
+
+// sequencer decides the fate of a rank's operations and of its
+// communicator: which operation starts next, in issue order; which fail,
+// with what error naming which ranks, when a peer fails or reports a
+// failure, when the rank aborts, is revoked or cancels one; and when a
+// Finalize is done. It is the rank actor's state machine, as raft's is
+// etcd's: step takes an event and appends the actions it calls for, which
+// the actor performs in order. It spawns, sends and calls nothing, and has
+// no clock, so that its decisions read as a transcript (testdata).
+//
+// It numbers collectives (Request.CollSeq) and otherwise only reads the
+// requests it holds: ending and releasing one are actions. The actor reads
+// its fields to answer probes and to gate what the sequencer does not
+// decide (windows, probes, links), and changes them only through step.
+type sequencer struct {
+	rank int // this rank: it accuses the peers whose link failed
+
+	queue   fifo.Queue[*collective.Request] // waiting to start, oldest first
+	running *collective.Request             // started and not ended
+	collSeq uint64                          // collectives started
+
+	reported map[uint64]report // collective sequence number -> a peer's failure report
+	left     []int             // peers that said goodbye: their link's end is no failure
+
+	// Set once a peer failed or the communicator was revoked: every later
+	// operation fails with broken.
+	broken      error
+	brokenRanks []int
+	revoked     bool
+	aborted     error
+	finalizing  bool // Finalize came
+	closing     bool // finalizing and idle: the links close
+	finalized   bool
+
+	out []action // step's result, while it runs
+}
+
+// eventKind says what happened; the event's fields it uses follow each.
+type eventKind uint8
+
+const (
+	// evSubmit: req was submitted.
+	evSubmit eventKind = iota
+	// evEnded: the running operation seq ended, as its collective actor
+	// said, or as the actor refused it (actRefuse).
+	evEnded
+	// evUnreachable: the running operation seq never started: its peer
+	// rank could not be connected, with err.
+	evUnreachable
+	// evCancel: the caller cancels operation seq with err.
+	evCancel
+	// evAbort: the caller aborts the rank with err.
+	evAbort
+	// evFinalize: the caller finalizes the rank.
+	evFinalize
+	// evClosed: no link is live, every one having stopped or been given up
+	// on.
+	evClosed
+	// evPeerFailed: the link to rank failed with err, or rank could not be
+	// connected.
+	evPeerFailed
+	// evBye: rank said goodbye: it is finalizing.
+	evBye
+	// evPeerReported: teller says that accuser found rank failed.
+	evPeerReported
+	// evRevoke: rank revoked the communicator, as teller says (this rank,
+	// when both are).
+	evRevoke
+	// evCollFailed: rank reported, for reason, that collective seq (a
+	// CollSeq) failed; payload is its report, to pass on.
+	evCollFailed
+	// evPeerLost: the running operation seq waits on rank, whose
+	// connection failed with err.
+	evPeerLost
+	// evConnected: rank opened a connection to this rank.
+	evConnected
+	// evAgree: the caller starts agreement agree.
+	evAgree
+)
+
+type event struct {
+	kind    eventKind
+	req     *collective.Request
+	agree   *Agree
+	seq     uint64
+	rank    int
+	accuser int
+	teller  int
+	err     error
+	reason  string
+	payload []byte
+}
+
+// actionKind says what the actor is to do; the action's fields it uses
+// follow each.
+type actionKind uint8
+
+const (
+	// actStart: connect req's peers, number its point-to-point messages
+	// and hand it to the collective actor. A peer that cannot be connected
+	// is stepped as evUnreachable.
+	actStart actionKind = iota
+	// actRefuse: connect req's peers, pass a peer's report of its
+	// failure (forward) on to them, end it with err naming ranks, and
+	// step evEnded.
+	actRefuse
+	// actFail: ask the running operation seq to fail with err naming
+	// ranks; with tell, it reports its failure to its peers, and forward
+	// is a peer's report for it to pass on instead.
+	actFail
+	// actReject: end req, which never started, with err naming ranks, and
+	// let go of it.
+	actReject
+	// actRelease: let go of req, which ended.
+	actRelease
+	// actRevokeWindows: tell every window that the communicator broke with
+	// err.
+	actRevokeWindows
+	// actFailAgreement: fail the agreement still deciding, with err.
+	actFailAgreement
+	// actStartAgreement: start agreement agree.
+	actStartAgreement
+	// actRefuseAgreement: fail agreement agree with err.
+	actRefuseAgreement
+	// actSpreadFailure: tell every live link but rank's and skip's that
+	// accuser found rank failed.
+	actSpreadFailure
+	// actSpreadRevoke: tell every live link but skip's that rank revoked
+	// the communicator.
+	actSpreadRevoke
+	// actConnect: make the link to rank, if there is none; a failure is
+	// stepped as evPeerFailed.
+	actConnect
+	// actHangUp: close rank's connection, as a crashed process would.
+	actHangUp
+	// actCloseLinks: say goodbye, close every link after what it holds,
+	// bound the wait, and step evClosed once no link is live.
+	actCloseLinks
+	// actStopLinks: stop every link after what its mailbox holds, without
+	// waiting for its peer.
+	actStopLinks
+	// actFinalized: tell Finalize the rank is done, and stop it.
+	actFinalized
+)
+
+type action struct {
+	kind    actionKind
+	req     *collective.Request
+	agree   *Agree
+	seq     uint64
+	rank    int
+	accuser int
+	skip    int
+	err     error
+	ranks   []int
+	tell    bool
+	forward []byte
+}
+
+// report is a peer's word that a collective failed, kept until this rank
+// starts the collective, and then passed on to its peers.
+type report struct {
+	err      error
+	reporter int
+	payload  []byte
+}
+
+// step takes ev and appends to acts the actions it calls for, to be
+// performed in order. Performing an action may step another event (a peer
+// that cannot be connected, a refused operation's end): the actions that
+// can (actStart, actRefuse, actConnect, actStartAgreement, actCloseLinks)
+// come last, so that none of ev's is performed after a nested event
+// changed what it was decided on.
+func (s *sequencer) step(ev event, acts []action) []action {
+	s.out = acts
+	switch ev.kind {
+	case evSubmit:
+		if err := s.usable(); err != nil {
+			var ranks []int
+			if err == s.broken {
+				ranks = s.brokenRanks
+			}
+			s.emit(action{kind: actReject, req: ev.req, err: err, ranks: ranks})
+			break
+		}
+		s.queue.Push(ev.req)
+		s.next()
+	case evEnded:
+		if req := s.running; req != nil && req.Seq == ev.seq {
+			s.running = nil
+			s.emit(action{kind: actRelease, req: req})
+			s.next()
+		}
+	case evUnreachable:
+		s.unreachable(ev)
+	case evCancel:
+		s.cancel(ev.seq, ev.err)
+	case evAbort:
+		s.abort(ev.err)
+	case evFinalize:
+		s.finalizing = true
+		s.next()
+	case evClosed:
+		if s.closing && !s.finalized {
+			s.finalized = true
+			s.emit(action{kind: actFinalized})
+		}
+	case evPeerFailed:
+		s.peerFailed(ev.rank, ev.err)
+	case evBye:
+		if !slices.Contains(s.left, ev.rank) {
+			s.left = append(s.left, ev.rank)
+		}
+	case evPeerReported:
+		if s.closing || s.aborted != nil || s.broken != nil {
+			break
+		}
+		s.breakComm(&commerr.Accusation{Accuser: ev.accuser, Err: fmt.Errorf("%w: rank %d", commerr.ErrPeerFailed, ev.rank)}, ev.rank)
+		s.emit(action{kind: actSpreadFailure, rank: ev.rank, accuser: ev.accuser, skip: ev.teller})
+	case evRevoke:
+		s.revoke(ev.rank, ev.teller)
+	case evCollFailed:
+		s.collFailed(ev)
+	case evPeerLost:
+		if s.running == nil || s.running.Seq != ev.seq {
+			break
+		}
+		// The peer may have left because the communicator broke: that
+		// failure is the one to name.
+		err, ranks := s.broken, s.brokenRanks
+		if err == nil {
+			err, ranks = fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, ev.rank, ev.err), []int{ev.rank}
+		}
+		s.emit(action{kind: actFail, seq: ev.seq, err: err, ranks: ranks})
+	case evConnected:
+		switch {
+		case s.finalizing:
+		case s.aborted != nil:
+			// A peer that first reaches this rank after it aborted is
+			// refused, as a crashed process's would be, rather than left
+			// to wait on a connection nobody reads.
+			s.emit(action{kind: actHangUp, rank: ev.rank})
+		default:
+			s.emit(action{kind: actConnect, rank: ev.rank})
+		}
+	case evAgree:
+		// A broken or revoked communicator still agrees: that is how its
+		// survivors go on.
+		switch {
+		case s.aborted != nil:
+			s.emit(action{kind: actRefuseAgreement, agree: ev.agree, err: s.aborted})
+		case s.finalizing:
+			s.emit(action{kind: actRefuseAgreement, agree: ev.agree, err: commerr.ErrFinalized})
+		default:
+			s.emit(action{kind: actStartAgreement, agree: ev.agree})
+		}
+	}
+	acts, s.out = s.out, nil
+	return acts
+}
+
+func (s *sequencer) emit(a action) { s.out = append(s.out, a) }
+
+// usable reports why the rank takes no new work, or nil.
+func (s *sequencer) usable() error {
+	switch {
+	case s.aborted != nil:
+		return s.aborted
+	case s.broken != nil:
+		return s.broken
+	case s.finalizing:
+		return commerr.ErrFinalized
+	}
+	return nil
+}
+
+// runs reports whether the running operation is collective collSeq.
+func (s *sequencer) runs(collSeq uint64) bool {
+	return s.running != nil && s.running.P2P == nil && s.running.CollSeq == collSeq
+}
+
+// next starts the oldest queued operation if none is running, one at a
+// time, and closes the links for a Finalize once nothing is left.
+func (s *sequencer) next() {
+	switch {
+	case s.running != nil:
+	case s.queue.Len() > 0:
+		req, _ := s.queue.Pop()
+		s.start(req)
+	case s.finalizing && !s.closing:
+		s.closing = true
+		s.emit(action{kind: actCloseLinks})
+	}
+}
+
+// start numbers req and starts it, or refuses it if a peer reported its
+// collective failed already.
+func (s *sequencer) start(req *collective.Request) {
+	s.running = req
+	if req.P2P == nil {
+		req.CollSeq = s.collSeq
+		s.collSeq++
+		if rep, ok := s.reported[req.CollSeq]; ok {
+			delete(s.reported, req.CollSeq)
+			s.emit(action{kind: actRefuse, req: req, err: rep.err, ranks: []int{rep.reporter}, forward: rep.payload})
+			return
+		}
+	}
+	s.emit(action{kind: actStart, req: req})
+}
+
+// unreachable fails the running operation, which could not connect a peer,
+// and the communicator with it. The operation never started: its
+// collective is numbered anew, so that a peer's probe about it hears this
+// rank has not reached it.
+func (s *sequencer) unreachable(ev event) {
+	req := s.running
+	if req == nil || req.Seq != ev.seq {
+		return
+	}
+	s.running = nil
+	if req.P2P == nil {
+		s.collSeq--
+	}
+	s.peerFailed(ev.rank, ev.err)
+	s.emit(action{kind: actReject, req: req, err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, ev.rank, ev.err), ranks: []int{ev.rank}})
+	s.next()
+}
+
+// A peer whose connection fails without saying goodbye has failed, and so
+// has the communicator: as with NCCL, every later operation fails (until
+// the communicator is rebuilt), instead of each one waiting out its
+// timeout for a rank that is gone or for a survivor that gave up. The rank
+// that sees the failure tells the peers it has links to, and each of them
+// tells theirs, once: the word floods the ranks that talk to each other,
+// over links that exist anyway, so that ranks that do not talk to the
+// failed one directly stop too.
+
+// peerFailed handles the failure of the link to a peer.
+func (s *sequencer) peerFailed(peer int, cause error) {
+	if slices.Contains(s.left, peer) || s.closing || s.aborted != nil || s.broken != nil {
+		return
+	}
+	s.breakComm(fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, cause), peer)
+	s.emit(action{kind: actSpreadFailure, rank: peer, accuser: s.rank, skip: peer})
+}
+
+// revoke revokes the communicator at this rank, as by revoker, and passes
+// the word on over every link but the teller's, once: it floods the ranks
+// that talk to each other, as a failure does.
+func (s *sequencer) revoke(revoker, teller int) {
+	if s.revoked || s.aborted != nil || s.closing {
+		return
+	}
+	s.revoked = true
+	if s.broken == nil {
+		s.breakComm(fmt.Errorf("%w by rank %d", commerr.ErrRevoked, revoker), revoker)
+	}
+	s.emit(action{kind: actSpreadRevoke, rank: revoker, skip: teller})
+}
+
+// breakComm fails the running operation and every queued one, and every
+// later one, with err naming the failed rank.
+func (s *sequencer) breakComm(err error, failed int) {
+	s.broken, s.brokenRanks = err, []int{failed}
+	if s.running != nil {
+		s.emit(action{kind: actFail, seq: s.running.Seq, err: err, ranks: s.brokenRanks})
+	}
+	s.rejectQueued(err, s.brokenRanks)
+	s.emit(action{kind: actRevokeWindows, err: err})
+}
+
+func (s *sequencer) abort(err error) {
+	if s.aborted != nil {
+		return
+	}
+	s.aborted = err
+	s.emit(action{kind: actFailAgreement, err: err})
+	s.emit(action{kind: actRevokeWindows, err: err})
+	if s.running != nil {
+		s.emit(action{kind: actFail, seq: s.running.Seq, err: err})
+	}
+	s.rejectQueued(err, nil)
+	s.emit(action{kind: actStopLinks})
+}
+
+func (s *sequencer) rejectQueued(err error, ranks []int) {
+	for req, ok := s.queue.Pop(); ok; req, ok = s.queue.Pop() {
+		s.emit(action{kind: actReject, req: req, err: err, ranks: ranks})
+	}
+}
+
+// cancel fails operation seq if it has not ended: a running collective
+// reports the failure to every rank.
+func (s *sequencer) cancel(seq uint64, err error) {
+	if s.running != nil && s.running.Seq == seq {
+		s.emit(action{kind: actFail, seq: seq, err: err, tell: true})
+		return
+	}
+	for i := range s.queue.Len() {
+		if req := s.queue.At(i); req.Seq == seq {
+			s.queue.Remove(i)
+			s.emit(action{kind: actReject, req: req, err: err})
+			return
+		}
+	}
+}
+
+// collFailed handles a peer's report that a collective failed: the running
+// one fails, passing the report on; one this rank has yet to start keeps
+// it until then.
+func (s *sequencer) collFailed(ev event) {
+	failure := commerr.Invalid("rank %d reported: %s", ev.rank, ev.reason)
+	switch {
+	case ev.seq >= s.collSeq:
+		if _, ok := s.reported[ev.seq]; !ok {
+			if s.reported == nil {
+				s.reported = map[uint64]report{}
+			}
+			s.reported[ev.seq] = report{err: failure, reporter: ev.rank, payload: slices.Clone(ev.payload)}
+		}
+	case s.runs(ev.seq):
+		s.emit(action{kind: actFail, seq: s.running.Seq, err: failure, ranks: []int{ev.rank}, forward: slices.Clone(ev.payload)})
+	}
+}
