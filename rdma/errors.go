@@ -3,10 +3,14 @@ package rdma
 import (
 	"errors"
 	"fmt"
+
+	"github.com/gocomms/gocomms/rdma/verbs"
 )
 
 // Sentinels for errors.Is. Every error of a Transport is an *OpError whose
-// chain holds one of them, or a context's error.
+// chain holds one of them, or a context's error. ErrClosed and ErrInvalid
+// are package verbs' own: a closed object or a bad argument is one error
+// whichever layer finds it.
 var (
 	// ErrBroken reports a transport that failed for good: its connection
 	// died, the peer closed it, the peer broke the protocol, a call's
@@ -17,7 +21,7 @@ var (
 	ErrBroken = errors.New("transport broken")
 	// ErrClosed reports a call on a closed transport, or one that was
 	// pending when Close was called.
-	ErrClosed = errors.New("transport closed")
+	ErrClosed = verbs.ErrClosed
 	// ErrNotConnected reports an operation on a transport that has not
 	// connected to a peer.
 	ErrNotConnected = errors.New("not connected")
@@ -36,7 +40,7 @@ var (
 	ErrUnsupported = errors.New("unsupported")
 	// ErrInvalid reports malformed input: a handle or address that does
 	// not decode, a nil view, a bad option.
-	ErrInvalid = errors.New("invalid argument")
+	ErrInvalid = verbs.ErrInvalid
 )
 
 // OpError is the error of a Transport's call: which call, with which peer,

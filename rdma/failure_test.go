@@ -34,7 +34,7 @@ func fakePeer(t *testing.T, verdict answer, serve func(c net.Conn)) Address {
 			return
 		}
 		var ab [answerLen]byte
-		putAnswer(&ab, verdict)
+		tcpProtocol.putAnswer(&ab, tcpProtocol.version, verdict)
 		c.Write(ab[:])
 		if serve != nil {
 			// Closing the listener at the end of the test ends serve too.
@@ -278,7 +278,7 @@ func TestProtocolViolations(t *testing.T) {
 		}
 		defer c.Close()
 		var hb [helloLen]byte
-		putHello(&hb, hello{version: wireVersion, to: ta.nonce})
+		tcpProtocol.putHello(&hb, hello{version: tcpProtocol.version, to: ta.nonce})
 		c.Write(hb[:])
 		var ab [answerLen]byte
 		io.ReadFull(c, ab[:])

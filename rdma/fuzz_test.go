@@ -160,7 +160,7 @@ func FuzzDecodeHandles(f *testing.F) {
 	rb, _ := RemoteBuffer{Addr: 1 << 40, Len: 4096, Key: 99}.MarshalBinary()
 	f.Add(rb)
 	var hb [helloLen]byte
-	putHello(&hb, hello{version: wireVersion, to: 3, from: 4})
+	tcpProtocol.putHello(&hb, hello{version: tcpProtocol.version, to: 3, from: 4})
 	f.Add(hb[:])
 	f.Add([]byte{})
 
@@ -185,9 +185,9 @@ func FuzzDecodeHandles(f *testing.F) {
 		}
 		if len(data) >= helloLen {
 			b := (*[helloLen]byte)(data)
-			if h, err := parseHello(b); err == nil {
+			if h, err := tcpProtocol.parseHello(b); err == nil && h.version == tcpProtocol.version {
 				var again [helloLen]byte
-				putHello(&again, h)
+				tcpProtocol.putHello(&again, h)
 				if again != *b {
 					t.Fatalf("hello %x accepted as %+v", b[:], h)
 				}
@@ -195,9 +195,9 @@ func FuzzDecodeHandles(f *testing.F) {
 		}
 		if len(data) >= answerLen {
 			b := (*[answerLen]byte)(data)
-			if v, a, err := parseAnswer(b); err == nil && v == wireVersion {
+			if v, a, err := tcpProtocol.parseAnswer(b); err == nil {
 				var again [answerLen]byte
-				putAnswer(&again, a)
+				tcpProtocol.putAnswer(&again, v, a)
 				if again != *b {
 					t.Fatalf("answer %x accepted as %v", b[:], a)
 				}

@@ -134,11 +134,11 @@ func (e *tcpEndpoint) readHello(c net.Conn) (hello, hello, error) {
 	if _, err := io.ReadFull(c, hb[:]); err != nil {
 		return hello{}, hello{}, err
 	}
-	h, err := parseHello(&hb)
+	h, err := tcpProtocol.parseHello(&hb)
 	return h, h, err
 }
 
-func (e *tcpEndpoint) speaks() uint16 { return wireVersion }
+func (e *tcpEndpoint) speaks() uint16 { return tcpProtocol.version }
 
 func (e *tcpEndpoint) busy() bool { return e.in != nil }
 
@@ -148,7 +148,7 @@ func (e *tcpEndpoint) admit(c net.Conn) { e.in = c }
 
 func (e *tcpEndpoint) reply(c net.Conn, _ hello, verdict answer) (answer, error) {
 	var ab [answerLen]byte
-	putAnswer(&ab, verdict)
+	tcpProtocol.putAnswer(&ab, tcpProtocol.version, verdict)
 	_, err := c.Write(ab[:])
 	return verdict, err
 }
@@ -171,16 +171,16 @@ func (e *tcpEndpoint) connect(ctx context.Context, part []byte) (string, error) 
 	var ab [answerLen]byte
 	return e.sideChannel.connect(ctx, part, hb[:], ab[:],
 		func(a tcpPart, from uint64) error {
-			putHello(&hb, hello{version: wireVersion, to: a.nonce, from: from})
+			tcpProtocol.putHello(&hb, hello{version: tcpProtocol.version, to: a.nonce, from: from})
 			return nil
 		},
 		func(a tcpPart) error {
-			version, verdict, err := parseAnswer(&ab)
+			version, verdict, err := tcpProtocol.parseAnswer(&ab)
 			switch {
 			case err != nil:
 				return fmt.Errorf("handshake with %s: %w", a.hostport, err)
 			case verdict == answerVersion:
-				return fmt.Errorf("%s speaks protocol version %d, this transport %d: %w", a.hostport, version, wireVersion, ErrUnsupported)
+				return fmt.Errorf("%s speaks protocol version %d, this transport %d: %w", a.hostport, version, tcpProtocol.version, ErrUnsupported)
 			case verdict != answerAccepted:
 				return fmt.Errorf("%s %v: %w", a.hostport, verdict, ErrInvalid)
 			}

@@ -325,7 +325,8 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-var errClosed = fmt.Errorf("closed: %w", ErrClosed)
+// errClosed is what every call fails with once Close was called.
+var errClosed = fmt.Errorf("transport %w", ErrClosed)
 
 // do runs o, once its arguments are checked, and returns its result.
 func (t *Transport) do(ctx context.Context, o *op) error {

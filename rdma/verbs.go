@@ -278,10 +278,10 @@ func (e *verbsEndpoint) readHello(c net.Conn) (hello, verbsHello, error) {
 		return hello{}, verbsHello{}, err
 	}
 	h, err := parseVerbsHello(&hb)
-	return hello{version: h.version, to: h.to, from: h.from}, h, err
+	return h.hello, h, err
 }
 
-func (e *verbsEndpoint) speaks() uint16 { return verbsWireVersion }
+func (e *verbsEndpoint) speaks() uint16 { return verbsProtocol.version }
 
 func (e *verbsEndpoint) busy() bool { return e.in != nil }
 
@@ -305,7 +305,7 @@ func (e *verbsEndpoint) reply(c net.Conn, h verbsHello, verdict answer) (answer,
 			verdict = answerQPFailed
 		}
 	}
-	a := verbsAnswer{version: verbsWireVersion, verdict: verdict}
+	a := verbsAnswer{version: verbsProtocol.version, verdict: verdict}
 	if verdict == answerAccepted {
 		a.qp = e.local
 		a.notify = notifyTarget{addr: e.notifyMR.Addr(), rkey: e.notifyMR.RKey()}
@@ -372,7 +372,8 @@ func (e *verbsEndpoint) connect(ctx context.Context, part []byte) (string, error
 	var ans verbsAnswer
 	return e.sideChannel.connect(ctx, part, hb[:], ab[:],
 		func(a tcpPart, from uint64) error {
-			return putVerbsHello(&hb, verbsHello{version: verbsWireVersion, to: a.nonce, from: from, qp: e.local, paired: e.paired})
+			h := hello{version: verbsProtocol.version, to: a.nonce, from: from}
+			return putVerbsHello(&hb, verbsHello{hello: h, qp: e.local, paired: e.paired})
 		},
 		func(a tcpPart) error {
 			var err error
@@ -382,7 +383,7 @@ func (e *verbsEndpoint) connect(ctx context.Context, part []byte) (string, error
 				return fmt.Errorf("handshake with %s: %w", a.hostport, err)
 			case ans.verdict == answerVersion:
 				return fmt.Errorf("%s speaks verbs protocol version %d, this transport %d: %w",
-					a.hostport, ans.version, verbsWireVersion, ErrUnsupported)
+					a.hostport, ans.version, verbsProtocol.version, ErrUnsupported)
 			case ans.verdict == answerQPFailed:
 				return fmt.Errorf("%s refused: its queue pair would not connect to this one's: %w", a.hostport, ErrBroken)
 			case ans.verdict != answerAccepted:

@@ -144,13 +144,10 @@ func (d *verbsDevice) release() error {
 	return errors.Join(errs...)
 }
 
-// errNotRegistered is regionOf's answer for Memory that is deregistered,
-// or being deregistered.
-var errNotRegistered = errors.New("deregistered")
-
 // regionOf returns m's region, registering m with the device if it has
-// none. m must not be empty: the device registers no empty buffer, and
-// there is nothing in one to reach.
+// none, or ErrUnregistered where m is deregistered, or being
+// deregistered. m must not be empty: the device registers no empty
+// buffer, and there is nothing in one to reach.
 func (d *verbsDevice) regionOf(m *Memory) (*region, error) {
 	d.mu.Lock()
 	r := d.regions[m.key]
@@ -170,11 +167,11 @@ func (d *verbsDevice) regionOf(m *Memory) (*region, error) {
 	// TryRLock fails while it waits, and waiting here would hold up the
 	// side channel that its retirements may need.
 	if !m.access.TryRLock() {
-		return nil, errNotRegistered
+		return nil, ErrUnregistered
 	}
 	if m.dead.Load() {
 		m.access.RUnlock()
-		return nil, errNotRegistered
+		return nil, ErrUnregistered
 	}
 	mr, err := d.pd.RegMR(m.buf, d.access)
 	if err != nil {
@@ -213,7 +210,7 @@ func (d *verbsDevice) localRegion(m *Memory) (*region, error) {
 	if r := d.held(m); r != nil {
 		return r, nil
 	}
-	return nil, errNotRegistered // retired meanwhile
+	return nil, ErrUnregistered // retired meanwhile
 }
 
 // held returns m's region, with a reference, unless it has none or it is

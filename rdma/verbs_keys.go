@@ -238,7 +238,7 @@ func (e *verbsEndpoint) answer(cc *ctlConn, key uint64) error {
 	} else if m != nil {
 		var err error
 		r, err = e.dev.regionOf(m)
-		if err != nil && err != errNotRegistered {
+		if err != nil && err != ErrUnregistered {
 			e.log.Warn("rdma: the device would not register memory a peer asked for", "key", fmt.Sprintf("%#x", key),
 				"bytes", len(m.buf), "err", err)
 			reply.status = resolvedRefused

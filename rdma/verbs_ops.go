@@ -94,9 +94,8 @@ func (e *verbsEndpoint) do(ctx context.Context, o *op) error {
 	var lr *region
 	if len(local) > 0 {
 		if lr, err = e.dev.localRegion(o.mem); err != nil {
-			if err == errNotRegistered {
-				return fmt.Errorf("%v: the local view's memory is not registered (deregistered meanwhile?): %w",
-					o, ErrUnregistered)
+			if err == ErrUnregistered {
+				return fmt.Errorf("%v: the local view's memory is not registered (deregistered meanwhile?): %w", o, err)
 			}
 			return fmt.Errorf("%v: register the local view's memory with device %s: %w", o, e.dev.name, err)
 		}

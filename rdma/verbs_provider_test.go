@@ -393,7 +393,7 @@ func TestVerbsConnect(t *testing.T) {
 			[]byte("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n" + strings.Repeat("x", verbsHelloLen)),
 			func() []byte { // a tcp transport's hello
 				var h [helloLen]byte
-				putHello(&h, hello{version: wireVersion, to: p.nonce})
+				tcpProtocol.putHello(&h, hello{version: tcpProtocol.version, to: p.nonce})
 				return append(h[:], make([]byte, verbsHelloLen)...)
 			}(),
 		} {
@@ -761,7 +761,7 @@ func dialRaw(t *testing.T, tr *Transport) rawPeer {
 	}
 	t.Cleanup(func() { c.Close() })
 	var hb [verbsHelloLen]byte
-	if err := putVerbsHello(&hb, verbsHello{version: verbsWireVersion, to: p.nonce, qp: strangerQP}); err != nil {
+	if err := putVerbsHello(&hb, verbsHello{hello: hello{version: verbsProtocol.version, to: p.nonce}, qp: strangerQP}); err != nil {
 		t.Fatal(err)
 	}
 	peer := rawPeer{t, c}
@@ -795,7 +795,7 @@ func listenRaw(t *testing.T, tr *Transport) rawPeer {
 		var hb [verbsHelloLen]byte
 		io.ReadFull(c, hb[:])
 		var ab [verbsAnswerLen]byte
-		putVerbsAnswer(&ab, verbsAnswer{version: verbsWireVersion, qp: strangerQP, notify: notifyTarget{addr: 4096, rkey: 1}})
+		putVerbsAnswer(&ab, verbsAnswer{version: verbsProtocol.version, qp: strangerQP, notify: notifyTarget{addr: 4096, rkey: 1}})
 		c.Write(ab[:])
 		accepted <- c
 	}()

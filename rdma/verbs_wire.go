@@ -14,25 +14,23 @@ import (
 // it byte by byte; all integers are little-endian, except inside the
 // queue pairs' endpoints, which package verbs encodes (big-endian).
 
-// verbsMagic opens every verbs hello and answer; a tcp listener hangs up
-// on it, as on anything that is not its own hello.
-var verbsMagic = [8]byte{'G', 'C', 'V', 'E', 'R', 'B', 'S', 0}
+// verbsProtocol's magic opens every verbs hello and answer; a tcp
+// listener hangs up on it, as on anything that is not its own hello.
+var verbsProtocol = protocol{magic: [8]byte{'G', 'C', 'V', 'E', 'R', 'B', 'S', 0}, version: 1, last: answerQPFailed}
 
 const (
-	verbsWireVersion = 1
-	verbsHelloLen    = 112
-	verbsAnswerLen   = 64
-	ctlLen           = 32
+	verbsHelloLen  = 112
+	verbsAnswerLen = 64
+	ctlLen         = 32
 )
 
-// verbsHello is what a connecting verbs transport sends first. Its last
-// 16 bytes are reserved: zero, and checked to be.
+// verbsHello is what a connecting verbs transport sends first: a hello,
+// then the queue pairs. Its last 16 bytes are reserved: zero, and checked
+// to be.
 type verbsHello struct {
-	version uint16
-	to      uint64         // the nonce of the Address dialed
-	from    uint64         // the nonce of the dialer's own Address, 0 if it has none
-	qp      verbs.Endpoint // the dialer's queue pair
-	paired  verbs.Endpoint // the queue pair the dialer's is connected to already, or zero
+	hello
+	qp     verbs.Endpoint // the dialer's queue pair
+	paired verbs.Endpoint // the queue pair the dialer's is connected to already, or zero
 }
 
 // notifyTarget is 8 bytes of a transport's memory that its peer's
@@ -44,11 +42,7 @@ type notifyTarget struct {
 }
 
 func putVerbsHello(b *[verbsHelloLen]byte, h verbsHello) error {
-	copy(b[:8], verbsMagic[:])
-	binary.LittleEndian.PutUint16(b[8:], h.version)
-	clear(b[10:16])
-	binary.LittleEndian.PutUint64(b[16:], h.to)
-	binary.LittleEndian.PutUint64(b[24:], h.from)
+	verbsProtocol.putHello((*[helloLen]byte)(b[:helloLen]), h.hello)
 	if err := putEndpoint(b[32:64], h.qp); err != nil {
 		return err
 	}
@@ -60,37 +54,31 @@ func putVerbsHello(b *[verbsHelloLen]byte, h verbsHello) error {
 }
 
 // parseVerbsHello decodes a hello of any version, so that the listener
-// can say which version it speaks; of version 1 it checks every field.
+// can say which version it speaks; of its own it checks every field.
 func parseVerbsHello(b *[verbsHelloLen]byte) (verbsHello, error) {
-	if [8]byte(b[:8]) != verbsMagic {
-		return verbsHello{}, fmt.Errorf("hello starts with %q, not the verbs magic: %w", b[:8], errProtocol)
+	h, err := verbsProtocol.parseHello((*[helloLen]byte)(b[:helloLen]))
+	if err != nil || h.version != verbsProtocol.version {
+		return verbsHello{hello: h}, err
 	}
-	h := verbsHello{
-		version: binary.LittleEndian.Uint16(b[8:]),
-		to:      binary.LittleEndian.Uint64(b[16:]),
-		from:    binary.LittleEndian.Uint64(b[24:]),
+	if !allZero(b[96:]) {
+		return verbsHello{}, fmt.Errorf("hello has reserved bytes %x: %w", b[96:], errProtocol)
 	}
-	if h.version != verbsWireVersion {
-		return h, nil
-	}
-	if !allZero(b[10:16]) || !allZero(b[96:]) {
-		return verbsHello{}, fmt.Errorf("hello has reserved bytes %x, %x: %w", b[10:16], b[96:], errProtocol)
-	}
-	var err error
-	if h.qp, err = parseEndpoint(b[32:64], false); err == nil {
-		h.paired, err = parseEndpoint(b[64:96], true)
+	vh := verbsHello{hello: h}
+	if vh.qp, err = parseEndpoint(b[32:64], false); err == nil {
+		vh.paired, err = parseEndpoint(b[64:96], true)
 	}
 	if err != nil {
 		return verbsHello{}, fmt.Errorf("hello: %w: %w", err, errProtocol)
 	}
-	return h, nil
+	return vh, nil
 }
 
 // answerQPFailed is an answer only a verbs listener gives: it accepted
 // the hello, but its queue pair would not connect to the dialer's.
 const answerQPFailed answer = 5
 
-// verbsAnswer is the listener's reply to a hello.
+// verbsAnswer is the listener's reply to a hello: an answer, then, if it
+// accepted, its queue pair and notify target.
 type verbsAnswer struct {
 	version uint16
 	verdict answer
@@ -99,10 +87,7 @@ type verbsAnswer struct {
 }
 
 func putVerbsAnswer(b *[verbsAnswerLen]byte, a verbsAnswer) error {
-	copy(b[:8], verbsMagic[:])
-	binary.LittleEndian.PutUint16(b[8:], a.version)
-	b[10] = byte(a.verdict)
-	clear(b[11:16])
+	verbsProtocol.putAnswer((*[answerLen]byte)(b[:answerLen]), a.version, a.verdict)
 	if err := putEndpoint(b[16:48], a.qp); err != nil {
 		return err
 	}
@@ -113,17 +98,17 @@ func putVerbsAnswer(b *[verbsAnswerLen]byte, a verbsAnswer) error {
 }
 
 func parseVerbsAnswer(b *[verbsAnswerLen]byte) (verbsAnswer, error) {
-	if [8]byte(b[:8]) != verbsMagic {
-		return verbsAnswer{}, fmt.Errorf("answer starts with %q, not the verbs magic: %w", b[:8], errProtocol)
+	version, verdict, err := verbsProtocol.parseAnswer((*[answerLen]byte)(b[:answerLen]))
+	if err != nil {
+		return verbsAnswer{}, err
 	}
 	a := verbsAnswer{
-		version: binary.LittleEndian.Uint16(b[8:]),
-		verdict: answer(b[10]),
+		version: version,
+		verdict: verdict,
 		notify:  notifyTarget{addr: binary.LittleEndian.Uint64(b[48:]), rkey: binary.LittleEndian.Uint32(b[56:])},
 	}
-	bad := a.verdict > answerQPFailed || !allZero(b[11:16]) || !allZero(b[60:])
+	bad := !allZero(b[60:])
 	if !bad && a.verdict == answerAccepted {
-		var err error
 		if a.qp, err = parseEndpoint(b[16:48], false); err != nil {
 			return verbsAnswer{}, fmt.Errorf("answer: %w: %w", err, errProtocol)
 		}
@@ -131,7 +116,7 @@ func parseVerbsAnswer(b *[verbsAnswerLen]byte) (verbsAnswer, error) {
 		bad = true
 	}
 	if bad {
-		return verbsAnswer{}, fmt.Errorf("answer with status %d and bytes %x: %w", b[10], b[11:], errProtocol)
+		return verbsAnswer{}, fmt.Errorf("answer with status %d and bytes %x: %w", b[10], b[16:], errProtocol)
 	}
 	return a, nil
 }

@@ -14,8 +14,8 @@ var wireQP = verbs.Endpoint{QPN: 0x12345, PSN: 0xabcdef, LID: 0, GID: verbs.GID{
 // TestVerbsWire encodes every message of the verbs side channel, decodes
 // it back, and checks that decoders refuse what breaks the format.
 func TestVerbsWire(t *testing.T) {
-	h := verbsHello{version: verbsWireVersion, to: 1, from: 2, qp: wireQP}
-	for _, h := range []verbsHello{h, {version: 1, to: 3, qp: wireQP, paired: wireQP}} {
+	h := verbsHello{hello: hello{version: verbsProtocol.version, to: 1, from: 2}, qp: wireQP}
+	for _, h := range []verbsHello{h, {hello: hello{version: 1, to: 3}, qp: wireQP, paired: wireQP}} {
 		var b [verbsHelloLen]byte
 		if err := putVerbsHello(&b, h); err != nil {
 			t.Fatal(err)
@@ -108,7 +108,7 @@ func TestVerbsWire(t *testing.T) {
 // bytes.
 func FuzzVerbsWire(f *testing.F) {
 	var hb [verbsHelloLen]byte
-	putVerbsHello(&hb, verbsHello{version: 1, to: 1, qp: wireQP, paired: wireQP})
+	putVerbsHello(&hb, verbsHello{hello: hello{version: 1, to: 1}, qp: wireQP, paired: wireQP})
 	f.Add(hb[:])
 	var ab [verbsAnswerLen]byte
 	putVerbsAnswer(&ab, verbsAnswer{version: 1, qp: wireQP, notify: notifyTarget{addr: 8, rkey: 1}})
@@ -119,7 +119,7 @@ func FuzzVerbsWire(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) >= verbsHelloLen {
 			b := [verbsHelloLen]byte(data)
-			if h, err := parseVerbsHello(&b); err == nil && h.version == verbsWireVersion {
+			if h, err := parseVerbsHello(&b); err == nil && h.version == verbsProtocol.version {
 				var again [verbsHelloLen]byte
 				if err := putVerbsHello(&again, h); err != nil || again != b {
 					t.Fatalf("hello %+v encodes to %x, %v; was %x", h, again, err, b)

@@ -13,11 +13,19 @@ import (
 // always ends the transport, wrapped in ErrBroken.
 var errProtocol = errors.New("protocol violation")
 
-// wireVersion is the protocol version in hellos and answers.
-const wireVersion = 1
+// protocol is a provider's side channel as its hellos and answers name
+// it: the magic that opens them, which keeps the two providers'
+// connections apart, the version it speaks, and the last answer it gives.
+// Both providers' hellos and answers start with the same fields, which
+// its methods encode; the verbs provider's go on after them
+// (verbs_wire.go).
+type protocol struct {
+	magic   [8]byte
+	version uint16
+	last    answer
+}
 
-// magic opens every hello and answer.
-var magic = [8]byte{'G', 'C', 'R', 'D', 'M', 'A', 0, 0}
+var tcpProtocol = protocol{magic: [8]byte{'G', 'C', 'R', 'D', 'M', 'A', 0, 0}, version: 1, last: answerWrongPeer}
 
 const (
 	helloLen     = 32
@@ -37,8 +45,8 @@ type hello struct {
 	from    uint64 // the nonce of the dialer's own Address, 0 if it has none
 }
 
-func putHello(b *[helloLen]byte, h hello) {
-	copy(b[:8], magic[:])
+func (p *protocol) putHello(b *[helloLen]byte, h hello) {
+	copy(b[:8], p.magic[:])
 	binary.LittleEndian.PutUint16(b[8:], h.version)
 	clear(b[10:16])
 	binary.LittleEndian.PutUint64(b[16:], h.to)
@@ -46,31 +54,32 @@ func putHello(b *[helloLen]byte, h hello) {
 }
 
 // parseHello decodes a hello of any version, so that the acceptor can say
-// which version it speaks.
-func parseHello(b *[helloLen]byte) (hello, error) {
-	if [8]byte(b[:8]) != magic {
-		return hello{}, fmt.Errorf("hello starts with %q, not the rdma magic: %w", b[:8], errProtocol)
+// which version it speaks; only of its own version does it check the
+// reserved bytes.
+func (p *protocol) parseHello(b *[helloLen]byte) (hello, error) {
+	if [8]byte(b[:8]) != p.magic {
+		return hello{}, fmt.Errorf("hello starts with %q, not %q: %w", b[:8], p.magic[:], errProtocol)
 	}
-	if !allZero(b[10:16]) {
-		return hello{}, fmt.Errorf("hello has reserved bytes %x: %w", b[10:16], errProtocol)
-	}
-	return hello{
+	h := hello{
 		version: binary.LittleEndian.Uint16(b[8:]),
 		to:      binary.LittleEndian.Uint64(b[16:]),
 		from:    binary.LittleEndian.Uint64(b[24:]),
-	}, nil
+	}
+	if h.version == p.version && !allZero(b[10:16]) {
+		return hello{}, fmt.Errorf("hello has reserved bytes %x: %w", b[10:16], errProtocol)
+	}
+	return h, nil
 }
 
 // answer is the listener's reply to a hello.
 type answer uint8
 
 const (
-	answerAccepted   answer = 0 // the connection carries requests from now on
-	answerStale      answer = 1 // the hello names another Address: a stale one
-	answerBusy       answer = 2 // another peer is connected already
-	answerVersion    answer = 3 // the hello's version is not spoken here
-	answerWrongPeer  answer = 4 // this transport connected to another peer
-	answerLastStatus        = answerWrongPeer
+	answerAccepted  answer = 0 // the connection carries requests from now on
+	answerStale     answer = 1 // the hello names another Address: a stale one
+	answerBusy      answer = 2 // another peer is connected already
+	answerVersion   answer = 3 // the hello's version is not spoken here
+	answerWrongPeer answer = 4 // this transport connected to another peer
 )
 
 func (a answer) String() string {
@@ -89,19 +98,21 @@ func (a answer) String() string {
 	return fmt.Sprintf("answer %d", uint8(a))
 }
 
-func putAnswer(b *[answerLen]byte, a answer) {
-	copy(b[:8], magic[:])
-	binary.LittleEndian.PutUint16(b[8:], wireVersion)
+// putAnswer writes a, from a listener that speaks version.
+func (p *protocol) putAnswer(b *[answerLen]byte, version uint16, a answer) {
+	copy(b[:8], p.magic[:])
+	binary.LittleEndian.PutUint16(b[8:], version)
 	b[10] = byte(a)
 	clear(b[11:])
 }
 
-func parseAnswer(b *[answerLen]byte) (version uint16, a answer, err error) {
-	if [8]byte(b[:8]) != magic {
-		return 0, 0, fmt.Errorf("answer starts with %q, not the rdma magic: %w", b[:8], errProtocol)
+// parseAnswer decodes an answer, and the version its listener speaks.
+func (p *protocol) parseAnswer(b *[answerLen]byte) (version uint16, a answer, err error) {
+	if [8]byte(b[:8]) != p.magic {
+		return 0, 0, fmt.Errorf("answer starts with %q, not %q: %w", b[:8], p.magic[:], errProtocol)
 	}
 	a = answer(b[10])
-	if a > answerLastStatus || !allZero(b[11:]) {
+	if a > p.last || !allZero(b[11:]) {
 		return 0, 0, fmt.Errorf("answer with status %d and reserved bytes %x: %w", b[10], b[11:], errProtocol)
 	}
 	return binary.LittleEndian.Uint16(b[8:]), a, nil

@@ -33,7 +33,8 @@
 // peer's handler in the sender's goroutine when that end is started and
 // idle, and otherwise queues the frame for whoever is delivering. No lock is
 // held across a handler call, which is what lets handlers on both ends
-// answer each other without deadlock.
+// answer each other without deadlock. Its listeners also take connections
+// made elsewhere (Deliver), for networks whose conns are not its own.
 //
 // This package must not know about collectives, communicators or actors:
 // Header fields are carried verbatim, never interpreted. Heartbeats,

@@ -64,24 +64,39 @@ func (n *Inproc) Listen(addr string) (Listener, error) {
 // connection joins the listener's backlog, and frames sent before the
 // acceptor starts its end are queued.
 func (n *Inproc) Dial(ctx context.Context, addr string, hello []byte) (Conn, error) {
-	if len(hello) > MaxHello {
-		return nil, fmt.Errorf("transport: inproc dial %q: hello of %d bytes exceeds %d", addr, len(hello), MaxHello)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("transport: inproc dial %q: %w", addr, err)
 	}
 	n.mu.Lock()
-	l := n.listeners[addr]
 	local := n.freshAddr()
 	n.mu.Unlock()
-	if l == nil {
-		return nil, fmt.Errorf("transport: inproc dial %q: nothing listens there: %w", addr, ErrRefused)
-	}
 	dialer, acceptor := newInprocPair(local, addr)
-	if !l.enqueue(acceptor, append([]byte(nil), hello...)) {
-		return nil, fmt.Errorf("transport: inproc dial %q: listener closed: %w", addr, ErrRefused)
+	if err := n.Deliver(addr, acceptor, hello); err != nil {
+		return nil, err
 	}
 	return dialer, nil
+}
+
+// Deliver queues c, the acceptor's end of a connection made elsewhere, on
+// the listener at addr, as Dial queues the end of the pair it makes:
+// Accept returns c with a copy of hello, and Close closes c if nobody
+// accepted it. A Network whose connections are not Inproc's own (virtual
+// ones over another transport, say) can listen through Inproc with it. It
+// fails with ErrRefused where no open listener is at addr.
+func (n *Inproc) Deliver(addr string, c Conn, hello []byte) error {
+	if len(hello) > MaxHello {
+		return fmt.Errorf("transport: inproc dial %q: hello of %d bytes exceeds %d", addr, len(hello), MaxHello)
+	}
+	n.mu.Lock()
+	l := n.listeners[addr]
+	n.mu.Unlock()
+	if l == nil {
+		return fmt.Errorf("transport: inproc dial %q: nothing listens there: %w", addr, ErrRefused)
+	}
+	if !l.enqueue(c, append([]byte(nil), hello...)) {
+		return fmt.Errorf("transport: inproc dial %q: listener closed: %w", addr, ErrRefused)
+	}
+	return nil
 }
 
 func (n *Inproc) unregister(l *inprocListener) {
@@ -106,7 +121,7 @@ type inprocListener struct {
 }
 
 type pending struct {
-	conn  *inprocConn
+	conn  Conn
 	hello []byte
 }
 
@@ -115,7 +130,7 @@ var _ Listener = (*inprocListener)(nil)
 func (l *inprocListener) Addr() string { return l.addr }
 
 // enqueue adds a dialled connection to the backlog; false if l is closed.
-func (l *inprocListener) enqueue(c *inprocConn, hello []byte) bool {
+func (l *inprocListener) enqueue(c Conn, hello []byte) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

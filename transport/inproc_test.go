@@ -56,6 +56,58 @@ func TestInprocAddresses(t *testing.T) {
 	l2.Close()
 }
 
+// TestInprocDeliver: a connection made elsewhere, queued with Deliver, is
+// what Accept returns, with its hello; the listener's Close closes one
+// nobody accepted; and where nothing listens Deliver refuses.
+func TestInprocDeliver(t *testing.T) {
+	nw, other := transport.NewInproc(), transport.NewInproc()
+	l, err := nw.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ol, err := other.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ol.Close()
+	ctx := context.Background()
+	made := func() (dialer, acceptor transport.Conn) { // a connection of another network
+		d, err := other.Dial(ctx, ol.Addr(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _, err := ol.Accept(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, a
+	}
+	d, a := made()
+	hello := []byte("hi")
+	if err := nw.Deliver(l.Addr(), a, hello); err != nil {
+		t.Fatal(err)
+	}
+	hello[0] = 'X' // Deliver copied it
+	if got, h, err := l.Accept(ctx); err != nil || got != a || string(h) != "hi" {
+		t.Fatalf("Accept = %v, %q, %v; want the delivered conn and its hello", got, h, err)
+	}
+	d.Close()
+
+	d, a = made()
+	if err := nw.Deliver(l.Addr(), a, nil); err != nil {
+		t.Fatal(err)
+	}
+	h := &countingHandler{}
+	d.Start(h)
+	l.Close()
+	if len(h.errs) != 1 || !errors.Is(h.errs[0], transport.ErrClosed) {
+		t.Errorf("dialer of a conn never accepted got %v after the listener's Close, want ErrClosed", h.errs)
+	}
+	if err := nw.Deliver(l.Addr(), a, nil); !errors.Is(err, transport.ErrRefused) {
+		t.Errorf("Deliver to a closed listener: %v, want ErrRefused", err)
+	}
+}
+
 // countingHandler delivers synchronously into counters the test reads in
 // the same goroutine: Inproc delivers in the sender's goroutine.
 type countingHandler struct {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,12 +31,7 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	if driver, worker := ftWantsIt(args); driver || worker {
 		return benchFT(args, worker, stdout, stderr)
 	}
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, benchUsage)
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("bench", benchUsage, stderr)
 	var job jobFlags
 	job.register(fs)
 	cfg := bench.DefaultConfig()

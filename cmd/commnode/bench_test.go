@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/cmd/commnode/internal/bench"
 )
 
@@ -172,7 +173,7 @@ func TestBenchEveryAlgorithm(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
 	}
-	for _, op := range []bench.Op{bench.AllReduce, bench.Broadcast, bench.AllToAll, bench.Barrier} {
+	for _, op := range []bench.Op{bench.Op(algorithms.AllReduce), bench.Op(algorithms.Broadcast), bench.Op(algorithms.AllToAll), bench.Op(algorithms.Barrier)} {
 		for _, algo := range op.Algorithms() {
 			if !strings.Contains(out, fmt.Sprintf("#\n# %v by %s\n", op, algo)) {
 				t.Errorf("no %v table by %s", op, algo)

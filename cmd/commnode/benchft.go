@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -78,12 +77,7 @@ type ftOptions struct {
 }
 
 func parseFTOptions(args []string, stderr io.Writer) (ftOptions, int) {
-	fs := flag.NewFlagSet("bench --ft", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, benchFTUsage)
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("bench --ft", benchFTUsage, stderr)
 	o := ftOptions{bytes: 4 << 20}
 	o.job.register(fs)
 	fs.Bool("ft", true, "run the training loop under a fault plan (this mode)")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,12 +17,7 @@ const launchUsage = "usage: commnode launch -n N [-master-addr A] [-master-port 
 // style. It exits 0 if every rank exited 0, 1 if the job failed or was
 // stopped, 2 on a usage error.
 func launchCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("launch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, launchUsage)
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("launch", launchUsage, stderr)
 	n := fs.Int("n", 0, "ranks (local processes) to start")
 	addr := fs.String("master-addr", launch.DefaultMasterAddr, "MASTER_ADDR given to every rank")
 	port := fs.Int("master-port", 0, "MASTER_PORT given to every rank (0: a free port)")

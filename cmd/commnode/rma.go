@@ -35,12 +35,7 @@ var (
 // runs -local N ranks in this process. It exits 0 if everything ran and
 // nothing was wrong, 1 otherwise, 2 on a usage error.
 func rmaCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("rma", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, rmaUsage)
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("rma", rmaUsage, stderr)
 	var job jobFlags
 	job.register(fs)
 	verify := fs.Bool("verify", false, "check windows across the ranks instead of timing them: the ring of torchcomms' WindowRmaTest and the atomics")

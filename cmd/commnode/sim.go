@@ -142,11 +142,8 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 	}
 	op = ops[0]
 	kind, ok := op.Kind()
-	if op == bench.SendRecv {
-		kind, ok = simulation.PointToPoint, true
-	}
 	if !ok {
-		return cfg, 0, 0, fmt.Errorf("--op %q has no schedule to simulate", f.op)
+		kind = simulation.PointToPoint // send_recv
 	}
 	if size, err = bench.ParseBytes(f.bytes); err != nil {
 		return cfg, 0, 0, fmt.Errorf("--bytes: %w", err)

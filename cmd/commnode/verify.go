@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -26,12 +25,7 @@ var fullCounts = []int{65537, 1<<20 + 1}
 // every rank exits 0 only if every rank saw every result right, 1
 // otherwise, 2 on a usage error. Every rank must get the same flags.
 func verifyCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, verifyUsage)
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("verify", verifyUsage, stderr)
 	var job jobFlags
 	job.register(fs)
 	local := fs.Int("local", 0, "run N in-process ranks instead of joining a job as one rank")

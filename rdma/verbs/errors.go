@@ -20,12 +20,14 @@ var (
 	ErrNoDevice error = &sentinel{"rdma/verbs: no RDMA device", ErrUnavailable}
 
 	// ErrClosed reports a call on an object after its Close, or after the
-	// Close of the Context it belongs to.
-	ErrClosed = errors.New("rdma/verbs: use of closed object")
+	// Close of the Context it belongs to. Package rdma reports its closed
+	// transports with it too, so its text names no package.
+	ErrClosed = errors.New("closed")
 	// ErrInvalid reports an argument rejected before anything reached the
 	// library: a range outside its memory region, a misaligned atomic, an
-	// object from another context, a malformed Endpoint.
-	ErrInvalid = errors.New("rdma/verbs: invalid argument")
+	// object from another context, a malformed Endpoint. Package rdma
+	// reports its bad arguments with it too.
+	ErrInvalid = errors.New("invalid argument")
 	// ErrBusy reports the Close of a protection domain or completion queue
 	// that queue pairs or memory regions still use.
 	ErrBusy = errors.New("rdma/verbs: resource in use")

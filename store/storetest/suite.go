@@ -3,10 +3,10 @@ package storetest
 import (
 	"bytes"
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/gocomms/gocomms/internal/leaktest"
 	"github.com/gocomms/gocomms/store"
 )
 
@@ -40,31 +40,12 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkLeaks(t)
+			leaktest.Check(t)
 			s := newStore(t)
 			t.Cleanup(func() { s.Close() })
 			tt.run(t, s)
 		})
 	}
-}
-
-// checkLeaks fails t if goroutines started during t outlive it. Register it
-// first, so that it runs after every other cleanup; stores may stop their
-// goroutines asynchronously, hence the bounded polling.
-func checkLeaks(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutines leaked: %d before, %d after:\n%s", before, runtime.NumGoroutine(), buf)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
 }
 
 // testContext bounds a test's blocking calls.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocomms/gocomms/internal/leaktest"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -14,7 +15,7 @@ import (
 // handler gets one error, and Drained closes once they have left.
 func TestCloseWhileDialling(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		const n = 20
 		nw := newProbe(newNetwork())
 		gt := newGate()
@@ -61,7 +62,7 @@ func TestCloseWhileDialling(t *testing.T) {
 // network; the peer's later dial is refused for good, and fails at once.
 func TestCloseUnused(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		nw := newProbe(newNetwork())
 		c := newCluster(t, nw, 2, clusterOptions{dialTimeout: waitTimeout})
 		conn := c.conns[0][1]
@@ -106,7 +107,7 @@ func TestCloseUnused(t *testing.T) {
 // closed group hands out no conns.
 func TestGroupClose(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		const n = 4
 		c := newCluster(t, newNetwork(), n, clusterOptions{})
 		for i := range n {
@@ -155,7 +156,7 @@ func TestGroupClose(t *testing.T) {
 // is refused for the peer's, its listener stays open for that dial.
 func TestGroupCloseWhileCrossing(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		for range 20 {
 			c := newCluster(t, newNetwork(), 2, clusterOptions{})
 			c.conns[0][1].Send(frame(0, 1, 0, 0))
@@ -172,7 +173,7 @@ func TestGroupCloseWhileCrossing(t *testing.T) {
 // never answers gives up on them within the dial timeout: they are given
 // back, Drained closes, the listener closes and nothing is left running.
 func TestGroupCloseGivesUp(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	const timeout = 200 * time.Millisecond
 	nw := transport.NewInproc()
 	addrs := []string{"", rawPeer(t, nw, func(transport.Conn, []byte) {})}

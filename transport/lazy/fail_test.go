@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocomms/gocomms/internal/leaktest"
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/lazy"
 	"github.com/gocomms/gocomms/transport/transporttest"
@@ -87,7 +88,7 @@ func checkEnd(t *testing.T, err error, peer, addr string, want ...error) {
 // conn with the resolver's error, naming the peer, and gives the queued
 // frames back.
 func TestResolveFails(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	nw := transport.NewInproc()
 	l, err := nw.Listen("")
 	if err != nil {
@@ -120,7 +121,7 @@ func TestResolveFails(t *testing.T) {
 // fail.
 func TestDialRefused(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		nw := newNetwork()
 		addrs := []string{"", nowhere(t, nw)}
 		g := member(t, nw, 0, addrs, 0)
@@ -163,7 +164,7 @@ func TestDialRefused(t *testing.T) {
 // TestStartAfterFailure: a conn that fails before Start reports it at
 // Start.
 func TestStartAfterFailure(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	nw := transport.NewInproc()
 	addrs := []string{"", nowhere(t, nw)}
 	g := member(t, nw, 0, addrs, 0)
@@ -236,7 +237,7 @@ func TestAnswers(t *testing.T) {
 		{"data", 0, answerWith(header(1, 0, 0, 0)), "not a welcome", []error{lazy.ErrProtocol}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkLeaks(t)
+			leaktest.Check(t)
 			nw := transport.NewInproc()
 			peer := 1 - tc.self
 			addrs := make([]string, 2)
@@ -279,7 +280,7 @@ func TestAnswers(t *testing.T) {
 // afterwards is welcomed and carries frames both ways.
 func TestBadHellos(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		nw := newNetwork()
 		addrs := []string{"", "unused:1", "unused:2"}
 		g := member(t, nw, 0, addrs, 0)
@@ -336,7 +337,7 @@ func TestBadHellos(t *testing.T) {
 // it does not reconnect.
 func TestConnFails(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		const n = 50
 		nw := newProbe(newNetwork())
 		c := newCluster(t, nw, 2, clusterOptions{})
@@ -367,7 +368,7 @@ func TestConnFails(t *testing.T) {
 // starts on reading the welcome, is what finds the connection closed.
 func TestFailureAfterFrames(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		const n = 10
 		nw := newProbe(newNetwork())
 		nw.holdStart = make(chan struct{})

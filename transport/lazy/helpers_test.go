@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,25 +44,6 @@ func forEachNetwork(t *testing.T, test func(t *testing.T, newNetwork func() tran
 	for _, nw := range networks {
 		t.Run(nw.name, func(t *testing.T) { test(t, nw.new) })
 	}
-}
-
-// checkLeaks fails t if goroutines started during t outlive it by more
-// than the deadline. Register it before anything whose cleanup stops
-// goroutines.
-func checkLeaks(t testing.TB) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(waitTimeout)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutines leaked: %d before, %d after:\n%s", before, runtime.NumGoroutine(), buf)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
 }
 
 // frame is frame seq of stream (from, to, lane): the header names the

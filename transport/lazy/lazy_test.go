@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocomms/gocomms/internal/leaktest"
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/lazy"
 )
@@ -15,7 +16,7 @@ import (
 // connection is made.
 func TestTwoMembers(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		const n = 100
 		nw := newProbe(newNetwork())
 		c := newCluster(t, nw, 2, clusterOptions{})
@@ -74,7 +75,7 @@ func TestTwoMembers(t *testing.T) {
 // the sender's goroutine, through both members' locks.
 func TestPingPong(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		const rounds = 200
 		c := newCluster(t, newNetwork(), 2, clusterOptions{})
 		for i, j := range []int{1, 0} {
@@ -137,7 +138,7 @@ func TestConfig(t *testing.T) {
 		}
 	}
 
-	checkLeaks(t)
+	leaktest.Check(t)
 	g, err := lazy.New(good)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -186,7 +187,7 @@ func TestBorrower(t *testing.T) {
 				name += " saying it borrows"
 			}
 			t.Run(name, func(t *testing.T) {
-				checkLeaks(t)
+				leaktest.Check(t)
 				c := newCluster(t, network, 2, clusterOptions{})
 				_, got := c.conns[0][1].(transport.Borrower)
 				if got != borrowing {

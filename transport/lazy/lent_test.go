@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocomms/gocomms/internal/leaktest"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -19,7 +20,7 @@ func TestLentBeforeConnected(t *testing.T) {
 		borrow bool
 	}{{"inproc", false}, {"tcp", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkLeaks(t)
+			leaktest.Check(t)
 			inner := networks[0].new()
 			if tc.borrow {
 				inner = networks[1].new()

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gocomms/gocomms/internal/leaktest"
 	"github.com/gocomms/gocomms/transport"
 	"pgregory.net/rapid"
 )
@@ -23,7 +24,7 @@ type send struct {
 // receives, per goroutine, a prefix of what was sent to it. Nothing is
 // left running once every member is closed.
 func TestProperty(t *testing.T) {
-	checkLeaks(t)
+	leaktest.Check(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(2, 6).Draw(rt, "members")
 		lanes := rapid.IntRange(1, 3).Draw(rt, "lanes")

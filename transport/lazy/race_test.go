@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gocomms/gocomms/internal/leaktest"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -18,7 +19,7 @@ func TestSimultaneous(t *testing.T) {
 	}{{0, 200}, {1, 20}} {
 		nw := networks[tc.network]
 		t.Run(nw.name, func(t *testing.T) {
-			checkLeaks(t)
+			leaktest.Check(t)
 			for round := range tc.rounds {
 				simultaneous(t, nw.new(), 2+round%5, 1+round%3)
 				if t.Failed() {

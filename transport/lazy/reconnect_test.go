@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocomms/gocomms/internal/leaktest"
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/lazy"
 	"github.com/gocomms/gocomms/transport/transporttest"
@@ -17,7 +18,7 @@ import (
 // peer's from the hello, so reconnecting needs no rendezvous store.
 func TestReconnectAfterFailure(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		nw := newProbe(newNetwork())
 		c := newCluster(t, nw, 2, clusterOptions{})
 		if err := c.conns[0][1].Send(frame(0, 1, 0, 0)); err != nil {
@@ -81,7 +82,7 @@ func TestReconnectAfterFailure(t *testing.T) {
 // conn we are connected to is closed unanswered.
 func TestNewerDialSupersedes(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		nw := newNetwork()
 		c := newCluster(t, nw, 2, clusterOptions{})
 		if err := c.conns[1][0].Send(frame(1, 0, 0, 0)); err != nil {
@@ -139,7 +140,7 @@ func TestNewerDialSupersedes(t *testing.T) {
 // peer's new conn is refused for good, with ErrRefused.
 func TestClosedConnRefusesRedial(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-		checkLeaks(t)
+		leaktest.Check(t)
 		c := newCluster(t, newNetwork(), 2, clusterOptions{})
 		if err := c.conns[1][0].Send(frame(1, 0, 0, 0)); err != nil {
 			t.Fatal(err)

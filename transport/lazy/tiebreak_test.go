@@ -3,6 +3,7 @@ package lazy_test
 import (
 	"testing"
 
+	"github.com/gocomms/gocomms/internal/leaktest"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -15,7 +16,7 @@ func TestTieBreak(t *testing.T) {
 	for _, first := range []string{"higher", "lower"} {
 		t.Run(first+" first", func(t *testing.T) {
 			forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
-				checkLeaks(t)
+				leaktest.Check(t)
 				nw := newProbe(newNetwork())
 				gt := newGate()
 				nw.gate = gt.wait

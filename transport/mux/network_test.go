@@ -2,6 +2,7 @@ package mux_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,19 +11,21 @@ import (
 	"github.com/gocomms/gocomms/transport/mux"
 )
 
-// muxNetwork is a transport.Network whose conns are virtual: a listener
-// joins each dialer to an acceptor over a connection of the inner network,
+// muxNetwork is a transport.Network whose conns are virtual: a dial joins
+// the dialer to the listener over a connection of the inner network,
 // wrapped in a Mux at both ends, and opens up to perPair comms over one
 // connection before it dials another, the way split communicators share
-// their parent's links. Each Dial opens a fresh comm at both ends. The
-// muxes stay open until the test ends, so that only close markers tell a
-// peer that its conn closed.
+// their parent's links. Each Dial opens a fresh comm at both ends and
+// queues the acceptor's on a listener of an Inproc network at the same
+// address, which accepts it. The muxes stay open until the test ends, so
+// that only close markers tell a peer that its conn closed.
 //
 // The conformance suite labels its streams with Header.Comm, which a
 // virtual conn keeps for its comm id; the conns here carry the label in
 // the top 16 bits of Seq instead, and put it back on delivery.
 type muxNetwork struct {
 	inner   transport.Network
+	accepts *transport.Inproc // the listeners that hand out acceptors' conns
 	perPair int
 
 	mu        sync.Mutex
@@ -33,7 +36,7 @@ type muxNetwork struct {
 
 // newMuxNetwork returns a network over inner whose muxes close after t.
 func newMuxNetwork(t testing.TB, inner transport.Network, perPair int) *muxNetwork {
-	n := &muxNetwork{inner: inner, perPair: perPair, listeners: make(map[string]*muxListener)}
+	n := &muxNetwork{inner: inner, accepts: transport.NewInproc(), perPair: perPair, listeners: make(map[string]*muxListener)}
 	t.Cleanup(func() {
 		n.mu.Lock()
 		muxes := n.muxes
@@ -50,7 +53,12 @@ func (n *muxNetwork) Listen(addr string) (transport.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &muxListener{nw: n, inner: inner, ready: make(chan struct{}, 1), done: make(chan struct{})}
+	accepts, err := n.accepts.Listen(inner.Addr())
+	if err != nil {
+		inner.Close()
+		return nil, err
+	}
+	l := &muxListener{Listener: accepts, nw: n, inner: inner}
 	n.mu.Lock()
 	n.listeners[inner.Addr()] = l
 	n.mu.Unlock()
@@ -58,9 +66,6 @@ func (n *muxNetwork) Listen(addr string) (transport.Listener, error) {
 }
 
 func (n *muxNetwork) Dial(ctx context.Context, addr string, hello []byte) (transport.Conn, error) {
-	if len(hello) > transport.MaxHello {
-		return nil, fmt.Errorf("mux network: dial %q: hello of %d bytes", addr, len(hello))
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -73,27 +78,21 @@ func (n *muxNetwork) Dial(ctx context.Context, addr string, hello []byte) (trans
 	if l == nil {
 		return nil, fmt.Errorf("mux network: dial %q: %w", addr, transport.ErrRefused)
 	}
-	return l.dial(ctx, comm, append([]byte(nil), hello...))
+	return l.dial(ctx, comm, hello)
 }
 
+// muxListener is the Inproc listener that accepts the comms dialled to
+// its address, and the inner network's listener that their connections
+// are dialled to.
 type muxListener struct {
+	transport.Listener
 	nw    *muxNetwork
 	inner transport.Listener
 
-	mu      sync.Mutex // held across dial, which may dial the inner network
-	closed  bool
-	pair    *pair // the connection that new comms join, while it has room
-	backlog []accepted
-	ready   chan struct{} // holds a token while the backlog may be non-empty
-	done    chan struct{} // closed by Close
+	mu     sync.Mutex // held across dial, which may dial the inner network
+	closed bool
+	pair   *pair // the connection that new comms join, while it has room
 }
-
-type accepted struct {
-	conn  *labelConn
-	hello []byte
-}
-
-func (l *muxListener) Addr() string { return l.inner.Addr() }
 
 func (l *muxListener) dial(ctx context.Context, comm uint64, hello []byte) (transport.Conn, error) {
 	l.mu.Lock()
@@ -112,10 +111,10 @@ func (l *muxListener) dial(ctx context.Context, comm uint64, hello []byte) (tran
 	if err != nil {
 		return nil, err
 	}
-	l.backlog = append(l.backlog, accepted{a, hello})
-	select {
-	case l.ready <- struct{}{}:
-	default:
+	if err := l.nw.accepts.Deliver(l.Addr(), a, hello); err != nil {
+		d.Close()
+		a.Close()
+		return nil, err
 	}
 	return d, nil
 }
@@ -153,56 +152,16 @@ func (l *muxListener) connect(ctx context.Context) (*pair, error) {
 	return p, nil
 }
 
-func (l *muxListener) Accept(ctx context.Context) (transport.Conn, []byte, error) {
-	for {
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			return nil, nil, fmt.Errorf("mux network: accept on %q: %w", l.Addr(), transport.ErrClosed)
-		}
-		if len(l.backlog) > 0 {
-			a := l.backlog[0]
-			l.backlog = l.backlog[1:]
-			if len(l.backlog) > 0 {
-				select {
-				case l.ready <- struct{}{}:
-				default:
-				}
-			}
-			l.mu.Unlock()
-			return a.conn, a.hello, nil
-		}
-		l.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-l.done:
-		case <-l.ready:
-		}
-	}
-}
-
 // Close closes the comms nobody accepted, so that their dialers learn of
 // it; the connections under accepted ones stay.
 func (l *muxListener) Close() error {
 	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
 	l.closed = true
-	backlog := l.backlog
-	l.backlog = nil
-	close(l.done)
 	l.mu.Unlock()
-
 	l.nw.mu.Lock()
 	delete(l.nw.listeners, l.Addr())
 	l.nw.mu.Unlock()
-	for _, a := range backlog {
-		a.conn.Close()
-	}
-	return l.inner.Close()
+	return errors.Join(l.Listener.Close(), l.inner.Close())
 }
 
 // pair is one connection of the inner network, with a Mux at each end.

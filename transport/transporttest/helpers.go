@@ -4,32 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/gocomms/gocomms/transport"
 )
-
-// checkLeaks fails t if goroutines started during t outlive it. It must be
-// registered before anything whose cleanup stops goroutines, so that it runs
-// after them; transports may stop goroutines asynchronously, hence the
-// bounded polling.
-func checkLeaks(t testing.TB) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutines leaked: %d before, %d after:\n%s", before, runtime.NumGoroutine(), buf)
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
-}
 
 // testContext bounds a test's blocking calls.
 func testContext(t testing.TB) context.Context {

@@ -3,6 +3,7 @@ package transporttest
 import (
 	"testing"
 
+	"github.com/gocomms/gocomms/internal/leaktest"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -41,7 +42,7 @@ func Run(t *testing.T, newNetwork func(t *testing.T) transport.Network) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkLeaks(t)
+			leaktest.Check(t)
 			tt.run(t, newNetwork(t))
 		})
 	}

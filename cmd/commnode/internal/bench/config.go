@@ -52,7 +52,7 @@ const AllAlgorithms = "all"
 // bytes to 64 MiB, doubling, 20 timed iterations after 5 warm-ups, checked.
 func DefaultConfig() Config {
 	return Config{
-		Ops: []Op{AllReduce}, DType: gocomms.Float32, RedOp: gocomms.Sum,
+		Ops: []Op{Op(algorithms.AllReduce)}, DType: gocomms.Float32, RedOp: gocomms.Sum,
 		MinBytes: 8, MaxBytes: 64 << 20, Factor: 2, Iters: 20, Warmup: 5, Check: true,
 	}
 }

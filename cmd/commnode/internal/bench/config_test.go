@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/algorithms"
 )
 
 func TestParseBytes(t *testing.T) {
@@ -30,7 +31,7 @@ func TestParseBytes(t *testing.T) {
 
 func TestParseOps(t *testing.T) {
 	all, err := ParseOps("all")
-	if err != nil || len(all) != 10 || all[0] != AllReduce || all[9] != SendRecv {
+	if err != nil || len(all) != 10 || all[0] != Op(algorithms.AllReduce) || all[9] != SendRecv {
 		t.Fatalf("ParseOps(all) = %v, %v", all, err)
 	}
 	for _, o := range all {
@@ -40,7 +41,7 @@ func TestParseOps(t *testing.T) {
 		}
 	}
 	for _, alias := range []string{"allreduce", "all-reduce", "AllReduce"} {
-		if got, err := ParseOps(alias); err != nil || !slices.Equal(got, []Op{AllReduce}) {
+		if got, err := ParseOps(alias); err != nil || !slices.Equal(got, []Op{Op(algorithms.AllReduce)}) {
 			t.Errorf("ParseOps(%q) = %v, %v; want all_reduce", alias, got, err)
 		}
 	}
@@ -91,7 +92,7 @@ func TestValidate(t *testing.T) {
 	// A redop a dtype lacks, or an algorithm one op lacks, is fine when
 	// no op needs it.
 	c := DefaultConfig()
-	c.Ops, c.RedOp, c.Algorithm = []Op{Broadcast, AllToAll}, gocomms.BAnd, "pairwise"
+	c.Ops, c.RedOp, c.Algorithm = []Op{Op(algorithms.Broadcast), Op(algorithms.AllToAll)}, gocomms.BAnd, "pairwise"
 	if err := c.Validate(); err != nil {
 		t.Errorf("broadcast and all_to_all with band and pairwise: %v", err)
 	}
@@ -103,7 +104,7 @@ func TestValidateRanks(t *testing.T) {
 	if err := c.ValidateRanks(3); err != nil {
 		t.Errorf("root 3 of all_reduce, which has none: %v", err)
 	}
-	c.Ops = []Op{AllReduce, Gather}
+	c.Ops = []Op{Op(algorithms.AllReduce), Op(algorithms.Gather)}
 	if err := c.ValidateRanks(3); err == nil {
 		t.Error("root 3 of gather on 3 ranks: no error")
 	}
@@ -142,16 +143,16 @@ func TestCountsAndBusFactors(t *testing.T) {
 		send, recv, param int
 		factor            float64
 	}{
-		{AllReduce, 1000, 1000, 1000, 1.5},
-		{Reduce, 1000, 1000, 1000, 1},
-		{Broadcast, 1000, 1000, 1000, 1},
-		{AllGather, 250, 1000, 250, 0.75},
-		{ReduceScatter, 1000, 250, 250, 0.75},
-		{AllToAll, 1000, 1000, 250, 0.75},
-		{Gather, 250, 1000, 250, 0.75},
-		{Scatter, 1000, 250, 250, 0.75},
+		{Op(algorithms.AllReduce), 1000, 1000, 1000, 1.5},
+		{Op(algorithms.Reduce), 1000, 1000, 1000, 1},
+		{Op(algorithms.Broadcast), 1000, 1000, 1000, 1},
+		{Op(algorithms.AllGather), 250, 1000, 250, 0.75},
+		{Op(algorithms.ReduceScatter), 1000, 250, 250, 0.75},
+		{Op(algorithms.AllToAll), 1000, 1000, 250, 0.75},
+		{Op(algorithms.Gather), 250, 1000, 250, 0.75},
+		{Op(algorithms.Scatter), 1000, 250, 250, 0.75},
 		{SendRecv, 1000, 1000, 1000, 1},
-		{Barrier, 0, 0, 0, 0},
+		{Op(algorithms.Barrier), 0, 0, 0, 0},
 	} {
 		s, r, p := tc.op.Counts(1000, 4)
 		if s != tc.send || r != tc.recv || p != tc.param {
@@ -161,7 +162,7 @@ func TestCountsAndBusFactors(t *testing.T) {
 			t.Errorf("%v: bus factor %v, want %v", tc.op, f, tc.factor)
 		}
 	}
-	if _, r, p := AllGather.Counts(10, 4); r != 8 || p != 2 {
+	if _, r, p := Op(algorithms.AllGather).Counts(10, 4); r != 8 || p != 2 {
 		t.Errorf("all_gather of 10 elements on 4 ranks: recv %d, count %d; want 8, 2", r, p)
 	}
 }

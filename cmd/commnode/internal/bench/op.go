@@ -2,84 +2,73 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gocomms/gocomms/algorithms"
 )
 
-// Op is a collective the bench can time.
-type Op uint8
+// Op is a collective the bench can time: one of algorithms.Kinds, named as
+// that Kind is, or SendRecv.
+type Op algorithms.Kind
 
-// The collectives, in the order `--op all` runs them.
-const (
-	AllReduce Op = iota + 1
-	Reduce
-	Broadcast
-	AllGather
-	ReduceScatter
-	AllToAll
-	Gather
-	Scatter
-	Barrier
-	SendRecv // every rank sends to rank+1 and receives from rank-1
-)
+// SendRecv has every rank send to rank+1 and receive from rank-1. No
+// schedule runs it: it is Kind 0, as point-to-point is in a gocomms.Op and
+// in a simulation.
+const SendRecv Op = 0
 
-var opInfo = [...]struct {
-	name    string
-	kind    algorithms.Kind // 0: no schedule to pick an algorithm for
-	reduces bool
-	rooted  bool
-}{
-	AllReduce:     {"all_reduce", algorithms.AllReduce, true, false},
-	Reduce:        {"reduce", algorithms.Reduce, true, true},
-	Broadcast:     {"broadcast", algorithms.Broadcast, false, true},
-	AllGather:     {"all_gather", algorithms.AllGather, false, false},
-	ReduceScatter: {"reduce_scatter", algorithms.ReduceScatter, true, false},
-	AllToAll:      {"all_to_all", algorithms.AllToAll, false, false},
-	Gather:        {"gather", algorithms.Gather, false, true},
-	Scatter:       {"scatter", algorithms.Scatter, false, true},
-	Barrier:       {"barrier", algorithms.Barrier, false, false},
-	SendRecv:      {"send_recv", 0, false, false},
+// Ops lists every op, in the order `--op all` runs them: the kinds, then
+// SendRecv.
+func Ops() []Op {
+	var ops []Op
+	for _, k := range algorithms.Kinds() {
+		ops = append(ops, Op(k))
+	}
+	return append(ops, SendRecv)
 }
 
-func (o Op) valid() bool { return o >= AllReduce && o <= SendRecv }
-
 func (o Op) String() string {
-	if !o.valid() {
-		return fmt.Sprintf("op(%d)", uint8(o))
+	if o == SendRecv {
+		return "send_recv"
 	}
-	return opInfo[o].name
+	return algorithms.Kind(o).String()
 }
 
 // MarshalText writes the op's name, for the JSON lines.
 func (o Op) MarshalText() ([]byte, error) {
-	if !o.valid() {
+	if !slices.Contains(Ops(), o) {
 		return nil, fmt.Errorf("bench: invalid op %d", uint8(o))
 	}
 	return []byte(o.String()), nil
 }
 
-// Reduces reports whether the op combines contributions with a reduction.
-func (o Op) Reduces() bool { return o.valid() && opInfo[o].reduces }
+// Kind is the collective's schedule kind, and false for SendRecv.
+func (o Op) Kind() (algorithms.Kind, bool) { return algorithms.Kind(o), o != SendRecv }
 
-// Kind is the collective's schedule kind, and false for an op no schedule
-// runs.
-func (o Op) Kind() (algorithms.Kind, bool) {
-	if !o.valid() || opInfo[o].kind == 0 {
-		return 0, false
+// Reduces reports whether the op combines contributions with a reduction.
+func (o Op) Reduces() bool {
+	switch algorithms.Kind(o) {
+	case algorithms.AllReduce, algorithms.Reduce, algorithms.ReduceScatter:
+		return true
 	}
-	return opInfo[o].kind, true
+	return false
 }
 
 // Rooted reports whether the op has a root rank.
-func (o Op) Rooted() bool { return o.valid() && opInfo[o].rooted }
+func (o Op) Rooted() bool {
+	switch algorithms.Kind(o) {
+	case algorithms.Reduce, algorithms.Broadcast, algorithms.Gather, algorithms.Scatter:
+		return true
+	}
+	return false
+}
 
 // Algorithms returns the names --algo may give for o, default first.
 func (o Op) Algorithms() []string {
-	if !o.valid() || opInfo[o].kind == 0 {
-		return nil
+	if k, ok := o.Kind(); ok {
+		return algorithms.NewRegistry().Algorithms(k) // the built-ins: the bench registers none
 	}
-	return algorithms.NewRegistry().Algorithms(opInfo[o].kind)
+	return nil
 }
 
 // ParseOps parses --op: one op name, or "all" for every op in order. Names
@@ -87,18 +76,14 @@ func (o Op) Algorithms() []string {
 // allreduce are one op.
 func ParseOps(s string) ([]Op, error) {
 	if s == "all" {
-		ops := make([]Op, 0, SendRecv)
-		for o := AllReduce; o <= SendRecv; o++ {
-			ops = append(ops, o)
-		}
-		return ops, nil
+		return Ops(), nil
 	}
-	names := make([]string, 0, SendRecv)
-	for o := AllReduce; o <= SendRecv; o++ {
-		if bare(opInfo[o].name) == bare(s) {
+	var names []string
+	for _, o := range Ops() {
+		if bare(o.String()) == bare(s) {
 			return []Op{o}, nil
 		}
-		names = append(names, opInfo[o].name)
+		names = append(names, o.String())
 	}
 	return nil, fmt.Errorf("unknown op %q (have %s, all)", s, strings.Join(names, ", "))
 }
@@ -113,16 +98,16 @@ func bare(name string) string { return strings.ToLower(separators.Replace(name))
 // getCollByteCount does: ops that split the buffer among ranks round count
 // down to a multiple of p, and report one rank's share.
 func (o Op) Counts(count, p int) (send, recv, param int) {
-	switch o {
-	case Barrier:
+	switch algorithms.Kind(o) {
+	case algorithms.Barrier:
 		return 0, 0, 0
-	case AllGather, Gather:
+	case algorithms.AllGather, algorithms.Gather:
 		param = count / p
 		return param, param * p, param
-	case ReduceScatter, Scatter:
+	case algorithms.ReduceScatter, algorithms.Scatter:
 		param = count / p
 		return param * p, param, param
-	case AllToAll:
+	case algorithms.AllToAll:
 		param = count / p
 		return param * p, param * p, param
 	}
@@ -133,12 +118,12 @@ func (o Op) Counts(count, p int) (send, recv, param int) {
 // of the data that must cross the busiest link of an optimal algorithm, so
 // that busbw compares with the hardware's peak whatever the op and p.
 func (o Op) BusFactor(p int) float64 {
-	switch o {
-	case AllReduce:
+	switch algorithms.Kind(o) {
+	case algorithms.AllReduce:
 		return 2 * float64(p-1) / float64(p)
-	case AllGather, ReduceScatter, AllToAll, Gather, Scatter:
+	case algorithms.AllGather, algorithms.ReduceScatter, algorithms.AllToAll, algorithms.Gather, algorithms.Scatter:
 		return float64(p-1) / float64(p)
-	case Barrier:
+	case algorithms.Barrier:
 		return 0
 	}
 	return 1

@@ -7,6 +7,8 @@ import (
 	"io"
 	"runtime/debug"
 	"slices"
+
+	"github.com/gocomms/gocomms/algorithms"
 )
 
 // Result is one row: one op at one size.
@@ -44,7 +46,7 @@ type Header struct {
 // formats, one table per op, and its closing lines.
 type Table struct {
 	w      io.Writer
-	op     Op       // of the table being printed; 0 before the first row
+	op     Op       // of the table being printed
 	algo   string   // of the table being printed
 	tuning []Result // every row, with --algo all: Close prints the fastest
 	tune   bool
@@ -88,7 +90,7 @@ func (t *Table) printf(format string, args ...any) {
 // Add prints r, under a new table heading when its op differs from the
 // previous row's.
 func (t *Table) Add(r Result) error {
-	if r.Op != t.op || r.Algorithm != t.algo {
+	if t.rows == 0 || r.Op != t.op || r.Algorithm != t.algo {
 		t.closeOp()
 		t.op, t.algo = r.Op, r.Algorithm
 		if r.Algorithm != "" {
@@ -129,7 +131,7 @@ func (t *Table) column(heading string) string {
 
 // closeOp prints the average bus bandwidth of the op's rows.
 func (t *Table) closeOp() {
-	if t.rows > 0 && t.op != Barrier {
+	if t.rows > 0 && t.op != Op(algorithms.Barrier) {
 		t.printf("# Avg bus bandwidth    : %.6g \n", t.busSum/float64(t.rows))
 	}
 	t.rows, t.busSum = 0, 0

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/algorithms"
 )
 
 func TestTableIsNCCLTests(t *testing.T) {
@@ -14,9 +15,9 @@ func TestTableIsNCCLTests(t *testing.T) {
 	cfg := DefaultConfig()
 	tab := NewTable(&out, Header{Version: "v1.2.3", Host: "node7", Ranks: 8, Config: cfg})
 	rows := []Result{
-		{Op: AllReduce, Bytes: 8, Count: 2, DType: "float32", RedOp: "sum", Root: -1, TimeUS: 18.544, AlgBW: 0, BusBW: 0, Checked: true},
-		{Op: AllReduce, Bytes: 67108864, Count: 16777216, DType: "float32", RedOp: "sum", Root: -1, TimeUS: 12345.6, AlgBW: 5.44, BusBW: 9.52, Checked: true, Wrong: 3},
-		{Op: Broadcast, Bytes: 1024, Count: 256, DType: "bfloat16", RedOp: "none", Root: 0, TimeUS: 123.45, AlgBW: 0.01, BusBW: 0.01},
+		{Op: Op(algorithms.AllReduce), Bytes: 8, Count: 2, DType: "float32", RedOp: "sum", Root: -1, TimeUS: 18.544, AlgBW: 0, BusBW: 0, Checked: true},
+		{Op: Op(algorithms.AllReduce), Bytes: 67108864, Count: 16777216, DType: "float32", RedOp: "sum", Root: -1, TimeUS: 12345.6, AlgBW: 5.44, BusBW: 9.52, Checked: true, Wrong: 3},
+		{Op: Op(algorithms.Broadcast), Bytes: 1024, Count: 256, DType: "bfloat16", RedOp: "none", Root: 0, TimeUS: 123.45, AlgBW: 0.01, BusBW: 0.01},
 	}
 	for _, r := range rows {
 		if err := tab.Add(r); err != nil {
@@ -50,9 +51,22 @@ func TestTableIsNCCLTests(t *testing.T) {
 	}
 }
 
+// TestTableHeadsSendRecv: send_recv is the zero Op, and a table that
+// starts with it still has its heading.
+func TestTableHeadsSendRecv(t *testing.T) {
+	var out bytes.Buffer
+	tab := NewTable(&out, Header{Ranks: 2, Config: DefaultConfig()})
+	if err := tab.Add(Result{Op: SendRecv, Bytes: 8, Count: 2, DType: "float32", RedOp: "none", Root: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "#\n# send_recv\n") {
+		t.Errorf("no send_recv heading in\n%s", out.String())
+	}
+}
+
 func TestJSONLines(t *testing.T) {
 	var out bytes.Buffer
-	r := Result{Op: ReduceScatter, Ranks: 4, Bytes: 4096, Count: 256, DType: "float32", RedOp: "max", Root: -1,
+	r := Result{Op: Op(algorithms.ReduceScatter), Ranks: 4, Bytes: 4096, Count: 256, DType: "float32", RedOp: "max", Root: -1,
 		TimeUS: 10.5, AlgBW: 0.39, BusBW: 0.29, Checked: true}
 	if err := WriteJSON(&out, r); err != nil {
 		t.Fatal(err)

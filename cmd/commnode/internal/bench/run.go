@@ -34,7 +34,7 @@ func Run(ctx context.Context, c *gocomms.Comm, cfg Config, report func(Result) e
 	sizes := cfg.sizes()
 	total := 0
 	opSizes := func(o Op) []int64 {
-		if o == Barrier {
+		if o == Op(algorithms.Barrier) {
 			return []int64{0} // nothing moves: one row
 		}
 		return sizes
@@ -105,10 +105,16 @@ func newBench(c *gocomms.Comm, cfg Config) *bench {
 		b.chk = newChecker(cfg.DType, cfg.RedOp, b.ranks)
 	}
 	n := int(cfg.MaxBytes) / es * es
-	if slices.ContainsFunc(cfg.Ops, func(o Op) bool { return o != Barrier }) {
+	if slices.ContainsFunc(cfg.Ops, func(o Op) bool { return o != Op(algorithms.Barrier) }) {
 		b.send = make([]byte, n)
 	}
-	inPlace := func(o Op) bool { return o == AllReduce || o == Reduce || o == Broadcast || o == Barrier }
+	inPlace := func(o Op) bool {
+		switch algorithms.Kind(o) {
+		case algorithms.AllReduce, algorithms.Reduce, algorithms.Broadcast, algorithms.Barrier:
+			return true
+		}
+		return false
+	}
 	if slices.ContainsFunc(cfg.Ops, func(o Op) bool { return !inPlace(o) }) {
 		b.recv = make([]byte, n)
 	}
@@ -128,7 +134,7 @@ func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
 		return Result{}, err
 	}
 	var wrong int64
-	checked := b.cfg.Check && o != Barrier
+	checked := b.cfg.Check && o != Op(algorithms.Barrier)
 	if checked {
 		b.chk.pat = newPattern(b.cfg.DType, b.cfg.RedOp, o.Reduces(), p)
 		for _, f := range pl.fills {
@@ -155,7 +161,7 @@ func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
 		DType: b.cfg.DType.String(), RedOp: "none", Root: -1,
 		TimeUS: sec * 1e6, Checked: checked, Wrong: wrong, Algorithm: b.algo,
 	}
-	if o == Barrier {
+	if o == Op(algorithms.Barrier) {
 		res.DType = "none"
 	}
 	if o.Reduces() {
@@ -262,13 +268,21 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 	poisoned := region{out, p, 0}
 	v := views{dt: dt}
 	var pl plan
-	switch o {
-	case AllReduce:
+	if o == SendRecv {
+		prev := (r + p - 1) % p
+		batch := c.NewBatch().Send(v.of(in), (r+1)%p).Recv(v.of(out), prev)
+		pl.issue = func() *gocomms.Work { return batch.IssueAsync(opts...) }
+		pl.fills = []region{{in, r, 0}, poisoned}
+		pl.checks = []region{{out, prev, 0}}
+		return pl, v.err
+	}
+	switch algorithms.Kind(o) {
+	case algorithms.AllReduce:
 		t := v.of(in)
 		pl.issue = func() *gocomms.Work { return c.AllReduceAsync(t, op, opts...) }
 		pl.fills = []region{{in, r, 0}}
 		pl.checks = []region{{in, reduced, 0}}
-	case Reduce:
+	case algorithms.Reduce:
 		t := v.of(in)
 		pl.issue = func() *gocomms.Work { return c.ReduceAsync(t, root, op, opts...) }
 		pl.fills = []region{{in, r, 0}}
@@ -277,31 +291,31 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 			want = reduced
 		}
 		pl.checks = []region{{in, want, 0}}
-	case Broadcast:
+	case algorithms.Broadcast:
 		t := v.of(in)
 		pl.issue = func() *gocomms.Work { return c.BroadcastAsync(t, root, opts...) }
 		pl.fills = []region{{in, r, 0}}
 		pl.checks = []region{{in, root, 0}}
-	case AllGather:
+	case algorithms.AllGather:
 		ti, to := v.of(in), v.of(out)
 		pl.issue = func() *gocomms.Work { return c.AllGatherSingleAsync(to, ti, opts...) }
 		pl.fills = []region{{in, r, 0}, poisoned}
 		for q := range p {
 			pl.checks = append(pl.checks, region{block(out, q), q, 0})
 		}
-	case ReduceScatter:
+	case algorithms.ReduceScatter:
 		ti, to := v.of(in), v.of(out)
 		pl.issue = func() *gocomms.Work { return c.ReduceScatterSingleAsync(to, ti, op, opts...) }
 		pl.fills = []region{{in, r, 0}, poisoned}
 		pl.checks = []region{{out, reduced, r * n}}
-	case AllToAll:
+	case algorithms.AllToAll:
 		ti, to := v.of(in), v.of(out)
 		pl.issue = func() *gocomms.Work { return c.AllToAllSingleAsync(to, ti, opts...) }
 		pl.fills = []region{{in, r, 0}, poisoned}
 		for q := range p {
 			pl.checks = append(pl.checks, region{block(out, q), q, r * n})
 		}
-	case Gather:
+	case algorithms.Gather:
 		ti := v.of(in)
 		var outs []*gocomms.Tensor // read on root only
 		pl.fills = []region{{in, r, 0}}
@@ -313,7 +327,7 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 			}
 		}
 		pl.issue = func() *gocomms.Work { return c.GatherAsync(outs, ti, root, opts...) }
-	case Scatter:
+	case algorithms.Scatter:
 		to := v.of(out)
 		var ins []*gocomms.Tensor // read on root only
 		pl.fills = []region{poisoned}
@@ -325,13 +339,7 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 		}
 		pl.checks = []region{{out, root, r * n}}
 		pl.issue = func() *gocomms.Work { return c.ScatterAsync(to, ins, root, opts...) }
-	case SendRecv:
-		prev := (r + p - 1) % p
-		batch := c.NewBatch().Send(v.of(in), (r+1)%p).Recv(v.of(out), prev)
-		pl.issue = func() *gocomms.Work { return batch.IssueAsync(opts...) }
-		pl.fills = []region{{in, r, 0}, poisoned}
-		pl.checks = []region{{out, prev, 0}}
-	case Barrier:
+	case algorithms.Barrier:
 		pl.issue = func() *gocomms.Work { return c.BarrierAsync(opts...) }
 	default:
 		return plan{}, fmt.Errorf("invalid op %v", o)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/tensor"
 )
 
@@ -74,7 +75,7 @@ func TestRunChecksEveryOp(t *testing.T) {
 				name := fmt.Sprintf("%d ranks %v %s", ranks, dt, redOpName(c.RedOp))
 				rows, wrong := sweep(t, ranks, c, nil)
 				for _, r := range rows {
-					if r.Wrong != 0 || r.Checked != (r.Op != Barrier) {
+					if r.Wrong != 0 || r.Checked != (r.Op != Op(algorithms.Barrier)) {
 						t.Errorf("%s: %+v", name, r)
 					}
 				}
@@ -90,7 +91,7 @@ func TestRunChecksEveryOp(t *testing.T) {
 
 func TestRunRows(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Ops = []Op{AllReduce, AllGather, Gather, Barrier, SendRecv}
+	cfg.Ops = []Op{Op(algorithms.AllReduce), Op(algorithms.AllGather), Op(algorithms.Gather), Op(algorithms.Barrier), SendRecv}
 	cfg.MinBytes, cfg.MaxBytes, cfg.Factor, cfg.Root = 8, 1<<10, 4, 2
 	cfg.Iters, cfg.Warmup = 3, 0
 	var steps []Step
@@ -106,11 +107,11 @@ func TestRunRows(t *testing.T) {
 	}
 	var want []row
 	for _, size := range []int64{8, 32, 128, 512} {
-		want = append(want, row{AllReduce, size, size / 4, "float32", "sum", -1, true, 1.5})
+		want = append(want, row{Op(algorithms.AllReduce), size, size / 4, "float32", "sum", -1, true, 1.5})
 	}
-	for _, o := range []Op{AllGather, Gather} {
+	for _, o := range []Op{Op(algorithms.AllGather), Op(algorithms.Gather)} {
 		root := -1
-		if o == Gather {
+		if o == Op(algorithms.Gather) {
 			root = 2
 		}
 		// Each rank's block is a quarter of the elements: 0, 2, 8 and 32.
@@ -122,7 +123,7 @@ func TestRunRows(t *testing.T) {
 			want = append(want, row{o, n * 4 * 4, n, "float32", "none", root, true, f})
 		}
 	}
-	want = append(want, row{Barrier, 0, 0, "none", "none", -1, false, 0})
+	want = append(want, row{Op(algorithms.Barrier), 0, 0, "none", "none", -1, false, 0})
 	for _, size := range []int64{8, 32, 128, 512} {
 		want = append(want, row{SendRecv, size, size / 4, "float32", "none", -1, true, 1})
 	}
@@ -154,7 +155,7 @@ func TestRunRows(t *testing.T) {
 func TestRunRejectsBadConfig(t *testing.T) {
 	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
 		cfg := DefaultConfig()
-		cfg.Ops, cfg.Root = []Op{Broadcast}, 2
+		cfg.Ops, cfg.Root = []Op{Op(algorithms.Broadcast)}, 2
 		_, err := Run(ctx, c, cfg, func(Result) error { return nil })
 		if err == nil {
 			return errors.New("root 2 of 2 ranks accepted")
