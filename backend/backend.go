@@ -75,7 +75,9 @@ type P2P struct {
 
 // Completion is how a backend reports an operation's progress. Started is
 // called at most once, when the operation begins to run; Finished exactly
-// once.
+// once. The caller sees Finished's error as it is: a backend makes it a
+// *commerr.OpError naming the communicator, the operation, its sequence
+// number and the ranks involved, wrapping one of commerr's sentinels.
 type Completion interface {
 	Started()
 	Finished(err error)
