@@ -53,7 +53,6 @@ type Comm struct {
 
 	failMu   sync.Mutex
 	failures []error
-	onEnd    func(*Work) // ended, bound once
 
 	recMu   sync.Mutex
 	records []*opRecord // free, for blocking calls over one tensor
@@ -97,7 +96,6 @@ func newComm(o *options, backendName string, b Backend, owns bool, ranks []int, 
 	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, ranks: ranks,
 		membership: o.cfg.Name, family: family, abortCh: make(chan struct{})}
 	c.pooled, _ = b.(backend.Pooled)
-	c.onEnd = c.ended
 	c.timeout.Store(int64(o.cfg.Timeout))
 	c.startFlightRecorder()
 	return c
@@ -374,7 +372,7 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 	var w *Work
 	if r != nil {
 		w = &r.work
-		w.op, w.onEnd = op, c.onEnd
+		w.op, w.comm = op, c
 		if w.pooled = blocking && c.pooled != nil && len(pre) == 0 && len(post) == 0; w.pooled {
 			r.holds.Store(2)
 			if w.wake == nil {
@@ -382,7 +380,7 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 			}
 		}
 	} else {
-		w = newWork(op, c.onEnd)
+		w = newWork(op, c)
 	}
 	if !cc.internal {
 		c.flight.track(op, w)

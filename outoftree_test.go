@@ -433,3 +433,44 @@ func TestOutOfTreeRegistry(t *testing.T) {
 		t.Fatalf("NewComm on an accelerator: %v", err)
 	}
 }
+
+// refusing is a backend that fails every operation with a bare error,
+// naming nothing: the front names the communicator, the operation and
+// its number for it.
+type refusing struct{}
+
+var errRefusing = errors.New("refused by the backend")
+
+func (refusing) Name() string { return "refusing" }
+func (refusing) Issue(_ *gocomms.Op, done gocomms.Completion) func(error) {
+	done.Finished(errRefusing)
+	return nil
+}
+func (refusing) Split(context.Context, []int, *gocomms.Config, gocomms.Exchange) (gocomms.Backend, error) {
+	return nil, errRefusing
+}
+func (refusing) Abort(error)                    {}
+func (refusing) Finalize(context.Context) error { return nil }
+
+// TestOutOfTreeBareErrorsAreNamed: an error a backend finishes an
+// operation with reaches the caller as an *OpError naming the
+// communicator, the operation and its sequence number, wrapping it.
+func TestOutOfTreeBareErrorsAreNamed(t *testing.T) {
+	if err := gocomms.RegisterBackend("refusing", func(context.Context, *gocomms.Config) (gocomms.Backend, error) { return refusing{}, nil }); err != nil && !errors.Is(err, gocomms.ErrInvalidArgument) {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := gocomms.NewComm(ctx, "refusing", gocomms.CPU, "bare", gocomms.WithRank(0), gocomms.WithSize(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Barrier(ctx)
+	err = c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum)
+	var oe *gocomms.OpError
+	if !errors.As(err, &oe) || !errors.Is(err, errRefusing) || oe.Comm != "bare" || oe.Op != string(gocomms.OpAllReduce) || oe.Seq != 1 {
+		t.Fatalf("all-reduce over a refusing backend: %#v", err)
+	}
+	if err := c.Finalize(ctx); !errors.Is(err, errRefusing) {
+		t.Fatalf("finalize after two refusals: %v", err)
+	}
+}

@@ -47,7 +47,7 @@ type Work struct {
 	// canceler cancels by sequence number instead, for a backend that
 	// can, which then makes no cancel function per operation.
 	canceler backend.Canceler
-	onEnd    func(w *Work) // the communicator's bookkeeping
+	comm     *Comm // whose bookkeeping the end goes through; nil for a window's
 	// flight is the communicator's recorder, which keeps this operation in
 	// flightSlot: told directly rather than through hooks, which would cost
 	// closures per operation.
@@ -72,8 +72,8 @@ type workHooks struct {
 	start, waitBegin, waitEnd, end hookSet[func(*Work)]
 }
 
-func newWork(op *Op, onEnd func(*Work)) *Work {
-	return &Work{op: op, onEnd: onEnd}
+func newWork(op *Op, comm *Comm) *Work {
+	return &Work{op: op, comm: comm}
 }
 
 // closedDone is Done's channel for a Work that ended before anyone asked.
@@ -86,7 +86,7 @@ var closedDone = func() chan struct{} {
 // clear empties a pooled Work for its next operation, keeping its record
 // and wake, which is empty again.
 func (w *Work) clear() {
-	w.op, w.err, w.cancel, w.canceler, w.onEnd = nil, nil, nil, nil, nil
+	w.op, w.err, w.cancel, w.canceler, w.comm = nil, nil, nil, nil, nil
 	w.flight, w.flightSlot = nil, 0
 	w.status.Store(int32(NotStarted))
 	w.done, w.hooks, w.started, w.ended, w.pooled = nil, workHooks{}, false, false, false
@@ -251,8 +251,8 @@ func (w *Work) finish(err error) {
 		w.flight.update(w.flightSlot, (*flightSlot).settle)
 	}
 	w.runHooks(&w.hooks.end)
-	if w.onEnd != nil {
-		w.onEnd(w)
+	if w.comm != nil {
+		w.comm.ended(w)
 	}
 	if w.pooled {
 		w.wake <- struct{}{} // the last touch: the caller may reuse w now
@@ -263,8 +263,16 @@ func (w *Work) finish(err error) {
 // cannot complete a Work themselves.
 type completion struct{ w *Work }
 
-func (c completion) Started()           { c.w.start() }
-func (c completion) Finished(err error) { c.w.finish(err) }
+func (c completion) Started() { c.w.start() }
+
+// Finished ends the Work, with err made an *OpError naming the
+// communicator, the operation and its number if the backend did not.
+func (c completion) Finished(err error) {
+	if err != nil && c.w.comm != nil {
+		err = c.w.comm.opError(c.w.op, err)
+	}
+	c.w.finish(err)
+}
 
 // Released is a Pooled backend's word that it let go of the operation's
 // room, which a pooled Work's record holds.
