@@ -108,6 +108,14 @@ func (c *Comm) Shrink(ctx context.Context, opts ...Option) (*Comm, error) {
 	case s := <-ch:
 		return s.c, s.err
 	case <-ctx.Done():
+		// The survivors may still agree: a communicator made after the
+		// caller gave up is nobody's, so it goes at once.
+		go func() {
+			if s := <-ch; s.c != nil {
+				s.c.Abort(context.Cause(ctx))
+				s.c.Finalize(context.WithoutCancel(ctx))
+			}
+		}()
 		return nil, c.opError(&Op{Name: OpShrink}, context.Cause(ctx))
 	}
 }

@@ -150,7 +150,7 @@ func (c *Comm) newWindow(ctx context.Context, name OpName, cfg backend.WindowCon
 	// needed by the native backend (links keep frames until a route takes
 	// them), but it makes creation the synchronisation users expect.
 	if err := c.Barrier(ctx); err != nil {
-		b.Close(errors.Is(w.unusable(), ErrFinalized))
+		b.Close(false)
 		return nil, err
 	}
 	return w, nil
