@@ -510,7 +510,7 @@ func (w *Window) Shrink(ctx context.Context, c *Comm) (*Window, error) {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
-	w.release(true)
+	w.b.Close(true)
 	return c.newWindow(ctx, "window_shrink", backend.WindowConfig{Size: len(w.mem), Carry: w.b}, w.t, []WindowOption{WindowSignals(w.slots)})
 }
 
@@ -582,17 +582,13 @@ func (w *Window) Close(ctx context.Context) error {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
-	w.release(false)
+	w.b.Close(false)
 	return w.c.Barrier(ctx)
 }
 
-// release lets go of the window on this rank, keeping its memory for
-// Shrink's window when it says so.
-func (w *Window) release(keepMemory bool) { w.b.Close(keepMemory) }
-
 // unusable reports why the window takes no operation, or nil: it was
-// closed, or its communicator finalized, which stopped its actor with
-// the rank's (failing what it still held).
+// closed, or its communicator finalized, which released the backend's
+// part of it (failing what it still held).
 func (w *Window) unusable() error {
 	w.mu.Lock()
 	closed := w.closed
