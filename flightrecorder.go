@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"weak"
 )
 
 // DefaultFlightRecordSize is how many operations a communicator's flight
@@ -279,22 +280,37 @@ func (c *Comm) startFlightRecorder() {
 	}
 	c.flight = NewFlightRecorder(n) // Comm.issue tracks each operation
 	liveComms.Lock()
-	liveComms.comms = append(liveComms.comms, c)
-	liveComms.Unlock()
+	defer liveComms.Unlock()
+	if len(liveComms.comms) == cap(liveComms.comms) {
+		liveComms.forget(nil) // before growing: amortised, the list stays in proportion to the live
+	}
+	liveComms.comms = append(liveComms.comms, weak.Make(c))
 }
 
 // stopListing removes a finalized communicator from DumpFlightRecords.
 func (c *Comm) stopListing() {
 	liveComms.Lock()
 	defer liveComms.Unlock()
-	liveComms.comms = slices.DeleteFunc(liveComms.comms, func(x *Comm) bool { return x == c })
+	liveComms.forget(c)
 }
 
 // liveComms are the communicators of this process not yet finalized, in
-// creation order.
-var liveComms struct {
+// creation order. It holds them weakly: one dropped without Finalize (a
+// simulated job's, say) goes with its memory.
+var liveComms liveList
+
+type liveList struct {
 	sync.Mutex
-	comms []*Comm
+	comms []weak.Pointer[Comm]
+}
+
+// forget drops c and the communicators already collected from the list;
+// the caller holds the lock.
+func (l *liveList) forget(c *Comm) {
+	l.comms = slices.DeleteFunc(l.comms, func(p weak.Pointer[Comm]) bool {
+		x := p.Value()
+		return x == nil || x == c
+	})
 }
 
 // FlightRecord returns the communicator's last operations, oldest first:
@@ -320,7 +336,12 @@ func (c *Comm) flightDump() FlightDump {
 // order. A communicator is listed from its creation until Finalize.
 func DumpFlightRecords(w io.Writer) error {
 	liveComms.Lock()
-	comms := slices.Clone(liveComms.comms)
+	comms := make([]*Comm, 0, len(liveComms.comms))
+	for _, p := range liveComms.comms {
+		if c := p.Value(); c != nil {
+			comms = append(comms, c)
+		}
+	}
 	liveComms.Unlock()
 	dumps := make([]FlightDump, 0, len(comms))
 	for _, c := range comms {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/transport"
 )
 
 // entrySummary is what the tests compare of an entry; times and error
@@ -352,4 +355,41 @@ func TestDumpFlightRecordsListsLiveComms(t *testing.T) {
 			t.Fatalf("finalized communicator still dumped: %+v", d)
 		}
 	}
+}
+
+// TestDroppedCommsLeaveTheDump: a communicator dropped without Finalize,
+// as a simulated job's are, is not kept alive by the process-wide list,
+// and leaves the dump once collected.
+func TestDroppedCommsLeaveTheDump(t *testing.T) {
+	rt := actors.NewRuntime(nil)
+	defer rt.Shutdown()
+	func() {
+		c, err := gocomms.NewComm(context.Background(), gocomms.NativeBackend, gocomms.CPU, "dropped",
+			gocomms.WithRank(0), gocomms.WithSize(1), gocomms.WithRuntime(rt), gocomms.WithNetwork(transport.NewInproc()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AllReduce(context.Background(), gocomms.FromSlice([]int32{1}), gocomms.Sum); err != nil {
+			t.Fatal(err)
+		}
+		c.Abort(errors.New("dropped"))
+	}()
+	listed := func() bool {
+		var b bytes.Buffer
+		if err := gocomms.DumpFlightRecords(&b); err != nil {
+			t.Fatal(err)
+		}
+		var dumps []gocomms.FlightDump
+		if err := json.Unmarshal(b.Bytes(), &dumps); err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(dumps, func(d gocomms.FlightDump) bool { return d.Comm == "dropped" })
+	}
+	for range 20 {
+		if !listed() {
+			return
+		}
+		runtime.GC()
+	}
+	t.Fatal("a dropped communicator is still in the dump after 20 collections")
 }
