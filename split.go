@@ -150,18 +150,47 @@ func (c *Comm) exchange(ctx context.Context, mine []byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	strs, s, err := c.gatherStrings(lens, mine)
+	if err := c.internal(ctx, &s.Op, err); err != nil {
+		return nil, err
+	}
+	return strs, nil
+}
+
+// exchangeAsync is exchange without blocking: done is called once, from
+// the goroutine that ends the second gather; ctx's deadline bounds each.
+func (c *Comm) exchangeAsync(ctx context.Context, mine []byte, done func([][]byte, error)) {
+	lens := make([]int64, c.cfg.Size)
+	var s roomOp
+	err := c.allGatherSingle(&s, FromSlice(lens), FromSlice([]int64{int64(len(mine))}))
+	c.issue(ctx, &s.Op, err, internalCall, nil, false).OnEnd(func(w *Work) {
+		if w.Err() != nil {
+			done(nil, w.Err())
+			return
+		}
+		strs, s, err := c.gatherStrings(lens, mine)
+		c.issue(ctx, &s.Op, err, internalCall, nil, false).OnEnd(func(w *Work) {
+			if w.Err() != nil {
+				done(nil, w.Err())
+				return
+			}
+			done(strs, nil)
+		})
+	})
+}
+
+// gatherStrings is the all-gather of an exchange's strings, given their
+// lengths, and where they land.
+func (c *Comm) gatherStrings(lens []int64, mine []byte) ([][]byte, *roomOp, error) {
 	outs := make([]*Tensor, c.cfg.Size)
 	strs := make([][]byte, c.cfg.Size)
 	for q, n := range lens {
 		strs[q] = make([]byte, n)
 		outs[q] = FromSlice(strs[q])
 	}
-	var s roomOp
-	err = c.allGather(&s, OpAllGatherV, outs, FromSlice(append([]byte(nil), mine...)), false)
-	if err := c.internal(ctx, &s.Op, err); err != nil {
-		return nil, err
-	}
-	return strs, nil
+	s := new(roomOp)
+	err := c.allGather(s, OpAllGatherV, outs, FromSlice(slices.Clone(mine)), false)
+	return strs, s, err
 }
 
 // allGatherInts all-gathers the same number of int64s from every rank.
@@ -178,5 +207,8 @@ func (c *Comm) allGatherInts(ctx context.Context, mine []int64) ([]int64, error)
 // internal runs an operation the communicator issues for itself: hooks do
 // not see it.
 func (c *Comm) internal(ctx context.Context, op *Op, invalid error) error {
-	return c.run(ctx, op, invalid, []CallOption{func(cc *call) { cc.internal = true }})
+	return c.run(ctx, op, invalid, internalCall)
 }
+
+// internalCall marks an operation the communicator issues for itself.
+var internalCall = []CallOption{func(cc *call) { cc.internal = true }}

@@ -97,10 +97,26 @@ func WindowSignals(n int) WindowOption { return func(c *windowConfig) { c.slots 
 // aligned to 4 KiB. It is collective: every rank calls it, in the same
 // order as the communicator's other windows, with the same size.
 func (c *Comm) NewWindow(ctx context.Context, size int, opts ...WindowOption) (*Window, error) {
+	return c.awaitWindow(ctx, "new_window", func(done func(*Window, error)) {
+		c.newWindowAsync(ctx, size, done, opts)
+	})
+}
+
+// NewWindowAsync is the async form of NewWindow: done is called once,
+// with the window or why there is none, from the goroutine that ends its
+// creation, and must not block. The creation is collective operations
+// in the communicator's order: issue no other operation on it before
+// done.
+func (c *Comm) NewWindowAsync(size int, done func(*Window, error), opts ...WindowOption) {
+	c.newWindowAsync(context.Background(), size, done, opts)
+}
+
+func (c *Comm) newWindowAsync(ctx context.Context, size int, done func(*Window, error), opts []WindowOption) {
 	if size < 0 {
-		return nil, c.windowError("new_window", commerr.Invalid("negative window size %d", size))
+		done(nil, c.windowError("new_window", commerr.Invalid("negative window size %d", size)))
+		return
 	}
-	return c.newWindow(ctx, "new_window", backend.WindowConfig{Size: size}, nil, opts)
+	c.openWindow(ctx, "new_window", backend.WindowConfig{Size: size}, nil, opts, done)
 }
 
 // NewWindowFromTensor creates a window over t's memory on every rank; t
@@ -116,70 +132,109 @@ func (c *Comm) NewWindowFromTensor(ctx context.Context, t *Tensor, opts ...Windo
 	if len(mem) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%8 != 0 {
 		return nil, c.windowError("new_window", commerr.Invalid("the tensor's memory is not 8-byte aligned"))
 	}
-	return c.newWindow(ctx, "new_window", backend.WindowConfig{Size: len(mem), Memory: mem}, t, opts)
+	return c.awaitWindow(ctx, "new_window", func(done func(*Window, error)) {
+		c.openWindow(ctx, "new_window", backend.WindowConfig{Size: len(mem), Memory: mem}, t, opts, done)
+	})
 }
 
-// newWindow opens the window cfg describes through the backend; t is its
-// memory as a tensor, nil for the backend's memory as bytes.
-func (c *Comm) newWindow(ctx context.Context, name OpName, cfg backend.WindowConfig, t *Tensor, opts []WindowOption) (*Window, error) {
+// awaitWindow waits for the window open makes. A ctx that ends first
+// leaves the creation running on the other ranks; this rank's part is
+// released when it is made.
+func (c *Comm) awaitWindow(ctx context.Context, name OpName, open func(done func(*Window, error))) (*Window, error) {
+	type made struct {
+		w   *Window
+		err error
+	}
+	ch := make(chan made, 1)
+	open(func(w *Window, err error) { ch <- made{w, err} })
+	select {
+	case m := <-ch:
+		return m.w, m.err
+	case <-ctx.Done():
+		go func() {
+			if m := <-ch; m.w != nil {
+				m.w.b.Close(false)
+			}
+		}()
+		return nil, c.windowError(name, context.Cause(ctx))
+	}
+}
+
+// openWindow opens the window cfg describes through the backend, then
+// meets the other ranks in a barrier; t is its memory as a tensor, nil
+// for the backend's memory as bytes. ctx's deadline bounds each step.
+func (c *Comm) openWindow(ctx context.Context, name OpName, cfg backend.WindowConfig, t *Tensor, opts []WindowOption, done func(*Window, error)) {
 	wc := windowConfig{slots: c.Size()}
 	for _, o := range opts {
 		o(&wc)
 	}
 	wins, ok := c.backend.(backend.Windows)
 	if !ok || c.Size() == 0 {
-		return nil, c.windowError(name, commerr.Invalid("the %s backend has no windows", c.backendName))
+		done(nil, c.windowError(name, commerr.Invalid("the %s backend has no windows", c.backendName)))
+		return
 	}
 	if wc.slots < 0 {
-		return nil, c.windowError(name, commerr.Invalid("negative signal count %d", wc.slots))
+		done(nil, c.windowError(name, commerr.Invalid("negative signal count %d", wc.slots)))
+		return
 	}
 	cfg.Slots = wc.slots
 	c.mu.Lock()
 	cfg.ID = c.windows
 	c.windows++
 	c.mu.Unlock()
-	b, err := wins.OpenWindow(ctx, cfg, c.symmetricExchange(cfg.Size, cfg.Slots))
-	if err != nil {
-		return nil, c.windowError(name, err)
-	}
-	if t == nil {
-		t, _ = tensor.FromBytes(Uint8, b.Memory(), cfg.Size)
-	}
-	w := &Window{c: c, b: b, id: cfg.ID, mem: b.Memory(), t: t, slots: cfg.Slots}
-	// Every rank's window is there before anyone's first operation: not
-	// needed by the native backend (links keep frames until a route takes
-	// them), but it makes creation the synchronisation users expect.
-	if err := c.Barrier(ctx); err != nil {
-		b.Close(false)
-		return nil, err
-	}
-	return w, nil
+	wins.OpenWindow(cfg, c.symmetricExchange(ctx, cfg.Size, cfg.Slots), func(b backend.Window, err error) {
+		if err != nil {
+			done(nil, c.windowError(name, err))
+			return
+		}
+		if t == nil {
+			t, _ = tensor.FromBytes(Uint8, b.Memory(), cfg.Size)
+		}
+		w := &Window{c: c, b: b, id: cfg.ID, mem: b.Memory(), t: t, slots: cfg.Slots}
+		// Every rank's window is there before anyone's first operation:
+		// not needed by the native backend (links keep frames until a
+		// route takes them), but it makes creation the synchronisation
+		// users expect.
+		barrier := barrierOp()
+		c.issue(ctx, &barrier, nil, nil, nil, false).OnEnd(func(wk *Work) {
+			if err := wk.Err(); err != nil {
+				b.Close(false)
+				done(nil, err)
+				return
+			}
+			done(w, nil)
+		})
+	})
 }
 
 // symmetricExchange is the exchange a window's backend rendezvouses
 // through, which checks on the way that every rank's window has size
 // bytes and slots signals, so that all fail alike when they differ.
-func (c *Comm) symmetricExchange(size, slots int) Exchange {
-	return func(ctx context.Context, mine []byte) ([][]byte, error) {
+func (c *Comm) symmetricExchange(ctx context.Context, size, slots int) backend.AsyncExchange {
+	return func(mine []byte, done func([][]byte, error)) {
 		const head = 16
 		b := binary.LittleEndian.AppendUint64(nil, uint64(size))
 		b = binary.LittleEndian.AppendUint64(b, uint64(slots))
-		all, err := c.exchange(ctx, append(b, mine...))
-		if err != nil {
-			return nil, err
-		}
-		for r, a := range all {
-			if len(a) < head {
-				return nil, fmt.Errorf("rank %d sent no window shape", r)
+		c.exchangeAsync(ctx, append(b, mine...), func(all [][]byte, err error) {
+			if err != nil {
+				done(nil, err)
+				return
 			}
-			rs, rn := int64(binary.LittleEndian.Uint64(a)), int64(binary.LittleEndian.Uint64(a[8:]))
-			if rs != int64(size) || rn != int64(slots) {
-				return nil, commerr.Invalid("rank %d's window has %d bytes and %d signals, rank %d's %d and %d: windows are symmetric",
-					r, rs, rn, c.Rank(), size, slots)
+			for r, a := range all {
+				if len(a) < head {
+					done(nil, fmt.Errorf("rank %d sent no window shape", r))
+					return
+				}
+				rs, rn := int64(binary.LittleEndian.Uint64(a)), int64(binary.LittleEndian.Uint64(a[8:]))
+				if rs != int64(size) || rn != int64(slots) {
+					done(nil, commerr.Invalid("rank %d's window has %d bytes and %d signals, rank %d's %d and %d: windows are symmetric",
+						r, rs, rn, c.Rank(), size, slots))
+					return
+				}
+				all[r] = a[head:]
 			}
-			all[r] = a[head:]
-		}
-		return all, nil
+			done(all, nil)
+		})
 	}
 }
 
@@ -417,6 +472,17 @@ func (w *Window) WaitSignal(ctx context.Context, slot int, cmp SignalCmp, value 
 	return w.await(ctx, slot, cmp, value, false)
 }
 
+// WaitSignalAsync is the async form of WaitSignal: done is called once,
+// with what WaitSignal returns, from the goroutine that satisfies the
+// wait, and must not block; cancel gives the wait up with err.
+func (w *Window) WaitSignalAsync(slot int, cmp SignalCmp, value uint64, done func(uint64, error)) (cancel func(error)) {
+	if !cmp.Valid() {
+		done(0, w.error("window_wait_signal", -1, commerr.Invalid("invalid comparison %v", cmp)))
+		return func(error) {}
+	}
+	return w.awaitAsync(slot, cmp, value, false, done)
+}
+
 // ReadSignal returns this rank's signal slot, in order with the signals
 // that reach it.
 func (w *Window) ReadSignal(ctx context.Context, slot int) (uint64, error) {
@@ -511,7 +577,9 @@ func (w *Window) Shrink(ctx context.Context, c *Comm) (*Window, error) {
 	w.closed = true
 	w.mu.Unlock()
 	w.b.Close(true)
-	return c.newWindow(ctx, "window_shrink", backend.WindowConfig{Size: len(w.mem), Carry: w.b}, w.t, []WindowOption{WindowSignals(w.slots)})
+	return c.awaitWindow(ctx, "window_shrink", func(done func(*Window, error)) {
+		c.openWindow(ctx, "window_shrink", backend.WindowConfig{Size: len(w.mem), Carry: w.b}, w.t, []WindowOption{WindowSignals(w.slots)}, done)
+	})
 }
 
 // LockType is how a rank holds another's window lock: with others
@@ -753,11 +821,29 @@ func (w *Window) signalOf(o *backend.WindowOp, slot int, op SignalOp, value uint
 // await runs a wait on this rank's window until it is satisfied or ctx
 // ends.
 func (w *Window) await(ctx context.Context, slot int, cmp SignalCmp, value uint64, consume bool) (uint64, error) {
-	if err := w.unusable(); err != nil {
-		return 0, w.error("window_wait_signal", -1, err)
+	type result struct {
+		v   uint64
+		err error
 	}
-	v, err := w.b.Wait(ctx, slot, cmp, value, consume)
-	return v, w.error("window_wait_signal", -1, err)
+	ch := make(chan result, 1)
+	cancel := w.awaitAsync(slot, cmp, value, consume, func(v uint64, err error) { ch <- result{v, err} })
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		cancel(ctx.Err())
+		r := <-ch // satisfied meanwhile, or cancelled
+		return r.v, r.err
+	}
+}
+
+// awaitAsync starts a wait on this rank's window, which calls done once.
+func (w *Window) awaitAsync(slot int, cmp SignalCmp, value uint64, consume bool, done func(uint64, error)) (cancel func(error)) {
+	if err := w.unusable(); err != nil {
+		done(0, w.error("window_wait_signal", -1, err))
+		return func(error) {}
+	}
+	return w.b.Wait(slot, cmp, value, consume, func(v uint64, err error) { done(v, w.error("window_wait_signal", -1, err)) })
 }
 
 func (w *Window) read(ctx context.Context, slot int, reset bool) (uint64, error) {
@@ -793,5 +879,9 @@ func (w *Window) error(name OpName, target int, err error) error {
 
 // windowError is error for a window not made yet.
 func (c *Comm) windowError(name OpName, err error) error {
+	var oe *OpError
+	if errors.As(err, &oe) {
+		return err // an operation of the creation's, which names its ranks
+	}
 	return &OpError{Comm: c.cfg.Name, Op: string(name), Rank: c.Rank(), Err: err}
 }

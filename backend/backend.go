@@ -114,3 +114,7 @@ type FaultTolerant interface {
 // Exchange all-gathers one byte string per rank over a communicator: the
 // result holds every rank's string, in rank order.
 type Exchange func(ctx context.Context, mine []byte) ([][]byte, error)
+
+// AsyncExchange is Exchange that does not block: done is called once,
+// with every rank's string in rank order, or why there are none.
+type AsyncExchange func(mine []byte, done func([][]byte, error))

@@ -55,8 +55,9 @@ type Windows interface {
 	// OpenWindow makes this rank's part of a window, collectively: every
 	// rank calls it, in the same order, with the same ID, size and slots.
 	// exchange all-gathers one byte string per rank over the communicator,
-	// for the backend's own rendezvous.
-	OpenWindow(ctx context.Context, cfg WindowConfig, exchange Exchange) (Window, error)
+	// for the backend's own rendezvous. It does not block: done is called
+	// once, with the window or why there is none.
+	OpenWindow(cfg WindowConfig, exchange AsyncExchange, done func(Window, error))
 }
 
 // WindowConfig describes this rank's part of a window.
@@ -84,10 +85,11 @@ type Window interface {
 	// Issue starts op, which the caller has checked against the window;
 	// op.Done is called once when it ends.
 	Issue(op *WindowOp)
-	// Wait waits until signal slot of this rank's window compares with
-	// value as cmp says (with consume: for the next signal no earlier
-	// consuming wait took), and returns the slot's value then.
-	Wait(ctx context.Context, slot int, cmp SignalCmp, value uint64, consume bool) (uint64, error)
+	// Wait calls done once signal slot of this rank's window compares
+	// with value as cmp says (with consume: once a signal no earlier
+	// consuming wait took has come), with the slot's value then. It does
+	// not block; cancel ends a wait not yet satisfied with err.
+	Wait(slot int, cmp SignalCmp, value uint64, consume bool, done func(uint64, error)) (cancel func(error))
 	// Read returns a signal slot of this rank's window in order with the
 	// signals that reach it; with reset it zeroes it in the same step.
 	Read(ctx context.Context, slot int, reset bool) (uint64, error)

@@ -64,13 +64,16 @@ type localWindowKey struct {
 }
 
 // OpenWindow allocates or takes the window's memory, tells every rank
-// where it is, maps the peers' of this host, and starts its actor.
-func (n *native) OpenWindow(ctx context.Context, cfg backend.WindowConfig, exchange backend.Exchange) (backend.Window, error) {
-	if n.pid == nil {
-		return nil, commerr.Invalid("the communicator has no members yet")
-	}
-	if n.cfg.Device == tensor.Meta {
-		return nil, commerr.Invalid("a window on the meta device would have no memory")
+// where it is, maps the peers' of this host, and starts its actor, each
+// step when the one before has ended.
+func (n *native) OpenWindow(cfg backend.WindowConfig, exchange backend.AsyncExchange, done func(backend.Window, error)) {
+	switch {
+	case n.pid == nil:
+		done(nil, commerr.Invalid("the communicator has no members yet"))
+		return
+	case n.cfg.Device == tensor.Meta:
+		done(nil, commerr.Invalid("a window on the meta device would have no memory"))
+		return
 	}
 	w := &nativeWindow{n: n, id: cfg.ID, mem: cfg.Memory, direct: map[int][]byte{}}
 	switch {
@@ -80,38 +83,34 @@ func (n *native) OpenWindow(ctx context.Context, cfg backend.WindowConfig, excha
 	case w.mem == nil:
 		w.mem, w.shared = n.allocWindow(cfg.Size)
 	}
-	all, err := exchange(ctx, placementOf(w.shared).encode())
-	if err == nil {
-		err = w.mapPeers(all)
-	}
-	if err == nil {
-		err = w.start(cfg.Slots)
-	}
-	if err != nil {
+	fail := func(err error) {
 		w.unmapPeers()
 		if cfg.Carry == nil && w.shared != nil {
 			w.shared.Close()
 		}
-		return nil, err
+		done(nil, err)
 	}
-	localWindows.Store(w.key(n.cfg.Rank), w)
-	return w, nil
-}
-
-// start spawns the window's actor under the rank's.
-func (w *nativeWindow) start(slots int) error {
-	type opened struct {
-		pid *actor.PID
-		err error
-	}
-	ch := make(chan opened, 1)
-	w.n.tell(w.n.pid, &rank.OpenWindow{
-		Config: window.Config{ID: w.id, Memory: w.mem, Slots: slots, Revoked: func(err error) { w.revoked.Store(&err) }},
-		Done:   func(pid *actor.PID, err error) { ch <- opened{pid, err} },
+	exchange(placementOf(w.shared).encode(), func(all [][]byte, err error) {
+		if err == nil {
+			err = w.mapPeers(all)
+		}
+		if err != nil {
+			fail(err)
+			return
+		}
+		n.tell(n.pid, &rank.OpenWindow{
+			Config: window.Config{ID: w.id, Memory: w.mem, Slots: cfg.Slots, Revoked: func(err error) { w.revoked.Store(&err) }},
+			Done: func(pid *actor.PID, err error) {
+				if err != nil {
+					fail(err)
+					return
+				}
+				w.pid = pid
+				localWindows.Store(w.key(n.cfg.Rank), w)
+				done(w, nil)
+			},
+		})
 	})
-	o := <-ch
-	w.pid = o.pid
-	return o.err
 }
 
 func (w *nativeWindow) key(rank int) localWindowKey { return localWindowKey{w.n.commID, w.id, rank} }
@@ -151,23 +150,10 @@ func (w *nativeWindow) Issue(op *backend.WindowOp) {
 	w.n.tell(w.pid, op)
 }
 
-func (w *nativeWindow) Wait(ctx context.Context, slot int, cmp backend.SignalCmp, value uint64, consume bool) (uint64, error) {
-	type result struct {
-		v   uint64
-		err error
-	}
-	ch := make(chan result, 1)
-	m := &window.Wait{ID: w.waits.Add(1), Slot: slot, Cmp: cmp, Value: value, Consume: consume,
-		Done: func(v uint64, err error) { ch <- result{v, err} }}
-	w.n.tell(w.pid, m)
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		w.n.tell(w.pid, &window.CancelWait{ID: m.ID, Err: ctx.Err()})
-		r := <-ch // satisfied meanwhile, or cancelled
-		return r.v, r.err
-	}
+func (w *nativeWindow) Wait(slot int, cmp backend.SignalCmp, value uint64, consume bool, done func(uint64, error)) func(error) {
+	id := w.waits.Add(1)
+	w.n.tell(w.pid, &window.Wait{ID: id, Slot: slot, Cmp: cmp, Value: value, Consume: consume, Done: done})
+	return func(err error) { w.n.tell(w.pid, &window.CancelWait{ID: id, Err: err}) }
 }
 
 func (w *nativeWindow) Read(ctx context.Context, slot int, reset bool) (uint64, error) {

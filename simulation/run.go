@@ -50,6 +50,11 @@ type Config struct {
 	// after its operations, the core of ULFM's agree and shrink; with no
 	// iterations, alone. The survivors must all decide, and alike.
 	Agree bool
+	// Windows has every rank, once its operations are over, open a window
+	// (Comm.NewWindowAsync), put a value into the next rank's with a
+	// signal and wait for the previous rank's: the halo exchange of a
+	// stencil code, one-sided. Each rank's value is checked.
+	Windows bool
 	// AfterShrink has the survivors of the agreement shrink to a
 	// communicator of their own, as Comm.Shrink does, and run this many
 	// all-reduces there, the training loop going on; each is checked.
@@ -84,6 +89,7 @@ type Result struct {
 	Ranks       []Outcome
 	Agreement   *Agreement   // with Config.Agree
 	AfterShrink *AfterShrink // with Config.AfterShrink
+	Windows     int          // with Config.Windows: ranks whose one-sided exchange ended without error
 	// Violations lists every broken invariant: a wrong result, an error
 	// that names no failed rank, an operation that never ended.
 	Violations []string
@@ -106,7 +112,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("simulation: %d ranks", c.Ranks)
 	case c.Count < 0:
 		return fmt.Errorf("simulation: count %d", c.Count)
-	case c.Iterations < 0 || c.Iterations == 0 && !c.Agree:
+	case c.Iterations < 0 || c.Iterations == 0 && !c.Agree && !c.Windows:
 		return fmt.Errorf("simulation: %d iterations", c.Iterations)
 	case c.Timeout <= 0 || c.Limit <= 0:
 		return fmt.Errorf("simulation: timeout %v and limit %v must be positive", c.Timeout, c.Limit)
@@ -116,6 +122,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("simulation: heartbeat %v must be positive and at most the silence %v", c.Heartbeat, c.Silence)
 	case c.Op == PointToPoint && c.Ranks < 2:
 		return fmt.Errorf("simulation: point-to-point needs 2 ranks or more, got %d", c.Ranks)
+	case c.Windows && (c.Agree || c.Phantom):
+		return fmt.Errorf("simulation: the one-sided phase runs neither with an agreement nor on phantom data")
 	case c.Jitter < 0:
 		return fmt.Errorf("simulation: negative jitter %v", c.Jitter)
 	}
@@ -144,9 +152,10 @@ type run struct {
 	wrong  []string      // results that differ from the plain loop's
 	last   time.Duration // when the last operation ended
 
-	decided   []*agree.Value // by rank, with Config.Agree
-	shrunk    *shrunk        // the survivors' communicator, with Config.AfterShrink
-	agreeFrom int64          // frames carried before the first rank agreed
+	windowEnds []opEnd        // by rank, with Config.Windows
+	decided    []*agree.Value // by rank, with Config.Agree
+	shrunk     *shrunk        // the survivors' communicator, with Config.AfterShrink
+	agreeFrom  int64          // frames carried before the first rank agreed
 }
 
 // opEnd is how an operation ended, once it has.
@@ -182,6 +191,14 @@ func Run(cfg Config) (*Result, error) {
 	for i := range cfg.Ranks {
 		for it := range cfg.Iterations {
 			r.submit(i, it)
+		}
+	}
+	if cfg.Windows {
+		r.windowEnds = make([]opEnd, cfg.Ranks)
+		if cfg.Iterations == 0 {
+			for i := range cfg.Ranks {
+				r.openWindow(i)
+			}
 		}
 	}
 	if cfg.Agree {
@@ -355,6 +372,9 @@ func (r *run) done(i, it int, err error) {
 	if r.cfg.Agree && it == r.cfg.Iterations-1 {
 		r.agree(i)
 	}
+	if r.cfg.Windows && it == r.cfg.Iterations-1 {
+		r.openWindow(i)
+	}
 	if r.chrome != nil {
 		r.chrome.ended(i, it, r.cfg.opName(), r.last, err)
 	}
@@ -428,6 +448,17 @@ func (r *run) result() *Result {
 			if v := r.judge(i, r.cfg.opName(), it, e, sameRank); v != "" {
 				res.Violations = append(res.Violations, v)
 			}
+		}
+	}
+	for i, e := range r.windowEnds {
+		if r.net.crashed[i] {
+			continue
+		}
+		if e.ended && e.err == nil {
+			res.Windows++
+		}
+		if v := r.judge(i, "window put-signal", 0, e, sameRank); v != "" {
+			res.Violations = append(res.Violations, v)
 		}
 	}
 	res.Violations = append(res.Violations, r.wrong...)

@@ -39,6 +39,7 @@ type simFlags struct {
 	trace        string
 	survive      bool
 	agree        bool
+	windows      bool
 	afterShrink  int
 	heartbeat    time.Duration
 	silence      time.Duration
@@ -69,6 +70,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-operation timeout, virtual time")
 	fs.DurationVar(&f.limit, "limit", 10*time.Minute, "virtual-time bound: an operation pending after it has hung")
 	fs.BoolVar(&f.survive, "survive", false, "every operation must complete: the faults are ones the engine rides out (harmless kinds, and resets shorter than the links' restart budget)")
+	fs.BoolVar(&f.windows, "windows", false, "after its operations (with --iters 0, alone), every rank opens a window, puts a value into the next rank's with a signal and waits for the previous rank's, each checked")
 	fs.BoolVar(&f.agree, "agree", false, "after its operations (with --iters 0, alone), every rank runs the fault-tolerant agreement that ULFM's agree and shrink rest on")
 	fs.IntVar(&f.afterShrink, "after-shrink", 0, "with --agree, the survivors then shrink to a communicator of their own and run this many all-reduces there, each checked")
 	fs.DurationVar(&f.heartbeat, "heartbeat", 0, "ranks ask a peer they wait on for a frame after this long without one, virtual time (default 1s)")
@@ -171,7 +173,7 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 	cfg = simulation.Config{
 		Ranks: f.ranks, Topology: topo, Op: kind, Count: count, DType: dt,
 		Algorithm: f.algo, ChunkBytes: f.chunk, Root: f.root, Iterations: f.iters,
-		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit, Survive: f.survive, Agree: f.agree,
+		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit, Survive: f.survive, Agree: f.agree, Windows: f.windows,
 		AfterShrink: f.afterShrink, Heartbeat: f.heartbeat, Silence: f.silence,
 	}
 	switch f.data {
@@ -203,6 +205,9 @@ func (f simFlags) replay(seed uint64) string {
 	}
 	if f.agree {
 		args = append(args, "--agree")
+	}
+	if f.windows {
+		args = append(args, "--windows")
 	}
 	if f.afterShrink > 0 {
 		args = append(args, "--after-shrink", strconv.Itoa(f.afterShrink))
@@ -236,6 +241,7 @@ type simReport struct {
 	Redials     int64                   `json:"redials"`
 	Agreement   *simulation.Agreement   `json:"agreement,omitempty"`
 	AfterShrink *simulation.AfterShrink `json:"after_shrink,omitempty"`
+	Windows     int                     `json:"windows,omitempty"` // ranks whose one-sided exchange completed
 	WallS       float64                 `json:"wall_s"`
 	FramesPerS  float64                 `json:"frames_per_s"`
 	Violations  []string                `json:"violations"`
@@ -259,7 +265,7 @@ func newSimReport(f simFlags, cfg simulation.Config, op bench.Op, size int64, re
 		Algorithm: res.Algorithm, Seed: cfg.Seed, Faults: cfg.Faults.String(),
 		EndedUS:  float64(res.SimTime) / float64(time.Microsecond),
 		Outcomes: outcomes(res), TraceHash: fmt.Sprintf("%016x", res.Hash),
-		Events: res.Events, Frames: res.Frames, Redials: res.Redials, Agreement: res.Agreement, AfterShrink: res.AfterShrink, WallS: wall.Seconds(),
+		Events: res.Events, Frames: res.Frames, Redials: res.Redials, Agreement: res.Agreement, AfterShrink: res.AfterShrink, Windows: res.Windows, WallS: wall.Seconds(),
 		Violations: res.Violations, Replay: f.replayWith(cfg.Seed, cfg.Faults), Version: bench.Version(),
 	}
 	for _, o := range res.Ranks {
@@ -300,6 +306,9 @@ func (r *simReport) print(w io.Writer) {
 	}
 	if a := r.AfterShrink; a != nil {
 		fmt.Fprintf(w, "shrunk    to %d survivors: %d joined, %d all-reduces completed there\n", a.Size, a.Joined, a.Completed)
+	}
+	if r.Windows > 0 {
+		fmt.Fprintf(w, "windows   %d ranks put, signalled and found their predecessor's value\n", r.Windows)
 	}
 	fmt.Fprintf(w, "wall      %.3f s (%.0f frames/s)\n", r.WallS, r.FramesPerS)
 	for _, v := range r.Violations {
