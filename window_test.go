@@ -661,3 +661,52 @@ func TestWindowAccess(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowAsyncForms: NewWindowAsync reports a window that works, or,
+// when the ranks' sizes differ, ErrInvalidArgument on every rank; a
+// WaitSignalAsync that is given up ends with its cause, and one that is
+// satisfied with the slot's value.
+func TestWindowAsyncForms(t *testing.T) {
+	type made struct {
+		w   *gocomms.Window
+		err error
+	}
+	open := func(c *gocomms.Comm, size int) made {
+		ch := make(chan made, 1)
+		c.NewWindowAsync(size, func(w *gocomms.Window, err error) { ch <- made{w, err} })
+		return <-ch
+	}
+	type waited struct {
+		v   uint64
+		err error
+	}
+	err := gocomms.RunLocal(context.Background(), 3, func(ctx context.Context, c *gocomms.Comm) error {
+		if m := open(c, 64+c.Rank()/2*8); !errors.Is(m.err, gocomms.ErrInvalidArgument) {
+			return fmt.Errorf("rank %d: sizes that differ: %v, want ErrInvalidArgument", c.Rank(), m.err)
+		}
+		m := open(c, 8)
+		if m.err != nil {
+			return m.err
+		}
+		win := m.w
+		given := make(chan waited, 1)
+		cancel := win.WaitSignalAsync(0, gocomms.SignalGE, 1<<40, func(v uint64, err error) { given <- waited{v, err} })
+		cause := errors.New("given up")
+		cancel(cause)
+		if g := <-given; !errors.Is(g.err, cause) {
+			return fmt.Errorf("a wait given up: %v, want its cause", g.err)
+		}
+		got := make(chan waited, 1)
+		win.WaitSignalAsync(0, gocomms.SignalGE, 2, func(v uint64, err error) { got <- waited{v, err} })
+		if err := win.Signal(ctx, (c.Rank()+1)%3, 0, gocomms.SignalAdd, 2); err != nil {
+			return err
+		}
+		if g := <-got; g.err != nil || g.v != 2 {
+			return fmt.Errorf("a wait for the signal of 2: %d, %v", g.v, g.err)
+		}
+		return win.Close(ctx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
