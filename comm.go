@@ -278,6 +278,17 @@ type opRecord struct {
 	holds atomic.Int32 // of a pooled Work: the caller and the backend
 }
 
+// roomFor returns r's room for p, made on first use; a new one without r.
+func (r *opRecord) roomFor(p backend.Pooled) backend.Room {
+	if r == nil {
+		return p.NewRoom()
+	}
+	if r.room == nil {
+		r.room = p.NewRoom()
+	}
+	return r.room
+}
+
 // recordsKept bounds the free records a communicator keeps: one per
 // goroutine calling at once.
 const recordsKept = 16
@@ -386,16 +397,7 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 		c.flight.track(op, w)
 	}
 	if c.pooled != nil {
-		var room backend.Room
-		if r != nil {
-			if r.room == nil {
-				r.room = c.pooled.NewRoom()
-			}
-			room = r.room
-		} else {
-			room = c.pooled.NewRoom()
-		}
-		if c.pooled.IssueIn(op, completion{w}, room) {
+		if c.pooled.IssueIn(op, completion{w}, r.roomFor(c.pooled)) {
 			w.canceler = c.pooled
 		} else if w.pooled {
 			r.release() // the backend never held it
@@ -449,4 +451,29 @@ func identity(n int) []int {
 		ranks[i] = i
 	}
 	return ranks
+}
+
+// await starts an async form and waits for what it hands done, or for ctx
+// to end (ended false); a result that comes after that goes to late, if
+// set, so that what it holds is not left to nobody.
+func await[T any](ctx context.Context, start func(done func(T, error)), late func(T)) (v T, ended bool, err error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	start(func(v T, err error) { ch <- result{v, err} })
+	select {
+	case r := <-ch:
+		return r.v, true, r.err
+	case <-ctx.Done():
+		if late != nil {
+			go func() {
+				if r := <-ch; r.err == nil {
+					late(r.v)
+				}
+			}()
+		}
+		return v, false, nil
+	}
 }

@@ -22,16 +22,14 @@ func (c *Comm) Agree(ctx context.Context, flags uint64) (uint64, []int, error) {
 	type decision struct {
 		flags  uint64
 		failed []int
-		err    error
 	}
-	ch := make(chan decision, 1)
-	c.AgreeAsync(flags, func(flags uint64, failed []int, err error) { ch <- decision{flags, failed, err} })
-	select {
-	case d := <-ch:
-		return d.flags, d.failed, d.err
-	case <-ctx.Done():
+	d, ended, err := await(ctx, func(done func(decision, error)) {
+		c.AgreeAsync(flags, func(flags uint64, failed []int, err error) { done(decision{flags, failed}, err) })
+	}, nil)
+	if !ended {
 		return 0, nil, c.opError(&Op{Name: OpAgree}, context.Cause(ctx))
 	}
+	return d.flags, d.failed, err
 }
 
 // AgreeAsync is the async form of Agree, as ULFM's MPI_Comm_iagree: done
@@ -98,26 +96,16 @@ func (c *Comm) MonitoredBarrier(ctx context.Context, timeout time.Duration, opts
 // found failed (it lost its links to them) gets an error naming the
 // ranks that failed, itself included.
 func (c *Comm) Shrink(ctx context.Context, opts ...Option) (*Comm, error) {
-	type shrunk struct {
-		c   *Comm
-		err error
-	}
-	ch := make(chan shrunk, 1)
-	c.ShrinkAsync(ctx, func(s *Comm, err error) { ch <- shrunk{s, err} }, opts...)
-	select {
-	case s := <-ch:
-		return s.c, s.err
-	case <-ctx.Done():
-		// The survivors may still agree: a communicator made after the
-		// caller gave up is nobody's, so it goes at once.
-		go func() {
-			if s := <-ch; s.c != nil {
-				s.c.Abort(context.Cause(ctx))
-				s.c.Finalize(context.WithoutCancel(ctx))
-			}
-		}()
+	// The survivors may still agree after the caller gave up: the
+	// communicator they make then is nobody's, so it goes at once.
+	s, ended, err := await(ctx, func(done func(*Comm, error)) { c.ShrinkAsync(ctx, done, opts...) }, func(s *Comm) {
+		s.Abort(context.Cause(ctx))
+		s.Finalize(context.WithoutCancel(ctx))
+	})
+	if !ended {
 		return nil, c.opError(&Op{Name: OpShrink}, context.Cause(ctx))
 	}
+	return s, err
 }
 
 // ShrinkAsync is the async form of Shrink, as ULFM's MPIX_Comm_ishrink:

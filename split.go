@@ -160,21 +160,18 @@ func (c *Comm) exchange(ctx context.Context, mine []byte) ([][]byte, error) {
 // exchangeAsync is exchange without blocking: done is called once, from
 // the goroutine that ends the second gather; ctx's deadline bounds each.
 func (c *Comm) exchangeAsync(ctx context.Context, mine []byte, done func([][]byte, error)) {
-	lens := make([]int64, c.cfg.Size)
-	var s roomOp
-	err := c.allGatherSingle(&s, FromSlice(lens), FromSlice([]int64{int64(len(mine))}))
-	c.issue(ctx, &s.Op, err, internalCall, nil, false).OnEnd(func(w *Work) {
-		if w.Err() != nil {
-			done(nil, w.Err())
+	lens, s, err := c.gatherInts([]int64{int64(len(mine))})
+	c.internalAsync(ctx, &s.Op, err, func(err error) {
+		if err != nil {
+			done(nil, err)
 			return
 		}
 		strs, s, err := c.gatherStrings(lens, mine)
-		c.issue(ctx, &s.Op, err, internalCall, nil, false).OnEnd(func(w *Work) {
-			if w.Err() != nil {
-				done(nil, w.Err())
-				return
+		c.internalAsync(ctx, &s.Op, err, func(err error) {
+			if err != nil {
+				strs = nil
 			}
-			done(strs, nil)
+			done(strs, err)
 		})
 	})
 }
@@ -195,19 +192,31 @@ func (c *Comm) gatherStrings(lens []int64, mine []byte) ([][]byte, *roomOp, erro
 
 // allGatherInts all-gathers the same number of int64s from every rank.
 func (c *Comm) allGatherInts(ctx context.Context, mine []int64) ([]int64, error) {
-	out := make([]int64, len(mine)*c.cfg.Size)
-	var s roomOp
-	err := c.allGatherSingle(&s, FromSlice(out), FromSlice(mine))
+	out, s, err := c.gatherInts(mine)
 	if err := c.internal(ctx, &s.Op, err); err != nil {
 		return nil, fmt.Errorf("gocomms: split %q: %w", c.cfg.Name, err)
 	}
 	return out, nil
 }
 
+// gatherInts is the all-gather of the same number of int64s from every
+// rank, and where they land.
+func (c *Comm) gatherInts(mine []int64) ([]int64, *roomOp, error) {
+	out := make([]int64, len(mine)*c.cfg.Size)
+	s := new(roomOp)
+	err := c.allGatherSingle(s, FromSlice(out), FromSlice(mine))
+	return out, s, err
+}
+
 // internal runs an operation the communicator issues for itself: hooks do
 // not see it.
 func (c *Comm) internal(ctx context.Context, op *Op, invalid error) error {
 	return c.run(ctx, op, invalid, internalCall)
+}
+
+// internalAsync is internal without blocking: then gets how it ended.
+func (c *Comm) internalAsync(ctx context.Context, op *Op, invalid error, then func(error)) {
+	c.issue(ctx, op, invalid, internalCall, nil, false).OnEnd(func(w *Work) { then(w.Err()) })
 }
 
 // internalCall marks an operation the communicator issues for itself.

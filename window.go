@@ -141,23 +141,11 @@ func (c *Comm) NewWindowFromTensor(ctx context.Context, t *Tensor, opts ...Windo
 // leaves the creation running on the other ranks; this rank's part is
 // released when it is made.
 func (c *Comm) awaitWindow(ctx context.Context, name OpName, open func(done func(*Window, error))) (*Window, error) {
-	type made struct {
-		w   *Window
-		err error
-	}
-	ch := make(chan made, 1)
-	open(func(w *Window, err error) { ch <- made{w, err} })
-	select {
-	case m := <-ch:
-		return m.w, m.err
-	case <-ctx.Done():
-		go func() {
-			if m := <-ch; m.w != nil {
-				m.w.b.Close(false)
-			}
-		}()
+	w, ended, err := await(ctx, open, func(w *Window) { w.b.Close(false) })
+	if !ended {
 		return nil, c.windowError(name, context.Cause(ctx))
 	}
+	return w, err
 }
 
 // openWindow opens the window cfg describes through the backend, then

@@ -46,10 +46,13 @@ type nativeWindow struct {
 	mem    []byte
 	shared *nvl.Shared // the memory's file, if the host's ranks map it
 
-	direct  map[int][]byte // the windows of this host mapped here, by rank
-	unmaps  []func() error // of the mapped ones
-	revoked atomic.Pointer[error]
-	waits   atomic.Uint64 // numbers Wait's waits
+	direct map[int][]byte // the windows of this host mapped here, by rank
+	unmaps []func() error // of the mapped ones
+	// inProcess says the communicator runs on the in-process network,
+	// whose ranks put to and get from one another's windows directly.
+	inProcess bool
+	revoked   atomic.Pointer[error]
+	waits     atomic.Uint64 // numbers Wait's waits
 }
 
 // localWindows are the windows of this process, by communicator, window
@@ -76,6 +79,7 @@ func (n *native) OpenWindow(cfg backend.WindowConfig, exchange backend.AsyncExch
 		return
 	}
 	w := &nativeWindow{n: n, id: cfg.ID, mem: cfg.Memory, direct: map[int][]byte{}}
+	_, w.inProcess = n.cfg.Network.(*transport.Inproc)
 	switch {
 	case cfg.Carry != nil:
 		old := cfg.Carry.(*nativeWindow)
@@ -135,7 +139,7 @@ func (w *nativeWindow) Direct(rank int) []byte {
 	if mem := w.direct[rank]; mem != nil {
 		return mem
 	}
-	if _, ok := w.n.cfg.Network.(*transport.Inproc); ok {
+	if w.inProcess {
 		return w.Mapped(rank)
 	}
 	return nil

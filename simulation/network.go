@@ -341,7 +341,7 @@ func (n *network) crash(rank int) {
 
 // connected reports whether ranks a and b ever had a connection.
 func (n *network) connected(a, b int) bool {
-	for comm := range max(len(n.comms), 1) {
+	for comm := range len(n.comms) {
 		if n.pairs[pairKey{comm, min(a, b), max(a, b)}] != nil {
 			return true
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -183,14 +184,16 @@ func Run(cfg Config) (*Result, error) {
 			r.chrome.fault(f, f.At)
 		}
 	}
+	opts := r.commOptions()
 	for i := range cfg.Ranks {
-		if err := r.join(i); err != nil {
+		if err := r.join(i, slices.Clip(opts)); err != nil {
 			return nil, err
 		}
 	}
 	for i := range cfg.Ranks {
+		in, out := r.data.tensors(i)
 		for it := range cfg.Iterations {
-			r.submit(i, it)
+			r.submit(i, it, in, out)
 		}
 	}
 	if cfg.Windows {
@@ -270,11 +273,18 @@ func (c crashable) Schedule(turn func()) {
 	}
 }
 
-// join makes rank i's communicator, as a process would: NewComm, over the
-// run's runtime and network.
-func (r *run) join(i int) error {
+// join makes rank i's communicator, as a process would: NewComm, over
+// the run's network and rank i's runtime, with opts, which every rank
+// shares.
+func (r *run) join(i int, opts []gocomms.Option) error {
 	r.ends[i] = make([]opEnd, r.cfg.Iterations)
-	c, err := r.newComm("sim", i, r.cfg.Ranks, r.runtimeFor(i))
+	rt := r.runtimeFor(i)
+	device := gocomms.CPU
+	if r.cfg.Phantom {
+		device = tensor.Meta
+	}
+	c, err := gocomms.NewComm(context.Background(), gocomms.NativeBackend, device, "sim",
+		append(opts, gocomms.WithRank(i), gocomms.WithRuntime(rt), gocomms.WithLogger(rt.Logger))...)
 	if err != nil {
 		return fmt.Errorf("simulation: rank %d: %w", i, err)
 	}
@@ -282,14 +292,9 @@ func (r *run) join(i int) error {
 	return nil
 }
 
-// newComm makes rank of a communicator of size ranks named name over the
-// run's network, on rt.
-func (r *run) newComm(name string, rank, size int, rt *actors.Runtime) (*gocomms.Comm, error) {
+// commOptions are the options of every rank's communicator.
+func (r *run) commOptions() []gocomms.Option {
 	cfg := r.cfg
-	device := gocomms.CPU
-	if cfg.Phantom {
-		device = tensor.Meta
-	}
 	hints := map[string]string{}
 	if cfg.Algorithm != "" {
 		hints[gocomms.HintAlgorithm] = cfg.Algorithm
@@ -297,15 +302,14 @@ func (r *run) newComm(name string, rank, size int, rt *actors.Runtime) (*gocomms
 	if cfg.ChunkBytes > 0 {
 		hints[gocomms.HintChunkBytes] = strconv.Itoa(cfg.ChunkBytes)
 	}
-	return gocomms.NewComm(context.Background(), gocomms.NativeBackend, device, name,
-		gocomms.WithRank(rank), gocomms.WithSize(size), gocomms.WithRuntime(rt), gocomms.WithNetwork(r.net),
-		gocomms.WithTimeout(cfg.Timeout), gocomms.WithFailureDetector(cfg.Heartbeat, cfg.Silence),
-		gocomms.WithLocalSize(cfg.Ranks/cfg.Topology.Nodes), gocomms.WithHints(hints), gocomms.WithLogger(rt.Logger))
+	return []gocomms.Option{gocomms.WithSize(cfg.Ranks), gocomms.WithNetwork(r.net), gocomms.WithTimeout(cfg.Timeout),
+		gocomms.WithFailureDetector(cfg.Heartbeat, cfg.Silence), gocomms.WithLocalSize(cfg.Ranks / cfg.Topology.Nodes),
+		gocomms.WithHints(hints)}
 }
 
-// submit issues rank i's iteration it through its communicator.
-func (r *run) submit(i, it int) {
-	in, out := r.data.tensors(i)
+// submit issues rank i's iteration it through its communicator, over in
+// and out.
+func (r *run) submit(i, it int, in, out []*tensor.Tensor) {
 	w := r.cfg.issue(r.comms[i], i, in, out)
 	w.OnStart(func(*gocomms.Work) { r.started(i, it) })
 	w.OnEnd(func(w *gocomms.Work) { r.done(i, it, w.Err()) })
