@@ -7,17 +7,17 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// Timer delivers msg to an actor once a delay has passed, and is armed
-// again and again by that actor, for one delay at a time. On the real
+// Timer delivers msg to an actor once a delay has passed (or calls a
+// function: NewTimerFunc), and is armed again and again by its owner, for
+// one delay at a time. On the real
 // clock it keeps one time.Timer and resets it, so arming allocates
 // nothing; other clocks arm with AfterFunc each time.
 //
 // A delivery can outlive Stop (it was on its way), so the actor asks
 // Fired, on receiving msg, whether it comes from the current arming.
 type Timer struct {
-	rt  *Runtime
-	pid *actor.PID
-	msg any
+	rt      *Runtime
+	deliver func()
 
 	mu       sync.Mutex // the actor against the clock's callbacks
 	gen      uint64     // armings so far
@@ -30,7 +30,14 @@ type Timer struct {
 
 // NewTimer returns a timer that delivers msg to pid, not yet armed.
 func (rt *Runtime) NewTimer(pid *actor.PID, msg any) *Timer {
-	return &Timer{rt: rt, pid: pid, msg: msg}
+	return rt.NewTimerFunc(func() { rt.system.Root.Send(pid, msg) })
+}
+
+// NewTimerFunc returns a timer that calls f, from the clock's goroutine,
+// not yet armed: f must not block, and its caller asks Fired, as an
+// actor would on receiving the message.
+func (rt *Runtime) NewTimerFunc(f func()) *Timer {
+	return &Timer{rt: rt, deliver: f}
 }
 
 // Arm stops the timer and arms it to deliver its message after d.
@@ -95,7 +102,7 @@ func (t *Timer) fireWall() {
 	t.sent = t.sent || send
 	t.mu.Unlock()
 	if send { // outside the lock: a dispatcher may run the actor's turn at once
-		t.rt.System().Root.Send(t.pid, t.msg)
+		t.deliver()
 	}
 }
 
@@ -105,6 +112,6 @@ func (t *Timer) fire(gen uint64) {
 	t.sent = t.sent || send
 	t.mu.Unlock()
 	if send {
-		t.rt.System().Root.Send(t.pid, t.msg)
+		t.deliver()
 	}
 }

@@ -21,6 +21,10 @@ func newInprocPair(dialerAddr, listenerAddr string) (dialer, acceptor *inprocCon
 	return dialer, acceptor
 }
 
+// Lossless makes the pipes a transport.Lossless connection: they drop
+// nothing until they close.
+func (c *inprocConn) Lossless() bool { return true }
+
 func (c *inprocConn) LocalAddr() string  { return c.local }
 func (c *inprocConn) RemoteAddr() string { return c.remote }
 

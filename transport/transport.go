@@ -149,6 +149,23 @@ func Established(c Conn) bool {
 	return !ok || e.Established()
 }
 
+// Lossless is implemented by connections that lose no frame they
+// accepted short of failing for good, as memory shared within a host
+// does: no reconnection ever resumes them, so a frame sent on one needs no
+// record kept for resending, and the engine may send a collective's frames
+// on it straight from the goroutine that runs the collective. Lossless
+// reports whether that holds now: a connection made on first use knows
+// once it is made.
+type Lossless interface {
+	Lossless() bool
+}
+
+// IsLossless reports whether c is Lossless now.
+func IsLossless(c Conn) bool {
+	l, ok := c.(Lossless)
+	return ok && l.Lossless()
+}
+
 // Borrower is implemented by connections that write a lent payload
 // (Frame.Sent) without copying it. Lending to any other connection only
 // adds the message that gives the payload back, so senders lend only to

@@ -9,7 +9,6 @@ import (
 	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
-	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -30,41 +29,30 @@ type timedOut struct{}
 // sendDone says the transport no longer reads a borrowed send's payload.
 type sendDone struct{ step int }
 
-// lendMin is the smallest send whose payload the transport borrows from
-// the operation's memory instead of copying: above it the copy costs more
-// than the extra message that says the send is done.
-const lendMin = 64 << 10
-
 type runner struct {
-	rt    *actors.Runtime
-	first *Request // run once started
-	req   *Request // the running operation; nil between operations
+	rt        *actors.Runtime
+	first     *Request // run once started
+	execution          // req is the running operation; nil between operations
 
-	prog     *algorithms.Progress
-	progs    []*algorithms.Progress // of recent schedules, most recent first
-	ready    []int
-	held     []transport.Frame // the frame of each receiving step, from its arrival until the step runs
-	scratch  [][]byte
-	elemSize int
-	timer    *actors.Timer // the operation's timeout
+	timer *actors.Timer // the operation's timeout
 	// probeTimer bounds the wait for a probe's answers.
 	probeTimer *actors.Timer
-	recvFrom   []peerFrames  // found at start
-	routes     []link.Route  // the messages of this operation's routes
-	sent       []func()      // by step: a lent send's Frame.Sent, made once
-	sends      link.SendPool // the messages of its frames
-	finished   Finished      // the parent reads it before it sends the next operation
+	recvFrom   []peerFrames      // found at start
+	routes     []link.Route      // the messages of this operation's routes
+	sink       *link.Forwarder   // the collective's frames come to it from the planes
+	early      []transport.Frame // what a plane held, while it is handed on
+	sent       []func()          // by step: a lent send's Frame.Sent, made once
+	sends      link.SendPool     // the messages of its frames
+	finished   Finished          // the parent reads it before it sends the next operation
 	probe      *probe
 	lent       int   // sends whose payload the transport still reads
 	stuckOn    []int // the ranks it waited for when it timed out
 }
 
-// progsKept bounds the Progress values a runner keeps for reuse.
-const progsKept = 8
-
 func (c *runner) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		c.sink = link.NewForwarder(c.rt, ctx.Self())
 		c.start(ctx, c.first)
 		c.first = nil
 		return
@@ -114,16 +102,8 @@ func (c *runner) Receive(ctx actor.Context) {
 }
 
 func (c *runner) start(ctx actor.Context, req *Request) {
-	c.req, c.probe, c.stuckOn = req, nil, nil
-	c.elemSize = req.DType.Size()
-	c.prog = c.progress(req.Schedule)
-	c.held = resize(c.held, len(req.Schedule.Steps))
-	c.scratch = resize(c.scratch, len(req.Schedule.Scratch))
-	for i, n := range req.Schedule.Scratch {
-		if !req.Phantom {
-			c.scratch[i] = transport.GetBuffer(n * c.elemSize)
-		}
-	}
+	c.probe, c.stuckOn = nil, nil
+	c.begin(req)
 	c.findPeers()
 	c.routeFrames(ctx, true)
 	if req.Timeout > 0 {
@@ -135,33 +115,6 @@ func (c *runner) start(ctx actor.Context, req *Request) {
 	req.Begin()
 	c.ready = c.prog.Start(c.ready[:0])
 	c.run(ctx)
-}
-
-// progress returns a fresh run of s, reusing the Progress of an earlier
-// run of s if the runner kept one.
-func (c *runner) progress(s *algorithms.Schedule) *algorithms.Progress {
-	for i, p := range c.progs {
-		if p.Schedule() == s {
-			copy(c.progs[1:i+1], c.progs[:i])
-			c.progs[0] = p
-			p.Reset()
-			return p
-		}
-	}
-	p := algorithms.NewProgress(s)
-	if len(c.progs) < progsKept {
-		c.progs = append(c.progs, nil)
-	}
-	copy(c.progs[1:], c.progs)
-	c.progs[0] = p
-	return p
-}
-
-// resize returns s with n empty entries, reusing its array if it can.
-func resize[T any](s []T, n int) []T {
-	s = slices.Grow(s[:0], n)[:n]
-	clear(s)
-	return s
 }
 
 // findPeers counts the frames the collective receives from each peer.
@@ -182,9 +135,12 @@ func (c *runner) findPeers() {
 	}
 }
 
-// routeFrames routes this operation's inbound frames to self on every link
-// it receives from, each route counting the frames that will come (on), or
-// ends the routes before their frames have all come (off).
+// routeFrames routes this operation's inbound frames to self (on): a
+// point-to-point operation's on every link it receives from, each route
+// counting the frames that will come, a collective's on the plane of every
+// peer it receives from, which hands on at once what it holds. Off ends
+// the routes before their frames have all come, and the collective's hold
+// on the planes, which lasts until then.
 func (c *runner) routeFrames(ctx actor.Context, on bool) {
 	req := c.req
 	if on {
@@ -199,9 +155,21 @@ func (c *runner) routeFrames(ctx actor.Context, on bool) {
 		}
 		return
 	}
-	key := link.Key{Kind: transport.Collective, Seq: req.CollSeq}
 	for _, p := range c.recvFrom {
-		c.toLink(ctx, p.peer, key, p.frames, on)
+		plane := req.plane(p.peer)
+		if !on {
+			plane.Detach(c.sink)
+			continue
+		}
+		var err error
+		c.early, err = plane.Attach(req.CollSeq, c.sink, c.early[:0])
+		if err != nil {
+			c.sink.Failed(p.peer, err)
+		}
+		for _, f := range c.early {
+			c.sink.Deliver(p.peer, f)
+		}
+		clear(c.early)
 	}
 }
 
@@ -225,45 +193,17 @@ func (c *runner) toLink(ctx actor.Context, peer int, key link.Key, frames int, o
 }
 
 func (c *runner) arrive(ctx actor.Context, d *link.Delivered) {
-	req := c.req
-	h := d.Frame.Header
-	if h.Sig != req.Sig {
+	if c.req.P2P == nil && d.Frame.Header.Seq != c.req.CollSeq {
+		// Handed on by a plane just before the collective it was for let
+		// go of it.
 		transport.Release(d.Frame)
-		c.fail(ctx, &Fail{Err: commerr.Invalid("arguments differ across ranks: %s", Mismatch(h.Sig, req.Sig, d.Peer)), Ranks: []int{d.Peer}, Tell: true})
 		return
 	}
-	tag := int(h.Tag)
-	if req.P2P != nil {
-		tag = c.p2pTag(d.Peer, h)
-	}
-	var step int
-	var err error
-	c.ready, step, err = c.prog.Arrive(d.Peer, tag, c.ready)
-	if err != nil {
-		transport.Release(d.Frame)
-		c.fail(ctx, &Fail{Err: commerr.Invalid("unexpected message %d from rank %d: %v", h.Tag, d.Peer, err), Ranks: []int{d.Peer}, Tell: true})
+	if f := c.accept(d.Peer, d.Frame); f != nil {
+		c.fail(ctx, f)
 		return
 	}
-	if want := req.Schedule.Steps[step].Dst.Len * c.elemSize; len(d.Frame.Payload) != want {
-		transport.Release(d.Frame)
-		c.fail(ctx, &Fail{Err: commerr.Invalid("rank %d sent %d bytes where this rank expects %d: sizes differ across ranks", d.Peer, len(d.Frame.Payload), want), Ranks: []int{d.Peer}, Tell: true})
-		return
-	}
-	// A payload lent by the transport is read in place: the step runs
-	// from it and gives it back.
-	c.held[step] = d.Frame
 	c.run(ctx)
-}
-
-// p2pTag maps an inbound point-to-point frame to the schedule tag of the
-// receiving step it was routed for.
-func (c *runner) p2pTag(peer int, h transport.Header) int {
-	for i, m := range c.req.P2P {
-		if !m.Send && m.Peer == peer && m.Ordinal == h.Seq && m.Tag == h.Tag {
-			return c.req.Schedule.Steps[i].Tag
-		}
-	}
-	return -1
 }
 
 func (c *runner) run(ctx actor.Context) {
@@ -285,81 +225,31 @@ func (c *runner) run(ctx actor.Context) {
 // writing that region.
 func (c *runner) execute(ctx actor.Context, i int) bool {
 	s := &c.req.Schedule.Steps[i]
-	if c.req.Phantom && s.Prim != algorithms.Send {
-		c.release(i) // a phantom payload carries nothing to copy or reduce
+	if s.Prim != algorithms.Send {
+		c.local(i)
 		return true
 	}
-	switch s.Prim {
-	case algorithms.Send:
-		src := c.region(s.Src)
-		f := transport.Frame{Header: c.req.header(i)}
-		l, lend := c.req.link(s.Peer)
-		switch {
-		case c.req.Phantom:
-			f.Payload = src
-		case len(src) >= lendMin && lend:
-			f.Payload, f.Sent = src, c.sentFunc(ctx, i)
-			c.lent++
-		default:
-			f.Payload = transport.GetBuffer(len(src))
-			copy(f.Payload, src)
-		}
-		ctx.Send(l, c.sends.Get(f))
-		return f.Sent == nil
-	case algorithms.Recv:
-		copy(c.region(s.Dst), c.held[i].Payload)
-		c.release(i)
-	case algorithms.RecvReduce:
-		dst := c.region(s.Dst)
-		reduce.Combine(c.req.Reduce, c.req.DType, dst, c.region(s.Src), c.held[i].Payload)
-		c.release(i)
-	case algorithms.Copy:
-		copy(c.region(s.Dst), c.region(s.Src))
-	case algorithms.Accumulate:
-		dst := c.region(s.Dst)
-		reduce.Combine(c.req.Reduce, c.req.DType, dst, dst, c.region(s.Src))
+	l, lend := c.req.link(s.Peer)
+	f := c.sendFrame(i, lend, c.sentFunc)
+	if f.Sent != nil {
+		c.lent++
 	}
-	return true
+	ctx.Send(l, c.sends.Get(f))
+	return f.Sent == nil
 }
 
 // sentFunc returns the Frame.Sent of a lent send of step i, which tells
 // the runner the step is done; one per step index, kept for later runs.
-func (c *runner) sentFunc(ctx actor.Context, i int) func() {
+func (c *runner) sentFunc(i int) func() {
 	for len(c.sent) <= i {
-		self, sys, msg := ctx.Self(), c.rt.System().Root, any(sendDone{step: len(c.sent)})
+		self, sys, msg := c.sink.To(), c.rt.System().Root, any(sendDone{step: len(c.sent)})
 		c.sent = append(c.sent, func() { sys.Send(self, msg) })
 	}
 	return c.sent[i]
 }
 
-func (c *runner) release(i int) {
-	transport.Release(c.held[i])
-	c.held[i] = transport.Frame{}
-}
-
-func (c *runner) region(r algorithms.Region) []byte {
-	if c.req.Phantom {
-		return transport.Phantom(r.Len * c.elemSize)
-	}
-	var block []byte
-	switch r.Buf {
-	case algorithms.Input:
-		block = c.req.In[r.Block]
-	case algorithms.Output:
-		block = c.req.Out[r.Block]
-	default:
-		block = c.scratch[r.Block]
-	}
-	return block[r.Off*c.elemSize : (r.Off+r.Len)*c.elemSize]
-}
-
 func (c *runner) finish(ctx actor.Context) {
-	req := c.req
-	if !req.Phantom {
-		for _, b := range req.Results {
-			reduce.Finish(req.Reduce, req.DType, req.Out[b], req.Size)
-		}
-	}
+	c.results()
 	c.end(ctx, nil)
 }
 
@@ -397,21 +287,10 @@ func (c *runner) end(ctx actor.Context, err error) {
 	if c.probeTimer != nil {
 		c.probeTimer.Stop()
 	}
-	if err != nil { // else every route has had its frames, and is gone
+	if err != nil || req.P2P == nil { // else every route has had its frames, and is gone
 		c.routeFrames(ctx, false)
 	}
-	for i, f := range c.held {
-		if f.Payload != nil || f.Sent != nil {
-			c.release(i)
-		}
-	}
-	if c.lent == 0 { // else a transport may still read scratch: leave it to the collector
-		for _, s := range c.scratch {
-			transport.PutBuffer(s)
-		}
-	}
-	clear(c.scratch)
-	c.req = nil
+	c.clear(c.lent > 0)
 	c.finished = Finished{Seq: req.Seq, Err: err, CollSeq: req.CollSeq, StuckOn: c.stuckOn}
 	req.End(err)
 	ctx.Send(ctx.Parent(), &c.finished)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
@@ -49,6 +50,9 @@ type Request struct {
 	// (transport.Borrower).
 	Links []*actor.PID
 	Lend  []bool
+	// Planes holds the data plane of each of those links, where the
+	// collective's frames come.
+	Planes []*link.Plane
 
 	// Completion is told when the operation begins to run, and exactly
 	// once when it ends, with nil or an *commerr.OpError.
@@ -169,6 +173,12 @@ type Fail struct {
 	Ranks   []int
 	Tell    bool
 	Forward []byte
+}
+
+// plane returns the data plane of the link to peer, one of Peers.
+func (r *Request) plane(peer int) *link.Plane {
+	i, _ := slices.BinarySearch(r.Peers(), peer)
+	return r.Planes[i]
 }
 
 // link returns the link actor to peer, one of Peers, and whether its

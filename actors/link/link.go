@@ -206,6 +206,9 @@ type Config struct {
 	// for one, and after Silence the peer has failed. Zero Silence
 	// watches nothing.
 	Heartbeat, Silence time.Duration
+	// Plane is where the link hands the collective frames that arrive;
+	// nil makes one.
+	Plane *Plane
 }
 
 // The watch's defaults: a peer silent for five seconds while its link
@@ -218,6 +221,10 @@ const (
 
 // tick is the watch's timer.
 type tick struct{}
+
+// watchPlane says a collective attached to the plane: the link watches
+// the peer while it waits.
+type watchPlane struct{}
 
 // connFailed reports that connection number epoch failed.
 type connFailed struct {
@@ -263,21 +270,29 @@ type state struct {
 	watched          bool // Watch asked
 	// heard is when a frame of the current connection last came, or the
 	// watch began; watching says a tick is armed.
-	heard     time.Time
-	watching  bool
-	ticker    *actors.Timer
-	routing   routing
-	out       outbound
-	in        inbound
-	delivered deliveries // the messages frames come in, for reuse
+	heard    time.Time
+	watching bool
+	// planeHeard is the count of the plane's direct frames at the last
+	// tick: more since then are word from the peer.
+	planeHeard uint64
+	plane      *Plane
+	ticker     *actors.Timer
+	routing    routing
+	out        outbound
+	in         inbound
+	delivered  deliveries // the messages frames come in, for reuse
 }
 
 // Props returns the Props of the link actor described by cfg.
 func Props(rt *actors.Runtime, cfg Config) *actor.Props {
 	st := &state{
-		rt:   rt,
-		cfg:  cfg,
-		conn: cfg.Conn,
+		rt:    rt,
+		cfg:   cfg,
+		conn:  cfg.Conn,
+		plane: cfg.Plane,
+	}
+	if st.plane == nil {
+		st.plane = NewPlane(cfg.Peer)
 	}
 	return rt.Props(func() actor.Actor { return &linkActor{state: st} })
 }
@@ -310,6 +325,8 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		if l.ticker.Fired() {
 			l.tick(ctx)
 		}
+	case watchPlane:
+		l.watch(ctx)
 	case *Watch:
 		l.watched = m.On
 		l.watch(ctx)
@@ -328,6 +345,8 @@ func (l *linkActor) Receive(ctx actor.Context) {
 			l.lost(ctx, m.err)
 		}
 	case *actor.Started:
+		self, root := ctx.Self(), l.rt.System().Root
+		l.plane.setWatch(func() { root.Send(self, watchPlane{}) })
 		l.connect(ctx)
 	case *actor.Stopping:
 		l.stop()
@@ -335,10 +354,10 @@ func (l *linkActor) Receive(ctx actor.Context) {
 }
 
 // waiting reports whether the link waits on its peer: for the frames of
-// a routed operation, for the acknowledgement of a lent payload, or for an
-// agreement (Watch).
+// a routed operation or of a collective on the plane, for the
+// acknowledgement of a lent payload, or for an agreement (Watch).
 func (l *linkActor) waiting() bool {
-	return l.failed == nil && (l.routing.expecting() || l.out.lent > 0 || l.watched)
+	return l.failed == nil && (l.routing.expecting() || l.out.lent > 0 || l.watched || l.plane.waiting())
 }
 
 // watch starts watching the peer when the link comes to wait on it, and
@@ -346,7 +365,11 @@ func (l *linkActor) waiting() bool {
 // idle job, or a simulation, has nothing pending, and an operation over
 // in less than a heartbeat costs no tick.
 func (l *linkActor) watch(ctx actor.Context) {
-	switch waiting := l.cfg.Silence > 0 && l.waiting(); {
+	waiting := l.cfg.Silence > 0 && l.waiting()
+	if !waiting && l.cfg.Silence > 0 && !l.plane.unwatch() {
+		waiting = l.failed == nil // a collective attached meanwhile
+	}
+	switch {
 	case waiting && !l.watching:
 		l.watching, l.heard = true, l.rt.Clock.Now()
 		l.armTick(ctx)
@@ -371,8 +394,11 @@ func (l *linkActor) armTick(ctx actor.Context) {
 // waits.
 func (l *linkActor) tick(ctx actor.Context) {
 	l.watching = false
-	if !l.waiting() {
+	if !l.waiting() && l.plane.unwatch() {
 		return
+	}
+	if n := l.plane.heard.Load(); n != l.planeHeard {
+		l.planeHeard, l.heard = n, l.rt.Clock.Now()
 	}
 	// A peer counts as joined once its link sent a frame, or once the
 	// connection to its process is made (a process that hangs before its
@@ -415,7 +441,8 @@ func (l *linkActor) connect(ctx actor.Context) {
 	l.out.reconnected()
 	l.askedRoom = false
 	l.resumed, l.broken, l.peerUp, l.resumeSent, l.finSent = len(l.out.unacked) == 0, false, false, false, false
-	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, epoch: l.epoch, pool: &l.delivered})
+	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, epoch: l.epoch, pool: &l.delivered, plane: l.plane})
+	l.plane.connected(l.conn)
 	if l.epoch > 1 {
 		l.resume()
 	}
@@ -540,13 +567,19 @@ func (l *linkActor) lost(ctx actor.Context, err error) {
 		l.fail(ctx, err)
 		return
 	}
+	l.plane.broke(err)
 	ctx.Send(ctx.Parent(), &Lost{Peer: l.cfg.Peer, Err: err})
 	panic(reconnect{err: err})
 }
 
 func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
-	if m.Frame.Header.Kind == transport.Control {
+	switch m.Frame.Header.Kind {
+	case transport.Control:
 		ctx.Send(ctx.Parent(), m)
+		return
+	case transport.Collective:
+		l.plane.arrive(m.Frame)
+		m.Recycle()
 		return
 	}
 	key := KeyOf(m.Frame.Header)
@@ -562,9 +595,6 @@ func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
 }
 
 func (l *linkActor) route(ctx actor.Context, m *Route) {
-	if m.Key.Kind == transport.Collective {
-		l.routing.discard(func(k Key) bool { return k.Kind == transport.Collective && k.Seq < m.Key.Seq })
-	}
 	// Frames beyond the count stay stashed, for the next collective's
 	// Route to discard: a peer sent more than this rank's schedule
 	// expects, so their arguments differ, which the signature of the
@@ -585,6 +615,7 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 		return
 	}
 	l.failed = err
+	l.plane.fail(err)
 	// Nothing more can arrive; closing lets a peer that is finalizing see
 	// its connection drained now rather than after its close timeout.
 	l.conn.Close()
@@ -613,6 +644,9 @@ func (l *linkActor) stop() {
 	}
 	l.out.releaseAll()
 	l.routing.discard(func(Key) bool { return true })
+	if l.failed == nil {
+		l.plane.fail(errStopped)
+	}
 }
 
 // handler turns transport callbacks into messages to the link actor.
@@ -622,9 +656,18 @@ type handler struct {
 	peer  int
 	epoch uint64
 	pool  *deliveries
+	plane *Plane
 }
 
+// HandleFrame gives a direct frame to the plane, on the transport's
+// goroutine, and posts any other to the link.
 func (h handler) HandleFrame(f transport.Frame) {
+	if f.Header.Kind&direct != 0 {
+		f.Header.Kind &^= direct
+		h.plane.heard.Add(1)
+		h.plane.arrive(f)
+		return
+	}
 	d := h.pool.get()
 	d.Peer, d.Frame, d.epoch = h.peer, f, h.epoch
 	h.rt.System().Root.Send(h.self, d)

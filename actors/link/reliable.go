@@ -56,6 +56,9 @@ var (
 	errProtocol = errors.New("link protocol violation")
 	// errSilent marks a peer the link waited on and heard nothing from.
 	errSilent = errors.New("peer silent")
+	// errStopped tells a collective on the plane of a stopped link that
+	// nothing more comes.
+	errStopped = fmt.Errorf("link stopped: %w", transport.ErrClosed)
 )
 
 // lent reports whether the operation that sent the frame waits for it

@@ -62,9 +62,9 @@ func TestRouteCountsFrames(t *testing.T) {
 	got := make(chan any, 16)
 	to := rt.System().Root.Spawn(rt.Props(func() actor.Actor { return &forwarder{out: got} }))
 
-	key := Key{Kind: transport.Collective, Seq: 7}
+	key := Key{Kind: transport.Window, Seq: 7}
 	for tag := range 3 {
-		f := transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Collective, Seq: 7, Tag: uint32(tag)}, Payload: []byte{byte(tag)}}
+		f := transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Window, Seq: 7, Tag: uint32(tag)}, Payload: []byte{byte(tag)}}
 		rt.System().Root.Send(sender, &Send{Frame: f})
 	}
 	time.Sleep(50 * time.Millisecond) // the frames arrive before their route, to be stashed
@@ -90,7 +90,7 @@ func TestRouteCountsFrames(t *testing.T) {
 	expect(0, 1)
 	rt.System().Root.Send(receiver, &Route{Key: key, To: to, Frames: 2})
 	expect(2) // the stash's last; the route waits for one more
-	f := transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Collective, Seq: 7, Tag: 3}, Payload: []byte{3}}
+	f := transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Window, Seq: 7, Tag: 3}, Payload: []byte{3}}
 	rt.System().Root.Send(sender, &Send{Frame: f})
 	expect(3)
 	f.Header.Tag = 4

@@ -5,14 +5,17 @@ import (
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors/link"
 )
 
 // peerLink is the rank's link to one peer.
 type peerLink struct {
-	peer int
-	pid  *actor.PID
-	live bool // the link actor has not stopped
-	lend bool // its connection borrows large payloads (transport.Borrower)
+	peer  int
+	pid   *actor.PID
+	live  bool // the link actor has not stopped
+	lend  bool // its connection borrows large payloads (transport.Borrower)
+	plane *link.Plane
 	// lost is why the link's connection last broke, while it reconnects.
 	lost error
 }
@@ -36,9 +39,10 @@ type links struct {
 // same actor, so requests with the same peers share one set instead of
 // each making its own.
 type linkSet struct {
-	peers []int
-	pids  []*actor.PID
-	lend  []bool
+	peers  []int
+	pids   []*actor.PID
+	lend   []bool
+	planes []*link.Plane
 }
 
 // setsKept bounds the link sets kept: a job repeats a few collectives.
@@ -59,16 +63,16 @@ func (ls *links) setOf(peers []int) *linkSet {
 
 // keepSet keeps the links of peers for the next requests: none of the
 // three changes afterwards.
-func (ls *links) keepSet(peers []int, pids []*actor.PID, lend []bool) {
+func (ls *links) keepSet(s linkSet) {
 	if len(ls.sets) < setsKept {
 		ls.sets = append(ls.sets, linkSet{})
 	}
 	copy(ls.sets[1:], ls.sets)
-	ls.sets[0] = linkSet{peers: peers, pids: pids, lend: lend}
+	ls.sets[0] = s
 }
 
-func (ls *links) add(peer int, pid *actor.PID, lend bool) *peerLink {
-	l := &peerLink{peer: peer, pid: pid, live: true, lend: lend}
+func (ls *links) add(peer int, pid *actor.PID, lend bool, plane *link.Plane) *peerLink {
+	l := &peerLink{peer: peer, pid: pid, live: true, lend: lend, plane: plane}
 	i, _ := ls.search(peer)
 	ls.byPeer = slices.Insert(ls.byPeer, i, l)
 	ls.order = append(ls.order, l)

@@ -367,12 +367,13 @@ func (r *rankActor) connectOr(ctx actor.Context, peer int, failed event) (*peerL
 	if silence > 0 {
 		heartbeat = min(heartbeat, silence)
 	}
+	plane := link.NewPlane(peer)
 	props := link.Props(r.rt, link.Config{
 		Comm: r.cfg.CommID, Peer: peer, Conn: conn,
 		Redial:    func() (transport.Conn, error) { return r.cfg.Connect(peer) },
-		Heartbeat: heartbeat, Silence: silence,
+		Heartbeat: heartbeat, Silence: silence, Plane: plane,
 	})
-	l := r.links.add(peer, ctx.SpawnPrefix(props, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend)
+	l := r.links.add(peer, ctx.SpawnPrefix(props, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend, plane)
 	r.routeWindows(ctx, l)
 	return l, nil
 }
@@ -402,18 +403,19 @@ func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
 func (r *rankActor) linkUp(ctx actor.Context, req *collective.Request) bool {
 	peers := req.Peers()
 	if s := r.links.setOf(peers); s != nil {
-		req.Links, req.Lend = s.pids, s.lend
+		req.Links, req.Lend, req.Planes = s.pids, s.lend, s.planes
 		return true
 	}
-	req.Links, req.Lend = make([]*actor.PID, len(peers)), make([]bool, len(peers))
+	s := linkSet{peers: peers, pids: make([]*actor.PID, len(peers)), lend: make([]bool, len(peers)), planes: make([]*link.Plane, len(peers))}
 	for i, peer := range peers {
 		l, err := r.connectOr(ctx, peer, event{kind: evUnreachable, seq: req.Seq})
 		if err != nil {
 			return false
 		}
-		req.Links[i], req.Lend[i] = l.pid, l.lend
+		s.pids[i], s.lend[i], s.planes[i] = l.pid, l.lend, l.plane
 	}
-	r.links.keepSet(peers, req.Links, req.Lend)
+	req.Links, req.Lend, req.Planes = s.pids, s.lend, s.planes
+	r.links.keepSet(s)
 	return true
 }
 

@@ -126,6 +126,13 @@ func (c *conn) RemoteAddr() string {
 	return c.addr()
 }
 
+// Lossless reports whether the connection is made over a
+// transport.Lossless one.
+func (c *conn) Lossless() bool {
+	u := c.current()
+	return u != nil && transport.IsLossless(u)
+}
+
 func (c *conn) current() transport.Conn {
 	c.mu.Lock()
 	defer c.mu.Unlock()

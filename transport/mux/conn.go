@@ -47,6 +47,10 @@ func (borrowingConn) BorrowsPayloads() {}
 // (transport.Establisher).
 func (c *vconn) Established() bool { return transport.Established(c.m.conn) }
 
+// Lossless reports whether the shared connection underneath is
+// (transport.Lossless).
+func (c *vconn) Lossless() bool { return transport.IsLossless(c.m.conn) }
+
 func (c *vconn) LocalAddr() string  { return c.m.conn.LocalAddr() }
 func (c *vconn) RemoteAddr() string { return c.m.conn.RemoteAddr() }
 

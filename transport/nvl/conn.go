@@ -141,6 +141,10 @@ func newConn(sock *net.UnixConn, seg *segment, dialer bool, local, remote string
 // payload is copied into the ring, or read by the peer, from where it lies.
 func (c *conn) BorrowsPayloads() {}
 
+// Lossless makes the connection a transport.Lossless one: its rings lose
+// nothing, and it ends only with its peer's process or a close.
+func (c *conn) Lossless() bool { return true }
+
 func (c *conn) LocalAddr() string  { return c.local }
 func (c *conn) RemoteAddr() string { return c.remote }
 

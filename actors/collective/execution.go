@@ -1,0 +1,207 @@
+package collective
+
+import (
+	"slices"
+
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// execution is one operation's schedule being run: its memory, its
+// Progress and the frames its receiving steps wait to run from. The
+// collective actor and Direct each drive one, and differ only in how
+// frames come and go.
+type execution struct {
+	req      *Request
+	prog     *algorithms.Progress
+	progs    []*algorithms.Progress // of recent schedules, most recent first
+	ready    []int
+	held     []transport.Frame // the frame of each receiving step, from its arrival until the step runs
+	scratch  [][]byte
+	elemSize int
+}
+
+// progsKept bounds the Progress values an execution keeps for reuse.
+const progsKept = 8
+
+// begin sets e up to run req.
+func (e *execution) begin(req *Request) {
+	e.req = req
+	e.elemSize = req.DType.Size()
+	e.prog = e.progress(req.Schedule)
+	e.held = resize(e.held, len(req.Schedule.Steps))
+	e.scratch = resize(e.scratch, len(req.Schedule.Scratch))
+	for i, n := range req.Schedule.Scratch {
+		if !req.Phantom {
+			e.scratch[i] = transport.GetBuffer(n * e.elemSize)
+		}
+	}
+}
+
+// progress returns a fresh run of s, reusing the Progress of an earlier
+// run of s if e kept one.
+func (e *execution) progress(s *algorithms.Schedule) *algorithms.Progress {
+	for i, p := range e.progs {
+		if p.Schedule() == s {
+			copy(e.progs[1:i+1], e.progs[:i])
+			e.progs[0] = p
+			p.Reset()
+			return p
+		}
+	}
+	p := algorithms.NewProgress(s)
+	if len(e.progs) < progsKept {
+		e.progs = append(e.progs, nil)
+	}
+	copy(e.progs[1:], e.progs)
+	e.progs[0] = p
+	return p
+}
+
+// resize returns s with n empty entries, reusing its array if it can.
+func resize[T any](s []T, n int) []T {
+	s = slices.Grow(s[:0], n)[:n]
+	clear(s)
+	return s
+}
+
+// accept checks a frame of the collective from peer and holds it for its
+// step, which may become ready. A frame that does not fit the operation
+// is released, and the failure returned names the peer and tells the
+// operation's peers.
+func (e *execution) accept(peer int, f transport.Frame) *Fail {
+	req := e.req
+	h := f.Header
+	if h.Sig != req.Sig {
+		transport.Release(f)
+		return &Fail{Err: commerr.Invalid("arguments differ across ranks: %s", Mismatch(h.Sig, req.Sig, peer)), Ranks: []int{peer}, Tell: true}
+	}
+	tag := int(h.Tag)
+	if req.P2P != nil {
+		tag = e.p2pTag(peer, h)
+	}
+	var step int
+	var err error
+	e.ready, step, err = e.prog.Arrive(peer, tag, e.ready)
+	if err != nil {
+		transport.Release(f)
+		return &Fail{Err: commerr.Invalid("unexpected message %d from rank %d: %v", h.Tag, peer, err), Ranks: []int{peer}, Tell: true}
+	}
+	if want := req.Schedule.Steps[step].Dst.Len * e.elemSize; len(f.Payload) != want {
+		transport.Release(f)
+		return &Fail{Err: commerr.Invalid("rank %d sent %d bytes where this rank expects %d: sizes differ across ranks", peer, len(f.Payload), want), Ranks: []int{peer}, Tell: true}
+	}
+	// A payload lent by the transport is read in place: the step runs
+	// from it and gives it back.
+	e.held[step] = f
+	return nil
+}
+
+// p2pTag maps an inbound point-to-point frame to the schedule tag of the
+// receiving step it was routed for.
+func (e *execution) p2pTag(peer int, h transport.Header) int {
+	for i, m := range e.req.P2P {
+		if !m.Send && m.Peer == peer && m.Ordinal == h.Seq && m.Tag == h.Tag {
+			return e.req.Schedule.Steps[i].Tag
+		}
+	}
+	return -1
+}
+
+// lendMin is the smallest send whose payload the transport borrows from
+// the operation's memory instead of copying: above it the copy costs more
+// than the extra message that says the send is done.
+const lendMin = 64 << 10
+
+// sendFrame returns the frame step i, a Send, sends: its region itself,
+// lent, where the connection borrows payloads (lend) and the region is
+// large, with sent(i) to give it back; else a copy in a pooled payload.
+// A phantom operation sends the phantom region.
+func (e *execution) sendFrame(i int, lend bool, sent func(int) func()) transport.Frame {
+	src := e.region(e.req.Schedule.Steps[i].Src)
+	f := transport.Frame{Header: e.req.header(i)}
+	switch {
+	case e.req.Phantom:
+		f.Payload = src
+	case len(src) >= lendMin && lend:
+		f.Payload, f.Sent = src, sent(i)
+	default:
+		f.Payload = transport.GetBuffer(len(src))
+		copy(f.Payload, src)
+	}
+	return f
+}
+
+// local runs step i, which does not send.
+func (e *execution) local(i int) {
+	s := &e.req.Schedule.Steps[i]
+	if e.req.Phantom {
+		e.release(i) // a phantom payload carries nothing to copy or reduce
+		return
+	}
+	switch s.Prim {
+	case algorithms.Recv:
+		copy(e.region(s.Dst), e.held[i].Payload)
+		e.release(i)
+	case algorithms.RecvReduce:
+		dst := e.region(s.Dst)
+		reduce.Combine(e.req.Reduce, e.req.DType, dst, e.region(s.Src), e.held[i].Payload)
+		e.release(i)
+	case algorithms.Copy:
+		copy(e.region(s.Dst), e.region(s.Src))
+	case algorithms.Accumulate:
+		dst := e.region(s.Dst)
+		reduce.Combine(e.req.Reduce, e.req.DType, dst, dst, e.region(s.Src))
+	}
+}
+
+func (e *execution) release(i int) {
+	transport.Release(e.held[i])
+	e.held[i] = transport.Frame{}
+}
+
+func (e *execution) region(r algorithms.Region) []byte {
+	if e.req.Phantom {
+		return transport.Phantom(r.Len * e.elemSize)
+	}
+	var block []byte
+	switch r.Buf {
+	case algorithms.Input:
+		block = e.req.In[r.Block]
+	case algorithms.Output:
+		block = e.req.Out[r.Block]
+	default:
+		block = e.scratch[r.Block]
+	}
+	return block[r.Off*e.elemSize : (r.Off+r.Len)*e.elemSize]
+}
+
+// results finishes the reductions whose results are on this rank (Avg,
+// PreMulSum).
+func (e *execution) results() {
+	req := e.req
+	if !req.Phantom {
+		for _, b := range req.Results {
+			reduce.Finish(req.Reduce, req.DType, req.Out[b], req.Size)
+		}
+	}
+}
+
+// clear lets go of the frames still held and, unless a transport still
+// reads some of it (lent), of the scratch memory, and of the request.
+func (e *execution) clear(lent bool) {
+	for i, f := range e.held {
+		if f.Payload != nil || f.Sent != nil {
+			e.release(i)
+		}
+	}
+	if !lent { // else a transport may still read scratch: leave it to the collector
+		for _, s := range e.scratch {
+			transport.PutBuffer(s)
+		}
+	}
+	clear(e.scratch)
+	e.req = nil
+}

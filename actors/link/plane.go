@@ -1,0 +1,238 @@
+package link
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// Plane is the data plane of a link: where the frames of its rank's
+// collectives from the peer go, whichever runs the collective, the
+// collective actor or a Direct run on the caller's goroutine. Frames of
+// a collective that nothing takes yet wait in the plane, so that either
+// finds the frames a peer sent ahead of it.
+//
+// A collective run outside the actors sends its frames through the plane
+// straight to the connection, marked direct: they skip the link's
+// acknowledgements and resending, so the plane lends itself to that only
+// over a transport.Lossless connection, and the peer's transport hands
+// them to its plane on its own goroutine. Every other frame goes through
+// the link actor as before; the link hands it the collective frames among
+// them.
+//
+// A link makes its Plane's connection known as it connects, tells it when
+// the connection breaks or the link fails, and watches its peer while a
+// collective waits on the plane.
+type Plane struct {
+	peer int
+
+	conn  atomic.Pointer[planeConn]
+	heard atomic.Uint64 // direct frames that came, which the link's watch counts as word from the peer
+
+	mu      sync.Mutex
+	sink    Sink
+	seq     uint64            // the collective sink takes
+	early   []transport.Frame // frames no sink took yet, payloads their own
+	err     error             // the link failed for good
+	watched bool              // the link watches the peer, or has been asked to
+	watch   func()            // asks the link to watch the peer; nil until the link starts
+}
+
+type planeConn struct{ c transport.Conn }
+
+// Sink is what runs a collective: the plane hands it the frames of its
+// collective, and tells it when the peer is gone (Failed) or when direct
+// frames sent to it may have been lost with a broken connection (Broke).
+// Its methods are called from any goroutine, never under the plane's lock,
+// and must not block.
+type Sink interface {
+	Deliver(peer int, f transport.Frame)
+	Failed(peer int, err error)
+	Broke(peer int, err error)
+}
+
+// NewPlane returns the plane of a link to peer, for its Config.
+func NewPlane(peer int) *Plane { return &Plane{peer: peer} }
+
+// Peer returns the rank the plane's frames come from.
+func (p *Plane) Peer() int { return p.peer }
+
+// direct marks, in a frame's Kind, a collective frame sent around the
+// link actors: neither end counts it.
+const direct transport.Kind = 0x40
+
+// ErrNotDirect reports a direct send over a plane whose connection cannot
+// carry one.
+var ErrNotDirect = errors.New("link: no lossless connection to send on directly")
+
+// Direct reports whether the plane's connection carries direct frames
+// now: it is made and transport.Lossless.
+func (p *Plane) Direct() bool {
+	pc := p.conn.Load()
+	return pc != nil && transport.IsLossless(pc.c)
+}
+
+// Send sends f to the peer directly, on the caller's goroutine: the
+// connection takes the payload as Conn.Send says.
+func (p *Plane) Send(f transport.Frame) error {
+	pc := p.conn.Load()
+	if pc == nil {
+		transport.Release(f)
+		return ErrNotDirect
+	}
+	f.Header.Kind |= direct
+	return pc.c.Send(f)
+}
+
+// Attach makes s the sink of collective seq's frames, and appends to dst
+// those that came already, for s to take as delivered; it discards the
+// frames of earlier collectives, which ended here. It fails once the link
+// has.
+func (p *Plane) Attach(seq uint64, s Sink, dst []transport.Frame) ([]transport.Frame, error) {
+	p.mu.Lock()
+	if p.err != nil {
+		err := p.err
+		p.mu.Unlock()
+		return dst, err
+	}
+	kept := p.early[:0]
+	for _, f := range p.early {
+		switch {
+		case f.Header.Seq == seq:
+			dst = append(dst, f)
+		case f.Header.Seq < seq:
+			transport.Release(f)
+		default:
+			kept = append(kept, f)
+		}
+	}
+	clear(p.early[len(kept):])
+	p.early = kept
+	p.sink, p.seq = s, seq
+	ask := !p.watched && p.watch != nil
+	p.watched = p.watched || ask
+	p.mu.Unlock()
+	if ask {
+		p.watch()
+	}
+	return dst, nil
+}
+
+// Detach ends s's hold on the plane: frames that come later wait for the
+// next collective.
+func (p *Plane) Detach(s Sink) {
+	p.mu.Lock()
+	if p.sink == s {
+		p.sink = nil
+	}
+	p.mu.Unlock()
+}
+
+// arrive hands f to the sink of its collective, or keeps it until one
+// attaches.
+func (p *Plane) arrive(f transport.Frame) {
+	p.mu.Lock()
+	if s := p.sink; s != nil && f.Header.Seq == p.seq {
+		p.mu.Unlock()
+		s.Deliver(p.peer, f)
+		return
+	}
+	if p.err != nil {
+		p.mu.Unlock()
+		transport.Release(f)
+		return
+	}
+	p.early = append(p.early, transport.Detach(f))
+	p.mu.Unlock()
+}
+
+// setWatch sets how the plane asks its link to watch the peer.
+func (p *Plane) setWatch(f func()) {
+	p.mu.Lock()
+	p.watch = f
+	p.mu.Unlock()
+}
+
+// connected makes c the connection direct frames go on.
+func (p *Plane) connected(c transport.Conn) { p.conn.Store(&planeConn{c: c}) }
+
+// broke says the connection broke and the link reconnects: direct frames
+// sent on it may be lost, which the sink is told.
+func (p *Plane) broke(err error) {
+	p.conn.Store(nil)
+	if s := p.current(); s != nil {
+		s.Broke(p.peer, err)
+	}
+}
+
+// fail says the link failed for good.
+func (p *Plane) fail(err error) {
+	p.conn.Store(nil)
+	p.mu.Lock()
+	p.err = err
+	s := p.sink
+	for _, f := range p.early {
+		transport.Release(f)
+	}
+	clear(p.early)
+	p.early = p.early[:0]
+	p.mu.Unlock()
+	if s != nil {
+		s.Failed(p.peer, err)
+	}
+}
+
+func (p *Plane) current() Sink {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sink
+}
+
+// waiting reports whether a collective waits on the plane.
+func (p *Plane) waiting() bool { return p.current() != nil }
+
+// unwatch records that the link stops watching, unless a collective
+// waits on the plane: it reports whether the watch ends.
+func (p *Plane) unwatch() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sink != nil {
+		return false
+	}
+	p.watched = false
+	return true
+}
+
+// Forwarder is the Sink of an actor: it posts each frame as a
+// *Delivered, and a failure as a *Failed, to the actor's mailbox. Broken
+// connections are the link's to mend.
+type Forwarder struct {
+	rt        *actors.Runtime
+	to        *actor.PID
+	delivered deliveries
+}
+
+// NewForwarder returns the Sink that posts to the actor at to.
+func NewForwarder(rt *actors.Runtime, to *actor.PID) *Forwarder {
+	return &Forwarder{rt: rt, to: to}
+}
+
+// To returns the actor s posts to.
+func (s *Forwarder) To() *actor.PID { return s.to }
+
+func (s *Forwarder) Deliver(peer int, f transport.Frame) {
+	d := s.delivered.get()
+	d.Peer, d.Frame = peer, f
+	s.rt.System().Root.Send(s.to, d)
+}
+
+func (s *Forwarder) Failed(peer int, err error) {
+	s.rt.System().Root.Send(s.to, &Failed{Peer: peer, Err: err})
+}
+
+func (s *Forwarder) Broke(int, error) {}
