@@ -23,6 +23,7 @@ type Comm struct {
 	backendName string
 	backend     Backend
 	pooled      backend.Pooled // the backend, if it issues into kept rooms
+	spinner     backend.Spinner // the backend, if a blocking call spins on its operation
 	ownsRuntime bool
 	exit        func(code int)
 	ranks       []int // global rank of each member; nil: its own rank
@@ -96,6 +97,7 @@ func newComm(o *options, backendName string, b Backend, owns bool, ranks []int, 
 	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, ranks: ranks,
 		membership: o.cfg.Name, family: family, abortCh: make(chan struct{})}
 	c.pooled, _ = b.(backend.Pooled)
+	c.spinner, _ = b.(backend.Spinner)
 	c.timeout.Store(int64(o.cfg.Timeout))
 	c.startFlightRecorder()
 	return c

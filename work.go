@@ -148,6 +148,9 @@ func (w *Work) Wait(ctx context.Context) error {
 // wait is the blocking forms' wait: a ctx that ends first cancels the
 // operation on every rank, and the call returns once it has ended.
 func (w *Work) wait(ctx context.Context) error {
+	if c := w.comm; c != nil && c.spinner != nil {
+		c.spinner.Spin(w.op.Seq)
+	}
 	var done <-chan struct{} = w.wake
 	if !w.pooled {
 		done = w.Done()

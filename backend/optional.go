@@ -25,6 +25,15 @@ type Pooled interface {
 	IssueIn(op *Op, done Completion, room Room) bool
 }
 
+// Spinner is a Backend whose operations may end on another goroutine
+// that need not wake the caller's: a blocking call asks it to Spin on
+// its operation, numbered seq, before it parks on its Work. Spin returns
+// once the operation ended or after a short bounded while; it lets other
+// goroutines run as it waits.
+type Spinner interface {
+	Spin(seq uint64)
+}
+
 // Room is a Pooled backend's state for one operation, reused across
 // operations.
 type Room interface {

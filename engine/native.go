@@ -5,14 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/gocomms/gocomms/actors/agree"
 	"github.com/gocomms/gocomms/actors/collective"
+	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/actors/rank"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/backend"
@@ -41,6 +44,11 @@ type native struct {
 	mesh   *mesh
 	pid    *actor.PID // nil until a dynamic communicator is reconfigured
 	plans  collective.Plans
+	// lease is where the rank lends its turn; direct runs the collectives
+	// issued meanwhile, and giveBack ends their hold on the turn.
+	lease    *rank.Lease
+	direct   *collective.Direct
+	giveBack func()
 	// finalized is set once Finalize stopped the rank, and with it every
 	// window's actor.
 	finalized atomic.Bool
@@ -84,12 +92,13 @@ func New(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
 
 func startNative(cfg *backend.Config, m *mesh) *native {
 	rt := cfg.Runtime
+	lease := rank.NewLease(rt)
 	pid := rank.Spawn(rt, rank.Config{
 		Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn, PeerFailed: m.peerFailed,
-		Heartbeat: cfg.Heartbeat, Silence: cfg.Silence,
+		Heartbeat: cfg.Heartbeat, Silence: cfg.Silence, Lease: lease,
 	})
 	m.watch(func(peer int) { rt.System().Root.Send(pid, &rank.Connected{Peer: peer}) })
-	return &native{cfg: cfg, commID: m.id, mesh: m, pid: pid}
+	return &native{cfg: cfg, commID: m.id, mesh: m, pid: pid, lease: lease, direct: lease.Direct(), giveBack: func() { lease.Release(true) }}
 }
 
 func (n *native) Name() string { return Name }
@@ -114,13 +123,58 @@ func (n *native) IssueIn(op *backend.Op, done backend.Completion, r backend.Room
 		done.Finished(&commerr.OpError{Comm: n.cfg.Name, Op: string(op.Name), Seq: op.Seq, Rank: n.cfg.Rank, Err: err})
 		return false
 	}
+	if n.runDirect(req, o) {
+		return true
+	}
 	o.submit.Req = req
 	n.tell(n.pid, &o.submit)
 	return true
 }
 
+// runDirect runs req off the actors if it is a collective, the rank lends
+// its turn, and every peer's connection carries direct frames: it
+// reports whether it did.
+func (n *native) runDirect(req *collective.Request, o *room) bool {
+	if req.P2P != nil || req.Phantom || n.lease == nil {
+		return false
+	}
+	collSeq, ok := n.lease.Acquire()
+	if !ok {
+		return false
+	}
+	if o.planes, ok = n.lease.Planes(req.Peers(), o.planes[:0]); !ok {
+		n.lease.Release(false)
+		return false
+	}
+	req.CollSeq = collSeq
+	n.direct.Start(req, o.planes, n.giveBack)
+	return true
+}
+
+// Spin waits on the caller's goroutine for operation seq while it runs
+// off the actors, for up to spinFor: its end then needs no wake-up.
+func (n *native) Spin(seq uint64) {
+	if n.direct == nil || !n.direct.Runs(seq) {
+		return
+	}
+	deadline := time.Now().Add(spinFor) // nondeterministic: a blocking caller's wait, never the simulator's
+	for i := 1; n.direct.Runs(seq); i++ {
+		if i%64 == 0 && time.Now().After(deadline) { // nondeterministic: as above
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// spinFor bounds how long a blocking caller spins on its operation
+// before it parks.
+const spinFor = 50 * time.Microsecond
+
 // Cancel cancels the operation numbered seq, if it has not ended.
 func (n *native) Cancel(seq uint64, err error) {
+	if n.direct != nil {
+		n.direct.Cancel(seq, err)
+	}
 	n.tell(n.pid, &rank.Cancel{Seq: seq, Err: err})
 }
 
@@ -140,6 +194,7 @@ type room struct {
 	wire    []collective.P2PMessage
 	oneWire [1]collective.P2PMessage
 	oneMsg  [1]collective.Message
+	planes  []*link.Plane // a collective's that runs off the actors
 }
 
 // Clear empties o for reuse, keeping no tensor or completion alive.
@@ -150,6 +205,8 @@ func (o *room) Clear() {
 	clear(o.out)
 	o.in, o.out, o.one = o.in[:0], o.out[:0], [2][]byte{} // one may hold what in or out had before growing
 	o.msgs, o.wire = o.msgs[:0], o.wire[:0]               // hold no pointers
+	clear(o.planes)
+	o.planes = o.planes[:0]
 }
 
 // request turns a validated Op into the rank actor's request, in o.
@@ -251,6 +308,9 @@ func tensorBytes(dst [][]byte, ts []*tensor.Tensor) [][]byte {
 }
 
 func (n *native) Abort(err error) {
+	if n.direct != nil {
+		n.direct.Break(err, nil)
+	}
 	if n.pid != nil {
 		n.tell(n.pid, &rank.Abort{Err: err})
 	}

@@ -31,8 +31,9 @@ type sendDone struct{ step int }
 
 type runner struct {
 	rt        *actors.Runtime
-	first     *Request // run once started
-	execution          // req is the running operation; nil between operations
+	first     *Request  // run once started
+	adopted   *Adoption // or this, carried on with once started
+	execution           // req is the running operation; nil between operations
 
 	timer *actors.Timer // the operation's timeout
 	// probeTimer bounds the wait for a probe's answers.
@@ -53,11 +54,18 @@ func (c *runner) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		c.sink = link.NewForwarder(c.rt, ctx.Self())
-		c.start(ctx, c.first)
-		c.first = nil
+		if c.adopted != nil {
+			c.adopt(ctx, c.adopted)
+		} else {
+			c.start(ctx, c.first)
+		}
+		c.first, c.adopted = nil, nil
 		return
 	case *Request:
 		c.start(ctx, m)
+		return
+	case *Adoption:
+		c.adopt(ctx, m)
 		return
 	}
 	if c.req == nil {
@@ -115,6 +123,26 @@ func (c *runner) start(ctx actor.Context, req *Request) {
 	req.Begin()
 	c.ready = c.prog.Start(c.ready[:0])
 	c.run(ctx)
+}
+
+// AdoptProps returns the Props of an actor that carries on with a, as
+// Props does with a request.
+func AdoptProps(rt *actors.Runtime, a *Adoption) *actor.Props {
+	return rt.Props(func() actor.Actor { return &runner{rt: rt, adopted: a} })
+}
+
+// adopt carries on with an operation that timed out off the actors: it
+// takes its frames from the planes from now on, and asks its peers how
+// far they got, as for a timeout of its own.
+func (c *runner) adopt(ctx actor.Context, a *Adoption) {
+	c.execution = a.exec
+	c.probe, c.stuckOn = nil, nil
+	c.findPeers()
+	c.routeFrames(ctx, true)
+	if c.timer == nil {
+		c.timer = c.rt.NewTimer(ctx.Self(), timedOut{})
+	}
+	c.startProbe(ctx)
 }
 
 // findPeers counts the frames the collective receives from each peer.

@@ -77,6 +77,17 @@ func (p *Plane) Direct() bool {
 	return pc != nil && transport.IsLossless(pc.c)
 }
 
+// Borrows reports whether the connection borrows lent payloads
+// (transport.Borrower).
+func (p *Plane) Borrows() bool {
+	pc := p.conn.Load()
+	if pc == nil {
+		return false
+	}
+	_, ok := pc.c.(transport.Borrower)
+	return ok
+}
+
 // Send sends f to the peer directly, on the caller's goroutine: the
 // connection takes the payload as Conn.Send says.
 func (p *Plane) Send(f transport.Frame) error {

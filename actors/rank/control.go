@@ -26,6 +26,9 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 			r.rt.Logger.Warn("malformed failure report", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
 			return
 		}
+		if l := r.cfg.Lease; l != nil && r.sequencer.lent {
+			l.direct.Reported(h.Seq, reportedFailure(reporter, reason), []int{reporter}, slices.Clone(d.Frame.Payload))
+		}
 		r.step(ctx, event{kind: evCollFailed, seq: h.Seq, rank: reporter, reason: reason, payload: d.Frame.Payload})
 	case collective.ControlProbe:
 		asker, err := collective.DecodeProbe(d.Frame.Payload)
@@ -73,6 +76,12 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 // rank back from it.
 func (r *rankActor) answerProbe(ctx actor.Context, peer int, collSeq, asker uint64) {
 	s := &r.sequencer
+	if s.lent {
+		// How far this rank got is the lease's to say: it answers once its
+		// turn is back.
+		r.deferred = append(r.deferred, deferredProbe{peer: peer, collSeq: collSeq, asker: asker})
+		return
+	}
 	if running := s.running; running != nil && running.P2P == nil && running.CollSeq <= collSeq {
 		behind := running.CollSeq < collSeq
 		r.probes = append(r.probes, pendingProbe{peer: peer, seq: running.Seq, asker: asker, behind: behind, at: running.CollSeq})
@@ -140,5 +149,23 @@ func (r *rankActor) answerProbes(ctx actor.Context, m *collective.Finished) {
 func (r *rankActor) replyProbe(ctx actor.Context, peer int, asker uint64, status collective.ProbeStatus, at uint64, waiting []int) {
 	if l := r.links.of(peer); l != nil {
 		ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, asker, collective.ControlProbeReply, collective.EncodeProbeReply(status, at, waiting)))
+	}
+}
+
+// deferredProbe is a probe that came while the rank's turn was lent.
+type deferredProbe struct {
+	peer           int
+	collSeq, asker uint64
+}
+
+// answerDeferred answers the probes that came while the turn was lent.
+func (r *rankActor) answerDeferred(ctx actor.Context) {
+	if r.sequencer.lent {
+		return
+	}
+	probes := r.deferred
+	r.deferred = nil
+	for _, p := range probes {
+		r.answerProbe(ctx, p.peer, p.collSeq, p.asker)
 	}
 }

@@ -41,6 +41,8 @@ type Config struct {
 	// link.Config); zero takes link.DefaultHeartbeat and
 	// link.DefaultSilence, and a negative Silence watches nothing.
 	Heartbeat, Silence time.Duration
+	// Lease, if set, is where the rank lends its turn while idle.
+	Lease *Lease
 }
 
 // Connected tells the rank that a peer opened a connection to it, so that
@@ -152,6 +154,12 @@ type rankActor struct {
 
 	windows []openWindow
 
+	// adopting is the operation evAdopt takes back, until handed on;
+	// deferred holds the probes that came while the turn was lent, to
+	// answer once it is back.
+	adopting *collective.Adoption
+	deferred []deferredProbe
+
 	finalize func() // Finalize's Done, until called
 	// stopGrace cancels the bound on the wait for the links to close.
 	stopGrace func() bool
@@ -168,7 +176,47 @@ func newRank(rt *actors.Runtime, cfg Config) *rankActor {
 }
 
 func (r *rankActor) Receive(ctx actor.Context) {
+	r.receive(ctx)
+	r.settleLease(ctx)
+}
+
+// settleLease lends the rank's turn once it is idle and sound, and takes
+// it back once it has work of its own; a collective that runs off it
+// when the communicator broke fails.
+func (r *rankActor) settleLease(ctx actor.Context) {
+	l, s := r.cfg.Lease, &r.sequencer
+	switch {
+	case l == nil:
+	case !s.lent:
+		r.step(ctx, event{kind: evLend})
+	case s.wantsTurn() || len(r.deferred) > 0:
+		if err := s.usable(); err != nil {
+			var ranks []int
+			if err == s.broken {
+				ranks = s.brokenRanks
+			}
+			l.direct.Break(err, ranks)
+		}
+		if seq, ok := l.reclaim(); ok {
+			r.step(ctx, event{kind: evReclaimed, seq: seq})
+		}
+	}
+	r.answerDeferred(ctx)
+}
+
+func (r *rankActor) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *Reclaimed:
+		r.step(ctx, event{kind: evReclaimed, seq: r.cfg.Lease.take()})
+	case *collective.Adoption:
+		r.adopting = m
+		r.step(ctx, event{kind: evAdopt, req: m.Request()})
+	case *tellFailure:
+		for _, peer := range m.peers {
+			if l := r.links.of(peer); l != nil && l.live {
+				ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, m.req, collective.ControlFailed, m.report))
+			}
+		}
 	case *Submit:
 		r.step(ctx, event{kind: evSubmit, req: m.Req})
 	case *Agree:
@@ -223,6 +271,9 @@ func (r *rankActor) Receive(ctx actor.Context) {
 		}
 	case *actor.Started:
 		r.links = links{}
+		if r.cfg.Lease != nil {
+			r.cfg.Lease.bind(ctx.Self())
+		}
 	case *actor.Terminated:
 		if r.windowStopped(m.Who) {
 			return
@@ -300,6 +351,20 @@ func (r *rankActor) perform(ctx actor.Context, a action) {
 		r.closed(ctx)
 	case actStopLinks:
 		r.stopLinks(ctx, false)
+	case actLend:
+		r.cfg.Lease.lend(a.seq)
+	case actAdopt:
+		r.cfg.Lease.adopted()
+		adoption := r.adopting
+		r.adopting = nil
+		if !r.linkUp(ctx, a.req) {
+			return
+		}
+		if r.runner != nil {
+			ctx.Send(r.runner, adoption)
+		} else {
+			r.runner = ctx.SpawnPrefix(collective.AdoptProps(r.rt, adoption), opPrefix)
+		}
 	case actFinalized:
 		r.stopGrace()
 		r.finalize()
@@ -374,6 +439,9 @@ func (r *rankActor) connectOr(ctx actor.Context, peer int, failed event) (*peerL
 		Heartbeat: heartbeat, Silence: silence, Plane: plane,
 	})
 	l := r.links.add(peer, ctx.SpawnPrefix(props, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend, plane)
+	if r.cfg.Lease != nil {
+		r.cfg.Lease.addPlane(plane)
+	}
 	r.routeWindows(ctx, l)
 	return l, nil
 }

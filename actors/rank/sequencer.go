@@ -39,8 +39,11 @@ type sequencer struct {
 	revoked     bool
 	aborted     error
 	finalizing  bool // Finalize came
-	closing     bool // finalizing and idle: the links close
-	finalized   bool
+	// lent says the rank lent its turn (Lease): collectives run off it,
+	// numbered by the lease, and nothing starts here until it is back.
+	lent      bool
+	closing   bool // finalizing and idle: the links close
+	finalized bool
 
 	out []action // step's result, while it runs
 }
@@ -86,6 +89,13 @@ const (
 	evConnected
 	// evAgree: the caller starts agreement agree.
 	evAgree
+	// evLend: the rank may lend its turn, if it is idle and sound.
+	evLend
+	// evReclaimed: the turn is back; seq numbers the next collective.
+	evReclaimed
+	// evAdopt: req, a collective that ran off the rank, timed out and
+	// comes back to run here; the turn comes back with it.
+	evAdopt
 )
 
 type event struct {
@@ -151,6 +161,11 @@ const (
 	actStopLinks
 	// actFinalized: tell Finalize the rank is done, and stop it.
 	actFinalized
+	// actLend: lend the turn; seq numbers the next collective.
+	actLend
+	// actAdopt: hand req, which comes back from off the rank, to the
+	// collective actor, to carry on with.
+	actAdopt
 )
 
 type action struct {
@@ -253,6 +268,23 @@ func (s *sequencer) step(ev event, acts []action) []action {
 		default:
 			s.emit(action{kind: actConnect, rank: ev.rank})
 		}
+	case evLend:
+		if s.running == nil && s.queue.Len() == 0 && !s.lent && s.usable() == nil && len(s.reported) == 0 {
+			s.lent = true
+			s.emit(action{kind: actLend, seq: s.collSeq})
+		}
+	case evReclaimed:
+		if s.lent {
+			s.takeTurn(ev.seq)
+			s.next()
+		}
+	case evAdopt:
+		s.takeTurn(ev.req.CollSeq + 1)
+		s.running = ev.req
+		s.emit(action{kind: actAdopt, req: ev.req})
+		if err := s.usable(); err != nil {
+			s.emit(action{kind: actFail, seq: ev.req.Seq, err: err, ranks: s.brokenRanks})
+		}
 	case evAgree:
 		// A broken or revoked communicator still agrees: that is how its
 		// survivors go on.
@@ -293,7 +325,7 @@ func (s *sequencer) runs(collSeq uint64) bool {
 // time, and closes the links for a Finalize once nothing is left.
 func (s *sequencer) next() {
 	switch {
-	case s.running != nil:
+	case s.running != nil, s.lent:
 	case s.queue.Len() > 0:
 		req, _ := s.queue.Pop()
 		s.start(req)
@@ -420,7 +452,7 @@ func (s *sequencer) cancel(seq uint64, err error) {
 // one fails, passing the report on; one this rank has yet to start keeps
 // it until then.
 func (s *sequencer) collFailed(ev event) {
-	failure := commerr.Invalid("rank %d reported: %s", ev.rank, ev.reason)
+	failure := reportedFailure(ev.rank, ev.reason)
 	switch {
 	case ev.seq >= s.collSeq:
 		if _, ok := s.reported[ev.seq]; !ok {
@@ -431,5 +463,29 @@ func (s *sequencer) collFailed(ev event) {
 		}
 	case s.runs(ev.seq):
 		s.emit(action{kind: actFail, seq: s.running.Seq, err: failure, ranks: []int{ev.rank}, forward: slices.Clone(ev.payload)})
+	}
+}
+
+// reportedFailure is the error of a collective that rank reported failed
+// for reason.
+func reportedFailure(rank int, reason string) error {
+	return commerr.Invalid("rank %d reported: %s", rank, reason)
+}
+
+// wantsTurn reports whether the rank, having lent its turn, wants it back:
+// it has work of its own, a report to act on, or it broke.
+func (s *sequencer) wantsTurn() bool {
+	return s.lent && (s.queue.Len() > 0 || s.finalizing || len(s.reported) > 0 || s.usable() != nil)
+}
+
+// takeTurn records that the turn is back, the next collective numbered
+// collSeq, and forgets the reports about those that ran off the rank.
+func (s *sequencer) takeTurn(collSeq uint64) {
+	s.lent = false
+	s.collSeq = collSeq
+	for seq := range s.reported {
+		if seq < collSeq {
+			delete(s.reported, seq)
+		}
 	}
 }

@@ -1,0 +1,362 @@
+package collective
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/actors/link"
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/internal/fifo"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// Direct runs a rank's collectives outside the actors, one at a time, while
+// the rank lends it its turn (see rank.Lease): on the goroutine that issues
+// one, then on whichever goroutine brings what it waits for — a
+// transport's, delivering a frame to a plane; the clock's, for its
+// timeout. It is an actor without a goroutine of its own: the events of
+// its operation queue, and whoever posts one while nobody handles them
+// handles them all, in order, one at a time, so that a send that delivers
+// at once to a peer in the same process, whose reply comes back on the
+// same goroutine, only queues.
+//
+// Its frames go to the peers' planes and come from them (link.Plane), past
+// the link actors, over lossless connections only. Whatever leaves that
+// path ends the operation, and the actors take the communicator from
+// there: a peer's connection that fails or breaks, a mismatched frame, a
+// timeout, a cancel, the rank's word that the communicator broke.
+type Direct struct {
+	rt *actors.Runtime
+	// tell reports the failure of a collective to its peers, through the
+	// rank's links, so that they fail rather than wait.
+	tell func(req *Request, report []byte)
+	// handOver gives an operation that timed out to the actors, which find
+	// out whom it waits for (see Adoption).
+	handOver func(*Adoption)
+
+	mu      sync.Mutex
+	events  fifo.Queue[directEvent]
+	driving bool
+
+	// running is Seq+1 of the operation running, 0 between operations.
+	running atomic.Uint64
+	// draining says a failed operation's transport still reads some of
+	// its memory: no other may start until it has given it all back.
+	draining atomic.Bool
+
+	// The driver's.
+	execution
+	planes []*link.Plane // of the operation's peers, in Request.Peers order
+	borrow []bool        // whether each plane's connection borrows payloads
+	early  []transport.Frame
+	timer  *actors.Timer
+	sent   []func() // by step: a lent send's Frame.Sent, made once
+	lent   int
+	done   func() // gives the rank's turn back, before the Work completes
+}
+
+type directKind uint8
+
+const (
+	dStart directKind = iota
+	dFrame
+	dSent
+	dPeerFailed
+	dTimeout
+	dFail // cancel, abort, the communicator broke, a peer's report
+)
+
+type directEvent struct {
+	kind  directKind
+	req   *Request
+	done  func()
+	peer  int
+	frame transport.Frame
+	step  int
+	seq   uint64 // dFail: the operation's Seq, or anySeq
+	fail  *Fail
+}
+
+// anySeq fails whichever operation runs.
+const anySeq = ^uint64(0)
+
+// NewDirect returns a Direct whose failures tell peers through tell, and
+// whose operations that time out go to handOver.
+func NewDirect(rt *actors.Runtime, tell func(req *Request, report []byte), handOver func(*Adoption)) *Direct {
+	d := &Direct{rt: rt, tell: tell, handOver: handOver}
+	d.timer = rt.NewTimerFunc(func() { d.post(directEvent{kind: dTimeout}) })
+	return d
+}
+
+// Ready reports whether an operation may start: none is running, and no
+// transport still reads a failed one's memory.
+func (d *Direct) Ready() bool { return d.running.Load() == 0 && !d.draining.Load() }
+
+// Start runs req, a collective numbered (CollSeq) by the rank's lease,
+// over planes, the planes of req.Peers in order, each Direct. done is
+// called once it ends, before req's Completion is told.
+func (d *Direct) Start(req *Request, planes []*link.Plane, done func()) {
+	d.running.Store(req.Seq + 1)
+	d.planes = planes
+	d.post(directEvent{kind: dStart, req: req, done: done})
+}
+
+// Runs reports whether the operation numbered seq runs here.
+func (d *Direct) Runs(seq uint64) bool { return d.running.Load() == seq+1 }
+
+// Cancel fails the operation numbered seq with err, if it runs here, and
+// tells its peers.
+func (d *Direct) Cancel(seq uint64, err error) {
+	d.post(directEvent{kind: dFail, seq: seq, fail: &Fail{Err: err, Tell: true}})
+}
+
+// Break fails the operation running here, if any, with err naming ranks:
+// the communicator broke, or the rank aborts.
+func (d *Direct) Break(err error, ranks []int) {
+	d.post(directEvent{kind: dFail, seq: anySeq, fail: &Fail{Err: err, Ranks: ranks}})
+}
+
+// Reported fails the operation running here if it is collective collSeq,
+// which a peer reported failed with err; report is passed on.
+func (d *Direct) Reported(collSeq uint64, err error, ranks []int, report []byte) {
+	d.post(directEvent{kind: dFail, seq: anySeq, step: int(collSeq), fail: &Fail{Err: err, Ranks: ranks, Forward: report}})
+}
+
+// Deliver, Failed and Broke make a Direct the link.Sink of its planes.
+func (d *Direct) Deliver(peer int, f transport.Frame) {
+	d.post(directEvent{kind: dFrame, peer: peer, frame: f})
+}
+
+func (d *Direct) Failed(peer int, err error) {
+	d.post(directEvent{kind: dPeerFailed, peer: peer, fail: &Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err), Ranks: []int{peer}}})
+}
+
+func (d *Direct) Broke(peer int, err error) {
+	d.post(directEvent{kind: dPeerFailed, peer: peer, fail: &Fail{Err: fmt.Errorf("%w: rank %d: the connection broke under a collective run off the actors: %v", commerr.ErrPeerFailed, peer, err), Ranks: []int{peer}}})
+}
+
+// post queues e, and handles the queue unless another goroutine is.
+func (d *Direct) post(e directEvent) {
+	d.mu.Lock()
+	d.events.Push(e)
+	if d.driving {
+		d.mu.Unlock()
+		return
+	}
+	d.driving = true
+	for {
+		e, ok := d.events.Pop()
+		if !ok {
+			d.driving = false
+			d.mu.Unlock()
+			return
+		}
+		d.mu.Unlock()
+		d.handle(e)
+		d.mu.Lock()
+	}
+}
+
+func (d *Direct) handle(e directEvent) {
+	switch e.kind {
+	case dStart:
+		d.start(e.req, e.done)
+		return
+	case dSent:
+		d.lent--
+		if d.req == nil {
+			if d.lent == 0 {
+				d.draining.Store(false)
+			}
+			return
+		}
+		d.ready = d.prog.Complete(e.step, d.ready)
+		d.run()
+		return
+	}
+	if d.req == nil {
+		transport.Release(e.frame)
+		return
+	}
+	switch e.kind {
+	case dFrame:
+		d.arrive(e.peer, e.frame)
+	case dPeerFailed:
+		// Frames the peer sent before it went came first: fail only if one
+		// is still missing.
+		if slices.Contains(d.prog.Waiting(nil), e.peer) {
+			d.end(e.fail)
+		}
+	case dTimeout:
+		if d.timer.Fired() {
+			d.timedOut()
+		}
+	case dFail:
+		switch {
+		case e.fail.Forward != nil && uint64(e.step) != d.req.CollSeq:
+		case e.seq == anySeq, e.seq == d.req.Seq:
+			d.end(e.fail)
+		}
+	}
+}
+
+func (d *Direct) start(req *Request, done func()) {
+	d.begin(req)
+	d.done = done
+	d.borrow = resize(d.borrow, len(d.planes))
+	for i, p := range d.planes {
+		d.borrow[i] = p.Borrows()
+	}
+	if req.Timeout > 0 {
+		d.timer.Arm(req.Timeout)
+	}
+	req.Begin()
+	d.ready = d.ready[:0]
+	for _, p := range d.planes {
+		var err error
+		d.early, err = p.Attach(req.CollSeq, d, d.early[:0])
+		if err != nil {
+			d.end(&Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, p.Peer(), err), Ranks: []int{p.Peer()}})
+			return
+		}
+		for j, f := range d.early {
+			if fail := d.accept(p.Peer(), f); fail != nil {
+				for _, rest := range d.early[j+1:] {
+					transport.Release(rest)
+				}
+				clear(d.early)
+				d.end(fail)
+				return
+			}
+		}
+		clear(d.early)
+	}
+	d.ready = d.prog.Start(d.ready)
+	d.run()
+}
+
+func (d *Direct) arrive(peer int, f transport.Frame) {
+	if f.Header.Seq != d.req.CollSeq {
+		// Handed on by a plane just before an earlier collective let go.
+		transport.Release(f)
+		return
+	}
+	if fail := d.accept(peer, f); fail != nil {
+		d.end(fail)
+		return
+	}
+	d.run()
+}
+
+// run runs the steps that are ready, and ends the operation once all
+// have run.
+func (d *Direct) run() {
+	for len(d.ready) > 0 {
+		i := d.ready[len(d.ready)-1]
+		d.ready = d.ready[:len(d.ready)-1]
+		done, fail := d.execute(i)
+		if fail != nil {
+			d.end(fail)
+			return
+		}
+		if done {
+			d.ready = d.prog.Complete(i, d.ready)
+		}
+	}
+	if d.prog.Done() {
+		d.results()
+		d.end(nil)
+	}
+}
+
+// execute runs step i and reports whether it is complete: a large send
+// lends its region to the transport and completes when the transport
+// gives it back.
+func (d *Direct) execute(i int) (bool, *Fail) {
+	s := &d.req.Schedule.Steps[i]
+	if s.Prim != algorithms.Send {
+		d.local(i)
+		return true, nil
+	}
+	k, _ := slices.BinarySearch(d.req.Peers(), s.Peer)
+	f := d.sendFrame(i, d.borrow[k], d.sentFunc)
+	if f.Sent != nil {
+		d.lent++
+	}
+	if err := d.planes[k].Send(f); err != nil {
+		return false, &Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, s.Peer, err), Ranks: []int{s.Peer}}
+	}
+	return f.Sent == nil, nil
+}
+
+// sentFunc returns the Frame.Sent of a lent send of step i; one per step
+// index, kept for later runs.
+func (d *Direct) sentFunc(i int) func() {
+	for len(d.sent) <= i {
+		e := directEvent{kind: dSent, step: len(d.sent)}
+		d.sent = append(d.sent, func() { d.post(e) })
+	}
+	return d.sent[i]
+}
+
+// timedOut hands the operation to the actors, which ask its peers how far
+// they got and name the rank it is stuck on; one whose sends the
+// transport still reads fails here, naming the ranks it waits for.
+func (d *Direct) timedOut() {
+	if d.lent > 0 {
+		waiting := d.prog.Waiting(nil)
+		d.end(&Fail{Err: fmt.Errorf("%w after %v waiting for ranks %v", commerr.ErrTimeout, d.req.Timeout, waiting), Ranks: waiting, Tell: true})
+		return
+	}
+	for _, p := range d.planes {
+		p.Detach(d)
+	}
+	a := &Adoption{exec: d.execution}
+	d.execution = execution{}
+	d.planes, d.done = nil, nil
+	d.running.Store(0)
+	d.handOver(a)
+}
+
+// Adoption is an operation that ran off the actors and timed out, on its
+// way to the collective actor, which carries on with it from where it
+// stopped: it holds the operation's execution. The rank's turn comes back
+// with it.
+type Adoption struct{ exec execution }
+
+// Request returns the operation's request.
+func (a *Adoption) Request() *Request { return a.exec.req }
+
+// end completes the operation, with nil or f's failure, which its peers
+// hear of if f says to tell them. The rank gets its turn back first, so
+// that the caller's next operation finds it free.
+func (d *Direct) end(f *Fail) {
+	req := d.req
+	d.timer.Stop()
+	for _, p := range d.planes {
+		p.Detach(d)
+	}
+	var err error
+	if f != nil {
+		switch {
+		case f.Forward != nil:
+			d.tell(req, f.Forward)
+		case f.Tell:
+			d.tell(req, EncodeFailure(req.Rank, f.Err.Error()))
+		}
+		err = &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: f.Ranks, Err: f.Err}
+	}
+	d.draining.Store(d.lent > 0)
+	d.clear(d.lent > 0)
+	d.planes = nil
+	done := d.done
+	d.done = nil
+	d.running.Store(0)
+	done()
+	req.End(err)
+	req.Release()
+}
