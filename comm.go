@@ -22,7 +22,7 @@ type Comm struct {
 	cfg         Config
 	backendName string
 	backend     Backend
-	pooled      backend.Pooled // the backend, if it issues into kept rooms
+	pooled      backend.Pooled  // the backend, if it issues into kept rooms
 	spinner     backend.Spinner // the backend, if a blocking call spins on its operation
 	ownsRuntime bool
 	exit        func(code int)
