@@ -137,6 +137,7 @@ func (w *Work) Err() error {
 func (w *Work) Wait(ctx context.Context) error {
 	w.runHooks(&w.hooks.waitBegin)
 	defer w.runHooks(&w.hooks.waitEnd)
+	w.spin()
 	select {
 	case <-w.Done():
 		return w.err
@@ -148,9 +149,7 @@ func (w *Work) Wait(ctx context.Context) error {
 // wait is the blocking forms' wait: a ctx that ends first cancels the
 // operation on every rank, and the call returns once it has ended.
 func (w *Work) wait(ctx context.Context) error {
-	if c := w.comm; c != nil && c.spinner != nil {
-		c.spinner.Spin(w.op.Seq)
-	}
+	w.spin()
 	var done <-chan struct{} = w.wake
 	if !w.pooled {
 		done = w.Done()
@@ -168,6 +167,14 @@ func (w *Work) wait(ctx context.Context) error {
 	}
 	<-done
 	return w.err
+}
+
+// spin lets the backend wait for the operation on this goroutine a
+// short while before the caller parks (backend.Spinner).
+func (w *Work) spin() {
+	if c := w.comm; c != nil && c.spinner != nil && !w.IsCompleted() {
+		c.spinner.Spin(w.op.Seq)
+	}
 }
 
 // OnStart registers f to run when the operation starts running (at once if

@@ -126,6 +126,9 @@ func (n *native) IssueIn(op *backend.Op, done backend.Completion, r backend.Room
 	if n.runDirect(req, o) {
 		return true
 	}
+	if n.lease != nil {
+		n.lease.Submitting()
+	}
 	o.submit.Req = req
 	n.tell(n.pid, &o.submit)
 	return true
@@ -151,6 +154,14 @@ func (n *native) runDirect(req *collective.Request, o *room) bool {
 	return true
 }
 
+// DirectOps counts the collectives that ran off the actors.
+func (n *native) DirectOps() uint64 {
+	if n.direct == nil {
+		return 0
+	}
+	return n.direct.Ran()
+}
+
 // Spin waits on the caller's goroutine for operation seq while it runs
 // off the actors, for up to spinFor: its end then needs no wake-up.
 func (n *native) Spin(seq uint64) {
@@ -167,8 +178,11 @@ func (n *native) Spin(seq uint64) {
 }
 
 // spinFor bounds how long a blocking caller spins on its operation
-// before it parks.
-const spinFor = 50 * time.Microsecond
+// before it parks: long enough for a peer in this process, which runs
+// the rest of the operation on its own goroutine; a peer in another
+// process needs this one's transport goroutine, with which a longer spin
+// competes for the cores (docs/PERFORMANCE.md).
+const spinFor = 5 * time.Microsecond
 
 // Cancel cancels the operation numbered seq, if it has not ended.
 func (n *native) Cancel(seq uint64, err error) {

@@ -27,6 +27,7 @@ type network struct {
 	pairs     map[pairKey]*conn // the lower rank's end of the newest connection
 	byRank    [][]*conn         // each rank's ends, in the order made: maps do not iterate in a fixed order
 	crashed   []bool
+	resets    bool   // the faults reset connections that are dialled again
 	restarted []bool // a new process, which knows no communicator, answers for the rank
 	frames    int64
 	bytes     int64
@@ -59,6 +60,9 @@ func newNetwork(l *Loop, topo Topology, ranks int, faults Plan, jitter time.Dura
 		crashed:   make([]bool, ranks),
 		restarted: make([]bool, ranks),
 		byName:    map[string]*fabricComm{},
+		resets: slices.ContainsFunc(faults, func(f Fault) bool {
+			return f.Kind == Drop || f.Kind == Flap || f.Kind == Partition
+		}),
 	}
 }
 

@@ -47,6 +47,7 @@ type Direct struct {
 	// draining says a failed operation's transport still reads some of
 	// its memory: no other may start until it has given it all back.
 	draining atomic.Bool
+	ran      atomic.Uint64 // operations started here
 
 	// The driver's.
 	execution
@@ -101,9 +102,13 @@ func (d *Direct) Ready() bool { return d.running.Load() == 0 && !d.draining.Load
 // called once it ends, before req's Completion is told.
 func (d *Direct) Start(req *Request, planes []*link.Plane, done func()) {
 	d.running.Store(req.Seq + 1)
+	d.ran.Add(1)
 	d.planes = planes
 	d.post(directEvent{kind: dStart, req: req, done: done})
 }
+
+// Ran counts the operations started here.
+func (d *Direct) Ran() uint64 { return d.ran.Load() }
 
 // Runs reports whether the operation numbered seq runs here.
 func (d *Direct) Runs(seq uint64) bool { return d.running.Load() == seq+1 }

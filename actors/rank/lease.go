@@ -27,6 +27,9 @@ import (
 type Lease struct {
 	word   atomic.Uint64
 	direct *collective.Direct
+	// submitted counts the submissions on their way to the rank: none
+	// may be overtaken by a collective that takes the turn.
+	submitted atomic.Int64
 
 	mu     sync.Mutex
 	planes []*link.Plane // sorted by peer; copied on write
@@ -55,15 +58,23 @@ func NewLease(rt *actors.Runtime) *Lease {
 // Direct returns what runs the collectives issued while the turn is lent.
 func (l *Lease) Direct() *collective.Direct { return l.direct }
 
-// Acquire takes the rank's turn if it is lent and free, for a collective
-// to run on Direct: it returns the collective's sequence number.
+// Acquire takes the rank's turn if it is lent and free, and no
+// submission is on its way to the rank, for a collective to run on
+// Direct: it returns the collective's sequence number. Calls to Acquire
+// and Submitting must not overlap.
 func (l *Lease) Acquire() (uint64, bool) {
 	w := l.word.Load()
-	if w&(1<<flags-1) != lent || !l.direct.Ready() || !l.word.CompareAndSwap(w, w|held) {
+	if w&(1<<flags-1) != lent || l.submitted.Load() != 0 || !l.direct.Ready() || !l.word.CompareAndSwap(w, w|held) {
 		return 0, false
 	}
 	return w >> flags, true
 }
+
+// Submitting records that a Submit is on its way to the rank: a
+// collective issued after it must not take the turn before the rank has
+// queued it. Issues come one at a time, so none takes the turn between
+// the two.
+func (l *Lease) Submitting() { l.submitted.Add(1) }
 
 // Release gives the turn back; ran says the collective numbered at
 // Acquire ran, so that the next is numbered after it.
@@ -119,7 +130,8 @@ func (l *Lease) lend(collSeq uint64) { l.word.Store(collSeq<<flags | lent) }
 
 // reclaim takes the turn back: it returns the number of the next
 // collective, or, while a collective holds the turn, reports that a
-// Reclaimed follows once it ends.
+// Reclaimed follows once it ends (a Reclaimed may also come after the
+// turn is back: reclaim tells).
 func (l *Lease) reclaim() (uint64, bool) {
 	w := l.word.Or(wanted)
 	if w&held != 0 {
@@ -132,13 +144,6 @@ func (l *Lease) reclaim() (uint64, bool) {
 // adopted clears the word: the collective that held the turn timed out
 // and came back to the rank, which runs it now.
 func (l *Lease) adopted() { l.word.Store(0) }
-
-// take returns the number of the next collective once the one that held
-// the turn ended, and clears the word.
-func (l *Lease) take() uint64 {
-	w := l.word.Swap(0)
-	return w >> flags
-}
 
 // tellFailure reports, through the rank, that req failed off it.
 func (l *Lease) tellFailure(req *collective.Request, report []byte) {

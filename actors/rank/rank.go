@@ -178,6 +178,9 @@ func newRank(rt *actors.Runtime, cfg Config) *rankActor {
 func (r *rankActor) Receive(ctx actor.Context) {
 	r.receive(ctx)
 	r.settleLease(ctx)
+	if _, ok := ctx.Message().(*Submit); ok && r.cfg.Lease != nil {
+		r.cfg.Lease.submitted.Add(-1) // queued here, and the turn asked back
+	}
 }
 
 // settleLease lends the rank's turn once it is idle and sound, and takes
@@ -207,7 +210,13 @@ func (r *rankActor) settleLease(ctx actor.Context) {
 func (r *rankActor) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Reclaimed:
-		r.step(ctx, event{kind: evReclaimed, seq: r.cfg.Lease.take()})
+		// The rank may have taken its turn back already, and even lent it
+		// again: the word says whether it is free to take.
+		if r.sequencer.lent {
+			if seq, ok := r.cfg.Lease.reclaim(); ok {
+				r.step(ctx, event{kind: evReclaimed, seq: seq})
+			}
+		}
 	case *collective.Adoption:
 		r.adopting = m
 		r.step(ctx, event{kind: evAdopt, req: m.Request()})

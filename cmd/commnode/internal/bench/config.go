@@ -25,6 +25,10 @@ type Config struct {
 	Factor    int64            // size multiplier between rows, >= 2
 	Iters     int              // timed ops per size, >= 1
 	Warmup    int              // untimed ops per size before them, >= 0
+	// Blocking waits for each op before issuing the next, as a caller of
+	// the blocking forms (and MPI's) does, instead of issuing them all
+	// and waiting once (nccl-tests' -z).
+	Blocking bool
 	Check     bool             // run one more op per size and count wrong elements
 	Algorithm string           // gocomms.HintAlgorithm for the ops that have it; "" lets gocomms choose; AllAlgorithms runs each
 

@@ -200,10 +200,19 @@ func (b *bench) time(ctx context.Context, issue func() *gocomms.Work) (float64, 
 	return time.Since(start).Seconds() / float64(b.cfg.Iters), err
 }
 
-// loop issues n ops back to back, then waits for all of them. Ops of a
+// loop issues n ops back to back, then waits for all of them; or, with
+// Blocking, waits for each before issuing the next. Ops of a
 // communicator run one at a time in issue order, so this is nccl-tests'
 // launches on one stream followed by one synchronisation.
 func (b *bench) loop(ctx context.Context, issue func() *gocomms.Work, n int) error {
+	if b.cfg.Blocking {
+		for range n {
+			if err := issue().Wait(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	works := b.works[:n]
 	for i := range works {
 		// An interruption, or an op that failed already (the communicator

@@ -1,0 +1,183 @@
+package gocomms_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/tensor"
+)
+
+// directOps counts the collectives c's backend ran off its actors.
+func directOps(c *gocomms.Comm) uint64 {
+	d, ok := c.UnsafeBackend().(interface{ DirectOps() uint64 })
+	if !ok {
+		return 0
+	}
+	return d.DirectOps()
+}
+
+// TestCollectivesRunOffTheActors checks that a loop of blocking
+// collectives over lossless connections runs off the actors once the
+// links are up, with the right results.
+func TestCollectivesRunOffTheActors(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 5} {
+		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
+			err := gocomms.RunLocal(context.Background(), n, func(ctx context.Context, c *gocomms.Comm) error {
+				x := mustTensor(tensor.Int64, 7)
+				for i := range 20 {
+					for j := range 7 {
+						x.SetInt64(j, int64((c.Rank()+1)*(i+j+1)))
+					}
+					if err := c.AllReduce(ctx, x, gocomms.Sum); err != nil {
+						return err
+					}
+					for j := range 7 {
+						if got, want := x.Int64At(j), int64((i+j+1)*n*(n+1)/2); got != want {
+							return fmt.Errorf("rank %d, op %d, element %d: %d, want %d", c.Rank(), i, j, got, want)
+						}
+					}
+				}
+				if ops := directOps(c); ops < 10 {
+					return fmt.Errorf("rank %d ran %d of 20 all-reduces off the actors", c.Rank(), ops)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestPropertyDirectAndActorOperationsInterleave issues random sequences
+// of blocking and async all-reduces and broadcasts, waiting for the async
+// ones at random points: blocking ones issued while the rank is idle run
+// off the actors, the rest on them, and both kinds meet across ranks. Every
+// result must be the reference's, in issue order.
+func TestPropertyDirectAndActorOperationsInterleave(t *testing.T) {
+	type step struct {
+		broadcast, async, drain bool
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 5).Draw(rt, "ranks")
+		steps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) step {
+			return step{rapid.Bool().Draw(t, "broadcast"), rapid.Bool().Draw(t, "async"), rapid.Bool().Draw(t, "drain")}
+		}), 1, 16).Draw(rt, "steps")
+		err := gocomms.RunLocal(context.Background(), n, func(ctx context.Context, c *gocomms.Comm) error {
+			xs := make([]*tensor.Tensor, len(steps))
+			var pending []*gocomms.Work
+			wait := func() error {
+				for _, w := range pending {
+					if err := w.Wait(ctx); err != nil {
+						return err
+					}
+				}
+				pending = pending[:0]
+				return nil
+			}
+			for i, s := range steps {
+				x := mustTensor(tensor.Int32, 3)
+				for j := range 3 {
+					x.SetInt64(j, int64((c.Rank()+1)*100+i*10+j))
+				}
+				xs[i] = x
+				root := i % n
+				switch {
+				case s.async && s.broadcast:
+					pending = append(pending, c.BroadcastAsync(x, root))
+				case s.async:
+					pending = append(pending, c.AllReduceAsync(x, gocomms.Sum))
+				case s.broadcast:
+					if err := c.Broadcast(ctx, x, root); err != nil {
+						return err
+					}
+				default:
+					if err := c.AllReduce(ctx, x, gocomms.Sum); err != nil {
+						return err
+					}
+				}
+				if s.drain {
+					if err := wait(); err != nil {
+						return err
+					}
+				}
+			}
+			if err := wait(); err != nil {
+				return err
+			}
+			for i, s := range steps {
+				for j := range 3 {
+					want := int64((i%n+1)*100 + i*10 + j)
+					if !s.broadcast {
+						want = int64(n*(n+1)/2*100 + n*(i*10+j))
+					}
+					if got := xs[i].Int64At(j); got != want {
+						return fmt.Errorf("rank %d, step %d %+v, element %d: %d, want %d", c.Rank(), i, s, j, got, want)
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			rt.Fatal(err)
+		}
+	})
+}
+
+// TestAbortWakesAnOperationOffTheActors checks that Abort, from another
+// goroutine, ends at once a collective that runs off the actors and waits
+// for a peer that never comes.
+func TestAbortWakesAnOperationOffTheActors(t *testing.T) {
+	done := make(chan struct{})
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		x := mustTensor(tensor.Float32, 4)
+		for range 5 {
+			if err := c.AllReduce(ctx, x, gocomms.Sum); err != nil {
+				return err
+			}
+		}
+		if c.Rank() == 1 {
+			<-done // sits the next one out
+			return nil
+		}
+		defer close(done)
+		before := directOps(c)
+		ended := make(chan error, 1)
+		go func() { ended <- c.AllReduce(ctx, x, gocomms.Sum, gocomms.OpTimeout(time.Minute)) }()
+		time.Sleep(50 * time.Millisecond)
+		if directOps(c) == before {
+			return errors.New("the all-reduce did not run off the actors")
+		}
+		start := time.Now()
+		c.Abort(errors.New("test aborts"))
+		select {
+		case err := <-ended:
+			if !errors.Is(err, gocomms.ErrAborted) {
+				return fmt.Errorf("all-reduce ended with %v, want ErrAborted", err)
+			}
+			if took := time.Since(start); took > time.Second {
+				return fmt.Errorf("abort took %v to end the all-reduce", took)
+			}
+			return nil
+		case <-time.After(10 * time.Second):
+			return errors.New("abort did not end the all-reduce")
+		}
+	})
+	if err != nil && !errors.Is(err, gocomms.ErrAborted) {
+		t.Fatal(err)
+	}
+}
+
+func mustTensor(dt tensor.DType, n int) *tensor.Tensor {
+	t, err := tensor.New(dt, n)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
