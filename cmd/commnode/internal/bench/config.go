@@ -16,21 +16,21 @@ import (
 // Config is one sweep: every op in Ops, at every size from MinBytes to
 // MaxBytes growing by Factor.
 type Config struct {
-	Ops       []Op             // run in this order; at least one
-	DType     gocomms.DType    // element type of every buffer
-	RedOp     gocomms.ReduceOp // for the ops that reduce; one of RedOps
-	Root      int              // for the ops that have a root; in [0, ranks)
-	MinBytes  int64            // first size, >= 1
-	MaxBytes  int64            // last size at most, >= MinBytes
-	Factor    int64            // size multiplier between rows, >= 2
-	Iters     int              // timed ops per size, >= 1
-	Warmup    int              // untimed ops per size before them, >= 0
+	Ops      []Op             // run in this order; at least one
+	DType    gocomms.DType    // element type of every buffer
+	RedOp    gocomms.ReduceOp // for the ops that reduce; one of RedOps
+	Root     int              // for the ops that have a root; in [0, ranks)
+	MinBytes int64            // first size, >= 1
+	MaxBytes int64            // last size at most, >= MinBytes
+	Factor   int64            // size multiplier between rows, >= 2
+	Iters    int              // timed ops per size, >= 1
+	Warmup   int              // untimed ops per size before them, >= 0
 	// Blocking waits for each op before issuing the next, as a caller of
 	// the blocking forms (and MPI's) does, instead of issuing them all
 	// and waiting once (nccl-tests' -z).
-	Blocking bool
-	Check     bool             // run one more op per size and count wrong elements
-	Algorithm string           // gocomms.HintAlgorithm for the ops that have it; "" lets gocomms choose; AllAlgorithms runs each
+	Blocking  bool
+	Check     bool   // run one more op per size and count wrong elements
+	Algorithm string // gocomms.HintAlgorithm for the ops that have it; "" lets gocomms choose; AllAlgorithms runs each
 
 	// Model, with AllAlgorithms, estimates each row's time by running its
 	// schedule on an alpha-beta model (algorithms.Estimate); a zero Model
