@@ -25,5 +25,11 @@
 // payloads whose ownership moves with the message, and regions are slices of
 // the caller's tensors, owned by this actor until it completes the Work.
 //
+// Direct runs a collective the same way outside any actor, while the rank
+// lends it its turn: on the goroutine that issues it and on those that
+// bring its frames (direct.go). Both drive an execution (execution.go),
+// the memory, Progress and held frames of one operation; a Direct
+// operation that times out is adopted by the actor, which probes.
+//
 // This package must not import net, and takes time only from the runtime.
 package collective

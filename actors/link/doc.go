@@ -18,5 +18,10 @@
 // Routing state lives outside the actor instance, in the producer's closure,
 // so that a supervisor restart after a panic keeps stashed frames and routes.
 //
+// Collective frames go to the link's Plane (plane.go), shared with
+// whatever runs the collective: the collective actor, or a
+// collective.Direct off the actors, whose frames skip the link actors
+// both ways over lossless connections.
+//
 // A link knows nothing of schedules or reductions, and never blocks.
 package link

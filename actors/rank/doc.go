@@ -43,6 +43,10 @@
 //	                failed
 //	evConnected     a Connected
 //	evAgree         an Agree
+//	evLend          after every message: lend the turn if idle and sound
+//	evReclaimed     the lent turn is back (at once, or with a Reclaimed)
+//	evAdopt         a collective that ran off the rank timed out and
+//	                comes back (collective.Adoption)
 //
 // Actions (what the actor does):
 //
@@ -69,6 +73,15 @@
 //	                    bound the wait; step evClosed once none is live
 //	actStopLinks        stop every link after what its mailbox holds
 //	actFinalized        call Finalize's Done, stop the rank
+//	actLend             lend the turn (Lease), numbering the next collective
+//	actAdopt            hand an adopted collective to the collective actor
+//
+// While the rank is idle it lends its turn (lease.go): collectives then run
+// off the actors, on a collective.Direct, numbered by the lease, and the
+// rank starts nothing until the turn is back. It takes the turn back when
+// it has work of its own (a submission, a Finalize, a peer's report or
+// probe) or the communicator breaks, which fails the collective that runs
+// off it.
 //
 // A peer's failure breaks the communicator, as with NCCL: the running and
 // queued operations fail naming that peer, whatever peers each needs, and

@@ -174,6 +174,12 @@ func (h *transcript) do(line string, w *strings.Builder) error {
 		ev = event{kind: evConnected, rank: args.number("rank", -1)}
 	case "agree":
 		ev = event{kind: evAgree, agree: &Agree{}}
+	case "lend":
+		ev = event{kind: evLend}
+	case "reclaimed":
+		ev = event{kind: evReclaimed, seq: args.seqNum("coll")}
+	case "adopt":
+		ev = event{kind: evAdopt, req: &collective.Request{Seq: args.seqNum("seq"), Op: args.text("op", "all_reduce"), CollSeq: args.seqNum("coll")}}
 	default:
 		return fmt.Errorf("unknown command %q", cmd)
 	}
@@ -279,6 +285,10 @@ func (a action) String() string {
 		b.WriteString("stop-links")
 	case actFinalized:
 		b.WriteString("finalized")
+	case actLend:
+		fmt.Fprintf(&b, "lend coll=%d", a.seq)
+	case actAdopt:
+		fmt.Fprintf(&b, "adopt seq=%d coll=%d", a.req.Seq, a.req.CollSeq)
 	default:
 		fmt.Fprintf(&b, "action(%d)", a.kind)
 	}
