@@ -163,26 +163,53 @@ func (n *native) DirectOps() uint64 {
 }
 
 // Spin waits on the caller's goroutine for operation seq while it runs
-// off the actors, for up to spinFor: its end then needs no wake-up.
+// off the actors, for up to spinFor, polling the connections its frames
+// come on where they can be polled (transport.Poller): its end then
+// needs no wake-up, and where the caller polls, its frames no transport
+// goroutine.
 func (n *native) Spin(seq uint64) {
 	if n.direct == nil || !n.direct.Runs(seq) {
 		return
 	}
-	deadline := time.Now().Add(spinFor) // nondeterministic: a blocking caller's wait, never the simulator's
+	var room [8]transport.Poller
+	pollers := n.direct.Pollers(seq, room[:0])
+	for _, p := range pollers {
+		p.Polling(true)
+	}
+	var deadline time.Time // read once the operation outlasts a few polls
 	for i := 1; n.direct.Runs(seq); i++ {
-		if i%64 == 0 && time.Now().After(deadline) { // nondeterministic: as above
-			return
+		moved := false
+		for _, p := range pollers {
+			moved = p.Poll() || moved
 		}
-		runtime.Gosched()
+		if i%64 == 0 {
+			now := time.Now() // nondeterministic: a blocking caller's wait, never the simulator's
+			if deadline.IsZero() {
+				deadline = now.Add(spinFor)
+			} else if now.After(deadline) {
+				break
+			}
+		}
+		if !moved {
+			runtime.Gosched()
+		}
+	}
+	done := !n.direct.Runs(seq)
+	for _, p := range pollers {
+		if done {
+			p.Paused() // the caller's next operation polls again soon
+		} else {
+			p.Polling(false) // it parks: the transport reads from now on
+		}
 	}
 }
 
 // spinFor bounds how long a blocking caller spins on its operation
-// before it parks: long enough for a peer in this process, which runs
-// the rest of the operation on its own goroutine; a peer in another
-// process needs this one's transport goroutine, with which a longer spin
-// competes for the cores (docs/PERFORMANCE.md).
-const spinFor = 5 * time.Microsecond
+// before it parks. Where it polls the connections, it is the only busy
+// thread of its process; where it cannot, it competes with the
+// transport's goroutine for the cores, and a short spin serves better
+// (docs/DATA-PLANE.md).
+const spinFor = 50 * time.Microsecond
 
 // Cancel cancels the operation numbered seq, if it has not ended.
 func (n *native) Cancel(seq uint64, err error) {

@@ -166,6 +166,21 @@ func IsLossless(c Conn) bool {
 	return ok && l.Lossless()
 }
 
+// Poller is implemented by connections whose received frames a goroutine
+// waiting for them may take itself: Poll delivers those that have
+// arrived to the handler, on the calling goroutine, with the Conn
+// contract's order, and reports whether it took any. A goroutine says
+// when it starts polling and when it stops (Polling), so that the
+// connection's own goroutine can leave the reading to it meanwhile, and
+// take it back after; one that stops because what it waited for came,
+// and will likely poll again soon, says Paused instead, and the
+// connection leaves the reading to pollers a little longer.
+type Poller interface {
+	Polling(on bool)
+	Paused()
+	Poll() bool
+}
+
 // Borrower is implemented by connections that write a lent payload
 // (Frame.Sent) without copying it. Lending to any other connection only
 // adds the message that gives the payload back, so senders lend only to

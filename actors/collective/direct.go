@@ -48,6 +48,10 @@ type Direct struct {
 	// its memory: no other may start until it has given it all back.
 	draining atomic.Bool
 	ran      atomic.Uint64 // operations started here
+	// polled holds the planes of the operation running, for Pollers,
+	// which reads them from the waiting goroutine: the first maxPolled.
+	polled  [maxPolled]atomic.Pointer[link.Plane]
+	npolled atomic.Int32
 
 	// The driver's.
 	execution
@@ -101,6 +105,11 @@ func (d *Direct) Ready() bool { return d.running.Load() == 0 && !d.draining.Load
 // over planes, the planes of req.Peers in order, each Direct. done is
 // called once it ends, before req's Completion is told.
 func (d *Direct) Start(req *Request, planes []*link.Plane, done func()) {
+	n := min(len(planes), maxPolled)
+	for i := range n {
+		d.polled[i].Store(planes[i])
+	}
+	d.npolled.Store(int32(n))
 	d.running.Store(req.Seq + 1)
 	d.ran.Add(1)
 	d.planes = planes
@@ -109,6 +118,28 @@ func (d *Direct) Start(req *Request, planes []*link.Plane, done func()) {
 
 // Ran counts the operations started here.
 func (d *Direct) Ran() uint64 { return d.ran.Load() }
+
+// maxPolled bounds the planes a waiting goroutine polls: an operation
+// with more peers (a tree's, a large all-to-all's) takes the frames of
+// the rest from their transports' goroutines.
+const maxPolled = 8
+
+// Pollers appends to dst the connections a goroutine waiting for
+// operation seq may poll (link.Plane.Poller), if it runs here.
+func (d *Direct) Pollers(seq uint64, dst []transport.Poller) []transport.Poller {
+	n := int(d.npolled.Load())
+	if !d.Runs(seq) {
+		return dst
+	}
+	for i := range n {
+		if p := d.polled[i].Load(); p != nil {
+			if po := p.Poller(); po != nil {
+				dst = append(dst, po)
+			}
+		}
+	}
+	return dst
+}
 
 // Runs reports whether the operation numbered seq runs here.
 func (d *Direct) Runs(seq uint64) bool { return d.running.Load() == seq+1 }

@@ -88,6 +88,19 @@ func (p *Plane) Borrows() bool {
 	return ok
 }
 
+// Poller returns the plane's connection if it is a transport.Poller,
+// which a goroutine waiting for the plane's frames may poll: what it
+// takes the transport delivers on that goroutine, to whichever plane and
+// actor it is for. Nil otherwise.
+func (p *Plane) Poller() transport.Poller {
+	if pc := p.conn.Load(); pc != nil {
+		if po, ok := pc.c.(transport.Poller); ok {
+			return po
+		}
+	}
+	return nil
+}
+
 // Send sends f to the peer directly, on the caller's goroutine: the
 // connection takes the payload as Conn.Send says.
 func (p *Plane) Send(f transport.Frame) error {

@@ -50,7 +50,11 @@ type conn struct {
 	err      error             // what Sends return: set once closed or ended
 	queue    []transport.Frame // Sends waiting for the connection, in order
 	cur      *link             // the chosen connection, from flushing on
-	dialLink *link             // our dialled connection while it awaits the answer
+	// pollers count the goroutines polling (Polling), on polled: the
+	// connection made when the first began, which hears each one end.
+	pollers  int
+	polled   transport.Poller
+	dialLink *link // our dialled connection while it awaits the answer
 	cancel   context.CancelFunc
 	timer    *time.Timer // bounds dialing, then waiting
 }
@@ -124,6 +128,46 @@ func (c *conn) RemoteAddr() string {
 		return u.RemoteAddr()
 	}
 	return c.addr()
+}
+
+// Polling and Poll poll the connection it is made over, if it is a
+// transport.Poller. A connection made, or made again, while a goroutine
+// polls is not polled by it: its own goroutine delivers.
+func (c *conn) Polling(on bool) {
+	if p := c.pollingOn(on); p != nil {
+		p.Polling(on)
+	}
+}
+
+func (c *conn) Paused() {
+	if p := c.pollingOn(false); p != nil {
+		p.Paused()
+	}
+}
+
+// pollingOn counts a goroutine that starts polling (on) or stops, and
+// returns the connection to tell: the one made when the first began.
+func (c *conn) pollingOn(on bool) transport.Poller {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if on {
+		if c.pollers == 0 && c.cur != nil {
+			c.polled, _ = c.cur.u.(transport.Poller)
+		}
+		c.pollers++
+	} else {
+		c.pollers--
+	}
+	p := c.polled
+	if c.pollers == 0 {
+		c.polled = nil
+	}
+	return p
+}
+
+func (c *conn) Poll() bool {
+	p, ok := c.current().(transport.Poller)
+	return ok && p.Poll()
 }
 
 // Lossless reports whether the connection is made over a

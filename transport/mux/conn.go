@@ -47,6 +47,26 @@ func (borrowingConn) BorrowsPayloads() {}
 // (transport.Establisher).
 func (c *vconn) Established() bool { return transport.Established(c.m.conn) }
 
+// Polling and Poll poll the shared connection underneath, if it is a
+// transport.Poller: what it delivers goes to every virtual conn's
+// handler, as the shared connection's frames always do.
+func (c *vconn) Polling(on bool) {
+	if p, ok := c.m.conn.(transport.Poller); ok {
+		p.Polling(on)
+	}
+}
+
+func (c *vconn) Paused() {
+	if p, ok := c.m.conn.(transport.Poller); ok {
+		p.Paused()
+	}
+}
+
+func (c *vconn) Poll() bool {
+	p, ok := c.m.conn.(transport.Poller)
+	return ok && p.Poll()
+}
+
 // Lossless reports whether the shared connection underneath is
 // (transport.Lossless).
 func (c *vconn) Lossless() bool { return transport.IsLossless(c.m.conn) }

@@ -67,7 +67,11 @@ type conn struct {
 	gone     bool              // the segment is unmapped
 	waiting  atomic.Int32      // len(queue) - qHead, for the server's check without mu
 
-	// The server's own state.
+	// The receiving side's state: the server's, or a poller's while it
+	// holds rxMu (poll.go).
+	rxMu    sync.Mutex
+	pollErr error           // how a poller's receive ended the connection, for the server
+	served  bool            // the server has ended: nothing is read any more
 	head    uint64          // bytes consumed from rx
 	hdr     [recordLen]byte // the record header being read
 	hdrHave int             // bytes of hdr read
@@ -76,6 +80,17 @@ type conn struct {
 	filling bool            // cur is being read
 	peerBye bool            // the peer's bye has arrived
 	cross   crossReader     // for payloads by address
+
+	// pollers counts the goroutines polling rx (Polling): while there
+	// are some, the server sleeps without asking the peer for doorbells.
+	pollers  atomic.Int32
+	lingers  atomic.Bool   // a poller paused, and none stopped since
+	pauses   atomic.Uint64 // pauses so far, which keep the server lingering
+	sleeping atomic.Bool   // the server is about to sleep, or sleeps
+	kicked   atomic.Bool   // a poller left the server work: wake it
+	// readDeadline is the socket's read deadline, which a kick sets
+	// back once it has woken the server: zero, or the close timeout's.
+	readDeadline atomic.Pointer[time.Time]
 
 	closeOnce sync.Once
 	released  chan struct{} // closed once the server has ended and let go of the segment
@@ -133,6 +148,7 @@ func newConn(sock *net.UnixConn, seg *segment, dialer bool, local, remote string
 	c.raw, _ = sock.SyscallConn() // cannot fail on a connected socket
 	c.tail = c.tx.ctl.tail.Load()
 	c.head = c.rx.ctl.head.Load()
+	c.readDeadline.Store(&time.Time{})
 	go c.run()
 	return c
 }
@@ -238,7 +254,9 @@ func (c *conn) Close() error {
 			c.queueByeLocked()
 			c.unlockAndRelease()
 		})
-		c.sock.SetReadDeadline(time.Now().Add(c.cfg.closeTimeout))
+		deadline := time.Now().Add(c.cfg.closeTimeout)
+		c.readDeadline.Store(&deadline)
+		c.sock.SetReadDeadline(deadline)
 	})
 	return nil
 }
@@ -364,6 +382,9 @@ func (c *conn) unlockAndRelease() {
 // then lets go of everything.
 func (c *conn) run() {
 	err := c.serve()
+	c.rxMu.Lock() // no poller reads any more
+	c.served = true
+	c.rxMu.Unlock()
 	c.mu.Lock()
 	if err != nil {
 		err = c.failLocked(err)
@@ -398,7 +419,7 @@ func (c *conn) run() {
 func (c *conn) serve() error {
 	var idleSince time.Time
 	for {
-		moved, err := c.receive()
+		moved, bye, err := c.serveReceive()
 		if err != nil {
 			return err
 		}
@@ -409,7 +430,7 @@ func (c *conn) serve() error {
 			moved = moved || c.tail != before
 			c.unlockAndRelease()
 		}
-		if c.peerBye && c.byeWritten() {
+		if bye && c.byeWritten() {
 			return nil
 		}
 		if moved {
@@ -420,7 +441,7 @@ func (c *conn) serve() error {
 		if idleSince.IsZero() {
 			idleSince = now
 		}
-		if now.Sub(idleSince) < c.cfg.spin {
+		if now.Sub(idleSince) < c.cfg.spin && !c.lingering() {
 			relax()
 			continue
 		}
@@ -451,29 +472,51 @@ func (c *conn) byeWritten() bool {
 // frees room in tx while this side is starved. Asking and then looking
 // once more is what makes a wake-up impossible to miss.
 func (c *conn) sleep() error {
-	c.rx.ctl.asleep.Store(1)
-	if c.rx.ready(c.head) != 0 || c.waiting.Load() > 0 && c.tx.room(c.tx.ctl.tail.Load()) > 0 {
+	c.sleeping.Store(true)
+	defer c.sleeping.Store(false)
+	// While a goroutine polls, or did a moment ago and will again, the
+	// server sleeps for a while without asking for doorbells (poll.go).
+	lingering := c.lingering()
+	if !lingering {
+		c.rx.ctl.asleep.Store(1)
+	}
+	if c.rxReady() || c.kicked.Swap(false) || c.waiting.Load() > 0 && c.tx.room(c.tx.ctl.tail.Load()) > 0 {
 		c.rx.ctl.asleep.Store(0)
 		return nil
 	}
+	base := *c.readDeadline.Load()
+	pauses := c.pauses.Load()
+	if lingering {
+		c.sock.SetReadDeadline(earliest(base, time.Now().Add(pollLinger)))
+	}
 	err := c.await()
 	c.rx.ctl.asleep.Store(0)
+	if errors.Is(err, os.ErrDeadlineExceeded) && (base.IsZero() || time.Now().Before(base)) {
+		err = nil // a kick, or the linger's end
+		c.kicked.Store(false)
+		c.sock.SetReadDeadline(base)
+		if c.pollers.Load() == 0 && c.pauses.Load() == pauses {
+			c.lingers.Store(false) // nobody polled for a whole linger
+		}
+	}
 	if err == nil {
 		return nil
 	}
 	// The socket ended. What the peer published before it did is still
 	// delivered; then the connection ends.
+	bye := false
 	for {
-		moved, rerr := c.receive()
+		moved, b, rerr := c.serveReceive()
 		if rerr != nil {
 			return rerr
 		}
+		bye = b
 		if !moved {
 			break
 		}
 	}
 	switch {
-	case c.peerBye && c.byeWritten():
+	case bye && c.byeWritten():
 		return nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return c.ended("the peer did not say goodbye in time", nil)

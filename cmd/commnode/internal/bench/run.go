@@ -129,7 +129,7 @@ func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	sec, err := b.time(ctx, pl.issue)
+	sec, err := b.time(ctx, &pl)
 	if err != nil {
 		return Result{}, err
 	}
@@ -186,8 +186,8 @@ func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
 
 // time runs the warm-ups, then the timed ops, and returns this rank's
 // seconds per op.
-func (b *bench) time(ctx context.Context, issue func() *gocomms.Work) (float64, error) {
-	if err := b.loop(ctx, issue, b.cfg.Warmup); err != nil {
+func (b *bench) time(ctx context.Context, pl *plan) (float64, error) {
+	if err := b.loop(ctx, pl, b.cfg.Warmup); err != nil {
 		return 0, err
 	}
 	// Ranks start the clock together, as nccl-tests' barrier before each
@@ -196,7 +196,7 @@ func (b *bench) time(ctx context.Context, issue func() *gocomms.Work) (float64, 
 		return 0, err
 	}
 	start := time.Now()
-	err := b.loop(ctx, issue, b.cfg.Iters)
+	err := b.loop(ctx, pl, b.cfg.Iters)
 	return time.Since(start).Seconds() / float64(b.cfg.Iters), err
 }
 
@@ -204,10 +204,10 @@ func (b *bench) time(ctx context.Context, issue func() *gocomms.Work) (float64, 
 // Blocking, waits for each before issuing the next. Ops of a
 // communicator run one at a time in issue order, so this is nccl-tests'
 // launches on one stream followed by one synchronisation.
-func (b *bench) loop(ctx context.Context, issue func() *gocomms.Work, n int) error {
+func (b *bench) loop(ctx context.Context, pl *plan, n int) error {
 	if b.cfg.Blocking {
 		for range n {
-			if err := issue().Wait(ctx); err != nil {
+			if err := pl.call(ctx); err != nil {
 				return err
 			}
 		}
@@ -221,7 +221,7 @@ func (b *bench) loop(ctx context.Context, issue func() *gocomms.Work, n int) err
 			works = works[:i]
 			break
 		}
-		works[i] = issue()
+		works[i] = pl.issue()
 	}
 	var first error
 	for i, w := range works {
@@ -252,6 +252,7 @@ func failed(w *gocomms.Work) bool {
 // A plan is one size of one op on this rank.
 type plan struct {
 	issue  func() *gocomms.Work
+	call   func(context.Context) error // the blocking form
 	fills  []region // inputs, and outputs poisoned, before the checked op
 	checks []region // what the checked op must leave
 }
@@ -281,6 +282,7 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 		prev := (r + p - 1) % p
 		batch := c.NewBatch().Send(v.of(in), (r+1)%p).Recv(v.of(out), prev)
 		pl.issue = func() *gocomms.Work { return batch.IssueAsync(opts...) }
+		pl.call = func(ctx context.Context) error { return batch.Issue(ctx, opts...) }
 		pl.fills = []region{{in, r, 0}, poisoned}
 		pl.checks = []region{{out, prev, 0}}
 		return pl, v.err
@@ -289,11 +291,13 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 	case algorithms.AllReduce:
 		t := v.of(in)
 		pl.issue = func() *gocomms.Work { return c.AllReduceAsync(t, op, opts...) }
+		pl.call = func(ctx context.Context) error { return c.AllReduce(ctx, t, op, opts...) }
 		pl.fills = []region{{in, r, 0}}
 		pl.checks = []region{{in, reduced, 0}}
 	case algorithms.Reduce:
 		t := v.of(in)
 		pl.issue = func() *gocomms.Work { return c.ReduceAsync(t, root, op, opts...) }
+		pl.call = func(ctx context.Context) error { return c.Reduce(ctx, t, root, op, opts...) }
 		pl.fills = []region{{in, r, 0}}
 		want := r // other ranks' tensors are inputs only: unchanged
 		if r == root {
@@ -303,11 +307,13 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 	case algorithms.Broadcast:
 		t := v.of(in)
 		pl.issue = func() *gocomms.Work { return c.BroadcastAsync(t, root, opts...) }
+		pl.call = func(ctx context.Context) error { return c.Broadcast(ctx, t, root, opts...) }
 		pl.fills = []region{{in, r, 0}}
 		pl.checks = []region{{in, root, 0}}
 	case algorithms.AllGather:
 		ti, to := v.of(in), v.of(out)
 		pl.issue = func() *gocomms.Work { return c.AllGatherSingleAsync(to, ti, opts...) }
+		pl.call = func(ctx context.Context) error { return c.AllGatherSingle(ctx, to, ti, opts...) }
 		pl.fills = []region{{in, r, 0}, poisoned}
 		for q := range p {
 			pl.checks = append(pl.checks, region{block(out, q), q, 0})
@@ -315,11 +321,13 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 	case algorithms.ReduceScatter:
 		ti, to := v.of(in), v.of(out)
 		pl.issue = func() *gocomms.Work { return c.ReduceScatterSingleAsync(to, ti, op, opts...) }
+		pl.call = func(ctx context.Context) error { return c.ReduceScatterSingle(ctx, to, ti, op, opts...) }
 		pl.fills = []region{{in, r, 0}, poisoned}
 		pl.checks = []region{{out, reduced, r * n}}
 	case algorithms.AllToAll:
 		ti, to := v.of(in), v.of(out)
 		pl.issue = func() *gocomms.Work { return c.AllToAllSingleAsync(to, ti, opts...) }
+		pl.call = func(ctx context.Context) error { return c.AllToAllSingle(ctx, to, ti, opts...) }
 		pl.fills = []region{{in, r, 0}, poisoned}
 		for q := range p {
 			pl.checks = append(pl.checks, region{block(out, q), q, r * n})
@@ -336,6 +344,7 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 			}
 		}
 		pl.issue = func() *gocomms.Work { return c.GatherAsync(outs, ti, root, opts...) }
+		pl.call = func(ctx context.Context) error { return c.Gather(ctx, outs, ti, root, opts...) }
 	case algorithms.Scatter:
 		to := v.of(out)
 		var ins []*gocomms.Tensor // read on root only
@@ -348,8 +357,10 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 		}
 		pl.checks = []region{{out, root, r * n}}
 		pl.issue = func() *gocomms.Work { return c.ScatterAsync(to, ins, root, opts...) }
+		pl.call = func(ctx context.Context) error { return c.Scatter(ctx, to, ins, root, opts...) }
 	case algorithms.Barrier:
 		pl.issue = func() *gocomms.Work { return c.BarrierAsync(opts...) }
+		pl.call = func(ctx context.Context) error { return c.Barrier(ctx, opts...) }
 	default:
 		return plan{}, fmt.Errorf("invalid op %v", o)
 	}
