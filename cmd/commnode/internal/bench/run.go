@@ -253,8 +253,8 @@ func failed(w *gocomms.Work) bool {
 type plan struct {
 	issue  func() *gocomms.Work
 	call   func(context.Context) error // the blocking form
-	fills  []region // inputs, and outputs poisoned, before the checked op
-	checks []region // what the checked op must leave
+	fills  []region                    // inputs, and outputs poisoned, before the checked op
+	checks []region                    // what the checked op must leave
 }
 
 // plan lays o out on the buffers: sendN elements in, recvN out, n per rank
