@@ -45,8 +45,9 @@ usage: bench/compare.sh [options]
   -h, --help       this help
 
 Implementations:
-  gocomms-shm  commnode launch -n P -- commnode bench --op OP --json,
-               GOCOMMS_TRANSPORT=shm (shared memory between the processes)
+  gocomms-shm  commnode launch -n P -- commnode bench --op OP -z --json,
+               GOCOMMS_TRANSPORT=shm (shared memory between the processes);
+               -z waits for each op, as the peers' blocking calls do
   gocomms-tcp  the same with GOCOMMS_TRANSPORT=tcp (TCP on loopback)
   mpi-shm      bench/peers/mpi_coll.c under mpirun --mca pml ob1
                --mca btl self,vader (Open MPI's shared memory)
@@ -328,7 +329,7 @@ run_peer() {
 	gocomms-shm | gocomms-tcp)
 		# `commnode` after -- names the launcher's own binary.
 		bounded "$logf" env GOCOMMS_TRANSPORT="${peer#gocomms-}" "$tmp/commnode" launch -n "$p" -- commnode bench \
-			--op "$op" -b "$1" -e "$2" -f "$3" -n "$4" -w "$5" -timeout "${op_timeout}s" --json
+			--op "$op" -b "$1" -e "$2" -f "$3" -n "$4" -w "$5" -z -timeout "${op_timeout}s" --json
 		;;
 	mpi-shm | mpi-tcp)
 		# pml ob1 so that the btl choice holds (UCX, when present, would
