@@ -163,7 +163,7 @@ func (n *native) DirectOps() uint64 {
 }
 
 // Spin waits on the caller's goroutine for operation seq while it runs
-// off the actors, for up to spinFor, polling the connections its frames
+// off the actors, until spinFor passes without a frame, polling the connections its frames
 // come on where they can be polled (transport.Poller): its end then
 // needs no wake-up, and where the caller polls, its frames no transport
 // goroutine.
@@ -181,6 +181,9 @@ func (n *native) Spin(seq uint64) {
 		moved := false
 		for _, p := range pollers {
 			moved = p.Poll() || moved
+		}
+		if moved {
+			deadline = time.Time{} // a frame came: the spin counts from now
 		}
 		if i%64 == 0 {
 			now := time.Now() // nondeterministic: a blocking caller's wait, never the simulator's
