@@ -20,6 +20,7 @@ import (
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/internal/osyield"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 	"github.com/gocomms/gocomms/transport"
@@ -46,9 +47,10 @@ type native struct {
 	plans  collective.Plans
 	// lease is where the rank lends its turn; direct runs the collectives
 	// issued meanwhile, and giveBack ends their hold on the turn.
-	lease    *rank.Lease
-	direct   *collective.Direct
-	giveBack func()
+	lease      *rank.Lease
+	direct     *collective.Direct
+	giveBack   func()
+	yieldAfter int // empty polls before a waiting caller yields its thread
 	// finalized is set once Finalize stopped the rank, and with it every
 	// window's actor.
 	finalized atomic.Bool
@@ -98,7 +100,7 @@ func startNative(cfg *backend.Config, m *mesh) *native {
 		Heartbeat: cfg.Heartbeat, Silence: cfg.Silence, Lease: lease,
 	})
 	m.watch(func(peer int) { rt.System().Root.Send(pid, &rank.Connected{Peer: peer}) })
-	return &native{cfg: cfg, commID: m.id, mesh: m, pid: pid, lease: lease, direct: lease.Direct(), giveBack: func() { lease.Release(true) }}
+	return &native{cfg: cfg, commID: m.id, mesh: m, pid: pid, lease: lease, direct: lease.Direct(), giveBack: func() { lease.Release(true) }, yieldAfter: yieldsAfter(cfg)}
 }
 
 func (n *native) Name() string { return Name }
@@ -128,6 +130,7 @@ func (n *native) IssueIn(op *backend.Op, done backend.Completion, r backend.Room
 	}
 	if n.lease != nil {
 		n.lease.Submitting()
+		n.lease.HandBack()
 	}
 	o.submit.Req = req
 	n.tell(n.pid, &o.submit)
@@ -177,13 +180,14 @@ func (n *native) Spin(seq uint64) {
 		p.Polling(true)
 	}
 	var deadline time.Time // read once the operation outlasts a few polls
+	idle := 0              // polls in a row that took nothing
 	for i := 1; n.direct.Runs(seq); i++ {
 		moved := false
 		for _, p := range pollers {
 			moved = p.Poll() || moved
 		}
 		if moved {
-			deadline = time.Time{} // a frame came: the spin counts from now
+			deadline, idle = time.Time{}, 0 // a frame came: the spin counts from now
 		}
 		if i%64 == 0 {
 			now := time.Now() // nondeterministic: a blocking caller's wait, never the simulator's
@@ -193,7 +197,11 @@ func (n *native) Spin(seq uint64) {
 				break
 			}
 		}
-		if !moved {
+		if idle++; idle > n.yieldAfter && len(pollers) > 0 {
+			// The peer is slow to answer: it may need this core (more
+			// ranks than cores), so let other processes run.
+			osyield.Yield()
+		} else if !moved {
 			runtime.Gosched()
 		}
 	}
@@ -205,6 +213,23 @@ func (n *native) Spin(seq uint64) {
 			p.Polling(false) // it parks: the transport reads from now on
 		}
 	}
+}
+
+// yieldAfter is how many empty polls in a row a waiting caller makes
+// before it yields its thread to other processes between polls: a peer
+// that runs on a core of its own answers within them. Where the host's
+// ranks outnumber its cores, the caller yields at once: the peer it
+// waits for may be waiting for this core (measured in
+// docs/DATA-PLANE.md).
+const yieldAfter = 256
+
+// yieldsAfter is yieldAfter, or 0 where cfg's ranks on a host
+// outnumber the cores.
+func yieldsAfter(cfg *backend.Config) int {
+	if cfg.LocalSize > runtime.NumCPU() {
+		return 0
+	}
+	return yieldAfter
 }
 
 // spinFor bounds how long a blocking caller spins on its operation

@@ -110,6 +110,22 @@ func (l *Lease) Planes(peers []int, dst []*link.Plane) ([]*link.Plane, bool) {
 	return dst, true
 }
 
+// HandBack tells the connections of every plane that nobody polls them
+// now: an operation the actors run takes its frames from their
+// transports' goroutines, which must not wait for a poller that paused
+// (transport.Poller).
+func (l *Lease) HandBack() {
+	l.mu.Lock()
+	planes := l.planes
+	l.mu.Unlock()
+	for _, p := range planes {
+		if po := p.Poller(); po != nil {
+			po.Polling(true)
+			po.Polling(false)
+		}
+	}
+}
+
 // bind tells the lease its rank.
 func (l *Lease) bind(rank *actor.PID) {
 	l.mu.Lock()

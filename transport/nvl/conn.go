@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gocomms/gocomms/internal/osyield"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -457,7 +458,7 @@ func (c *conn) serve() error {
 // this side waits for when the two share few cores.
 func relax() {
 	runtime.Gosched()
-	unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	osyield.Yield()
 }
 
 // byeWritten reports whether this side's bye is in the ring.
