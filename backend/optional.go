@@ -34,6 +34,15 @@ type Spinner interface {
 	Spin(seq uint64)
 }
 
+// Allocator is a Backend whose memory can be registered with the
+// communicator (torchcomms' memory allocator with tensor registration):
+// a collective on it may let a peer read it in place. Alloc returns size
+// bytes of zeroed memory, which stay valid until Free.
+type Allocator interface {
+	Alloc(size int) ([]byte, error)
+	Free(mem []byte) error
+}
+
 // Room is a Pooled backend's state for one operation, reused across
 // operations.
 type Room interface {

@@ -51,6 +51,8 @@ type native struct {
 	direct     *collective.Direct
 	giveBack   func()
 	yieldAfter int // empty polls before a waiting caller yields its thread
+	// mem is the registered memory: Alloc's, and the peers' mapped.
+	mem memory
 	// finalized is set once Finalize stopped the rank, and with it every
 	// window's actor.
 	finalized atomic.Bool
@@ -156,6 +158,24 @@ func (n *native) runDirect(req *collective.Request, o *room) bool {
 	n.direct.Start(req, o.planes, n.giveBack)
 	return true
 }
+
+// Alloc returns size bytes of zeroed memory registered with the
+// communicator: in a memory file the ranks of this host map, where the
+// network shares memory, so that a collective over shared memory reads
+// it in place; from the heap elsewhere.
+func (n *native) Alloc(size int) ([]byte, error) {
+	if n.cfg.Device == tensor.Meta {
+		return nil, commerr.Invalid("the meta device has no memory")
+	}
+	return n.mem.alloc(size, n.sharesMemory())
+}
+
+// Free lets go of memory Alloc returned.
+func (n *native) Free(mem []byte) error { return n.mem.free(mem) }
+
+// RegisteredSends counts the sends that went as descriptors of
+// registered memory.
+func (n *native) RegisteredSends() uint64 { return n.mem.described.Load() }
 
 // DirectOps counts the collectives that ran off the actors.
 func (n *native) DirectOps() uint64 {
@@ -284,7 +304,7 @@ func (n *native) request(op *backend.Op, done backend.Completion, o *room) (*col
 	*req = collective.Request{
 		Comm: n.cfg.Name, CommID: n.commID, Rank: n.cfg.Rank, Op: string(op.Name), Seq: op.Seq,
 		DType: op.DType, Reduce: op.Reduce, Size: n.cfg.Size, Timeout: op.Timeout,
-		Completion: done, Phantom: n.cfg.Device == tensor.Meta,
+		Completion: done, Phantom: n.cfg.Device == tensor.Meta, Memory: &n.mem,
 	}
 	if o.in == nil {
 		o.in, o.out = o.one[:0:1], o.one[1:1:2]
@@ -400,6 +420,7 @@ func (n *native) Finalize(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("gocomms: finalize %q: operations still pending: %w", n.cfg.Name, context.Cause(ctx))
 	}
+	n.mem.close()
 	// The links have closed their connections; the last frames may still
 	// be on their way out of the process.
 	if err := n.mesh.release(ctx); err != nil {

@@ -181,6 +181,21 @@ type Poller interface {
 	Poll() bool
 }
 
+// Mapping is implemented by connections to a peer of this host that may
+// map this process's shared memory files (transport/nvl's Shared):
+// PeerMaps reports whether it may now. The kernel lets a process map
+// another's only as it lets it inspect it.
+type Mapping interface {
+	PeerMaps() bool
+}
+
+// PeerMaps reports whether c's peer may map this process's shared memory
+// files now.
+func PeerMaps(c Conn) bool {
+	m, ok := c.(Mapping)
+	return ok && m.PeerMaps()
+}
+
 // Borrower is implemented by connections that write a lent payload
 // (Frame.Sent) without copying it. Lending to any other connection only
 // adds the message that gives the payload back, so senders lend only to

@@ -227,9 +227,16 @@ func (c *runner) arrive(ctx actor.Context, d *link.Delivered) {
 		transport.Release(d.Frame)
 		return
 	}
-	if f := c.accept(d.Peer, d.Frame); f != nil {
+	// The collective actor sends no registered memory: a word that a peer
+	// read some is for Direct, and accept gives its payload back.
+	_, acked, f := c.accept(d.Peer, d.Frame)
+	if f != nil {
 		c.fail(ctx, f)
 		return
+	}
+	if acked >= 0 {
+		l, _ := c.req.link(d.Peer)
+		ctx.Send(l, c.sends.Get(c.readDone(acked)))
 	}
 	c.run(ctx)
 }
@@ -255,6 +262,10 @@ func (c *runner) execute(ctx actor.Context, i int) bool {
 	s := &c.req.Schedule.Steps[i]
 	if s.Prim != algorithms.Send {
 		c.local(i)
+		if f, ok := c.readFrame(i); ok {
+			l, _ := c.req.link(s.Peer)
+			ctx.Send(l, c.sends.Get(f))
+		}
 		return true
 	}
 	l, lend := c.req.link(s.Peer)

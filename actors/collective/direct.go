@@ -57,10 +57,12 @@ type Direct struct {
 	execution
 	planes []*link.Plane // of the operation's peers, in Request.Peers order
 	borrow []bool        // whether each plane's connection borrows payloads
+	maps   []bool        // whether each plane's peer may map registered memory
 	early  []transport.Frame
 	timer  *actors.Timer
 	sent   []func() // by step: a lent send's Frame.Sent, made once
-	lent   int
+	lent   int      // sends whose region a transport reads
+	reads  int      // registered sends whose memory a peer reads
 	done   func() // gives the rank's turn back, before the Work completes
 }
 
@@ -223,8 +225,8 @@ func (d *Direct) handle(e directEvent) {
 		d.arrive(e.peer, e.frame)
 	case dPeerFailed:
 		// Frames the peer sent before it went came first: fail only if one
-		// is still missing.
-		if slices.Contains(d.prog.Waiting(nil), e.peer) {
+		// is still missing, or the peer was reading this rank's memory.
+		if slices.Contains(d.prog.Waiting(nil), e.peer) || d.readBy(e.peer) {
 			d.end(e.fail)
 		}
 	case dTimeout:
@@ -240,12 +242,23 @@ func (d *Direct) handle(e directEvent) {
 	}
 }
 
+// readBy reports whether peer still reads a registered send's memory.
+func (d *Direct) readBy(peer int) bool {
+	for i, s := range d.req.Schedule.Steps {
+		if d.reading[i] && s.Peer == peer {
+			return true
+		}
+	}
+	return false
+}
+
 func (d *Direct) start(req *Request, done func()) {
 	d.begin(req)
 	d.done = done
 	d.borrow = resize(d.borrow, len(d.planes))
+	d.maps = resize(d.maps, len(d.planes))
 	for i, p := range d.planes {
-		d.borrow[i] = p.Borrows()
+		d.borrow[i], d.maps[i] = p.Borrows(), p.PeerMaps()
 	}
 	if req.Timeout > 0 {
 		d.timer.Arm(req.Timeout)
@@ -260,7 +273,8 @@ func (d *Direct) start(req *Request, done func()) {
 			return
 		}
 		for j, f := range d.early {
-			if fail := d.accept(p.Peer(), f); fail != nil {
+			fail := d.arrived(p.Peer(), f)
+			if fail != nil {
 				for _, rest := range d.early[j+1:] {
 					transport.Release(rest)
 				}
@@ -281,11 +295,31 @@ func (d *Direct) arrive(peer int, f transport.Frame) {
 		transport.Release(f)
 		return
 	}
-	if fail := d.accept(peer, f); fail != nil {
+	if fail := d.arrived(peer, f); fail != nil {
 		d.end(fail)
 		return
 	}
 	d.run()
+}
+
+// arrived accepts f from peer: a step's frame, or the peer's word that
+// it read a registered send, which completes the send; a registered
+// frame copied out at once is acked at once.
+func (d *Direct) arrived(peer int, f transport.Frame) *Fail {
+	read, acked, fail := d.accept(peer, f)
+	switch {
+	case fail != nil:
+		return fail
+	case read >= 0:
+		d.reads--
+		d.ready = d.prog.Complete(read, d.ready)
+	case acked >= 0:
+		k, _ := slices.BinarySearch(d.req.Peers(), peer)
+		if err := d.planes[k].Send(d.readDone(acked)); err != nil {
+			return &Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err), Ranks: []int{peer}}
+		}
+	}
+	return nil
 }
 
 // run runs the steps that are ready, and ends the operation once all
@@ -314,19 +348,33 @@ func (d *Direct) run() {
 // gives it back.
 func (d *Direct) execute(i int) (bool, *Fail) {
 	s := &d.req.Schedule.Steps[i]
+	k, _ := slices.BinarySearch(d.req.Peers(), s.Peer)
 	if s.Prim != algorithms.Send {
 		d.local(i)
+		if f, ok := d.readFrame(i); ok {
+			if err := d.planes[k].Send(f); err != nil {
+				return false, &Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, s.Peer, err), Ranks: []int{s.Peer}}
+			}
+		}
 		return true, nil
 	}
-	k, _ := slices.BinarySearch(d.req.Peers(), s.Peer)
-	f := d.sendFrame(i, d.borrow[k], d.sentFunc)
-	if f.Sent != nil {
-		d.lent++
+	f, registered := transport.Frame{}, false
+	if len(d.region(s.Src)) >= lendMin && d.maps[k] {
+		f, registered = d.registeredFrame(i)
+	}
+	if !registered {
+		f = d.sendFrame(i, d.borrow[k], d.sentFunc)
+	}
+	switch {
+	case registered:
+		d.reads++ // until the peer has read the region
+	case f.Sent != nil:
+		d.lent++ // until the transport has
 	}
 	if err := d.planes[k].Send(f); err != nil {
 		return false, &Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, s.Peer, err), Ranks: []int{s.Peer}}
 	}
-	return f.Sent == nil, nil
+	return f.Sent == nil && !registered, nil
 }
 
 // sentFunc returns the Frame.Sent of a lent send of step i; one per step
@@ -343,7 +391,7 @@ func (d *Direct) sentFunc(i int) func() {
 // they got and name the rank it is stuck on; one whose sends the
 // transport still reads fails here, naming the ranks it waits for.
 func (d *Direct) timedOut() {
-	if d.lent > 0 {
+	if d.lent > 0 || d.reads > 0 {
 		waiting := d.prog.Waiting(nil)
 		d.end(&Fail{Err: fmt.Errorf("%w after %v waiting for ranks %v", commerr.ErrTimeout, d.req.Timeout, waiting), Ranks: waiting, Tell: true})
 		return
@@ -386,6 +434,10 @@ func (d *Direct) end(f *Fail) {
 		}
 		err = &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: f.Ranks, Err: f.Err}
 	}
+	// A peer that still reads a registered send's memory reads the
+	// caller's tensor, which the failed operation leaves undefined; a
+	// transport that still reads scratch memory holds the next one back.
+	d.reads = 0
 	d.draining.Store(d.lent > 0)
 	d.clear(d.lent > 0)
 	d.planes = nil

@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/gocomms/gocomms/algorithms"
@@ -19,9 +20,21 @@ type execution struct {
 	progs    []*algorithms.Progress // of recent schedules, most recent first
 	ready    []int
 	held     []transport.Frame // the frame of each receiving step, from its arrival until the step runs
+	mapped   []bool            // by receiving step: held's payload is a peer's memory, mapped
+	reading  []bool            // by sending step: the peer reads this rank's memory, mapped
 	scratch  [][]byte
 	elemSize int
 }
+
+// Frames of registered memory carry marks in the high bits of their tag:
+// a descriptor the receiver maps instead of a payload, and the receiver's
+// word that it has read what the descriptor named, which completes the
+// sending step.
+const (
+	tagRegistered uint32 = 1 << 31
+	tagRead       uint32 = 1 << 30
+	tagMarks             = tagRegistered | tagRead
+)
 
 // progsKept bounds the Progress values an execution keeps for reuse.
 const progsKept = 8
@@ -32,6 +45,8 @@ func (e *execution) begin(req *Request) {
 	e.elemSize = req.DType.Size()
 	e.prog = e.progress(req.Schedule)
 	e.held = resize(e.held, len(req.Schedule.Steps))
+	e.mapped = resize(e.mapped, len(req.Schedule.Steps))
+	e.reading = resize(e.reading, len(req.Schedule.Steps))
 	e.scratch = resize(e.scratch, len(req.Schedule.Scratch))
 	for i, n := range req.Schedule.Scratch {
 		if !req.Phantom {
@@ -71,12 +86,28 @@ func resize[T any](s []T, n int) []T {
 // step, which may become ready. A frame that does not fit the operation
 // is released, and the failure returned names the peer and tells the
 // operation's peers.
-func (e *execution) accept(peer int, f transport.Frame) *Fail {
+//
+// A descriptor of the peer's registered memory is held as the memory it
+// names, mapped, if its step is ready to run from it now; the peer hears
+// it was read once the step ran (readFrame). A step that must wait would
+// keep the peer's sending step waiting too, and so perhaps the step this
+// one waits for (an exchange in place, as recursive doubling's): its
+// memory is copied out at once, and acked says the peer is to hear so
+// now. The word that the peer read a registered send is not for accept:
+// read says which step it completes. Both are -1 otherwise.
+func (e *execution) accept(peer int, f transport.Frame) (read, acked int, fail *Fail) {
 	req := e.req
 	h := f.Header
+	if h.Tag&tagRead != 0 {
+		transport.Release(f)
+		return e.readStep(peer, h.Tag&^tagMarks), -1, nil
+	}
+	registered := h.Tag&tagRegistered != 0
+	h.Tag &^= tagMarks
+	f.Header = h
 	if h.Sig != req.Sig {
 		transport.Release(f)
-		return &Fail{Err: commerr.Invalid("arguments differ across ranks: %s", Mismatch(h.Sig, req.Sig, peer)), Ranks: []int{peer}, Tell: true}
+		return -1, -1, &Fail{Err: commerr.Invalid("arguments differ across ranks: %s", Mismatch(h.Sig, req.Sig, peer)), Ranks: []int{peer}, Tell: true}
 	}
 	tag := int(h.Tag)
 	if req.P2P != nil {
@@ -84,20 +115,99 @@ func (e *execution) accept(peer int, f transport.Frame) *Fail {
 	}
 	var step int
 	var err error
+	before := len(e.ready)
 	e.ready, step, err = e.prog.Arrive(peer, tag, e.ready)
+	readyNow := len(e.ready) > before
 	if err != nil {
 		transport.Release(f)
-		return &Fail{Err: commerr.Invalid("unexpected message %d from rank %d: %v", h.Tag, peer, err), Ranks: []int{peer}, Tell: true}
+		return -1, -1, &Fail{Err: commerr.Invalid("unexpected message %d from rank %d: %v", h.Tag, peer, err), Ranks: []int{peer}, Tell: true}
 	}
-	if want := req.Schedule.Steps[step].Dst.Len * e.elemSize; len(f.Payload) != want {
+	want := req.Schedule.Steps[step].Dst.Len * e.elemSize
+	acked = -1
+	if registered {
+		mem, err := e.resolve(f.Payload, want)
 		transport.Release(f)
-		return &Fail{Err: commerr.Invalid("rank %d sent %d bytes where this rank expects %d: sizes differ across ranks", peer, len(f.Payload), want), Ranks: []int{peer}, Tell: true}
+		if err != nil {
+			return -1, -1, &Fail{Err: fmt.Errorf("%w: rank %d's registered memory: %v", commerr.ErrPeerFailed, peer, err), Ranks: []int{peer}, Tell: true}
+		}
+		f = transport.Frame{Header: h, Payload: mem}
+		if readyNow {
+			e.mapped[step] = true
+		} else {
+			f.Payload = transport.GetBuffer(want)
+			copy(f.Payload, mem)
+			acked = step
+		}
+	} else if len(f.Payload) != want {
+		transport.Release(f)
+		return -1, -1, &Fail{Err: commerr.Invalid("rank %d sent %d bytes where this rank expects %d: sizes differ across ranks", peer, len(f.Payload), want), Ranks: []int{peer}, Tell: true}
 	}
 	// A payload lent by the transport is read in place: the step runs
 	// from it and gives it back.
 	e.held[step] = f
-	return nil
+	return -1, acked, nil
 }
+
+// resolve maps the n bytes a peer's descriptor names.
+func (e *execution) resolve(desc []byte, n int) ([]byte, error) {
+	if e.req.Memory == nil {
+		return nil, fmt.Errorf("a descriptor where this rank has no registered memory")
+	}
+	return e.req.Memory.Resolve(desc, n)
+}
+
+// readStep returns the sending step to peer with tag whose memory the
+// peer was reading, and is no longer: -1 if there is none.
+func (e *execution) readStep(peer int, tag uint32) int {
+	for i, s := range e.req.Schedule.Steps {
+		if s.Prim == algorithms.Send && s.Peer == peer && uint32(s.Tag) == tag && e.reading[i] {
+			e.reading[i] = false
+			return i
+		}
+	}
+	return -1
+}
+
+// readFrame returns the frame that tells the peer of receiving step i
+// that this rank has read the memory it mapped, if it was mapped.
+func (e *execution) readFrame(i int) (transport.Frame, bool) {
+	if !e.mapped[i] {
+		return transport.Frame{}, false
+	}
+	e.mapped[i] = false
+	return e.readDone(i), true
+}
+
+// readDone is the frame that tells the peer of receiving step i that this
+// rank has read the memory its descriptor named.
+func (e *execution) readDone(i int) transport.Frame {
+	h := e.req.header(i)
+	h.Tag = uint32(e.req.Schedule.Steps[i].Tag) | tagRead
+	return transport.Frame{Header: h}
+}
+
+// registeredFrame returns the frame that sends step i's region as a
+// descriptor of registered memory, if it lies in some: the step then
+// completes once the peer says it has read it.
+func (e *execution) registeredFrame(i int) (transport.Frame, bool) {
+	m := e.req.Memory
+	if m == nil || e.req.Phantom {
+		return transport.Frame{}, false
+	}
+	buf := transport.GetBuffer(descriptorMax)
+	desc, ok := m.Describe(e.region(e.req.Schedule.Steps[i].Src), buf[:0])
+	if !ok {
+		transport.PutBuffer(buf)
+		return transport.Frame{}, false
+	}
+	h := e.req.header(i)
+	h.Tag |= tagRegistered
+	e.reading[i] = true
+	return transport.Frame{Header: h, Payload: desc}, true
+}
+
+// descriptorMax bounds a registered memory's descriptor.
+const descriptorMax = 64
 
 // p2pTag maps an inbound point-to-point frame to the schedule tag of the
 // receiving step it was routed for.
@@ -158,7 +268,9 @@ func (e *execution) local(i int) {
 }
 
 func (e *execution) release(i int) {
-	transport.Release(e.held[i])
+	if !e.mapped[i] {
+		transport.Release(e.held[i]) // a peer's mapped memory is nobody's to give back
+	}
 	e.held[i] = transport.Frame{}
 }
 

@@ -53,6 +53,10 @@ type Request struct {
 	// Planes holds the data plane of each of those links, where the
 	// collective's frames come.
 	Planes []*link.Plane
+	// Memory is the communicator's registered memory, nil if it has
+	// none: a send from it may go as a descriptor the peer maps, and a
+	// receive maps what a peer's descriptor names.
+	Memory Memory
 
 	// Completion is told when the operation begins to run, and exactly
 	// once when it ends, with nil or an *commerr.OpError.
@@ -133,6 +137,18 @@ func (r *Request) Peers() []int {
 	slices.Sort(r.peers)
 	r.peers = slices.Compact(r.peers)
 	return r.peers
+}
+
+// Memory is a communicator's registered memory (Comm.Alloc): memory
+// files the ranks of a host map, so that a collective reads a peer's
+// tensor in place. Descriptors are the memory's own business: a sender
+// makes one, a receiver maps what it names.
+type Memory interface {
+	// Describe appends to dst the descriptor of region b, if b lies in
+	// registered memory, and reports whether it does.
+	Describe(b, dst []byte) ([]byte, bool)
+	// Resolve returns the n bytes a peer's descriptor names, mapped here.
+	Resolve(desc []byte, n int) ([]byte, error)
 }
 
 // P2PMessage is the wire identity of one point-to-point message of a batch:

@@ -101,6 +101,13 @@ func (p *Plane) Poller() transport.Poller {
 	return nil
 }
 
+// PeerMaps reports whether the peer may map this process's shared
+// memory (transport.Mapping).
+func (p *Plane) PeerMaps() bool {
+	pc := p.conn.Load()
+	return pc != nil && transport.PeerMaps(pc.c)
+}
+
 // Send sends f to the peer directly, on the caller's goroutine: the
 // connection takes the payload as Conn.Send says.
 func (p *Plane) Send(f transport.Frame) error {

@@ -44,6 +44,7 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Root, "root", cfg.Root, "root rank of reduce, broadcast, gather and scatter")
 	fs.IntVar(&cfg.Iters, "n", cfg.Iters, "timed iterations per size")
 	fs.IntVar(&cfg.Warmup, "w", cfg.Warmup, "warm-up iterations per size")
+	fs.BoolVar(&cfg.Registered, "R", false, "allocate the buffers with Comm.Alloc, registered with the communicator: peers of this host read them in place")
 	fs.BoolVar(&cfg.Blocking, "z", false, "wait for each op before issuing the next, as blocking calls do (default: issue all, then wait)")
 	check := fs.Int("c", 1, "check results: 1 counts wrong elements after the timed loop, 0 skips it")
 	jsonOut := fs.Bool("json", false, "print one JSON object per size instead of the table")

@@ -170,6 +170,13 @@ func (c *conn) Poll() bool {
 	return ok && p.Poll()
 }
 
+// PeerMaps reports whether the connection is made, to a peer that may map
+// this process's shared memory (transport.Mapping).
+func (c *conn) PeerMaps() bool {
+	u := c.current()
+	return u != nil && transport.PeerMaps(u)
+}
+
 // Lossless reports whether the connection is made over a
 // transport.Lossless one.
 func (c *conn) Lossless() bool {

@@ -67,6 +67,10 @@ func (c *vconn) Poll() bool {
 	return ok && p.Poll()
 }
 
+// PeerMaps reports whether the peer of the shared connection underneath
+// may map this process's shared memory (transport.Mapping).
+func (c *vconn) PeerMaps() bool { return transport.PeerMaps(c.m.conn) }
+
 // Lossless reports whether the shared connection underneath is
 // (transport.Lossless).
 func (c *vconn) Lossless() bool { return transport.IsLossless(c.m.conn) }

@@ -54,6 +54,9 @@ type conn struct {
 	// sendByAddress says the peer can read this process's memory, so
 	// large payloads stay where they are and only their address travels.
 	sendByAddress bool
+	// peerReads says the peer may read this process's memory, and so map
+	// its shared memory files.
+	peerReads bool
 
 	in transport.Inbox
 
@@ -137,6 +140,7 @@ func newConn(sock *net.UnixConn, seg *segment, dialer bool, local, remote string
 		txSlab:        &seg.slab0,
 		rxSlab:        &seg.slab1,
 		sendByAddress: sendByAddress && cfg.byAddressMin > 0,
+		peerReads:     sendByAddress,
 		released:      make(chan struct{}),
 	}
 	if !dialer {
@@ -157,6 +161,11 @@ func newConn(sock *net.UnixConn, seg *segment, dialer bool, local, remote string
 // BorrowsPayloads marks the connection as a transport.Borrower: a lent
 // payload is copied into the ring, or read by the peer, from where it lies.
 func (c *conn) BorrowsPayloads() {}
+
+// PeerMaps reports whether the peer may map this process's Shared
+// memory: it could read this process's memory at the handshake
+// (transport.Mapping).
+func (c *conn) PeerMaps() bool { return c.peerReads }
 
 // Lossless makes the connection a transport.Lossless one: its rings lose
 // nothing, and it ends only with its peer's process or a close.

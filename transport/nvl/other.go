@@ -54,6 +54,7 @@ type Shared struct {
 type SharedHandle struct {
 	PID int
 	FD  int
+	Ino uint64
 }
 
 // NewShared fails: there is no shared memory here.

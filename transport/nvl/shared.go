@@ -28,6 +28,10 @@ type Shared struct {
 type SharedHandle struct {
 	PID int
 	FD  int
+	// Ino is the file's inode: a descriptor number the owner closed and
+	// used again for another file names that one, which MapShared
+	// refuses when Ino is set.
+	Ino uint64
 }
 
 // NewShared makes n bytes of shared memory, n > 0.
@@ -44,7 +48,13 @@ func NewShared(n int) (*Shared, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	return &Shared{Mem: mem, Handle: SharedHandle{PID: os.Getpid(), FD: fd}, fd: fd}, nil
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Munmap(mem)
+		unix.Close(fd)
+		return nil, fmt.Errorf("transport/nvl: stat shared memory: %w", err)
+	}
+	return &Shared{Mem: mem, Handle: SharedHandle{PID: os.Getpid(), FD: fd, Ino: st.Ino}, fd: fd}, nil
 }
 
 // Close unmaps the memory and closes its file; processes that mapped it
@@ -67,6 +77,12 @@ func MapShared(h SharedHandle, n int) ([]byte, func() error, error) {
 		return nil, nil, fmt.Errorf("transport/nvl: open process %d's shared memory: %w", h.PID, err)
 	}
 	defer unix.Close(fd)
+	if h.Ino != 0 {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Ino != h.Ino {
+			return nil, nil, fmt.Errorf("transport/nvl: process %d's descriptor %d names another file than its shared memory", h.PID, h.FD)
+		}
+	}
 	mem, err := sizeAndMap(fd, n, false)
 	if err != nil {
 		return nil, nil, err
@@ -90,7 +106,13 @@ func sizeAndMap(fd, n int, create bool) ([]byte, error) {
 			return nil, fmt.Errorf("transport/nvl: shared memory of %d bytes, want %d", st.Size, n)
 		}
 	}
-	mem, err := unix.Mmap(fd, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	flags := unix.MAP_SHARED
+	if !create {
+		// The owner has touched its pages: fault them all in here now,
+		// rather than one at a time while a collective reads them.
+		flags |= unix.MAP_POPULATE
+	}
+	mem, err := unix.Mmap(fd, 0, n, unix.PROT_READ|unix.PROT_WRITE, flags)
 	if err != nil {
 		return nil, fmt.Errorf("transport/nvl: map shared memory: %w", err)
 	}

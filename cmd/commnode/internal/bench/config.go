@@ -28,9 +28,12 @@ type Config struct {
 	// Blocking waits for each op before issuing the next, as a caller of
 	// the blocking forms (and MPI's) does, instead of issuing them all
 	// and waiting once (nccl-tests' -z).
-	Blocking  bool
-	Check     bool   // run one more op per size and count wrong elements
-	Algorithm string // gocomms.HintAlgorithm for the ops that have it; "" lets gocomms choose; AllAlgorithms runs each
+	Blocking bool
+	// Registered allocates the buffers with Comm.Alloc: memory the
+	// host's ranks map, which a collective reads in place.
+	Registered bool
+	Check      bool   // run one more op per size and count wrong elements
+	Algorithm  string // gocomms.HintAlgorithm for the ops that have it; "" lets gocomms choose; AllAlgorithms runs each
 
 	// Model, with AllAlgorithms, estimates each row's time by running its
 	// schedule on an alpha-beta model (algorithms.Estimate); a zero Model

@@ -30,7 +30,10 @@ func Run(ctx context.Context, c *gocomms.Comm, cfg Config, report func(Result) e
 	if err := cfg.ValidateRanks(c.Size()); err != nil {
 		return 0, err
 	}
-	b := newBench(c, cfg)
+	b, err := newBench(c, cfg)
+	if err != nil {
+		return 0, err
+	}
 	sizes := cfg.sizes()
 	total := 0
 	opSizes := func(o Op) []int64 {
@@ -93,7 +96,7 @@ func (b *bench) by() string {
 	return " by " + b.algo
 }
 
-func newBench(c *gocomms.Comm, cfg Config) *bench {
+func newBench(c *gocomms.Comm, cfg Config) (*bench, error) {
 	es := cfg.DType.Size()
 	b := &bench{
 		c: c, cfg: cfg, rank: c.Rank(), ranks: c.Size(), elemSize: es,
@@ -105,8 +108,21 @@ func newBench(c *gocomms.Comm, cfg Config) *bench {
 		b.chk = newChecker(cfg.DType, cfg.RedOp, b.ranks)
 	}
 	n := int(cfg.MaxBytes) / es * es
+	buffer := func() ([]byte, error) {
+		if !cfg.Registered {
+			return make([]byte, n), nil
+		}
+		t, err := c.Alloc(gocomms.Uint8, n)
+		if err != nil {
+			return nil, err
+		}
+		return t.Bytes(), nil
+	}
+	var err error
 	if slices.ContainsFunc(cfg.Ops, func(o Op) bool { return o != Op(algorithms.Barrier) }) {
-		b.send = make([]byte, n)
+		if b.send, err = buffer(); err != nil {
+			return nil, err
+		}
 	}
 	inPlace := func(o Op) bool {
 		switch algorithms.Kind(o) {
@@ -116,9 +132,11 @@ func newBench(c *gocomms.Comm, cfg Config) *bench {
 		return false
 	}
 	if slices.ContainsFunc(cfg.Ops, func(o Op) bool { return !inPlace(o) }) {
-		b.recv = make([]byte, n)
+		if b.recv, err = buffer(); err != nil {
+			return nil, err
+		}
 	}
-	return b
+	return b, nil
 }
 
 // row times and checks o on a buffer of size bytes.
