@@ -25,7 +25,7 @@ type memory struct {
 	described atomic.Uint64            // sends that went as descriptors
 
 	mu     sync.Mutex
-	allocs []region           // what own holds, for Free and close
+	allocs []region            // what own holds, for Free and close
 	peers  map[peerFile][]byte // the peers' files mapped here
 	unmaps []func() error
 }

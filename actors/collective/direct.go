@@ -63,7 +63,7 @@ type Direct struct {
 	sent   []func() // by step: a lent send's Frame.Sent, made once
 	lent   int      // sends whose region a transport reads
 	reads  int      // registered sends whose memory a peer reads
-	done   func() // gives the rank's turn back, before the Work completes
+	done   func()   // gives the rank's turn back, before the Work completes
 }
 
 type directKind uint8
