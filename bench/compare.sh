@@ -42,6 +42,8 @@ usage: bench/compare.sh [options]
                    hangs is killed, noted, and the comparison goes on
   --all-sizes      table every size measured, not only 8 B and powers of 4
   --no-install     do not apt-get install missing peers; skip them instead
+  --registered     gocomms' buffers come from Comm.Alloc (commnode bench -R):
+                   peers of the host read them in place
   -h, --help       this help
 
 Implementations:
@@ -81,6 +83,7 @@ run_timeout=300
 all_sizes=
 ops_full=0
 install=1
+registered=
 while (($#)); do
 	case $1 in
 	--quick) quick=1 ;;
@@ -93,6 +96,7 @@ while (($#)); do
 	--timeout) run_timeout=${2:?--timeout needs a value}; shift ;;
 	--all-sizes) all_sizes=--all-sizes ;;
 	--no-install) install=0 ;;
+	--registered) registered=-R ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument: $1" ;;
 	esac
@@ -283,7 +287,7 @@ cpu_pressure() {
 {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "command: ${cmdline% }"
-	echo "options: rounds=$rounds procs=$procs peers=$peers ops=$ops quick=$quick all_sizes_ops=$ops_full timeout=${run_timeout}s"
+	echo "options: rounds=$rounds procs=$procs peers=$peers ops=$ops quick=$quick all_sizes_ops=$ops_full timeout=${run_timeout}s registered=${registered:-no}"
 	printf 'band all_reduce: %s\n' "${full_bands[@]}"
 	if ((ops_full)); then
 		echo "band other ops: as all_reduce"
@@ -329,7 +333,7 @@ run_peer() {
 	gocomms-shm | gocomms-tcp)
 		# `commnode` after -- names the launcher's own binary.
 		bounded "$logf" env GOCOMMS_TRANSPORT="${peer#gocomms-}" "$tmp/commnode" launch -n "$p" -- commnode bench \
-			--op "$op" -b "$1" -e "$2" -f "$3" -n "$4" -w "$5" -z -timeout "${op_timeout}s" --json
+			--op "$op" -b "$1" -e "$2" -f "$3" -n "$4" -w "$5" -z $registered -timeout "${op_timeout}s" --json
 		;;
 	mpi-shm | mpi-tcp)
 		# pml ob1 so that the btl choice holds (UCX, when present, would
