@@ -1,6 +1,7 @@
 package commtest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -15,6 +16,9 @@ import (
 type Checker struct {
 	Comm *gocomms.Comm
 	Seed int // the seed of the next call through a per-collective method
+	// Registered takes the cases' tensors from Comm.Alloc, freed after
+	// each case: registered memory, which peers of the host read in place.
+	Registered bool
 }
 
 // A collective is one call the reference knows how to check.
@@ -93,7 +97,8 @@ func (c *Checker) Run(ctx context.Context, cs Case) error {
 	if err != nil {
 		return err
 	}
-	return col.run(ctx, c.Comm, x)
+	err = col.run(ctx, c.Comm, x)
+	return cmp.Or(err, x.free())
 }
 
 func (c *Checker) start(cs Case) (*call, collective, error) {
@@ -125,7 +130,11 @@ func (c *Checker) start(cs Case) (*call, collective, error) {
 			return invalid(err.Error())
 		}
 	}
-	return &call{Case: cs, rank: c.Comm.Rank(), size: c.Comm.Size()}, col, nil
+	x := &call{Case: cs, rank: c.Comm.Rank(), size: c.Comm.Size()}
+	if c.Registered {
+		x.comm = c.Comm
+	}
+	return x, col, nil
 }
 
 func (c *Checker) reduction(ctx context.Context, name gocomms.OpName, dt gocomms.DType, op gocomms.ReduceOp, count int) error {

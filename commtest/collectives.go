@@ -1,6 +1,7 @@
 package commtest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -15,6 +16,11 @@ import (
 type call struct {
 	Case
 	rank, size int
+	// comm, if set, allocates the case's tensors (Comm.Alloc); allocs
+	// are those to free, allocErr the first allocation that failed.
+	comm     *gocomms.Comm
+	allocs   []*gocomms.Tensor
+	allocErr error
 }
 
 func (x *call) value(r, b, i int) int64 { return value(x.DType, x.Op.Kind(), x.Seed, r, b, i) }
@@ -24,11 +30,30 @@ func (x *call) root() int { return int(uint(x.Seed) % uint(x.size)) }
 // tensor returns n zeros of the case's dtype. Run validated the dtype and
 // bounded the count, so an error is a broken invariant.
 func (x *call) tensor(n int) *gocomms.Tensor {
+	if x.comm != nil && n > 0 {
+		t, err := x.comm.Alloc(x.DType, n)
+		if err == nil {
+			x.allocs = append(x.allocs, t)
+			return t
+		}
+		x.allocErr = cmp.Or(x.allocErr, err)
+	}
 	t, err := gocomms.NewTensor(x.DType, n)
 	if err != nil {
 		panic(fmt.Sprintf("commtest: %v: %v", x.Case, err))
 	}
 	return t
+}
+
+// free lets go of the tensors Alloc gave the case, and reports the first
+// allocation that failed, if one did.
+func (x *call) free() error {
+	err := x.allocErr
+	for _, t := range x.allocs {
+		err = cmp.Or(err, x.comm.Free(t))
+	}
+	x.allocs = nil
+	return err
 }
 
 // fill returns rank r's block b of n elements.

@@ -51,6 +51,8 @@ type Plan struct {
 	Counts []int           // elements per rank; at least one, none negative
 	Seed   int             // the first case's seed is Seed+1
 	Keep   int             // wrong results a Report keeps in detail; 0: DefaultKeep
+	// Registered takes the tensors from Comm.Alloc (Checker.Registered).
+	Registered bool
 }
 
 // Cases lists what Sweep runs, in order: for each dtype, for each count,
@@ -162,7 +164,7 @@ func Sweep(ctx context.Context, c *gocomms.Comm, p Plan) (Report, error) {
 	if keep == 0 {
 		keep = DefaultKeep
 	}
-	ck := Checker{Comm: c}
+	ck := Checker{Comm: c, Registered: p.Registered}
 	rep := Report{Results: make([]Result, 0, len(cases))}
 	for _, cs := range cases {
 		err := ck.Run(ctx, cs)

@@ -30,10 +30,22 @@ func TestVerifyAcrossProcesses(t *testing.T) {
 	}
 }
 
-func verify(t *testing.T, n int) {
+// TestVerifyRegisteredAcrossProcesses runs the sweep on tensors from
+// Comm.Alloc over shared memory, with counts whose sends go as
+// descriptors of the registered memory the peers read in place.
+func TestVerifyRegisteredAcrossProcesses(t *testing.T) {
+	t.Setenv("GOCOMMS_TRANSPORT", "shm")
+	for _, n := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%d_ranks", n), func(t *testing.T) {
+			verify(t, n, "-R", "-counts", "0,1,20000,70001")
+		})
+	}
+}
+
+func verify(t *testing.T, n int, flags ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := runLaunch(t, ctx, n, "verify", "-timeout", "30s")
+	out, err := runLaunch(t, ctx, n, append([]string{"verify", "-timeout", "30s"}, flags...)...)
 	if err != nil {
 		t.Fatalf("launch -n %d verify: %v\n%s", n, err, out)
 	}

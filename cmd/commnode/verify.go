@@ -13,7 +13,7 @@ import (
 	"github.com/gocomms/gocomms/commtest"
 )
 
-const verifyUsage = "usage: commnode verify [-local N] [-counts C,C,...] [-full] [-timeout D] [-heartbeat D] [-silence D] [-comm NAME] [-v]"
+const verifyUsage = "usage: commnode verify [-local N] [-counts C,C,...] [-full] [-R] [-timeout D] [-heartbeat D] [-silence D] [-comm NAME] [-v]"
 
 // fullCounts are what -full adds: 65537 elements pass one 512 KiB chunk
 // even of float64, and 1<<20+1 span several chunks of every dtype.
@@ -31,6 +31,7 @@ func verifyCommand(args []string, stdout, stderr io.Writer) int {
 	local := fs.Int("local", 0, "run N in-process ranks instead of joining a job as one rank")
 	countsFlag := fs.String("counts", "", "elements per rank, comma-separated (default 0,1,P-1,P+1,2P+1,1000 on P ranks)")
 	full := fs.Bool("full", false, fmt.Sprintf("also sweep %v elements per rank (minutes, not seconds)", fullCounts))
+	registered := fs.Bool("R", false, "take the tensors from Comm.Alloc: registered memory, which peers of this host read in place")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -50,7 +51,7 @@ func verifyCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "commnode verify: %s\n%s\n", problem, verifyUsage)
 		return 2
 	}
-	v := verifier{counts: counts, full: *full, verbose: job.verbose}
+	v := verifier{counts: counts, full: *full, registered: *registered, verbose: job.verbose}
 	if *local > 0 {
 		return v.runLocal(*local, &job, stdout, stderr)
 	}
@@ -74,9 +75,10 @@ func parseCounts(s string) ([]int, error) {
 }
 
 type verifier struct {
-	counts  []int // nil: the default for the world size
-	full    bool
-	verbose bool
+	counts     []int // nil: the default for the world size
+	full       bool
+	registered bool
+	verbose    bool
 }
 
 func (v verifier) plan(size int) commtest.Plan {
@@ -88,7 +90,7 @@ func (v verifier) plan(size int) commtest.Plan {
 		counts = append(counts, fullCounts...)
 	}
 	slices.Sort(counts)
-	return commtest.Plan{Counts: slices.Compact(counts)}
+	return commtest.Plan{Counts: slices.Compact(counts), Registered: v.registered}
 }
 
 func (v verifier) runJob(job *jobFlags, stdout, stderr io.Writer) int {
