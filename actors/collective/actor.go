@@ -41,6 +41,7 @@ type runner struct {
 	recvFrom   []peerFrames      // found at start
 	routes     []link.Route      // the messages of this operation's routes
 	sink       *link.Forwarder   // the collective's frames come to it from the planes
+	acks       []int             // steps whose peers are to hear their memory was read
 	early      []transport.Frame // what a plane held, while it is handed on
 	sent       []func()          // by step: a lent send's Frame.Sent, made once
 	sends      link.SendPool     // the messages of its frames
@@ -229,14 +230,9 @@ func (c *runner) arrive(ctx actor.Context, d *link.Delivered) {
 	}
 	// The collective actor sends no registered memory: a word that a peer
 	// read some is for Direct, and accept gives its payload back.
-	_, acked, f := c.accept(d.Peer, d.Frame)
-	if f != nil {
+	if _, f := c.accept(d.Peer, d.Frame); f != nil {
 		c.fail(ctx, f)
 		return
-	}
-	if acked >= 0 {
-		l, _ := c.req.link(d.Peer)
-		ctx.Send(l, c.sends.Get(c.readDone(acked)))
 	}
 	c.run(ctx)
 }
@@ -251,6 +247,12 @@ func (c *runner) run(ctx actor.Context) {
 	}
 	if c.prog.Done() {
 		c.finish(ctx)
+		return
+	}
+	c.acks = c.letGo(c.acks[:0])
+	for _, i := range c.acks {
+		l, _ := c.req.link(c.req.Schedule.Steps[i].Peer)
+		ctx.Send(l, c.sends.Get(c.readDone(i)))
 	}
 }
 

@@ -63,6 +63,7 @@ type Direct struct {
 	sent   []func() // by step: a lent send's Frame.Sent, made once
 	lent   int      // sends whose region a transport reads
 	reads  int      // registered sends whose memory a peer reads
+	acks   []int    // steps whose peers are to hear their memory was read
 	done   func()   // gives the rank's turn back, before the Work completes
 }
 
@@ -303,21 +304,15 @@ func (d *Direct) arrive(peer int, f transport.Frame) {
 }
 
 // arrived accepts f from peer: a step's frame, or the peer's word that
-// it read a registered send, which completes the send; a registered
-// frame copied out at once is acked at once.
+// it read a registered send, which completes the send.
 func (d *Direct) arrived(peer int, f transport.Frame) *Fail {
-	read, acked, fail := d.accept(peer, f)
-	switch {
-	case fail != nil:
+	read, fail := d.accept(peer, f)
+	if fail != nil {
 		return fail
-	case read >= 0:
+	}
+	if read >= 0 {
 		d.reads--
 		d.ready = d.prog.Complete(read, d.ready)
-	case acked >= 0:
-		k, _ := slices.BinarySearch(d.req.Peers(), peer)
-		if err := d.planes[k].Send(d.readDone(acked)); err != nil {
-			return &Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err), Ranks: []int{peer}}
-		}
 	}
 	return nil
 }
@@ -340,6 +335,16 @@ func (d *Direct) run() {
 	if d.prog.Done() {
 		d.results()
 		d.end(nil)
+		return
+	}
+	d.acks = d.letGo(d.acks[:0])
+	for _, i := range d.acks {
+		peer := d.req.Schedule.Steps[i].Peer
+		k, _ := slices.BinarySearch(d.req.Peers(), peer)
+		if err := d.planes[k].Send(d.readDone(i)); err != nil {
+			d.end(&Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err), Ranks: []int{peer}})
+			return
+		}
 	}
 }
 

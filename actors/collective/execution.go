@@ -21,6 +21,7 @@ type execution struct {
 	ready    []int
 	held     []transport.Frame // the frame of each receiving step, from its arrival until the step runs
 	mapped   []bool            // by receiving step: held's payload is a peer's memory, mapped
+	unready  []int             // receiving steps that hold a peer's memory and could not run yet
 	reading  []bool            // by sending step: the peer reads this rank's memory, mapped
 	scratch  [][]byte
 	elemSize int
@@ -46,6 +47,7 @@ func (e *execution) begin(req *Request) {
 	e.prog = e.progress(req.Schedule)
 	e.held = resize(e.held, len(req.Schedule.Steps))
 	e.mapped = resize(e.mapped, len(req.Schedule.Steps))
+	e.unready = e.unready[:0]
 	e.reading = resize(e.reading, len(req.Schedule.Steps))
 	e.scratch = resize(e.scratch, len(req.Schedule.Scratch))
 	for i, n := range req.Schedule.Scratch {
@@ -88,26 +90,22 @@ func resize[T any](s []T, n int) []T {
 // operation's peers.
 //
 // A descriptor of the peer's registered memory is held as the memory it
-// names, mapped, if its step is ready to run from it now; the peer hears
-// it was read once the step ran (readFrame). A step that must wait would
-// keep the peer's sending step waiting too, and so perhaps the step this
-// one waits for (an exchange in place, as recursive doubling's): its
-// memory is copied out at once, and acked says the peer is to hear so
-// now. The word that the peer read a registered send is not for accept:
-// read says which step it completes. Both are -1 otherwise.
-func (e *execution) accept(peer int, f transport.Frame) (read, acked int, fail *Fail) {
+// names, mapped; the peer hears it was read once the step ran
+// (readFrame). The word that the peer read a registered send is not for
+// accept: read says which step it completes, -1 for any other frame.
+func (e *execution) accept(peer int, f transport.Frame) (read int, fail *Fail) {
 	req := e.req
 	h := f.Header
 	if h.Tag&tagRead != 0 {
 		transport.Release(f)
-		return e.readStep(peer, h.Tag&^tagMarks), -1, nil
+		return e.readStep(peer, h.Tag&^tagMarks), nil
 	}
 	registered := h.Tag&tagRegistered != 0
 	h.Tag &^= tagMarks
 	f.Header = h
 	if h.Sig != req.Sig {
 		transport.Release(f)
-		return -1, -1, &Fail{Err: commerr.Invalid("arguments differ across ranks: %s", Mismatch(h.Sig, req.Sig, peer)), Ranks: []int{peer}, Tell: true}
+		return -1, &Fail{Err: commerr.Invalid("arguments differ across ranks: %s", Mismatch(h.Sig, req.Sig, peer)), Ranks: []int{peer}, Tell: true}
 	}
 	tag := int(h.Tag)
 	if req.P2P != nil {
@@ -120,32 +118,49 @@ func (e *execution) accept(peer int, f transport.Frame) (read, acked int, fail *
 	readyNow := len(e.ready) > before
 	if err != nil {
 		transport.Release(f)
-		return -1, -1, &Fail{Err: commerr.Invalid("unexpected message %d from rank %d: %v", h.Tag, peer, err), Ranks: []int{peer}, Tell: true}
+		return -1, &Fail{Err: commerr.Invalid("unexpected message %d from rank %d: %v", h.Tag, peer, err), Ranks: []int{peer}, Tell: true}
 	}
 	want := req.Schedule.Steps[step].Dst.Len * e.elemSize
-	acked = -1
 	if registered {
 		mem, err := e.resolve(f.Payload, want)
 		transport.Release(f)
 		if err != nil {
-			return -1, -1, &Fail{Err: fmt.Errorf("%w: rank %d's registered memory: %v", commerr.ErrPeerFailed, peer, err), Ranks: []int{peer}, Tell: true}
+			return -1, &Fail{Err: fmt.Errorf("%w: rank %d's registered memory: %v", commerr.ErrPeerFailed, peer, err), Ranks: []int{peer}, Tell: true}
 		}
 		f = transport.Frame{Header: h, Payload: mem}
-		if readyNow {
-			e.mapped[step] = true
-		} else {
-			f.Payload = transport.GetBuffer(want)
-			copy(f.Payload, mem)
-			acked = step
+		e.mapped[step] = true
+		if !readyNow {
+			e.unready = append(e.unready, step)
 		}
 	} else if len(f.Payload) != want {
 		transport.Release(f)
-		return -1, -1, &Fail{Err: commerr.Invalid("rank %d sent %d bytes where this rank expects %d: sizes differ across ranks", peer, len(f.Payload), want), Ranks: []int{peer}, Tell: true}
+		return -1, &Fail{Err: commerr.Invalid("rank %d sent %d bytes where this rank expects %d: sizes differ across ranks", peer, len(f.Payload), want), Ranks: []int{peer}, Tell: true}
 	}
 	// A payload lent by the transport is read in place: the step runs
 	// from it and gives it back.
 	e.held[step] = f
-	return -1, acked, nil
+	return -1, nil
+}
+
+// letGo copies out the peer's memory that steps which could not run yet
+// hold, and appends those steps to acks, for the driver to tell each
+// peer its memory was read. A driver calls it whenever it runs out of
+// steps to run: a rank that waits then holds nothing a peer waits for, so
+// that no two ranks can wait on each other through registered memory (as
+// an exchange in place would, each rank reducing into the buffer it sent).
+func (e *execution) letGo(acks []int) []int {
+	for _, i := range e.unready {
+		if !e.mapped[i] || e.held[i].Payload == nil {
+			continue // it ran in place
+		}
+		p := transport.GetBuffer(len(e.held[i].Payload))
+		copy(p, e.held[i].Payload)
+		e.held[i].Payload = p
+		e.mapped[i] = false
+		acks = append(acks, i)
+	}
+	e.unready = e.unready[:0]
+	return acks
 }
 
 // resolve maps the n bytes a peer's descriptor names.
