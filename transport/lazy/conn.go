@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocomms/gocomms/transport"
@@ -50,6 +51,9 @@ type conn struct {
 	err      error             // what Sends return: set once closed or ended
 	queue    []transport.Frame // Sends waiting for the connection, in order
 	cur      *link             // the chosen connection, from flushing on
+	// chosen is cur once it is set, which it is once, for the reads that
+	// take no lock (a poller's, each time it polls).
+	chosen atomic.Pointer[link]
 	// pollers count the goroutines polling (Polling), on polled: the
 	// connection made when the first began, which hears each one end.
 	pollers  int
@@ -185,12 +189,10 @@ func (c *conn) Lossless() bool {
 }
 
 func (c *conn) current() transport.Conn {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cur == nil {
-		return nil
+	if l := c.chosen.Load(); l != nil {
+		return l.u
 	}
-	return c.cur.u
+	return nil
 }
 
 func (c *conn) Start(h transport.Handler) { c.in.Start(h) }

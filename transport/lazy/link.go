@@ -169,6 +169,7 @@ func (c *conn) incoming(u transport.Conn, gen uint32) {
 func (c *conn) chooseLocked(l *link) bool {
 	c.st = flushing
 	c.cur = l
+	c.chosen.Store(l)
 	if c.timer != nil { // none when the peer dialled first
 		c.timer.Stop()
 	}
