@@ -345,6 +345,7 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 		op.Timeout = max(time.Until(dl), time.Nanosecond)
 	}
 	op.Hints = cc.hints
+	op.Blocking = blocking
 	if invalid == nil && cc.timeout < 0 {
 		invalid = commerr.Invalid("negative timeout %v", cc.timeout)
 	}
@@ -398,6 +399,7 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 	if !cc.internal {
 		c.flight.track(op, w)
 	}
+	w.issuing.Store(true)
 	if c.pooled != nil {
 		if c.pooled.IssueIn(op, completion{w}, r.roomFor(c.pooled)) {
 			w.canceler = c.pooled
@@ -407,6 +409,7 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 	} else {
 		w.cancel = c.backend.Issue(op, completion{w})
 	}
+	w.issuing.Store(false)
 	c.mu.Unlock()
 
 	for _, h := range post {

@@ -124,6 +124,14 @@ func (s *flightSlot) start() {
 	}
 }
 
+// startAtIssue records the start of the slot's operation as its issue:
+// it started while being issued.
+func (s *flightSlot) startAtIssue() {
+	if s.entry.State == FlightIssued {
+		s.entry.State, s.entry.Started = FlightStarted, s.entry.Issued
+	}
+}
+
 // settle records the end of the slot's Work, if it has ended.
 func (s *flightSlot) settle() {
 	if s.work == nil {

@@ -53,6 +53,9 @@ type Work struct {
 	// closures per operation.
 	flight     *FlightRecorder
 	flightSlot uint64
+	// issuing is set while the backend takes the operation: one that
+	// starts meanwhile (off the actors) started when it was issued.
+	issuing atomic.Bool
 
 	mu      sync.Mutex    // guards done, hooks and the two phases below
 	done    chan struct{} // closed once ended; made when first asked for
@@ -236,7 +239,11 @@ func (w *Work) start() {
 	w.status.Store(int32(InProgress))
 	w.mu.Unlock()
 	if w.flight != nil {
-		w.flight.update(w.flightSlot, (*flightSlot).start)
+		start := (*flightSlot).start
+		if w.issuing.Load() {
+			start = (*flightSlot).startAtIssue // no clock read for a moment later
+		}
+		w.flight.update(w.flightSlot, start)
 	}
 	w.runHooks(&w.hooks.start)
 }

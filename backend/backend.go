@@ -62,7 +62,12 @@ type Op struct {
 	Schedule *algorithms.Schedule
 
 	Timeout time.Duration
-	Hints   map[string]string
+	// Blocking says the caller waits for the operation at once, through
+	// Spinner.Spin where the backend is one: such a backend may arm the
+	// operation's timeout only once that wait parks, sparing the clock
+	// an operation that ends within it.
+	Blocking bool
+	Hints    map[string]string
 }
 
 // P2P is one message of a point-to-point operation.

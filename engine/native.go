@@ -226,6 +226,9 @@ func (n *native) Spin(seq uint64) {
 		}
 	}
 	done := !n.direct.Runs(seq)
+	if !done {
+		n.direct.Park(seq)
+	}
 	for _, p := range pollers {
 		if done {
 			p.Paused() // the caller's next operation polls again soon
@@ -303,7 +306,7 @@ func (n *native) request(op *backend.Op, done backend.Completion, o *room) (*col
 	req := &o.req
 	*req = collective.Request{
 		Comm: n.cfg.Name, CommID: n.commID, Rank: n.cfg.Rank, Op: string(op.Name), Seq: op.Seq,
-		DType: op.DType, Reduce: op.Reduce, Size: n.cfg.Size, Timeout: op.Timeout,
+		DType: op.DType, Reduce: op.Reduce, Size: n.cfg.Size, Timeout: op.Timeout, Parks: op.Blocking,
 		Completion: done, Phantom: n.cfg.Device == tensor.Meta, Memory: &n.mem,
 	}
 	if o.in == nil {

@@ -181,6 +181,19 @@ type Poller interface {
 	Poll() bool
 }
 
+// Pollable reports whether c may be polled now: it is a Poller and, if it
+// passes polling on to a connection underneath (as it says with a
+// Pollable method of its own), that one may be.
+func Pollable(c Conn) bool {
+	if _, ok := c.(Poller); !ok {
+		return false
+	}
+	if w, ok := c.(interface{ Pollable() bool }); ok {
+		return w.Pollable()
+	}
+	return true
+}
+
 // Mapping is implemented by connections to a peer of this host that may
 // map this process's shared memory files (transport/nvl's Shared):
 // PeerMaps reports whether it may now. The kernel lets a process map

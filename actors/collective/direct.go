@@ -76,6 +76,7 @@ const (
 	dPeerFailed
 	dTimeout
 	dFail // cancel, abort, the communicator broke, a peer's report
+	dPark // the waiting caller parks
 )
 
 type directEvent struct {
@@ -151,6 +152,12 @@ func (d *Direct) Runs(seq uint64) bool { return d.running.Load() == seq+1 }
 // tells its peers.
 func (d *Direct) Cancel(seq uint64, err error) {
 	d.post(directEvent{kind: dFail, seq: seq, fail: &Fail{Err: err, Tell: true}})
+}
+
+// Park says the caller that waits for the operation numbered seq parks:
+// its timeout, which a wait that polls spares, starts now.
+func (d *Direct) Park(seq uint64) {
+	d.post(directEvent{kind: dPark, seq: seq})
 }
 
 // Break fails the operation running here, if any, with err naming ranks:
@@ -234,6 +241,10 @@ func (d *Direct) handle(e directEvent) {
 		if d.timer.Fired() {
 			d.timedOut()
 		}
+	case dPark:
+		if e.seq == d.req.Seq && d.req.Parks && d.req.Timeout > 0 {
+			d.timer.Arm(d.req.Timeout)
+		}
 	case dFail:
 		switch {
 		case e.fail.Forward != nil && uint64(e.step) != d.req.CollSeq:
@@ -261,7 +272,7 @@ func (d *Direct) start(req *Request, done func()) {
 	for i, p := range d.planes {
 		d.borrow[i], d.maps[i] = p.Borrows(), p.PeerMaps()
 	}
-	if req.Timeout > 0 {
+	if req.Timeout > 0 && !req.Parks {
 		d.timer.Arm(req.Timeout)
 	}
 	req.Begin()

@@ -45,6 +45,10 @@ type Request struct {
 	Sig     uint64 // signature every frame carries and every receiver checks
 
 	Timeout time.Duration
+	// Parks says the issuer waits for the operation at once and tells a
+	// Direct running it when its wait parks (Direct.Park), which arms the
+	// timeout only then.
+	Parks bool
 	// Links holds the link actor of each rank of Peers, in that order, and
 	// Lend says whether its connection borrows large payloads
 	// (transport.Borrower).

@@ -93,10 +93,8 @@ func (p *Plane) Borrows() bool {
 // takes the transport delivers on that goroutine, to whichever plane and
 // actor it is for. Nil otherwise.
 func (p *Plane) Poller() transport.Poller {
-	if pc := p.conn.Load(); pc != nil {
-		if po, ok := pc.c.(transport.Poller); ok {
-			return po
-		}
+	if pc := p.conn.Load(); pc != nil && transport.Pollable(pc.c) {
+		return pc.c.(transport.Poller)
 	}
 	return nil
 }

@@ -143,6 +143,13 @@ func (c *conn) Polling(on bool) {
 	}
 }
 
+// Pollable reports whether the connection is made over one that may be
+// polled (transport.Pollable).
+func (c *conn) Pollable() bool {
+	u := c.current()
+	return u != nil && transport.Pollable(u)
+}
+
 func (c *conn) Paused() {
 	if p := c.pollingOn(false); p != nil {
 		p.Paused()

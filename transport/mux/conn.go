@@ -56,6 +56,10 @@ func (c *vconn) Polling(on bool) {
 	}
 }
 
+// Pollable reports whether the shared connection underneath may be
+// polled (transport.Pollable).
+func (c *vconn) Pollable() bool { return transport.Pollable(c.m.conn) }
+
 func (c *vconn) Paused() {
 	if p, ok := c.m.conn.(transport.Poller); ok {
 		p.Paused()
