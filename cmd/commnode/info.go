@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,12 +12,13 @@ import (
 	"text/tabwriter"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/gpu"
 	"github.com/gocomms/gocomms/launcher"
 	"github.com/gocomms/gocomms/transport/nvl"
 )
 
-// infoCommand runs `commnode info`: what this host offers and what a rank
-// started here would use.
+// infoCommand runs `commnode info`: what this host offers (its GPUs
+// among it) and what a rank started here would use.
 func infoCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("info", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -34,6 +36,16 @@ func infoCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(w, "interface\t%s\n", line)
 	}
 	fmt.Fprintf(w, "shared memory\t%s\n", sharedMemory("/dev/shm"))
+	devs, err := gpu.Devices()
+	switch {
+	case errors.Is(err, gpu.ErrUnavailable):
+		fmt.Fprintf(w, "gpus\tnone: %v\n", err)
+	case err != nil:
+		fmt.Fprintf(w, "gpus\tunknown: %v\n", err)
+	}
+	for _, line := range gpu.Describe(devs) {
+		fmt.Fprintf(w, "gpu\t%s\n", line)
+	}
 	if env, err := launcher.FromEnv(os.LookupEnv); err == nil {
 		fmt.Fprintf(w, "rank\t%d of %d (from %s variables)\n", env.Rank, env.Size, env.Source)
 		who := "rank 0 hosts it"

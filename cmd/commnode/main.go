@@ -26,7 +26,7 @@ func commands() []command {
 		{"bench", "time collectives and check their results, as nccl-tests", benchCommand},
 		{"rma", "time one-sided window operations as mpi_rma.c, or --verify them", rmaCommand},
 		{"sim", "simulate a collective on virtual time, with faults, over many ranks", simCommand},
-		{"info", "show this host, its interfaces and the transports a rank would use", infoCommand},
+		{"info", "show this host, its interfaces and GPUs, and the transports a rank would use", infoCommand},
 		{"store", "serve a TCPStore (PyTorch-compatible) until interrupted", storeCommand},
 	}
 }
