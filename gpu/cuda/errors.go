@@ -1,0 +1,135 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrUnavailable reports that CUDA cannot be used here: the binary was
+	// built without cgo, the system is not Linux, libcuda cannot be loaded
+	// (ErrNoLibrary), the driver finds no device (ErrNoDevice), or it will
+	// not initialize. Callers that can do without GPUs test for this one.
+	ErrUnavailable = errors.New("gpu/cuda: CUDA unavailable")
+	// ErrNoLibrary reports that libcuda.so.1 cannot be loaded, lacks an
+	// entry point this package needs, or is the toolkit's stub rather than
+	// the driver. It wraps ErrUnavailable.
+	ErrNoLibrary error = &sentinel{"gpu/cuda: libcuda cannot be loaded", ErrUnavailable}
+	// ErrNoDevice reports that the driver loaded but finds no GPU. It
+	// wraps ErrUnavailable.
+	ErrNoDevice error = &sentinel{"gpu/cuda: no CUDA device", ErrUnavailable}
+
+	// ErrClosed reports a call on an object after its Close, or after the
+	// Close of the Context it belongs to; a second Close reports it too.
+	ErrClosed = errors.New("gpu/cuda: closed")
+	// ErrInvalid reports an argument rejected before anything reached the
+	// driver: a nil or zero object, a range outside an allocation, host
+	// memory that an asynchronous copy may not use, an object of another
+	// context.
+	ErrInvalid = errors.New("gpu/cuda: invalid argument")
+)
+
+// sentinel is an error that is itself matched by errors.Is and wraps a
+// broader one.
+type sentinel struct {
+	msg    string
+	parent error
+}
+
+func (e *sentinel) Error() string { return e.msg }
+func (e *sentinel) Unwrap() error { return e.parent }
+
+// detail is an error with its own text that matches a sentinel and, where
+// the driver said why, the driver's *Error.
+type detail struct {
+	msg   string
+	kind  error
+	cause error
+}
+
+func (e *detail) Error() string { return e.msg }
+
+func (e *detail) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.kind}
+	}
+	return []error{e.kind, e.cause}
+}
+
+const prefix = "gpu/cuda: "
+
+func invalid(op, format string, args ...any) error {
+	return &detail{msg: prefix + op + ": " + fmt.Sprintf(format, args...), kind: ErrInvalid}
+}
+
+func closed(op, what string) error {
+	return &detail{msg: prefix + op + ": " + what + " is closed", kind: ErrClosed}
+}
+
+// Result is a CUresult, the status code every driver call returns. As an
+// error it is what an *Error unwraps to, so that errors.Is(err,
+// cuda.ResultOutOfMemory) asks why a call failed. The constants name the
+// codes this package or its callers tell apart; the driver has many more.
+type Result int
+
+const (
+	ResultInvalidValue       Result = 1
+	ResultOutOfMemory        Result = 2
+	ResultNotInitialized     Result = 3
+	ResultStubLibrary        Result = 34 // libcuda.so.1 is the toolkit's link-time stub
+	ResultInsufficientDriver Result = 35 // the driver is older than the toolkit
+	ResultNoDevice           Result = 100
+	ResultInvalidDevice      Result = 101
+	ResultInvalidContext     Result = 201
+	ResultInvalidHandle      Result = 400
+	ResultNotReady           Result = 600 // queued work has not completed
+	ResultIllegalAddress     Result = 700 // a kernel faulted: the context is unusable
+	ResultUnknown            Result = 999
+)
+
+var resultNames = map[Result]string{
+	ResultInvalidValue:       "CUDA_ERROR_INVALID_VALUE",
+	ResultOutOfMemory:        "CUDA_ERROR_OUT_OF_MEMORY",
+	ResultNotInitialized:     "CUDA_ERROR_NOT_INITIALIZED",
+	ResultStubLibrary:        "CUDA_ERROR_STUB_LIBRARY",
+	ResultInsufficientDriver: "CUDA_ERROR_INSUFFICIENT_DRIVER",
+	ResultNoDevice:           "CUDA_ERROR_NO_DEVICE",
+	ResultInvalidDevice:      "CUDA_ERROR_INVALID_DEVICE",
+	ResultInvalidContext:     "CUDA_ERROR_INVALID_CONTEXT",
+	ResultInvalidHandle:      "CUDA_ERROR_INVALID_HANDLE",
+	ResultNotReady:           "CUDA_ERROR_NOT_READY",
+	ResultIllegalAddress:     "CUDA_ERROR_ILLEGAL_ADDRESS",
+	ResultUnknown:            "CUDA_ERROR_UNKNOWN",
+}
+
+// Error returns cuda.h's name for r, or its number where this package
+// does not know it.
+func (r Result) Error() string {
+	if name, ok := resultNames[r]; ok {
+		return name
+	}
+	return fmt.Sprintf("CUresult %d", int(r))
+}
+
+// Error is the failure of one driver call: which entry point, its code,
+// and the driver's name and words for that code (cuGetErrorName,
+// cuGetErrorString), empty where the driver has none. It unwraps to Code.
+type Error struct {
+	Op   string // the entry point, "cuMemAlloc_v2"
+	Code Result
+	Name string // "CUDA_ERROR_OUT_OF_MEMORY"
+	Text string // "out of memory"
+}
+
+func (e *Error) Error() string {
+	name := e.Name
+	if name == "" {
+		name = e.Code.Error()
+	}
+	if e.Text == "" {
+		return prefix + e.Op + ": " + name
+	}
+	return prefix + e.Op + ": " + e.Text + " (" + name + ")"
+}
+
+func (e *Error) Unwrap() error { return e.Code }
