@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gocomms/gocomms/internal/errkind"
 )
 
 // Devices lists the GPUs of this host with their NVLinks. It starts NVML
@@ -22,7 +24,7 @@ func devices(lib nvml.Interface) ([]Device, error) {
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
 		return nil, ErrNoLibrary
 	default:
-		return nil, &detail{"gpu: NVML cannot start: " + ret.Error(), ErrUnavailable}
+		return nil, errkind.Of("gpu: NVML cannot start: "+ret.Error(), ErrUnavailable, nil)
 	}
 	// The devices found stand whatever Shutdown says.
 	defer lib.Shutdown()

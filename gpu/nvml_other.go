@@ -2,7 +2,11 @@
 
 package gpu
 
-import "runtime"
+import (
+	"runtime"
+
+	"github.com/gocomms/gocomms/internal/errkind"
+)
 
 // Devices reports why no GPU can be found in this build: NVML is reached
 // through cgo, on Linux only.
@@ -11,5 +15,5 @@ func Devices() ([]Device, error) {
 	if runtime.GOOS != "linux" {
 		why = "NVML is loaded on Linux only, and this is " + runtime.GOOS
 	}
-	return nil, &detail{"gpu: no NVIDIA GPU available: " + why, ErrUnavailable}
+	return nil, errkind.Of("gpu: no NVIDIA GPU available: "+why, ErrUnavailable, nil)
 }

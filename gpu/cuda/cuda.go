@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/gocomms/gocomms/internal/errkind"
 )
 
 // LibraryName is the file Open loads: the CUDA driver's soname, installed
@@ -41,8 +43,7 @@ func openDriver(name string) (*Driver, error) {
 	}
 	v, err := sysDriverVersion()
 	if err != nil {
-		return nil, &detail{msg: prefix + "the driver will not tell its version: " + why(err),
-			kind: ErrUnavailable, cause: err}
+		return nil, errkind.Of(prefix+"the driver will not tell its version: "+why(err), ErrUnavailable, err)
 	}
 	return &Driver{version: v}, nil
 }
@@ -51,16 +52,13 @@ func openDriver(name string) (*Driver, error) {
 func initFailed(name string, err error) error {
 	switch {
 	case errors.Is(err, ResultNoDevice):
-		return &detail{msg: prefix + "the driver finds no GPU: " + why(err) + "; `nvidia-smi` lists " +
-			"what it sees, and CUDA_VISIBLE_DEVICES, where set, hides the GPUs it does not name",
-			kind: ErrNoDevice, cause: err}
+		return errkind.Of(prefix+"the driver finds no GPU: "+why(err)+"; `nvidia-smi` lists "+
+			"what it sees, and CUDA_VISIBLE_DEVICES, where set, hides the GPUs it does not name", ErrNoDevice, err)
 	case errors.Is(err, ResultStubLibrary):
-		return &detail{msg: prefix + name + " is the CUDA toolkit's stub, not the driver: take the " +
-			"toolkit's stubs directory off LD_LIBRARY_PATH, or install the NVIDIA driver",
-			kind: ErrNoLibrary, cause: err}
+		return errkind.Of(prefix+name+" is the CUDA toolkit's stub, not the driver: take the "+
+			"toolkit's stubs directory off LD_LIBRARY_PATH, or install the NVIDIA driver", ErrNoLibrary, err)
 	}
-	return &detail{msg: prefix + "the driver will not initialize: " + why(err),
-		kind: ErrUnavailable, cause: err}
+	return errkind.Of(prefix+"the driver will not initialize: "+why(err), ErrUnavailable, err)
 }
 
 // why is err's text without this package's prefix, to quote in another.
@@ -96,7 +94,7 @@ func (d *Driver) Devices() ([]*Device, error) {
 		return nil, err
 	}
 	if n == 0 {
-		return nil, &detail{msg: prefix + "the driver lists no GPU", kind: ErrNoDevice}
+		return nil, errkind.Of(prefix+"the driver lists no GPU", ErrNoDevice, nil)
 	}
 	devs := make([]*Device, n)
 	for i := range devs {

@@ -3,6 +3,8 @@ package cuda
 import (
 	"errors"
 	"fmt"
+
+	"github.com/gocomms/gocomms/internal/errkind"
 )
 
 var (
@@ -14,10 +16,10 @@ var (
 	// ErrNoLibrary reports that libcuda.so.1 cannot be loaded, lacks an
 	// entry point this package needs, or is the toolkit's stub rather than
 	// the driver. It wraps ErrUnavailable.
-	ErrNoLibrary error = &sentinel{"gpu/cuda: libcuda cannot be loaded", ErrUnavailable}
+	ErrNoLibrary = errkind.Sentinel("gpu/cuda: libcuda cannot be loaded", ErrUnavailable)
 	// ErrNoDevice reports that the driver loaded but finds no GPU. It
 	// wraps ErrUnavailable.
-	ErrNoDevice error = &sentinel{"gpu/cuda: no CUDA device", ErrUnavailable}
+	ErrNoDevice = errkind.Sentinel("gpu/cuda: no CUDA device", ErrUnavailable)
 
 	// ErrClosed reports a call on an object after its Close, or after the
 	// Close of the Context it belongs to; a second Close reports it too.
@@ -29,41 +31,14 @@ var (
 	ErrInvalid = errors.New("gpu/cuda: invalid argument")
 )
 
-// sentinel is an error that is itself matched by errors.Is and wraps a
-// broader one.
-type sentinel struct {
-	msg    string
-	parent error
-}
-
-func (e *sentinel) Error() string { return e.msg }
-func (e *sentinel) Unwrap() error { return e.parent }
-
-// detail is an error with its own text that matches a sentinel and, where
-// the driver said why, the driver's *Error.
-type detail struct {
-	msg   string
-	kind  error
-	cause error
-}
-
-func (e *detail) Error() string { return e.msg }
-
-func (e *detail) Unwrap() []error {
-	if e.cause == nil {
-		return []error{e.kind}
-	}
-	return []error{e.kind, e.cause}
-}
-
 const prefix = "gpu/cuda: "
 
 func invalid(op, format string, args ...any) error {
-	return &detail{msg: prefix + op + ": " + fmt.Sprintf(format, args...), kind: ErrInvalid}
+	return errkind.Of(prefix+op+": "+fmt.Sprintf(format, args...), ErrInvalid, nil)
 }
 
 func closed(op, what string) error {
-	return &detail{msg: prefix + op + ": " + what + " is closed", kind: ErrClosed}
+	return errkind.Of(prefix+op+": "+what+" is closed", ErrClosed, nil)
 }
 
 // Result is a CUresult, the status code every driver call returns. As an

@@ -12,6 +12,8 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/gocomms/gocomms/internal/errkind"
 )
 
 // This file is the only one that calls C. Contexts, streams and events
@@ -30,12 +32,11 @@ func sysLoad(name string) error {
 	case 0:
 		return nil
 	case -1:
-		return &detail{msg: fmt.Sprintf("gpu/cuda: cannot load %s: %s (the NVIDIA driver provides it; "+
-			"the CUDA toolkit alone does not)", name, C.GoString(&msg[0])),
-			kind: ErrNoLibrary}
+		return errkind.Of(fmt.Sprintf("gpu/cuda: cannot load %s: %s (the NVIDIA driver provides it; "+
+			"the CUDA toolkit alone does not)", name, C.GoString(&msg[0])), ErrNoLibrary, nil)
 	default:
-		return &detail{msg: fmt.Sprintf("gpu/cuda: %s lacks %s: older than the CUDA 11 driver (R450)",
-			name, C.GoString(&msg[0])), kind: ErrNoLibrary}
+		return errkind.Of(fmt.Sprintf("gpu/cuda: %s lacks %s: older than the CUDA 11 driver (R450)",
+			name, C.GoString(&msg[0])), ErrNoLibrary, nil)
 	}
 }
 

@@ -5,6 +5,8 @@ package cuda
 import (
 	"runtime"
 	"unsafe"
+
+	"github.com/gocomms/gocomms/internal/errkind"
 )
 
 // Without cgo, or off Linux, there is no libcuda to load: Open fails and
@@ -17,7 +19,7 @@ func unavailable() error {
 	if runtime.GOOS != "linux" {
 		why = "this package loads the CUDA driver on Linux only, and this is " + runtime.GOOS
 	}
-	return &detail{msg: "gpu/cuda: CUDA unavailable: " + why, kind: ErrUnavailable}
+	return errkind.Of("gpu/cuda: CUDA unavailable: "+why, ErrUnavailable, nil)
 }
 
 func sysLoad(string) error                                { return unavailable() }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gocomms/gocomms/internal/errkind"
 )
 
 var (
@@ -14,10 +16,10 @@ var (
 	ErrUnavailable = errors.New("rdma/verbs: RDMA verbs unavailable")
 	// ErrNoLibrary reports that libibverbs.so.1 cannot be loaded, or lacks
 	// a function this package needs. It wraps ErrUnavailable.
-	ErrNoLibrary error = &sentinel{"rdma/verbs: libibverbs cannot be loaded", ErrUnavailable}
+	ErrNoLibrary = errkind.Sentinel("rdma/verbs: libibverbs cannot be loaded", ErrUnavailable)
 	// ErrNoDevice reports that libibverbs loaded but lists no RDMA device,
 	// or not the one asked for. It wraps ErrUnavailable.
-	ErrNoDevice error = &sentinel{"rdma/verbs: no RDMA device", ErrUnavailable}
+	ErrNoDevice = errkind.Sentinel("rdma/verbs: no RDMA device", ErrUnavailable)
 
 	// ErrClosed reports a call on an object after its Close, or after the
 	// Close of the Context it belongs to. Package rdma reports its closed
@@ -35,25 +37,6 @@ var (
 	// that the device completed with a status other than success.
 	ErrCompletion = errors.New("rdma/verbs: work request failed")
 )
-
-// sentinel is an error that is itself matched by errors.Is and wraps a
-// broader one.
-type sentinel struct {
-	msg    string
-	parent error
-}
-
-func (e *sentinel) Error() string { return e.msg }
-func (e *sentinel) Unwrap() error { return e.parent }
-
-// detail is an error with its own text that matches a sentinel.
-type detail struct {
-	msg  string
-	kind error
-}
-
-func (e *detail) Error() string { return e.msg }
-func (e *detail) Unwrap() error { return e.kind }
 
 // OpError is the failure of one verbs call: which call, on which device,
 // and why. Err is a syscall.Errno from the library (errors.Is(err,
@@ -100,5 +83,5 @@ func (e *CompletionError) Error() string {
 func (e *CompletionError) Unwrap() error { return ErrCompletion }
 
 func invalid(format string, args ...any) error {
-	return &detail{"rdma/verbs: " + fmt.Sprintf(format, args...), ErrInvalid}
+	return errkind.Of("rdma/verbs: "+fmt.Sprintf(format, args...), ErrInvalid, nil)
 }

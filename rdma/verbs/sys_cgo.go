@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"syscall"
 	"unsafe"
+
+	"github.com/gocomms/gocomms/internal/errkind"
 )
 
 // This file is the only one that calls C. Handles cross into Go as
@@ -36,11 +38,11 @@ func sysLoad(name string) error {
 	case 0:
 		return nil
 	case -1:
-		return &detail{fmt.Sprintf("rdma/verbs: cannot load %s: %s (rdma-core's libibverbs1 "+
-			"or libibverbs package provides it)", name, C.GoString(&msg[0])), ErrNoLibrary}
+		return errkind.Of(fmt.Sprintf("rdma/verbs: cannot load %s: %s (rdma-core's libibverbs1 "+
+			"or libibverbs package provides it)", name, C.GoString(&msg[0])), ErrNoLibrary, nil)
 	default:
-		return &detail{fmt.Sprintf("rdma/verbs: %s lacks %s: older than rdma-core's IBVERBS_1.1 ABI",
-			name, C.GoString(&msg[0])), ErrNoLibrary}
+		return errkind.Of(fmt.Sprintf("rdma/verbs: %s lacks %s: older than rdma-core's IBVERBS_1.1 ABI",
+			name, C.GoString(&msg[0])), ErrNoLibrary, nil)
 	}
 }
 

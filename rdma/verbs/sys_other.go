@@ -5,6 +5,8 @@ package verbs
 import (
 	"runtime"
 	"unsafe"
+
+	"github.com/gocomms/gocomms/internal/errkind"
 )
 
 // Without cgo, or off Linux, there is no libibverbs to load: Open fails
@@ -19,7 +21,7 @@ func unavailable() error {
 	if runtime.GOOS != "linux" {
 		why = "libibverbs is Linux-only, and this is " + runtime.GOOS
 	}
-	return &detail{"rdma/verbs: RDMA verbs unavailable: " + why, ErrUnavailable}
+	return errkind.Of("rdma/verbs: RDMA verbs unavailable: "+why, ErrUnavailable, nil)
 }
 
 func sysLoad(string) error                                 { return unavailable() }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"github.com/gocomms/gocomms/internal/errkind"
 )
 
 // LibraryName is the file Open loads: libibverbs' soname since its 1.0
@@ -71,10 +73,10 @@ func (l *Library) Devices() ([]DeviceInfo, error) {
 }
 
 func noDevice(why string) error {
-	return &detail{"rdma/verbs: libibverbs lists no RDMA device: " + why +
-		"; `ibv_devices` lists what libibverbs sees and /sys/class/infiniband what the kernel " +
-		"found (Soft-RoCE makes one from an Ethernet port: " +
-		"`rdma link add rxe0 type rxe netdev eth0`, needs the rdma_rxe module)", ErrNoDevice}
+	return errkind.Of("rdma/verbs: libibverbs lists no RDMA device: "+why+
+		"; `ibv_devices` lists what libibverbs sees and /sys/class/infiniband what the kernel "+
+		"found (Soft-RoCE makes one from an Ethernet port: "+
+		"`rdma link add rxe0 type rxe netdev eth0`, needs the rdma_rxe module)", ErrNoDevice, nil)
 }
 
 // OpenDevice opens the device called name, or the first one listed when
@@ -94,8 +96,8 @@ func (l *Library) OpenDevice(name string) (*Context, error) {
 		for i, d := range devs {
 			names[i] = d.Name
 		}
-		return nil, &detail{fmt.Sprintf("rdma/verbs: no RDMA device %q; libibverbs lists %s",
-			name, strings.Join(names, ", ")), ErrNoDevice}
+		return nil, errkind.Of(fmt.Sprintf("rdma/verbs: no RDMA device %q; libibverbs lists %s",
+			name, strings.Join(names, ", ")), ErrNoDevice, nil)
 	}
 	h, err := sysOpenDevice(want)
 	if err != nil {
@@ -704,9 +706,7 @@ func (q *QP) Endpoint(port uint8, gidIndex int, psn uint32) (Endpoint, error) {
 		return Endpoint{}, err
 	}
 	if pa.State != PortActive && pa.State != PortActiveDefer {
-		return Endpoint{}, &OpError{Op: "endpoint", Device: c.name, Err: &detail{
-			fmt.Sprintf("port %d is %v, not ACTIVE (`ibv_devinfo` shows ports' states)", port, pa.State),
-			ErrUnavailable}}
+		return Endpoint{}, &OpError{Op: "endpoint", Device: c.name, Err: errkind.Of(fmt.Sprintf("port %d is %v, not ACTIVE (`ibv_devinfo` shows ports' states)", port, pa.State), ErrUnavailable, nil)}
 	}
 	e := Endpoint{QPN: q.qpn, PSN: psn, LID: pa.LID, Port: port, MTU: pa.ActiveMTU,
 		RdAtomic: uint8(max(1, min(c.attr.MaxQPRdAtomic, maxRdAtomic)))}
