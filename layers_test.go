@@ -37,7 +37,7 @@ func TestLayers(t *testing.T) {
 		{"actors", []string{"net", "math/rand"}, nil},
 		{"tensor", []string{module}, nil},
 		{"reduce", []string{module + "/actors", module + "/algorithms"}, nil},
-		{"rdma", []string{"github.com", "golang.org", "pgregory.net"}, []string{module + "/rdma/verbs"}},
+		{"rdma", []string{"github.com", "golang.org", "pgregory.net"}, []string{module + "/rdma/verbs", module + "/internal/errkind"}},
 		{".", []string{module + "/actors", module + "/transport", module + "/store/bootstrap", "github.com/asynkron/protoactor-go"},
 			[]string{module + "/actors", module + "/transport", module + "/store"}},
 		{"backend", []string{module + "/engine", module + "/transport/", module + "/store/", "github.com/asynkron/protoactor-go"}, nil},
