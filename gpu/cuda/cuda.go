@@ -184,6 +184,7 @@ func (d *Device) PrimaryContext() (*Context, error) {
 		hosts:   make(map[*HostMemory]struct{}),
 		streams: make(map[*Stream]struct{}),
 		events:  make(map[*Event]struct{}),
+		modules: make(map[*Module]struct{}),
 	}, nil
 }
 
@@ -205,6 +206,8 @@ type Context struct {
 	hosts   map[*HostMemory]struct{}
 	streams map[*Stream]struct{}
 	events  map[*Event]struct{}
+	modules map[*Module]struct{}
+	kernels map[string]*Function // the reduction kernels, once loaded; in modules too
 }
 
 // Device returns the device whose context this is.
@@ -250,7 +253,8 @@ func (c *Context) lock(op string) error {
 }
 
 // Close waits for the work queued on the context's open streams, destroys
-// them and its open events, frees its memory, and releases the context.
+// them and its open events, unloads its modules, frees its memory, and
+// releases the context.
 // Errors on the way are joined; the context is released regardless. A
 // second Close fails with ErrClosed.
 func (c *Context) Close() error {
@@ -268,6 +272,9 @@ func (c *Context) Close() error {
 	for s := range c.streams {
 		errs = append(errs, sysStreamDestroy(c.h, s.h))
 	}
+	for m := range c.modules {
+		errs = append(errs, sysModuleUnload(c.h, m.h))
+	}
 	for m := range c.mems {
 		errs = append(errs, m.free())
 	}
@@ -280,5 +287,7 @@ func (c *Context) Close() error {
 	clear(c.streams)
 	clear(c.mems)
 	clear(c.hosts)
+	clear(c.modules)
+	c.kernels = nil
 	return errors.Join(errs...)
 }

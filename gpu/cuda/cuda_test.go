@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/tensor"
 )
 
 // These tests run everywhere: with or without cgo, with or without
@@ -156,6 +159,8 @@ func TestZeroValues(t *testing.T) {
 		must(name+" Context CopyDtoH", c.CopyDtoH(make([]byte, 1), nilMem, 0))
 		must(name+" Context CopyDtoD", c.CopyDtoD(nilMem, 0, nilMem, 0, 1))
 		must(name+" Context Memset", c.Memset(nilMem, 0, 1, 0))
+		_, err = c.LoadModule([]byte(".version 7.8"))
+		must(name+" Context LoadModule", err)
 		must(name+" Context Close", c.Close())
 	}
 	for name, s := range map[string]*Stream{"nil": nilS, "zero": {}} {
@@ -166,7 +171,15 @@ func TestZeroValues(t *testing.T) {
 		must(name+" Stream Synchronize", s.Synchronize())
 		_, err = s.Query()
 		must(name+" Stream Query", err)
+		must(name+" Stream Combine", s.Combine(reduce.New(reduce.Sum), tensor.Float32, nilMem, 0, nilMem, 0,
+			nilMem, 0, 1))
+		must(name+" Stream Finish", s.Finish(reduce.New(reduce.Avg), tensor.Float32, nilMem, 0, 1, 2))
 		must(name+" Stream Close", s.Close())
+	}
+	for name, m := range map[string]*Module{"nil": nil, "zero": {}} {
+		_, err = m.Function("gc_sum_f32")
+		must(name+" Module Function", err)
+		must(name+" Module Close", m.Close())
 	}
 	for name, e := range map[string]*Event{"nil": nilE, "zero": {}} {
 		must(name+" Event Record", e.Record(nilS))
@@ -188,7 +201,8 @@ func TestZeroValues(t *testing.T) {
 	if major != 0 || minor != 0 || ccMajor != 0 || ccMinor != 0 || nilDev.Ordinal() != 0 ||
 		nilDev.Name() != "" || nilDev.PCIBusID() != "" || nilDev.TotalMem() != 0 ||
 		(*Context)(nil).Device() != nil || nilMem.Len() != 0 || nilMem.Ptr() != 0 ||
-		nilPin.Len() != 0 || nilPin.Bytes() != nil || (&HostMemory{}).Bytes() != nil {
+		nilPin.Len() != 0 || nilPin.Bytes() != nil || (&HostMemory{}).Bytes() != nil ||
+		(*Function)(nil).Name() != "" {
 		t.Error("accessors of nil objects return non-zero values")
 	}
 }

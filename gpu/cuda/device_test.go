@@ -29,6 +29,11 @@ var deviceTests = []string{
 	"TestDeviceDriverErrors",
 	"TestDeviceCloseContext",
 	"TestDeviceConcurrent",
+	"TestDeviceReduce",
+	"TestDeviceReduceOrder",
+	"TestDeviceReduceMisuse",
+	"TestDeviceReduceConcurrent",
+	"TestDeviceModule",
 }
 
 func testDevices(t *testing.T) []*Device {

@@ -1,7 +1,7 @@
 // Package cuda is a thin, safe layer over the CUDA driver API calls that
 // moving collective data through GPU memory needs: devices, their primary
 // contexts, device and pinned host memory, copies between them, streams,
-// and events.
+// events, and the kernels that reduce on the device.
 //
 // libcuda is loaded at run time (dlopen), as go-nvml loads NVML, so the
 // package builds on every machine, with or without cgo, and links no CUDA
@@ -32,6 +32,10 @@
 //	other.Wait(ev)                        another stream waits for it
 //	ev.Synchronize() / ev.Query() / ev.Elapsed(start)
 //	s.Synchronize() / s.Query()
+//	s.Combine(op, dtype, dst, a, b …)     reduce.Combine on the device, queued
+//	s.Finish(op, dtype, buf, …)           reduce.Finish on the device, queued
+//	mod  := ctx.LoadModule(ptx)           PTX, compiled by the driver's JIT
+//	mod.Function(name)
 //	ctx.Close()                           frees whatever is left, releases the context
 //
 // # Current context
@@ -73,6 +77,15 @@
 // call that fails returns an *Error, which matches its Result:
 // errors.Is(err, cuda.ResultOutOfMemory). Nothing panics.
 //
-// This package must not choose where data lives, launch kernels, start
-// goroutines, log, or retry.
+// # Kernels
+//
+// Stream.Combine and Stream.Finish run the kernels of kernels/reduce.cu,
+// one per operator and dtype, with the semantics of package reduce; the
+// package embeds them as PTX (kernels/reduce.ptx, which go generate
+// writes with nvcc) and loads them into a context on its first reduction,
+// where the driver compiles them for its GPU. They launch nothing else:
+// a Module loaded by the caller gives its functions' handles only.
+//
+// This package must not choose where data lives, start goroutines, log,
+// or retry.
 package cuda

@@ -55,8 +55,12 @@ const (
 	ResultInsufficientDriver Result = 35 // the driver is older than the toolkit
 	ResultNoDevice           Result = 100
 	ResultInvalidDevice      Result = 101
+	ResultInvalidImage       Result = 200 // not code the driver can load
 	ResultInvalidContext     Result = 201
+	ResultInvalidPTX         Result = 218 // the JIT compiler rejected the PTX
+	ResultUnsupportedPTX     Result = 222 // PTX newer than the driver: update the driver
 	ResultInvalidHandle      Result = 400
+	ResultNotFound           Result = 500 // a module has no function of that name
 	ResultNotReady           Result = 600 // queued work has not completed
 	ResultIllegalAddress     Result = 700 // a kernel faulted: the context is unusable
 	ResultUnknown            Result = 999
@@ -70,8 +74,12 @@ var resultNames = map[Result]string{
 	ResultInsufficientDriver: "CUDA_ERROR_INSUFFICIENT_DRIVER",
 	ResultNoDevice:           "CUDA_ERROR_NO_DEVICE",
 	ResultInvalidDevice:      "CUDA_ERROR_INVALID_DEVICE",
+	ResultInvalidImage:       "CUDA_ERROR_INVALID_IMAGE",
 	ResultInvalidContext:     "CUDA_ERROR_INVALID_CONTEXT",
+	ResultInvalidPTX:         "CUDA_ERROR_INVALID_PTX",
+	ResultUnsupportedPTX:     "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
 	ResultInvalidHandle:      "CUDA_ERROR_INVALID_HANDLE",
+	ResultNotFound:           "CUDA_ERROR_NOT_FOUND",
 	ResultNotReady:           "CUDA_ERROR_NOT_READY",
 	ResultIllegalAddress:     "CUDA_ERROR_ILLEGAL_ADDRESS",
 	ResultUnknown:            "CUDA_ERROR_UNKNOWN",

@@ -17,7 +17,8 @@
  * Nothing here keeps a pointer it was given beyond the call, except the
  * asynchronous copies, whose host memory the driver reads or writes until
  * the copy completes; the Go side lets them use only pinned memory that
- * the driver allocated.
+ * the driver allocated. A kernel launch copies its arguments during the
+ * call.
  */
 #ifndef GOCOMMS_GPU_CUDA_GCU_H
 #define GOCOMMS_GPU_CUDA_GCU_H
@@ -38,7 +39,9 @@ enum {
 	GCU_EVENT_DEFAULT = 0,  /* records timing, waits by spinning */
 
 	GCU_NAME_LEN = 256,
-	GCU_PCI_BUS_ID_LEN = 64
+	GCU_PCI_BUS_ID_LEN = 64,
+
+	GCU_MAX_ARGS = 4 /* the most arguments a kernel launched here takes */
 };
 
 typedef int gcu_result;                 /* CUresult */
@@ -47,6 +50,8 @@ typedef unsigned long long gcu_deviceptr; /* CUdeviceptr */
 typedef struct gcu_ctx_st *gcu_context;   /* CUcontext */
 typedef struct gcu_stream_st *gcu_stream; /* CUstream */
 typedef struct gcu_event_st *gcu_event;   /* CUevent */
+typedef struct gcu_mod_st *gcu_module;    /* CUmodule */
+typedef struct gcu_func_st *gcu_function; /* CUfunction */
 
 /*
  * The driver's entry points, found with dlsym by the names cuda.h maps
@@ -89,6 +94,13 @@ struct gcu_fns {
 	gcu_result (*event_query)(gcu_event e);
 	gcu_result (*event_destroy)(gcu_event e);
 	gcu_result (*event_elapsed_time)(float *ms, gcu_event start, gcu_event end);
+	gcu_result (*module_load_data)(gcu_module *m, const void *image);
+	gcu_result (*module_unload)(gcu_module m);
+	gcu_result (*module_get_function)(gcu_function *f, gcu_module m, const char *name);
+	gcu_result (*launch_kernel)(gcu_function f, unsigned int grid_x, unsigned int grid_y,
+				    unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+				    unsigned int block_z, unsigned int shared_bytes, gcu_stream s,
+				    void **params, void **extra);
 };
 
 static struct gcu_fns gcu_fn;
@@ -170,6 +182,10 @@ static int gcu_load(const char *name, char *err, size_t errlen)
 	GCU_BIND(event_query, "cuEventQuery");
 	GCU_BIND(event_destroy, "cuEventDestroy_v2");
 	GCU_BIND(event_elapsed_time, "cuEventElapsedTime");
+	GCU_BIND(module_load_data, "cuModuleLoadData");
+	GCU_BIND(module_unload, "cuModuleUnload");
+	GCU_BIND(module_get_function, "cuModuleGetFunction");
+	GCU_BIND(launch_kernel, "cuLaunchKernel");
 #undef GCU_BIND
 	t.bound = 1;
 	gcu_fn = t;
@@ -384,6 +400,47 @@ static gcu_result gcu_event_elapsed(gcu_context ctx, gcu_event start, gcu_event 
 {
 	GCU_IN(ctx);
 	return gcu_fn.event_elapsed_time(ms, start, end);
+}
+
+/* image is PTX text, NUL-terminated; the driver compiles it for ctx's device. */
+static gcu_result gcu_module_load(gcu_context ctx, const char *image, gcu_module *m)
+{
+	GCU_IN(ctx);
+	return gcu_fn.module_load_data(m, image);
+}
+
+static gcu_result gcu_module_unload(gcu_context ctx, gcu_module m)
+{
+	GCU_IN(ctx);
+	return gcu_fn.module_unload(m);
+}
+
+static gcu_result gcu_module_function(gcu_context ctx, gcu_module m, const char *name, gcu_function *f)
+{
+	GCU_IN(ctx);
+	return gcu_fn.module_get_function(f, m, name);
+}
+
+/*
+ * gcu_launch queues f on s over a one-dimensional grid. Each of its nargs
+ * arguments is one 8-byte slot of args holding the value in its first
+ * bytes, as the kernel's parameter of that size reads it; the driver
+ * copies them during the call.
+ */
+static gcu_result gcu_launch(gcu_context ctx, gcu_function f, unsigned int grid, unsigned int block,
+			     gcu_stream s, const unsigned long long *args, int nargs)
+{
+	unsigned long long v[GCU_MAX_ARGS];
+	void *params[GCU_MAX_ARGS];
+
+	if (nargs < 0 || nargs > GCU_MAX_ARGS)
+		return 1; /* CUDA_ERROR_INVALID_VALUE */
+	for (int i = 0; i < nargs; i++) {
+		v[i] = args[i];
+		params[i] = &v[i];
+	}
+	GCU_IN(ctx);
+	return gcu_fn.launch_kernel(f, grid, 1, 1, block, 1, 1, 0, s, params, NULL);
 }
 
 #undef GCU_IN

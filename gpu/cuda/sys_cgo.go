@@ -220,3 +220,32 @@ func sysEventElapsed(ctx, start, end unsafe.Pointer) (float32, error) {
 		C.gcu_event(end), &ms))
 	return float32(ms), err
 }
+
+// sysModuleLoad copies ptx into C memory with the NUL the driver looks
+// for; the driver compiles it during the call.
+func sysModuleLoad(ctx unsafe.Pointer, ptx []byte) (unsafe.Pointer, error) {
+	img := (*C.char)(C.malloc(C.size_t(len(ptx) + 1)))
+	defer C.free(unsafe.Pointer(img))
+	b := unsafe.Slice((*byte)(unsafe.Pointer(img)), len(ptx)+1)
+	b[copy(b, ptx)] = 0
+	var m C.gcu_module
+	err := check("cuModuleLoadData", C.gcu_module_load(C.gcu_context(ctx), img, &m))
+	return unsafe.Pointer(m), err
+}
+
+func sysModuleUnload(ctx, m unsafe.Pointer) error {
+	return check("cuModuleUnload", C.gcu_module_unload(C.gcu_context(ctx), C.gcu_module(m)))
+}
+
+func sysModuleFunction(ctx, m unsafe.Pointer, name string) (unsafe.Pointer, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var f C.gcu_function
+	err := check("cuModuleGetFunction", C.gcu_module_function(C.gcu_context(ctx), C.gcu_module(m), cname, &f))
+	return unsafe.Pointer(f), err
+}
+
+func sysLaunch(ctx, f unsafe.Pointer, grid, block uint32, s unsafe.Pointer, args []uint64) error {
+	return check("cuLaunchKernel", C.gcu_launch(C.gcu_context(ctx), C.gcu_function(f), C.uint(grid),
+		C.uint(block), C.gcu_stream(s), (*C.ulonglong)(unsafe.Pointer(unsafe.SliceData(args))), C.int(len(args))))
+}

@@ -71,3 +71,12 @@ func sysEventDestroy(unsafe.Pointer, unsafe.Pointer) error       { return unavai
 func sysEventElapsed(unsafe.Pointer, unsafe.Pointer, unsafe.Pointer) (float32, error) {
 	return 0, unavailable()
 }
+
+func sysModuleLoad(unsafe.Pointer, []byte) (unsafe.Pointer, error) { return nil, unavailable() }
+func sysModuleUnload(unsafe.Pointer, unsafe.Pointer) error         { return unavailable() }
+func sysModuleFunction(unsafe.Pointer, unsafe.Pointer, string) (unsafe.Pointer, error) {
+	return nil, unavailable()
+}
+func sysLaunch(unsafe.Pointer, unsafe.Pointer, uint32, uint32, unsafe.Pointer, []uint64) error {
+	return unavailable()
+}

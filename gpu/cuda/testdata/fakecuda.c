@@ -18,9 +18,18 @@
  * cuInit, calls with no current context, unknown or destroyed handles,
  * streams and events of a context other than the current one (the driver
  * lets a stream wait for another context's event), pointers and ranges
- * outside every allocation, timing of events never recorded. Releasing a primary context's last reference
- * while memory, streams or events made in it are live prints
- * "fakecuda: leak" to standard error: the package frees them first.
+ * outside every allocation, timing of events never recorded, kernels
+ * whose arguments do not lie in device memory. Releasing a primary
+ * context's last reference while memory, streams, events or modules made
+ * in it are live prints "fakecuda: leak" to standard error: the package
+ * frees them first.
+ *
+ * Modules are PTX text: cuModuleLoadData finds the names of its .entry
+ * directives, and cuModuleGetFunction finds those that it can run. It
+ * runs the kernels of ../kernels/reduce.cu, which it includes, compiled
+ * here as C: a launch queues the kernel, which runs, when its stream's
+ * work does, as one host thread playing each thread of the grid in turn.
+ * So the tests run the very source the PTX was compiled from.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -41,8 +50,10 @@ enum {
 	CUDA_ERROR_NOT_INITIALIZED = 3,
 	CUDA_ERROR_NO_DEVICE = 100,
 	CUDA_ERROR_INVALID_DEVICE = 101,
+	CUDA_ERROR_INVALID_IMAGE = 200,
 	CUDA_ERROR_INVALID_CONTEXT = 201,
 	CUDA_ERROR_INVALID_HANDLE = 400,
+	CUDA_ERROR_NOT_FOUND = 500,
 	CUDA_ERROR_NOT_READY = 600,
 
 	ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
@@ -53,8 +64,75 @@ enum {
 	EVENT_FLAGS = 1 | 2, /* blocking sync, disable timing */
 
 	MAX_DEVICES = 8,
-	DRIVER_VERSION = 12040
+	DRIVER_VERSION = 12040,
+
+	MAX_BLOCK = 1024 /* threads per block */
 };
+
+/* A queued launch: its arguments, as the kernel's parameters read them. */
+struct fake_launch {
+	const struct fake_kernel *kernel;
+	unsigned int grid, block;
+	uintptr_t ptr[3]; /* dst, a, b; or buf */
+	unsigned long long n;
+	unsigned char scalar[8];
+};
+
+/* A kernel of reduce.cu: nptr pointers to n elements of esize bytes, n,
+ * and, for ssize > 0, a scalar of ssize bytes. */
+struct fake_kernel {
+	const char *name;
+	int nptr;
+	size_t esize, ssize;
+	void (*run)(const struct fake_launch *l);
+	struct fake_kernel *next;
+};
+
+static struct fake_kernel *kernels;
+
+/* What reduce.cu's kernels read as CUDA's built-in variables; they run
+ * with mu held, one at a time. */
+static struct {
+	unsigned int x;
+} blockIdx, blockDim, gridDim, threadIdx;
+
+#define FAKE_KERNEL(name_, nptr_, esize_, ssize_)                               \
+	static struct fake_kernel kernel_##name_ = {                            \
+		.name = #name_, .nptr = nptr_, .esize = esize_, .ssize = ssize_, \
+		.run = run_##name_};                                            \
+	__attribute__((constructor)) static void register_##name_(void)         \
+	{                                                                       \
+		kernel_##name_.next = kernels;                                  \
+		kernels = &kernel_##name_;                                      \
+	}
+
+#define GC_HOST_COMBINE(name, T)                                                \
+	static void run_##name(const struct fake_launch *l)                     \
+	{                                                                       \
+		name((T *)l->ptr[0], (const T *)l->ptr[1], (const T *)l->ptr[2], l->n); \
+	}                                                                       \
+	FAKE_KERNEL(name, 3, sizeof(T), 0)
+
+#define GC_HOST_FINISH(name, T, S)                                              \
+	static void run_##name(const struct fake_launch *l)                     \
+	{                                                                       \
+		S s;                                                            \
+		memcpy(&s, l->scalar, sizeof s);                                \
+		name((T *)l->ptr[0], l->n, s);                                  \
+	}                                                                       \
+	FAKE_KERNEL(name, 1, sizeof(T), sizeof(S))
+
+#include "../kernels/reduce.cu"
+
+/* run_kernel runs every thread of l's grid. */
+static void run_kernel(const struct fake_launch *l)
+{
+	gridDim.x = l->grid;
+	blockDim.x = l->block;
+	for (blockIdx.x = 0; blockIdx.x < l->grid; blockIdx.x++)
+		for (threadIdx.x = 0; threadIdx.x < l->block; threadIdx.x++)
+			l->kernel->run(l);
+}
 
 struct fake_ctx {
 	int device;
@@ -83,7 +161,7 @@ struct fake_event {
 	struct fake_event *next;
 };
 
-enum op_kind { OP_COPY, OP_RECORD, OP_WAIT };
+enum op_kind { OP_COPY, OP_RECORD, OP_WAIT, OP_KERNEL };
 
 struct fake_op {
 	enum op_kind kind;
@@ -94,6 +172,7 @@ struct fake_op {
 	struct fake_event *event;   /* OP_RECORD */
 	struct fake_stream *target; /* OP_WAIT: run target up to upto first */
 	uint64_t upto;
+	struct fake_launch launch; /* OP_KERNEL */
 	struct fake_op *next;
 };
 
@@ -110,12 +189,32 @@ typedef struct fake_ctx *CUcontext;
 typedef struct fake_stream *CUstream;
 typedef struct fake_event *CUevent;
 
+/* Modules and functions, like streams, are only marked dead. */
+struct fake_module {
+	struct fake_ctx *ctx;
+	int live;
+	char **entries; /* the names of its .entry directives */
+	size_t nentries;
+	struct fake_module *next;
+};
+
+struct fake_function {
+	struct fake_module *module;
+	const struct fake_kernel *kernel;
+	struct fake_function *next;
+};
+
+typedef struct fake_module *CUmodule;
+typedef struct fake_function *CUfunction;
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int initialized, ndevices;
 static struct fake_ctx ctxs[MAX_DEVICES];
 static struct fake_alloc *allocs;
 static struct fake_stream *streams;
 static struct fake_event *events;
+static struct fake_module *modules;
+static struct fake_function *functions;
 static __thread struct fake_ctx *current;
 
 #define LOCKED(call)                                                    \
@@ -217,6 +316,9 @@ static void run_one(struct fake_stream *s)
 	case OP_WAIT:
 		run_until(op->target, op->upto);
 		break;
+	case OP_KERNEL:
+		run_kernel(&op->launch);
+		break;
 	}
 	s->done = op->seq;
 	free(op);
@@ -284,8 +386,10 @@ static const struct {
 	{CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
 	{CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
 	{CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
 	{CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
 	{CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+	{CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
 	{CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
 };
 
@@ -428,7 +532,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) { LOCKED(primary
 /* reap frees what ctx still holds as its last reference goes, and says so. */
 static void reap(struct fake_ctx *ctx)
 {
-	int nalloc = 0, nstream = 0, nevent = 0;
+	int nalloc = 0, nstream = 0, nevent = 0, nmodule = 0;
 
 	for (struct fake_stream *s = streams; s; s = s->next)
 		if (s->ctx == ctx && s->live) {
@@ -441,6 +545,11 @@ static void reap(struct fake_ctx *ctx)
 			e->live = 0;
 			nevent++;
 		}
+	for (struct fake_module *m = modules; m; m = m->next)
+		if (m->ctx == ctx && m->live) {
+			m->live = 0;
+			nmodule++;
+		}
 	for (struct fake_alloc **p = &allocs; *p;) {
 		struct fake_alloc *a = *p;
 		if (a->ctx != ctx) {
@@ -452,9 +561,10 @@ static void reap(struct fake_ctx *ctx)
 		free(a);
 		nalloc++;
 	}
-	if (nalloc || nstream || nevent)
+	if (nalloc || nstream || nevent || nmodule)
 		fprintf(stderr, "fakecuda: leak: device %d's primary context released with %d allocations, "
-			"%d streams and %d events live\n", ctx->device, nalloc, nstream, nevent);
+			"%d streams, %d events and %d modules live\n", ctx->device, nalloc, nstream, nevent,
+			nmodule);
 }
 
 static CUresult primary_release(CUdevice dev)
@@ -796,3 +906,157 @@ static CUresult event_elapsed(float *ms, CUevent start, CUevent end)
 }
 
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) { LOCKED(event_elapsed(ms, start, end)); }
+
+/* Modules and kernels. */
+
+static CUresult module_of_current(struct fake_module *m)
+{
+	for (struct fake_module *t = modules; t; t = t->next)
+		if (t == m && t->live)
+			return t->ctx == current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	return CUDA_ERROR_INVALID_HANDLE;
+}
+
+static void free_module(struct fake_module *m)
+{
+	for (size_t i = 0; i < m->nentries; i++)
+		free(m->entries[i]);
+	free(m->entries);
+	free(m);
+}
+
+/* module_load reads the names of the .entry directives of PTX text. */
+static CUresult module_load(CUmodule *out, const void *image)
+{
+	const char *ptx = image, *p;
+	struct fake_module *m;
+
+	TRY(in());
+	if (!out || !ptx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!strstr(ptx, ".version") || !strstr(ptx, ".target"))
+		return CUDA_ERROR_INVALID_IMAGE;
+	m = calloc(1, sizeof *m);
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (p = strstr(ptx, ".entry"); p; p = strstr(p, ".entry")) {
+		size_t len;
+		char **grown;
+
+		p += strlen(".entry");
+		p += strspn(p, " \t\r\n");
+		len = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$");
+		grown = realloc(m->entries, (m->nentries + 1) * sizeof *grown);
+		if (!grown || !(grown[m->nentries] = strndup(p, len))) {
+			m->entries = grown ? grown : m->entries;
+			free_module(m);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		m->entries = grown;
+		m->nentries++;
+	}
+	m->ctx = current;
+	m->live = 1;
+	m->next = modules;
+	modules = m;
+	*out = m;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadData(CUmodule *m, const void *image) { LOCKED(module_load(m, image)); }
+
+static CUresult module_unload(CUmodule m)
+{
+	TRY(in());
+	TRY(module_of_current(m));
+	legacy(current); /* its kernels may be queued */
+	m->live = 0;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(CUmodule m) { LOCKED(module_unload(m)); }
+
+static CUresult module_function(CUfunction *out, CUmodule m, const char *name)
+{
+	const struct fake_kernel *k;
+	struct fake_function *f;
+	size_t i;
+
+	TRY(in());
+	if (!out || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	TRY(module_of_current(m));
+	for (i = 0; i < m->nentries && strcmp(m->entries[i], name) != 0; i++)
+		;
+	for (k = kernels; k && strcmp(k->name, name) != 0; k = k->next)
+		;
+	if (i == m->nentries || !k)
+		return CUDA_ERROR_NOT_FOUND;
+	f = calloc(1, sizeof *f);
+	if (!f)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	f->module = m;
+	f->kernel = k;
+	f->next = functions;
+	functions = f;
+	*out = f;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) { LOCKED(module_function(f, m, name)); }
+
+static CUresult function_of_current(struct fake_function *f)
+{
+	for (struct fake_function *t = functions; t; t = t->next)
+		if (t == f)
+			return module_of_current(f->module);
+	return CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+		       unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params,
+		       void **extra)
+{
+	struct fake_op op = {.kind = OP_KERNEL};
+	struct fake_launch *l = &op.launch;
+	const struct fake_kernel *k;
+	int i = 0;
+
+	TRY(in());
+	TRY(function_of_current(f));
+	if (s)
+		TRY(stream_of_current(s));
+	k = f->kernel;
+	/* The kernels use one dimension only, and no shared memory. */
+	if (gx == 0 || bx == 0 || bx > MAX_BLOCK || gy != 1 || gz != 1 || by != 1 || bz != 1 || shared ||
+	    !params || extra)
+		return CUDA_ERROR_INVALID_VALUE;
+	l->kernel = k;
+	l->grid = gx;
+	l->block = bx;
+	for (; i < k->nptr; i++) {
+		CUdeviceptr p;
+		memcpy(&p, params[i], sizeof p);
+		l->ptr[i] = (uintptr_t)p;
+	}
+	memcpy(&l->n, params[i++], sizeof l->n);
+	if (k->ssize)
+		memcpy(l->scalar, params[i], k->ssize);
+	if (l->n > SIZE_MAX / k->esize)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (i = 0; i < k->nptr; i++)
+		TRY(device_range(l->ptr[i], l->n * k->esize));
+	if (!s) {
+		legacy(current);
+		run_kernel(l);
+		return CUDA_SUCCESS;
+	}
+	return enqueue(s, &op);
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+			unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params,
+			void **extra)
+{
+	LOCKED(launch(f, gx, gy, gz, bx, by, bz, shared, s, params, extra));
+}
