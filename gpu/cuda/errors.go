@@ -63,6 +63,8 @@ const (
 	ResultNotFound           Result = 500 // a module has no function of that name
 	ResultNotReady           Result = 600 // queued work has not completed
 	ResultIllegalAddress     Result = 700 // a kernel faulted: the context is unusable
+	ResultLaunchTimeout      Result = 702 // the device's watchdog stopped the stream's work
+	ResultNotSupported       Result = 801 // the driver or device cannot do it
 	ResultUnknown            Result = 999
 )
 
@@ -82,6 +84,8 @@ var resultNames = map[Result]string{
 	ResultNotFound:           "CUDA_ERROR_NOT_FOUND",
 	ResultNotReady:           "CUDA_ERROR_NOT_READY",
 	ResultIllegalAddress:     "CUDA_ERROR_ILLEGAL_ADDRESS",
+	ResultLaunchTimeout:      "CUDA_ERROR_LAUNCH_TIMEOUT",
+	ResultNotSupported:       "CUDA_ERROR_NOT_SUPPORTED",
 	ResultUnknown:            "CUDA_ERROR_UNKNOWN",
 }
 

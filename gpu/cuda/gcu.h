@@ -18,6 +18,7 @@
  * asynchronous copies, whose host memory the driver reads or writes until
  * the copy completes; the Go side lets them use only pinned memory that
  * the driver allocated. A kernel launch copies its arguments during the
+ * call. IPC handles cross as pointers to their 64 bytes, copied during the
  * call.
  */
 #ifndef GOCOMMS_GPU_CUDA_GCU_H
@@ -30,13 +31,21 @@
 /* Values of cuda.h's enums that the helpers and the Go side use. */
 enum {
 	GCU_SUCCESS = 0,
-	GCU_ERROR_NOT_READY = 600, /* CUDA_ERROR_NOT_READY: work still queued */
+	GCU_ERROR_INVALID_VALUE = 1,
+	GCU_ERROR_NOT_READY = 600,     /* CUDA_ERROR_NOT_READY: work still queued */
+	GCU_ERROR_NOT_SUPPORTED = 801, /* CUDA_ERROR_NOT_SUPPORTED */
 
 	GCU_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
 	GCU_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 
 	GCU_STREAM_DEFAULT = 0, /* synchronizes with the legacy default stream */
 	GCU_EVENT_DEFAULT = 0,  /* records timing, waits by spinning */
+	GCU_EVENT_DISABLE_TIMING = 2,
+	GCU_EVENT_INTERPROCESS = 4, /* needs GCU_EVENT_DISABLE_TIMING */
+
+	GCU_IPC_HANDLE_SIZE = 64,                /* CU_IPC_HANDLE_SIZE */
+	GCU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1, /* the only flag cuIpcOpenMemHandle takes */
+	GCU_STREAM_WRITE_VALUE_DEFAULT = 0,      /* writes before it are visible first */
 
 	GCU_NAME_LEN = 256,
 	GCU_PCI_BUS_ID_LEN = 64,
@@ -52,6 +61,14 @@ typedef struct gcu_stream_st *gcu_stream; /* CUstream */
 typedef struct gcu_event_st *gcu_event;   /* CUevent */
 typedef struct gcu_mod_st *gcu_module;    /* CUmodule */
 typedef struct gcu_func_st *gcu_function; /* CUfunction */
+
+/* CUipcMemHandle and CUipcEventHandle: opaque bytes, passed by value. */
+typedef struct {
+	char reserved[GCU_IPC_HANDLE_SIZE];
+} gcu_ipc_mem_handle;
+typedef struct {
+	char reserved[GCU_IPC_HANDLE_SIZE];
+} gcu_ipc_event_handle;
 
 /*
  * The driver's entry points, found with dlsym by the names cuda.h maps
@@ -101,6 +118,21 @@ struct gcu_fns {
 				    unsigned int grid_z, unsigned int block_x, unsigned int block_y,
 				    unsigned int block_z, unsigned int shared_bytes, gcu_stream s,
 				    void **params, void **extra);
+	gcu_result (*mem_get_address_range)(gcu_deviceptr *base, size_t *size, gcu_deviceptr ptr);
+	gcu_result (*ipc_get_mem_handle)(gcu_ipc_mem_handle *h, gcu_deviceptr ptr);
+	gcu_result (*ipc_open_mem_handle)(gcu_deviceptr *ptr, gcu_ipc_mem_handle h, unsigned int flags);
+	gcu_result (*ipc_close_mem_handle)(gcu_deviceptr ptr);
+	gcu_result (*ipc_get_event_handle)(gcu_ipc_event_handle *h, gcu_event e);
+	gcu_result (*ipc_open_event_handle)(gcu_event *e, gcu_ipc_event_handle h);
+	/* Optional: the _v2 stream memory operations came with CUDA 11.7. */
+	gcu_result (*stream_write_value32)(gcu_stream s, gcu_deviceptr addr, unsigned int value,
+					   unsigned int flags);
+	gcu_result (*stream_write_value64)(gcu_stream s, gcu_deviceptr addr, unsigned long long value,
+					   unsigned int flags);
+	gcu_result (*stream_wait_value32)(gcu_stream s, gcu_deviceptr addr, unsigned int value,
+					  unsigned int flags);
+	gcu_result (*stream_wait_value64)(gcu_stream s, gcu_deviceptr addr, unsigned long long value,
+					  unsigned int flags);
 };
 
 static struct gcu_fns gcu_fn;
@@ -186,7 +218,17 @@ static int gcu_load(const char *name, char *err, size_t errlen)
 	GCU_BIND(module_unload, "cuModuleUnload");
 	GCU_BIND(module_get_function, "cuModuleGetFunction");
 	GCU_BIND(launch_kernel, "cuLaunchKernel");
+	GCU_BIND(mem_get_address_range, "cuMemGetAddressRange_v2");
+	GCU_BIND(ipc_get_mem_handle, "cuIpcGetMemHandle");
+	GCU_BIND(ipc_open_mem_handle, "cuIpcOpenMemHandle_v2");
+	GCU_BIND(ipc_close_mem_handle, "cuIpcCloseMemHandle");
+	GCU_BIND(ipc_get_event_handle, "cuIpcGetEventHandle");
+	GCU_BIND(ipc_open_event_handle, "cuIpcOpenEventHandle");
 #undef GCU_BIND
+	*(void **)(&t.stream_write_value32) = dlsym(h, "cuStreamWriteValue32_v2");
+	*(void **)(&t.stream_write_value64) = dlsym(h, "cuStreamWriteValue64_v2");
+	*(void **)(&t.stream_wait_value32) = dlsym(h, "cuStreamWaitValue32_v2");
+	*(void **)(&t.stream_wait_value64) = dlsym(h, "cuStreamWaitValue64_v2");
 	t.bound = 1;
 	gcu_fn = t;
 	return 0;
@@ -366,10 +408,12 @@ static gcu_result gcu_stream_wait_event(gcu_context ctx, gcu_stream s, gcu_event
 	return gcu_fn.stream_wait_event(s, e, 0);
 }
 
-static gcu_result gcu_event_create(gcu_context ctx, gcu_event *e)
+/* ipc asks for an event that other processes can open: one without timing. */
+static gcu_result gcu_event_create(gcu_context ctx, int ipc, gcu_event *e)
 {
 	GCU_IN(ctx);
-	return gcu_fn.event_create(e, GCU_EVENT_DEFAULT);
+	return gcu_fn.event_create(e, ipc ? GCU_EVENT_DISABLE_TIMING | GCU_EVENT_INTERPROCESS
+					  : GCU_EVENT_DEFAULT);
 }
 
 static gcu_result gcu_event_record(gcu_context ctx, gcu_event e, gcu_stream s)
@@ -441,6 +485,93 @@ static gcu_result gcu_launch(gcu_context ctx, gcu_function f, unsigned int grid,
 	}
 	GCU_IN(ctx);
 	return gcu_fn.launch_kernel(f, grid, 1, 1, block, 1, 1, 0, s, params, NULL);
+}
+
+/* Interprocess memory and events. A handle is 64 bytes at h. */
+
+static gcu_result gcu_mem_get_address_range(gcu_context ctx, gcu_deviceptr ptr, gcu_deviceptr *base,
+					    size_t *size)
+{
+	GCU_IN(ctx);
+	return gcu_fn.mem_get_address_range(base, size, ptr);
+}
+
+static gcu_result gcu_ipc_get_mem_handle(gcu_context ctx, gcu_deviceptr ptr, void *h)
+{
+	gcu_ipc_mem_handle v;
+	gcu_result rc;
+
+	GCU_IN(ctx);
+	rc = gcu_fn.ipc_get_mem_handle(&v, ptr);
+	memcpy(h, &v, sizeof v);
+	return rc;
+}
+
+static gcu_result gcu_ipc_open_mem_handle(gcu_context ctx, const void *h, gcu_deviceptr *ptr)
+{
+	gcu_ipc_mem_handle v;
+
+	memcpy(&v, h, sizeof v);
+	GCU_IN(ctx);
+	return gcu_fn.ipc_open_mem_handle(ptr, v, GCU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+}
+
+static gcu_result gcu_ipc_close_mem_handle(gcu_context ctx, gcu_deviceptr ptr)
+{
+	GCU_IN(ctx);
+	return gcu_fn.ipc_close_mem_handle(ptr);
+}
+
+static gcu_result gcu_ipc_get_event_handle(gcu_context ctx, gcu_event e, void *h)
+{
+	gcu_ipc_event_handle v;
+	gcu_result rc;
+
+	GCU_IN(ctx);
+	rc = gcu_fn.ipc_get_event_handle(&v, e);
+	memcpy(h, &v, sizeof v);
+	return rc;
+}
+
+static gcu_result gcu_ipc_open_event_handle(gcu_context ctx, const void *h, gcu_event *e)
+{
+	gcu_ipc_event_handle v;
+
+	memcpy(&v, h, sizeof v);
+	GCU_IN(ctx);
+	return gcu_fn.ipc_open_event_handle(e, v);
+}
+
+/*
+ * Stream memory operations, on a 4- or 8-byte word (width) of device
+ * memory. flags is a CU_STREAM_WAIT_VALUE_* for a wait. A driver without
+ * the _v2 entry points answers CUDA_ERROR_NOT_SUPPORTED, as one whose
+ * device cannot run them does.
+ */
+static gcu_result gcu_stream_write_value(gcu_context ctx, gcu_stream s, gcu_deviceptr addr,
+					 unsigned long long value, int width)
+{
+	GCU_IN(ctx);
+	if (width == 4)
+		return gcu_fn.stream_write_value32 ? gcu_fn.stream_write_value32(s, addr, (unsigned int)value,
+					GCU_STREAM_WRITE_VALUE_DEFAULT) : GCU_ERROR_NOT_SUPPORTED;
+	if (width == 8)
+		return gcu_fn.stream_write_value64 ? gcu_fn.stream_write_value64(s, addr, value,
+					GCU_STREAM_WRITE_VALUE_DEFAULT) : GCU_ERROR_NOT_SUPPORTED;
+	return GCU_ERROR_INVALID_VALUE;
+}
+
+static gcu_result gcu_stream_wait_value(gcu_context ctx, gcu_stream s, gcu_deviceptr addr,
+					unsigned long long value, int width, unsigned int flags)
+{
+	GCU_IN(ctx);
+	if (width == 4)
+		return gcu_fn.stream_wait_value32 ? gcu_fn.stream_wait_value32(s, addr, (unsigned int)value,
+					flags) : GCU_ERROR_NOT_SUPPORTED;
+	if (width == 8)
+		return gcu_fn.stream_wait_value64 ? gcu_fn.stream_wait_value64(s, addr, value, flags)
+						  : GCU_ERROR_NOT_SUPPORTED;
+	return GCU_ERROR_INVALID_VALUE;
 }
 
 #undef GCU_IN

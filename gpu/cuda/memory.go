@@ -2,12 +2,14 @@ package cuda
 
 import "unsafe"
 
-// DeviceMemory is memory on a context's device (cuMemAlloc). Copies name
-// a range of it by offset and length.
+// DeviceMemory is memory on a context's device (cuMemAlloc), or another
+// process's device memory mapped into this one (Context.OpenIPC). Copies
+// name a range of it by offset and length.
 type DeviceMemory struct {
-	ctx  *Context
-	ptr  uint64 // CUdeviceptr; 0 for an empty allocation, which the driver never sees
-	size int
+	ctx    *Context
+	ptr    uint64 // CUdeviceptr; 0 for an empty allocation, which the driver never sees
+	size   int
+	opened bool // mapped by OpenIPC: unmapped, not freed
 }
 
 // Alloc allocates n bytes of device memory. The memory is not cleared. An
@@ -50,7 +52,9 @@ func (m *DeviceMemory) Ptr() uint64 {
 	return m.ptr
 }
 
-// Close frees the memory. A second Close fails with ErrClosed.
+// Close frees the memory, or unmaps memory that OpenIPC mapped, which
+// stays allocated in the process that exported it. A second Close fails
+// with ErrClosed.
 func (m *DeviceMemory) Close() error {
 	const op = "DeviceMemory.Close"
 	if m == nil || m.ctx == nil {
@@ -70,8 +74,11 @@ func (m *DeviceMemory) Close() error {
 
 // free returns m to the driver, c.mu held for writing.
 func (m *DeviceMemory) free() error {
-	if m.size == 0 {
+	switch {
+	case m.size == 0:
 		return nil
+	case m.opened:
+		return sysIpcCloseMemHandle(m.ctx.h, m.ptr)
 	}
 	return sysMemFree(m.ctx.h, m.ptr)
 }

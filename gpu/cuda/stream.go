@@ -177,23 +177,28 @@ func (s *Stream) Close() error {
 
 // Event marks a point in a stream's work (cuEventCreate): Record places
 // it, and Synchronize, Query, Stream.Wait and Elapsed refer to the latest
-// place. Events record timing.
+// place. Events made by NewEvent record timing; those made by NewIPCEvent
+// or OpenIPCEvent do not, and their latest place is that of the latest
+// Record in any process.
 type Event struct {
 	ctx *Context
 	h   unsafe.Pointer // CUevent
+	ipc bool           // interprocess, without timing
 }
 
 // NewEvent creates an event.
-func (c *Context) NewEvent() (*Event, error) {
-	if err := c.lock("Context.NewEvent"); err != nil {
+func (c *Context) NewEvent() (*Event, error) { return c.newEvent("Context.NewEvent", false) }
+
+func (c *Context) newEvent(op string, ipc bool) (*Event, error) {
+	if err := c.lock(op); err != nil {
 		return nil, err
 	}
 	defer c.mu.Unlock()
-	h, err := sysEventCreate(c.h)
+	h, err := sysEventCreate(c.h, ipc)
 	if err != nil {
 		return nil, err
 	}
-	e := &Event{ctx: c, h: h}
+	e := &Event{ctx: c, h: h, ipc: ipc}
 	c.events[e] = struct{}{}
 	return e, nil
 }
@@ -268,7 +273,8 @@ func (e *Event) Query() (bool, error) {
 // Elapsed returns the device time from start's latest Record to e's, with
 // a resolution of about half a microsecond. Both must have been recorded
 // and reached: the driver's error otherwise matches ResultInvalidHandle
-// (never recorded) or ResultNotReady (not reached yet).
+// (never recorded) or ResultNotReady (not reached yet). Interprocess
+// events have no timing: ErrInvalid.
 func (e *Event) Elapsed(start *Event) (time.Duration, error) {
 	const op = "Event.Elapsed"
 	c, err := e.rlock(op)
@@ -278,6 +284,9 @@ func (e *Event) Elapsed(start *Event) (time.Duration, error) {
 	defer c.mu.RUnlock()
 	if err := c.checkEvent(op, start); err != nil {
 		return 0, err
+	}
+	if e.ipc || start.ipc {
+		return 0, invalid(op, "interprocess events record no timing")
 	}
 	ms, err := sysEventElapsed(c.h, start.h, e.h)
 	if err != nil {

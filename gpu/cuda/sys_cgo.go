@@ -192,9 +192,13 @@ func sysStreamWaitEvent(ctx, s, e unsafe.Pointer) error {
 		C.gcu_event(e)))
 }
 
-func sysEventCreate(ctx unsafe.Pointer) (unsafe.Pointer, error) {
+func sysEventCreate(ctx unsafe.Pointer, ipc bool) (unsafe.Pointer, error) {
 	var e C.gcu_event
-	err := check("cuEventCreate", C.gcu_event_create(C.gcu_context(ctx), &e))
+	flag := C.int(0)
+	if ipc {
+		flag = 1
+	}
+	err := check("cuEventCreate", C.gcu_event_create(C.gcu_context(ctx), flag, &e))
 	return unsafe.Pointer(e), err
 }
 
@@ -248,4 +252,58 @@ func sysModuleFunction(ctx, m unsafe.Pointer, name string) (unsafe.Pointer, erro
 func sysLaunch(ctx, f unsafe.Pointer, grid, block uint32, s unsafe.Pointer, args []uint64) error {
 	return check("cuLaunchKernel", C.gcu_launch(C.gcu_context(ctx), C.gcu_function(f), C.uint(grid),
 		C.uint(block), C.gcu_stream(s), (*C.ulonglong)(unsafe.Pointer(unsafe.SliceData(args))), C.int(len(args))))
+}
+
+func sysMemAddressRange(ctx unsafe.Pointer, p uint64) (base uint64, size int, err error) {
+	var b C.gcu_deviceptr
+	var n C.size_t
+	err = check("cuMemGetAddressRange_v2", C.gcu_mem_get_address_range(C.gcu_context(ctx),
+		C.gcu_deviceptr(p), &b, &n))
+	return uint64(b), int(n), err
+}
+
+// The IPC calls take and fill a Go array: C copies it during the call.
+
+func sysIpcGetMemHandle(ctx unsafe.Pointer, p uint64, h *[ipcHandleSize]byte) error {
+	return check("cuIpcGetMemHandle", C.gcu_ipc_get_mem_handle(C.gcu_context(ctx), C.gcu_deviceptr(p),
+		unsafe.Pointer(h)))
+}
+
+func sysIpcOpenMemHandle(ctx unsafe.Pointer, h *[ipcHandleSize]byte) (uint64, error) {
+	var p C.gcu_deviceptr
+	err := check("cuIpcOpenMemHandle_v2", C.gcu_ipc_open_mem_handle(C.gcu_context(ctx), unsafe.Pointer(h), &p))
+	return uint64(p), err
+}
+
+func sysIpcCloseMemHandle(ctx unsafe.Pointer, p uint64) error {
+	return check("cuIpcCloseMemHandle", C.gcu_ipc_close_mem_handle(C.gcu_context(ctx), C.gcu_deviceptr(p)))
+}
+
+func sysIpcGetEventHandle(ctx, e unsafe.Pointer, h *[ipcHandleSize]byte) error {
+	return check("cuIpcGetEventHandle", C.gcu_ipc_get_event_handle(C.gcu_context(ctx), C.gcu_event(e),
+		unsafe.Pointer(h)))
+}
+
+func sysIpcOpenEventHandle(ctx unsafe.Pointer, h *[ipcHandleSize]byte) (unsafe.Pointer, error) {
+	var e C.gcu_event
+	err := check("cuIpcOpenEventHandle", C.gcu_ipc_open_event_handle(C.gcu_context(ctx), unsafe.Pointer(h), &e))
+	return unsafe.Pointer(e), err
+}
+
+func sysStreamWriteValue(ctx, s unsafe.Pointer, addr, v uint64, width int) error {
+	op := "cuStreamWriteValue32_v2"
+	if width == 8 {
+		op = "cuStreamWriteValue64_v2"
+	}
+	return check(op, C.gcu_stream_write_value(C.gcu_context(ctx), C.gcu_stream(s), C.gcu_deviceptr(addr),
+		C.ulonglong(v), C.int(width)))
+}
+
+func sysStreamWaitValue(ctx, s unsafe.Pointer, addr, v uint64, width int, cond WaitCond) error {
+	op := "cuStreamWaitValue32_v2"
+	if width == 8 {
+		op = "cuStreamWaitValue64_v2"
+	}
+	return check(op, C.gcu_stream_wait_value(C.gcu_context(ctx), C.gcu_stream(s), C.gcu_deviceptr(addr),
+		C.ulonglong(v), C.int(width), C.uint(cond)))
 }

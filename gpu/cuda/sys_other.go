@@ -61,7 +61,7 @@ func sysStreamQuery(unsafe.Pointer, unsafe.Pointer) (bool, error) { return false
 func sysStreamWaitEvent(unsafe.Pointer, unsafe.Pointer, unsafe.Pointer) error {
 	return unavailable()
 }
-func sysEventCreate(unsafe.Pointer) (unsafe.Pointer, error) { return nil, unavailable() }
+func sysEventCreate(unsafe.Pointer, bool) (unsafe.Pointer, error) { return nil, unavailable() }
 func sysEventRecord(unsafe.Pointer, unsafe.Pointer, unsafe.Pointer) error {
 	return unavailable()
 }
@@ -78,5 +78,26 @@ func sysModuleFunction(unsafe.Pointer, unsafe.Pointer, string) (unsafe.Pointer, 
 	return nil, unavailable()
 }
 func sysLaunch(unsafe.Pointer, unsafe.Pointer, uint32, uint32, unsafe.Pointer, []uint64) error {
+	return unavailable()
+}
+
+func sysMemAddressRange(unsafe.Pointer, uint64) (uint64, int, error) { return 0, 0, unavailable() }
+func sysIpcGetMemHandle(unsafe.Pointer, uint64, *[ipcHandleSize]byte) error {
+	return unavailable()
+}
+func sysIpcOpenMemHandle(unsafe.Pointer, *[ipcHandleSize]byte) (uint64, error) {
+	return 0, unavailable()
+}
+func sysIpcCloseMemHandle(unsafe.Pointer, uint64) error { return unavailable() }
+func sysIpcGetEventHandle(unsafe.Pointer, unsafe.Pointer, *[ipcHandleSize]byte) error {
+	return unavailable()
+}
+func sysIpcOpenEventHandle(unsafe.Pointer, *[ipcHandleSize]byte) (unsafe.Pointer, error) {
+	return nil, unavailable()
+}
+func sysStreamWriteValue(unsafe.Pointer, unsafe.Pointer, uint64, uint64, int) error {
+	return unavailable()
+}
+func sysStreamWaitValue(unsafe.Pointer, unsafe.Pointer, uint64, uint64, int, WaitCond) error {
 	return unavailable()
 }

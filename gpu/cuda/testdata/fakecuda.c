@@ -6,13 +6,30 @@
  * sets the number of devices: 2 by default, at most 8; with 0, cuInit
  * fails as the real driver's does on a machine without a GPU.
  *
- * Device memory is malloc'd, and its CUdeviceptr is its address. A
- * stream's work runs lazily, in order: it waits in the stream's queue
+ * Device memory is a memfd mapped MAP_SHARED, and its CUdeviceptr is its
+ * address; pinned host memory is malloc'd. An IPC memory handle carries
+ * (magic, pid, fd, size, offset): cuIpcOpenMemHandle_v2 in another
+ * process opens /proc/<pid>/fd/<fd> and maps it, so both processes see
+ * the same bytes, and refuses a handle of its own process with
+ * CUDA_ERROR_INVALID_CONTEXT, as the driver does. An interprocess event
+ * (CU_EVENT_INTERPROCESS) is a pair of counters in a memfd mapping, opened
+ * the same way: each record, in any process, takes the next number from
+ * one, and running it raises the other to it; a wait is for the number
+ * taken by the latest record when it is queued.
+ *
+ * A stream's work runs lazily, in order: it waits in the stream's queue
  * until something must see it (a synchronize, a wait for an event
  * recorded after it, an operation on the legacy default stream, a free),
  * and a query that finds work pending runs one item and answers
  * CUDA_ERROR_NOT_READY. A caller that reads the results of asynchronous
  * work before waiting for them reads stale bytes, as it would on a GPU.
+ * So work that another process waits for runs only when its own process
+ * waits for it. A wait for a value in memory (cuStreamWaitValue*), or for
+ * an interprocess event recorded in another process, polls the memory
+ * while the mutex below is held, for GOCOMMS_FAKECUDA_WAIT_MS (10000 by
+ * default); a wait that does not end by then is dropped, and the
+ * stream's next synchronize or query fails with CUDA_ERROR_LAUNCH_TIMEOUT,
+ * where a GPU would stall for ever.
  *
  * It refuses what the driver refuses, and a little more: calls before
  * cuInit, calls with no current context, unknown or destroyed handles,
@@ -32,12 +49,16 @@
  * So the tests run the very source the PTX was compiled from.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -55,13 +76,27 @@ enum {
 	CUDA_ERROR_INVALID_HANDLE = 400,
 	CUDA_ERROR_NOT_FOUND = 500,
 	CUDA_ERROR_NOT_READY = 600,
+	CUDA_ERROR_LAUNCH_TIMEOUT = 702,
 
 	ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
 	ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 
 	STREAM_NON_BLOCKING = 1,
 	EVENT_DISABLE_TIMING = 2,
-	EVENT_FLAGS = 1 | 2, /* blocking sync, disable timing */
+	EVENT_INTERPROCESS = 4,
+	EVENT_FLAGS = 1 | 2 | 4, /* blocking sync, disable timing, interprocess */
+
+	IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
+	IPC_HANDLE_SIZE = 64,
+	IPC_MEM_MAGIC = 0x6d637066,   /* "fpcm" */
+	IPC_EVENT_MAGIC = 0x65637066, /* "fpce" */
+
+	STREAM_WRITE_VALUE_NO_MEMORY_BARRIER = 1,
+	STREAM_WAIT_VALUE_GEQ = 0,
+	STREAM_WAIT_VALUE_EQ = 1,
+	STREAM_WAIT_VALUE_AND = 2,
+	STREAM_WAIT_VALUE_NOR = 3,
+	STREAM_WAIT_VALUE_FLUSH = 1 << 30,
 
 	MAX_DEVICES = 8,
 	DRIVER_VERSION = 12040,
@@ -139,12 +174,34 @@ struct fake_ctx {
 	int refs; /* live while positive */
 };
 
+/* Device memory is shared, so that IPC can map it into another process. */
+enum alloc_kind { ALLOC_HOST, ALLOC_DEVICE, ALLOC_IPC };
+
 struct fake_alloc {
 	struct fake_ctx *ctx;
 	char *base;
 	size_t size;
-	int host;
+	enum alloc_kind kind;
+	int fd; /* ALLOC_DEVICE: the memfd that an IPC handle names */
 	struct fake_alloc *next;
+};
+
+/* The handles' 64 bytes. */
+typedef struct {
+	char reserved[IPC_HANDLE_SIZE];
+} CUipcMemHandle, CUipcEventHandle;
+
+struct fake_ipc {
+	uint32_t magic;
+	int32_t pid, fd;
+	uint32_t pad;
+	uint64_t size, offset;
+};
+
+/* What an interprocess event shares: the number of the latest record
+ * queued in any process, and the highest number run. */
+struct fake_shared_event {
+	uint64_t recorded, reached;
 };
 
 struct fake_stream;
@@ -158,10 +215,13 @@ struct fake_event {
 	struct fake_stream *stream; /* of the latest record; NULL: the legacy stream */
 	uint64_t seq;               /* the latest record's place in stream */
 	double ms;                  /* when the device reached it */
+	struct fake_shared_event *shared; /* interprocess; never unmapped, as queued work may use it */
+	int fd;                           /* of shared's memfd, for handles; -1 once destroyed */
+	uint64_t number;                  /* the shared number of this process's latest record */
 	struct fake_event *next;
 };
 
-enum op_kind { OP_COPY, OP_RECORD, OP_WAIT, OP_KERNEL };
+enum op_kind { OP_COPY, OP_RECORD, OP_WAIT, OP_KERNEL, OP_WRITE_VALUE, OP_WAIT_VALUE };
 
 struct fake_op {
 	enum op_kind kind;
@@ -172,6 +232,11 @@ struct fake_op {
 	struct fake_event *event;   /* OP_RECORD */
 	struct fake_stream *target; /* OP_WAIT: run target up to upto first */
 	uint64_t upto;
+	struct fake_shared_event *shared; /* OP_WAIT: then poll until shared->reached >= value */
+	void *addr;                       /* OP_WRITE_VALUE, OP_WAIT_VALUE: width bytes */
+	uint64_t value;                   /* the above; OP_RECORD: the shared number */
+	int width;
+	unsigned int cond;
 	struct fake_launch launch; /* OP_KERNEL */
 	struct fake_op *next;
 };
@@ -182,6 +247,7 @@ struct fake_stream {
 	int live;
 	struct fake_op *head, *tail;
 	uint64_t queued, done; /* the last seq queued, the last run */
+	CUresult error;        /* of a wait that timed out, for the next synchronize or query */
 	struct fake_stream *next;
 };
 
@@ -208,7 +274,7 @@ typedef struct fake_module *CUmodule;
 typedef struct fake_function *CUfunction;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int initialized, ndevices;
+static int initialized, ndevices, wait_ms;
 static struct fake_ctx ctxs[MAX_DEVICES];
 static struct fake_alloc *allocs;
 static struct fake_stream *streams;
@@ -259,12 +325,121 @@ static CUresult in(void)
 	return CUDA_SUCCESS;
 }
 
-static struct fake_alloc *find_alloc(const void *base, int host)
+static struct fake_alloc *find_alloc(const void *base, enum alloc_kind kind)
 {
 	for (struct fake_alloc *a = allocs; a; a = a->next)
-		if (a->base == base && a->host == host)
+		if (a->base == base && a->kind == kind)
 			return a;
 	return NULL;
+}
+
+/* unlink_alloc takes a off the list of allocations and frees it. */
+static void unlink_alloc(struct fake_alloc *a)
+{
+	for (struct fake_alloc **p = &allocs; *p; p = &(*p)->next)
+		if (*p == a) {
+			*p = a->next;
+			break;
+		}
+	if (a->kind == ALLOC_HOST) {
+		free(a->base);
+	} else {
+		munmap(a->base, a->size);
+		if (a->fd >= 0)
+			close(a->fd);
+	}
+	free(a);
+}
+
+static int new_memfd(size_t n)
+{
+	int fd = memfd_create("fakecuda", MFD_CLOEXEC);
+
+	if (fd >= 0 && ftruncate(fd, (off_t)n) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void *map_shared(int fd, size_t n, off_t off)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* open_peer opens another process's memfd, holding at least n bytes past
+ * off, as a handle names it; -1 if it cannot. */
+static int open_peer(const struct fake_ipc *h, uint64_t n)
+{
+	char path[64];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)h->pid, (int)h->fd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < h->offset || (uint64_t)st.st_size - h->offset < n) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* holds tells whether the word at addr meets cond with v, as the driver
+ * defines CU_STREAM_WAIT_VALUE_*. */
+static int holds(const void *addr, uint64_t v, int width, unsigned int cond)
+{
+	uint64_t w, mask = width == 4 ? 0xffffffffu : ~(uint64_t)0;
+
+	if (width == 4)
+		w = __atomic_load_n((const uint32_t *)addr, __ATOMIC_SEQ_CST);
+	else
+		w = __atomic_load_n((const uint64_t *)addr, __ATOMIC_SEQ_CST);
+	v &= mask;
+	switch (cond) {
+	case STREAM_WAIT_VALUE_GEQ:
+		return width == 4 ? (int32_t)(uint32_t)(w - v) >= 0 : (int64_t)(w - v) >= 0;
+	case STREAM_WAIT_VALUE_EQ:
+		return w == v;
+	case STREAM_WAIT_VALUE_AND:
+		return (w & v) != 0;
+	default:
+		return (~(w | v) & mask) != 0;
+	}
+}
+
+/* await waits, for wait_ms at most, until the word at addr meets cond. */
+static CUresult await(const void *addr, uint64_t v, int width, unsigned int cond)
+{
+	const struct timespec tick = {0, 200 * 1000};
+	double deadline = now_ms() + wait_ms;
+
+	while (!holds(addr, v, width, cond)) {
+		if (now_ms() >= deadline)
+			return CUDA_ERROR_LAUNCH_TIMEOUT;
+		nanosleep(&tick, NULL);
+	}
+	return CUDA_SUCCESS;
+}
+
+static void store(void *addr, uint64_t v, int width)
+{
+	if (width == 4)
+		__atomic_store_n((uint32_t *)addr, (uint32_t)v, __ATOMIC_SEQ_CST);
+	else
+		__atomic_store_n((uint64_t *)addr, v, __ATOMIC_SEQ_CST);
+}
+
+/* reach raises e's shared count of records run to number. */
+static void reach(struct fake_shared_event *e, uint64_t number)
+{
+	uint64_t r = __atomic_load_n(&e->reached, __ATOMIC_SEQ_CST);
+
+	while (r < number && !__atomic_compare_exchange_n(&e->reached, &r, number, 0, __ATOMIC_SEQ_CST,
+							   __ATOMIC_SEQ_CST))
+		;
 }
 
 /* device_range checks that [p, p+n) lies in one device allocation. */
@@ -272,7 +447,7 @@ static CUresult device_range(CUdeviceptr p, size_t n)
 {
 	for (struct fake_alloc *a = allocs; a; a = a->next) {
 		uintptr_t base = (uintptr_t)a->base;
-		if (!a->host && p >= base && p - base <= a->size && n <= a->size - (p - base))
+		if (a->kind != ALLOC_HOST && p >= base && p - base <= a->size && n <= a->size - (p - base))
 			return CUDA_SUCCESS;
 	}
 	return CUDA_ERROR_INVALID_VALUE;
@@ -312,12 +487,24 @@ static void run_one(struct fake_stream *s)
 	case OP_RECORD:
 		if (op->event->stream == s && op->event->seq == op->seq)
 			op->event->ms = now_ms();
+		if (op->event->shared)
+			reach(op->event->shared, op->value);
 		break;
 	case OP_WAIT:
-		run_until(op->target, op->upto);
+		if (op->target)
+			run_until(op->target, op->upto);
+		if (op->shared && await(&op->shared->reached, op->value, 8, STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS)
+			s->error = CUDA_ERROR_LAUNCH_TIMEOUT;
 		break;
 	case OP_KERNEL:
 		run_kernel(&op->launch);
+		break;
+	case OP_WRITE_VALUE:
+		store(op->addr, op->value, op->width);
+		break;
+	case OP_WAIT_VALUE:
+		if (await(op->addr, op->value, op->width, op->cond) != CUDA_SUCCESS)
+			s->error = CUDA_ERROR_LAUNCH_TIMEOUT;
 		break;
 	}
 	s->done = op->seq;
@@ -371,7 +558,26 @@ static CUresult copy(void *dst, const void *src, size_t n, struct fake_stream *s
 
 static int event_reached(const struct fake_event *e)
 {
+	if (e->shared)
+		return __atomic_load_n(&e->shared->reached, __ATOMIC_SEQ_CST) >=
+		       __atomic_load_n(&e->shared->recorded, __ATOMIC_SEQ_CST);
 	return !e->recorded || !e->stream || e->stream->done >= e->seq;
+}
+
+/* local tells whether the latest record of e, numbered number, is this
+ * process's, queued on e->stream. */
+static int local(const struct fake_event *e, uint64_t number)
+{
+	return e->stream && (!e->shared || e->number == number);
+}
+
+/* take returns, and clears, the error of a wait on s that timed out. */
+static CUresult take(struct fake_stream *s)
+{
+	CUresult rc = s->error;
+
+	s->error = CUDA_SUCCESS;
+	return rc;
 }
 
 /* Initialization and devices. */
@@ -391,6 +597,7 @@ static const struct {
 	{CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
 	{CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
 	{CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+	{CUDA_ERROR_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
 };
 
 static CUresult error_text(CUresult code, const char **out, int name)
@@ -413,6 +620,7 @@ CUresult cuGetErrorString(CUresult code, const char **text) { return error_text(
 static CUresult init(unsigned int flags)
 {
 	const char *env = getenv("GOCOMMS_FAKECUDA_DEVICES");
+	const char *wait = getenv("GOCOMMS_FAKECUDA_WAIT_MS");
 	int n = env && *env ? atoi(env) : 2;
 
 	if (flags != 0)
@@ -422,6 +630,7 @@ static CUresult init(unsigned int flags)
 	if (n <= 0)
 		return CUDA_ERROR_NO_DEVICE;
 	ndevices = n < MAX_DEVICES ? n : MAX_DEVICES;
+	wait_ms = wait && *wait ? atoi(wait) : 10000;
 	for (int i = 0; i < ndevices; i++)
 		ctxs[i].device = i;
 	initialized = 1;
@@ -543,6 +752,9 @@ static void reap(struct fake_ctx *ctx)
 	for (struct fake_event *e = events; e; e = e->next)
 		if (e->ctx == ctx && e->live) {
 			e->live = 0;
+			if (e->fd >= 0)
+				close(e->fd);
+			e->fd = -1;
 			nevent++;
 		}
 	for (struct fake_module *m = modules; m; m = m->next)
@@ -550,16 +762,12 @@ static void reap(struct fake_ctx *ctx)
 			m->live = 0;
 			nmodule++;
 		}
-	for (struct fake_alloc **p = &allocs; *p;) {
-		struct fake_alloc *a = *p;
-		if (a->ctx != ctx) {
-			p = &a->next;
-			continue;
+	for (struct fake_alloc *a = allocs, *next; a; a = next) {
+		next = a->next;
+		if (a->ctx == ctx) {
+			unlink_alloc(a);
+			nalloc++;
 		}
-		*p = a->next;
-		free(a->base);
-		free(a);
-		nalloc++;
 	}
 	if (nalloc || nstream || nevent || nmodule)
 		fprintf(stderr, "fakecuda: leak: device %d's primary context released with %d allocations, "
@@ -593,27 +801,47 @@ CUresult cuCtxSetCurrent(CUcontext ctx) { LOCKED(set_current(ctx)); }
 
 /* Memory. */
 
+/* add_alloc lists memory at base, n bytes of kind; it owns fd. */
+static CUresult add_alloc(void *base, size_t n, enum alloc_kind kind, int fd)
+{
+	struct fake_alloc *a = malloc(sizeof *a);
+
+	if (!a)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	a->ctx = current;
+	a->base = base;
+	a->size = n;
+	a->kind = kind;
+	a->fd = fd;
+	a->next = allocs;
+	allocs = a;
+	return CUDA_SUCCESS;
+}
+
 static CUresult alloc(void **out, size_t n, int host)
 {
-	struct fake_alloc *a;
+	void *base;
+	int fd = -1;
 
 	TRY(in());
 	if (!out || n == 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	a = malloc(sizeof *a);
-	if (!a)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	a->base = malloc(n);
-	if (!a->base) {
-		free(a);
+	if (host) {
+		base = malloc(n);
+	} else {
+		fd = new_memfd(n);
+		base = fd < 0 ? NULL : map_shared(fd, n, 0);
+	}
+	if (!base || add_alloc(base, n, host ? ALLOC_HOST : ALLOC_DEVICE, fd) != CUDA_SUCCESS) {
+		if (host)
+			free(base);
+		else if (base)
+			munmap(base, n);
+		if (fd >= 0)
+			close(fd);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	a->ctx = current;
-	a->size = n;
-	a->host = host;
-	a->next = allocs;
-	allocs = a;
-	*out = a->base;
+	*out = base;
 	return CUDA_SUCCESS;
 }
 
@@ -632,29 +860,99 @@ CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t n) { LOCKED(mem_alloc(ptr, n)); 
 
 CUresult cuMemAllocHost_v2(void **ptr, size_t n) { LOCKED(alloc(ptr, n, 1)); }
 
-/* release frees an allocation once the work that may use it has run. */
-static CUresult release(const void *base, int host)
+/* release frees an allocation, or unmaps an opened one, once the work
+ * that may use it has run. */
+static CUresult release(const void *base, enum alloc_kind kind)
 {
 	struct fake_alloc *a;
 
 	TRY(in());
-	a = find_alloc(base, host);
+	a = find_alloc(base, kind);
 	if (!a)
 		return CUDA_ERROR_INVALID_VALUE;
 	legacy(a->ctx);
-	for (struct fake_alloc **p = &allocs; *p; p = &(*p)->next)
-		if (*p == a) {
-			*p = a->next;
-			break;
-		}
-	free(a->base);
-	free(a);
+	unlink_alloc(a);
 	return CUDA_SUCCESS;
 }
 
-CUresult cuMemFree_v2(CUdeviceptr ptr) { LOCKED(release((const void *)(uintptr_t)ptr, 0)); }
+CUresult cuMemFree_v2(CUdeviceptr ptr) { LOCKED(release((const void *)(uintptr_t)ptr, ALLOC_DEVICE)); }
 
-CUresult cuMemFreeHost(void *ptr) { LOCKED(release(ptr, 1)); }
+CUresult cuMemFreeHost(void *ptr) { LOCKED(release(ptr, ALLOC_HOST)); }
+
+static CUresult address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+{
+	TRY(in());
+	for (struct fake_alloc *a = allocs; a; a = a->next)
+		if (a->kind != ALLOC_HOST && p >= (uintptr_t)a->base && p - (uintptr_t)a->base < a->size) {
+			if (base)
+				*base = (uintptr_t)a->base;
+			if (size)
+				*size = a->size;
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+{
+	LOCKED(address_range(base, size, p));
+}
+
+/* Interprocess memory. */
+
+static CUresult ipc_get_mem(CUipcMemHandle *out, CUdeviceptr p)
+{
+	struct fake_alloc *a;
+	struct fake_ipc h = {.magic = IPC_MEM_MAGIC};
+
+	TRY(in());
+	a = find_alloc((const void *)(uintptr_t)p, ALLOC_DEVICE);
+	if (!out || !a)
+		return CUDA_ERROR_INVALID_VALUE;
+	h.pid = getpid();
+	h.fd = a->fd;
+	h.size = a->size;
+	memset(out, 0, sizeof *out);
+	memcpy(out, &h, sizeof h);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) { LOCKED(ipc_get_mem(h, p)); }
+
+static CUresult ipc_open_mem(CUdeviceptr *out, CUipcMemHandle handle, unsigned int flags)
+{
+	struct fake_ipc h;
+	void *base;
+	int fd;
+
+	TRY(in());
+	memcpy(&h, &handle, sizeof h);
+	if (!out || flags != IPC_MEM_LAZY_ENABLE_PEER_ACCESS || h.magic != IPC_MEM_MAGIC || h.size == 0 ||
+	    h.size > SIZE_MAX || h.offset % (uint64_t)sysconf(_SC_PAGESIZE) != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (h.pid == getpid())
+		return CUDA_ERROR_INVALID_CONTEXT;
+	fd = open_peer(&h, h.size);
+	if (fd < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	base = map_shared(fd, (size_t)h.size, (off_t)h.offset);
+	close(fd);
+	if (!base)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (add_alloc(base, (size_t)h.size, ALLOC_IPC, -1) != CUDA_SUCCESS) {
+		munmap(base, (size_t)h.size);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = (uintptr_t)base;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags)
+{
+	LOCKED(ipc_open_mem(p, h, flags));
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr p) { LOCKED(release((const void *)(uintptr_t)p, ALLOC_IPC)); }
 
 static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int async)
 {
@@ -771,7 +1069,7 @@ static CUresult stream_synchronize(CUstream s)
 	}
 	TRY(stream_of_current(s));
 	run_until(s, s->queued);
-	return CUDA_SUCCESS;
+	return take(s);
 }
 
 CUresult cuStreamSynchronize(CUstream s) { LOCKED(stream_synchronize(s)); }
@@ -781,7 +1079,7 @@ static CUresult stream_query(CUstream s)
 	TRY(in());
 	TRY(stream_of_current(s));
 	if (s->done == s->queued)
-		return CUDA_SUCCESS;
+		return take(s);
 	run_one(s); /* the device makes progress between queries */
 	return CUDA_ERROR_NOT_READY;
 }
@@ -798,14 +1096,21 @@ static CUresult stream_wait_event(CUstream s, CUevent e, unsigned int flags)
 	TRY(event_of_current(e));
 	if (s)
 		TRY(stream_of_current(s));
-	if (event_reached(e) || e->stream == s)
-		return CUDA_SUCCESS;
-	if (!s) {
-		run_until(e->stream, e->seq);
-		return CUDA_SUCCESS;
+	if (e->shared) {
+		op.shared = e->shared;
+		op.value = __atomic_load_n(&e->shared->recorded, __ATOMIC_SEQ_CST);
 	}
-	op.target = e->stream;
-	op.upto = e->seq;
+	if (event_reached(e) || (local(e, op.value) && e->stream == s))
+		return CUDA_SUCCESS;
+	if (local(e, op.value)) {
+		op.target = e->stream;
+		op.upto = e->seq;
+	}
+	if (!s) {
+		if (op.target)
+			run_until(op.target, op.upto);
+		return op.shared ? await(&op.shared->reached, op.value, 8, STREAM_WAIT_VALUE_GEQ) : CUDA_SUCCESS;
+	}
 	return enqueue(s, &op);
 }
 
@@ -813,16 +1118,19 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) { LOCKED(s
 
 /* Events. */
 
-static CUresult event_create(CUevent *out, unsigned int flags)
+/* add_event lists a new event; an interprocess one shares the memfd fd,
+ * which it owns. */
+static CUresult add_event(CUevent *out, unsigned int flags, int fd)
 {
-	struct fake_event *e;
+	struct fake_event *e = calloc(1, sizeof *e);
 
-	TRY(in());
-	if (!out || (flags & ~(unsigned int)EVENT_FLAGS))
-		return CUDA_ERROR_INVALID_VALUE;
-	e = calloc(1, sizeof *e);
 	if (!e)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	e->fd = fd;
+	if (fd >= 0 && !(e->shared = map_shared(fd, sizeof *e->shared, 0))) {
+		free(e);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	e->ctx = current;
 	e->flags = flags;
 	e->live = 1;
@@ -830,6 +1138,27 @@ static CUresult event_create(CUevent *out, unsigned int flags)
 	events = e;
 	*out = e;
 	return CUDA_SUCCESS;
+}
+
+static CUresult event_create(CUevent *out, unsigned int flags)
+{
+	CUresult rc;
+	int fd = -1;
+
+	TRY(in());
+	if (!out || (flags & ~(unsigned int)EVENT_FLAGS))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (flags & EVENT_INTERPROCESS) {
+		if (!(flags & EVENT_DISABLE_TIMING))
+			return CUDA_ERROR_INVALID_VALUE;
+		fd = new_memfd(sizeof(struct fake_shared_event));
+		if (fd < 0)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	rc = add_event(out, flags, fd);
+	if (rc != CUDA_SUCCESS && fd >= 0)
+		close(fd);
+	return rc;
 }
 
 CUresult cuEventCreate(CUevent *e, unsigned int flags) { LOCKED(event_create(e, flags)); }
@@ -840,14 +1169,19 @@ static CUresult event_record(CUevent e, CUstream s)
 
 	TRY(in());
 	TRY(event_of_current(e));
+	if (s)
+		TRY(stream_of_current(s));
+	if (e->shared)
+		op.value = e->number = __atomic_add_fetch(&e->shared->recorded, 1, __ATOMIC_SEQ_CST);
 	if (!s) {
 		legacy(current);
 		e->recorded = 1;
 		e->stream = NULL;
 		e->ms = now_ms();
+		if (e->shared)
+			reach(e->shared, op.value);
 		return CUDA_SUCCESS;
 	}
-	TRY(stream_of_current(s));
 	TRY(enqueue(s, &op));
 	e->recorded = 1;
 	e->stream = s;
@@ -859,11 +1193,16 @@ CUresult cuEventRecord(CUevent e, CUstream s) { LOCKED(event_record(e, s)); }
 
 static CUresult event_synchronize(CUevent e)
 {
+	uint64_t number;
+
 	TRY(in());
 	TRY(event_of_current(e));
-	if (!event_reached(e))
+	if (event_reached(e))
+		return CUDA_SUCCESS;
+	number = e->shared ? __atomic_load_n(&e->shared->recorded, __ATOMIC_SEQ_CST) : 0;
+	if (local(e, number))
 		run_until(e->stream, e->seq);
-	return CUDA_SUCCESS;
+	return e->shared ? await(&e->shared->reached, number, 8, STREAM_WAIT_VALUE_GEQ) : CUDA_SUCCESS;
 }
 
 CUresult cuEventSynchronize(CUevent e) { LOCKED(event_synchronize(e)); }
@@ -874,7 +1213,8 @@ static CUresult event_query(CUevent e)
 	TRY(event_of_current(e));
 	if (event_reached(e))
 		return CUDA_SUCCESS;
-	run_one(e->stream);
+	if (e->stream && e->stream->done < e->seq)
+		run_one(e->stream);
 	return CUDA_ERROR_NOT_READY;
 }
 
@@ -885,6 +1225,9 @@ static CUresult event_destroy(CUevent e)
 	TRY(in());
 	TRY(event_of_current(e));
 	e->live = 0;
+	if (e->fd >= 0)
+		close(e->fd);
+	e->fd = -1;
 	return CUDA_SUCCESS;
 }
 
@@ -906,6 +1249,107 @@ static CUresult event_elapsed(float *ms, CUevent start, CUevent end)
 }
 
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) { LOCKED(event_elapsed(ms, start, end)); }
+
+/* Interprocess events. */
+
+static CUresult ipc_get_event(CUipcEventHandle *out, CUevent e)
+{
+	struct fake_ipc h = {.magic = IPC_EVENT_MAGIC, .size = sizeof(struct fake_shared_event)};
+
+	TRY(in());
+	TRY(event_of_current(e));
+	if (!e->shared)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	h.pid = getpid();
+	h.fd = e->fd;
+	memset(out, 0, sizeof *out);
+	memcpy(out, &h, sizeof h);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuIpcGetEventHandle(CUipcEventHandle *h, CUevent e) { LOCKED(ipc_get_event(h, e)); }
+
+static CUresult ipc_open_event(CUevent *out, CUipcEventHandle handle)
+{
+	struct fake_ipc h;
+	CUresult rc;
+	int fd;
+
+	TRY(in());
+	memcpy(&h, &handle, sizeof h);
+	if (!out || h.magic != IPC_EVENT_MAGIC || h.offset != 0 || h.size != sizeof(struct fake_shared_event))
+		return CUDA_ERROR_INVALID_VALUE;
+	fd = open_peer(&h, h.size);
+	if (fd < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = add_event(out, EVENT_DISABLE_TIMING | EVENT_INTERPROCESS, fd);
+	if (rc != CUDA_SUCCESS)
+		close(fd);
+	return rc;
+}
+
+CUresult cuIpcOpenEventHandle(CUevent *e, CUipcEventHandle h) { LOCKED(ipc_open_event(e, h)); }
+
+/* Stream memory operations. */
+
+static CUresult write_value(CUstream s, CUdeviceptr addr, uint64_t value, int width, unsigned int flags)
+{
+	struct fake_op op = {.kind = OP_WRITE_VALUE, .addr = (void *)(uintptr_t)addr, .value = value,
+			     .width = width};
+
+	TRY(in());
+	if (s)
+		TRY(stream_of_current(s));
+	if ((flags & ~(unsigned int)STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) || addr % (unsigned int)width)
+		return CUDA_ERROR_INVALID_VALUE;
+	TRY(device_range(addr, (size_t)width));
+	if (!s) {
+		legacy(current);
+		store(op.addr, value, width);
+		return CUDA_SUCCESS;
+	}
+	return enqueue(s, &op);
+}
+
+static CUresult wait_value(CUstream s, CUdeviceptr addr, uint64_t value, int width, unsigned int flags)
+{
+	struct fake_op op = {.kind = OP_WAIT_VALUE, .addr = (void *)(uintptr_t)addr, .value = value,
+			     .width = width, .cond = flags & ~(unsigned int)STREAM_WAIT_VALUE_FLUSH};
+
+	TRY(in());
+	if (s)
+		TRY(stream_of_current(s));
+	if (op.cond > STREAM_WAIT_VALUE_NOR || addr % (unsigned int)width)
+		return CUDA_ERROR_INVALID_VALUE;
+	TRY(device_range(addr, (size_t)width));
+	if (!s) {
+		legacy(current);
+		return await(op.addr, value, width, op.cond);
+	}
+	return enqueue(s, &op);
+}
+
+CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr, uint32_t value, unsigned int flags)
+{
+	LOCKED(write_value(s, addr, value, 4, flags));
+}
+
+CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags)
+{
+	LOCKED(write_value(s, addr, value, 8, flags));
+}
+
+CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, uint32_t value, unsigned int flags)
+{
+	LOCKED(wait_value(s, addr, value, 4, flags));
+}
+
+CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, uint64_t value, unsigned int flags)
+{
+	LOCKED(wait_value(s, addr, value, 8, flags));
+}
 
 /* Modules and kernels. */
 
