@@ -161,6 +161,12 @@ func TestZeroValues(t *testing.T) {
 		must(name+" Context Memset", c.Memset(nilMem, 0, 1, 0))
 		_, err = c.LoadModule([]byte(".version 7.8"))
 		must(name+" Context LoadModule", err)
+		_, err = c.NewIPCEvent()
+		must(name+" Context NewIPCEvent", err)
+		_, err = c.OpenIPC(IPCHandle{b: [64]byte{1}})
+		must(name+" Context OpenIPC", err)
+		_, err = c.OpenIPCEvent(IPCEventHandle{b: [64]byte{1}})
+		must(name+" Context OpenIPCEvent", err)
 		must(name+" Context Close", c.Close())
 	}
 	for name, s := range map[string]*Stream{"nil": nilS, "zero": {}} {
@@ -174,6 +180,10 @@ func TestZeroValues(t *testing.T) {
 		must(name+" Stream Combine", s.Combine(reduce.New(reduce.Sum), tensor.Float32, nilMem, 0, nilMem, 0,
 			nilMem, 0, 1))
 		must(name+" Stream Finish", s.Finish(reduce.New(reduce.Avg), tensor.Float32, nilMem, 0, 1, 2))
+		must(name+" Stream WriteValue32", s.WriteValue32(nilMem, 0, 1))
+		must(name+" Stream WriteValue64", s.WriteValue64(nilMem, 0, 1))
+		must(name+" Stream WaitValue32", s.WaitValue32(nilMem, 0, 1, WaitEQ))
+		must(name+" Stream WaitValue64", s.WaitValue64(nilMem, 0, 1, WaitGEQ))
 		must(name+" Stream Close", s.Close())
 	}
 	for name, m := range map[string]*Module{"nil": nil, "zero": {}} {
@@ -188,7 +198,13 @@ func TestZeroValues(t *testing.T) {
 		must(name+" Event Query", err)
 		_, err = e.Elapsed(nilE)
 		must(name+" Event Elapsed", err)
+		_, err = e.IPCHandle()
+		must(name+" Event IPCHandle", err)
 		must(name+" Event Close", e.Close())
+	}
+	for name, m := range map[string]*DeviceMemory{"nil": nilMem, "zero": {}} {
+		_, err = m.IPCHandle()
+		must(name+" DeviceMemory IPCHandle", err)
 	}
 	for name, closer := range map[string]interface{ Close() error }{
 		"nil DeviceMemory": nilMem, "zero DeviceMemory": &DeviceMemory{},
@@ -234,8 +250,10 @@ func TestFakeDriver(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(os.Args[0], "-test.run="+tests, "-test.v", "-test.count=1",
 			"-test.timeout=120s")
+		// A wait never met gives up after 2s: long enough for
+		// TestDeviceIPCProcesses's child to raise its flag.
 		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+dir, "GOCOMMS_FAKECUDA_DEVICES="+devices,
-			"GOCOMMS_CUDA_REQUIRE=")
+			"GOCOMMS_FAKECUDA_WAIT_MS=2000", "GOCOMMS_CUDA_REQUIRE=")
 		if require {
 			cmd.Env = append(cmd.Env, "GOCOMMS_CUDA_REQUIRE=1")
 		}

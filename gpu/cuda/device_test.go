@@ -34,6 +34,9 @@ var deviceTests = []string{
 	"TestDeviceReduceMisuse",
 	"TestDeviceReduceConcurrent",
 	"TestDeviceModule",
+	"TestDeviceIPC",
+	"TestDeviceStreamValues",
+	"TestDeviceIPCProcesses",
 }
 
 func testDevices(t *testing.T) []*Device {
