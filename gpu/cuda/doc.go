@@ -1,7 +1,8 @@
 // Package cuda is a thin, safe layer over the CUDA driver API calls that
 // moving collective data through GPU memory needs: devices, their primary
 // contexts, device and pinned host memory, copies between them, streams,
-// events, and the kernels that reduce on the device.
+// events, the kernels that reduce on the device, and the sharing of
+// memory and events with other processes on the host (CUDA IPC).
 //
 // libcuda is loaded at run time (dlopen), as go-nvml loads NVML, so the
 // package builds on every machine, with or without cgo, and links no CUDA
@@ -36,6 +37,11 @@
 //	s.Finish(op, dtype, buf, …)           reduce.Finish on the device, queued
 //	mod  := ctx.LoadModule(ptx)           PTX, compiled by the driver's JIT
 //	mod.Function(name)
+//	h    := mem.IPCHandle()               to another process on this host (MarshalBinary)
+//	peer := ctx.OpenIPC(h)                there: its memory, as DeviceMemory
+//	iev  := ctx.NewIPCEvent() / ctx.OpenIPCEvent(iev.IPCHandle())
+//	s.WriteValue64(peer, off, v)          a flag in device memory, in stream order
+//	s.WaitValue64(mem, off, v, WaitGEQ)   s waits for it, whichever process writes it
 //	ctx.Close()                           frees whatever is left, releases the context
 //
 // # Current context
