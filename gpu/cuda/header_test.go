@@ -1,0 +1,80 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestHeaderValues compiles, where CUDA's cuda.h is installed, a C file
+// that asserts gcu.h's values and the Go side's Result and WaitCond
+// constants equal cuda.h's: the package declares them itself so as to
+// build without the header, and this catches a typo in any of them.
+func TestHeaderValues(t *testing.T) {
+	const header = "/usr/include/cuda.h"
+	if _, err := os.Stat(header); err != nil {
+		t.Skipf("skip: no %s to check against", header)
+	}
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Skipf("skip: no C compiler (%s): %v", cc, err)
+	}
+	var src strings.Builder
+	src.WriteString("#include <cuda.h>\n#include \"gcu.h\"\n")
+	assert := func(a, b string) {
+		fmt.Fprintf(&src, "_Static_assert((long long)(%s) == (long long)(%s), \"%s\");\n", a, b, a)
+	}
+	for _, pair := range [][2]string{
+		{"GCU_SUCCESS", "CUDA_SUCCESS"},
+		{"GCU_ERROR_INVALID_VALUE", "CUDA_ERROR_INVALID_VALUE"},
+		{"GCU_ERROR_NOT_READY", "CUDA_ERROR_NOT_READY"},
+		{"GCU_ERROR_NOT_SUPPORTED", "CUDA_ERROR_NOT_SUPPORTED"},
+		{"GCU_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR", "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"},
+		{"GCU_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR", "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR"},
+		{"GCU_STREAM_DEFAULT", "CU_STREAM_DEFAULT"},
+		{"GCU_EVENT_DEFAULT", "CU_EVENT_DEFAULT"},
+		{"GCU_EVENT_DISABLE_TIMING", "CU_EVENT_DISABLE_TIMING"},
+		{"GCU_EVENT_INTERPROCESS", "CU_EVENT_INTERPROCESS"},
+		{"GCU_IPC_HANDLE_SIZE", "CU_IPC_HANDLE_SIZE"},
+		{"GCU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS", "CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"},
+		{"GCU_STREAM_WRITE_VALUE_DEFAULT", "CU_STREAM_WRITE_VALUE_DEFAULT"},
+		{"sizeof(gcu_ipc_mem_handle)", "sizeof(CUipcMemHandle)"},
+		{"sizeof(gcu_ipc_event_handle)", "sizeof(CUipcEventHandle)"},
+		{"sizeof(gcu_deviceptr)", "sizeof(CUdeviceptr)"},
+		{"sizeof(gcu_device)", "sizeof(CUdevice)"},
+		{"sizeof(gcu_result)", "sizeof(CUresult)"},
+		{fmt.Sprint(ipcHandleSize), "CU_IPC_HANDLE_SIZE"},
+		{fmt.Sprint(uint32(WaitGEQ)), "CU_STREAM_WAIT_VALUE_GEQ"},
+		{fmt.Sprint(uint32(WaitEQ)), "CU_STREAM_WAIT_VALUE_EQ"},
+		{fmt.Sprint(uint32(WaitAnd)), "CU_STREAM_WAIT_VALUE_AND"},
+		{fmt.Sprint(uint32(WaitNor)), "CU_STREAM_WAIT_VALUE_NOR"},
+	} {
+		assert(pair[0], pair[1])
+	}
+	for code, name := range resultNames {
+		// cuda.h 11.8 has no name for 35; the runtime's
+		// cudaErrorInsufficientDriver has that number.
+		if code != ResultInsufficientDriver {
+			assert(fmt.Sprint(int(code)), name)
+		}
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "check.c")
+	if err := os.WriteFile(file, []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(cc, "-std=gnu11", "-fsyntax-only", "-I", wd, file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gcu.h or the Go constants disagree with %s: %v\n%s", header, err, out)
+	}
+}
