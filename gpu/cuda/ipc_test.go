@@ -293,6 +293,9 @@ func TestDeviceIPCProcesses(t *testing.T) {
 	if !strings.Contains(log.String(), "--- PASS: TestIPCChild") {
 		t.Error("TestIPCChild did not pass in the child")
 	}
+	if strings.Contains(stderr.String(), "fakecuda: leak") {
+		t.Error("the child released a context with objects still live in it")
+	}
 	ok(t, s.Close())
 	ok(t, e.Close())
 	ok(t, m.Close())
