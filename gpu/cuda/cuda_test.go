@@ -108,7 +108,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{ResultNoDevice, ErrNoDevice, "CUDA_VISIBLE_DEVICES"},
 		{ResultStubLibrary, ErrNoLibrary, "stub"},
-		{ResultInsufficientDriver, ErrUnavailable, "will not initialize"},
+		{ResultSystemDriverMismatch, ErrUnavailable, "will not initialize"},
 	} {
 		err := initFailed(LibraryName, &Error{Op: "cuInit", Code: tc.code})
 		if !errors.Is(err, tc.kind) || !errors.Is(err, ErrUnavailable) || !errors.Is(err, tc.code) {

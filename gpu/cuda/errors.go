@@ -48,45 +48,45 @@ func closed(op, what string) error {
 type Result int
 
 const (
-	ResultInvalidValue       Result = 1
-	ResultOutOfMemory        Result = 2
-	ResultNotInitialized     Result = 3
-	ResultStubLibrary        Result = 34 // libcuda.so.1 is the toolkit's link-time stub
-	ResultInsufficientDriver Result = 35 // the driver is older than the toolkit
-	ResultNoDevice           Result = 100
-	ResultInvalidDevice      Result = 101
-	ResultInvalidImage       Result = 200 // not code the driver can load
-	ResultInvalidContext     Result = 201
-	ResultInvalidPTX         Result = 218 // the JIT compiler rejected the PTX
-	ResultUnsupportedPTX     Result = 222 // PTX newer than the driver: update the driver
-	ResultInvalidHandle      Result = 400
-	ResultNotFound           Result = 500 // a module has no function of that name
-	ResultNotReady           Result = 600 // queued work has not completed
-	ResultIllegalAddress     Result = 700 // a kernel faulted: the context is unusable
-	ResultLaunchTimeout      Result = 702 // the device's watchdog stopped the stream's work
-	ResultNotSupported       Result = 801 // the driver or device cannot do it
-	ResultUnknown            Result = 999
+	ResultInvalidValue         Result = 1
+	ResultOutOfMemory          Result = 2
+	ResultNotInitialized       Result = 3
+	ResultStubLibrary          Result = 34  // libcuda.so.1 is the toolkit's link-time stub
+	ResultSystemDriverMismatch Result = 803 // the driver's library and its kernel module differ
+	ResultNoDevice             Result = 100
+	ResultInvalidDevice        Result = 101
+	ResultInvalidImage         Result = 200 // not code the driver can load
+	ResultInvalidContext       Result = 201
+	ResultInvalidPTX           Result = 218 // the JIT compiler rejected the PTX
+	ResultUnsupportedPTX       Result = 222 // PTX newer than the driver: update the driver
+	ResultInvalidHandle        Result = 400
+	ResultNotFound             Result = 500 // a module has no function of that name
+	ResultNotReady             Result = 600 // queued work has not completed
+	ResultIllegalAddress       Result = 700 // a kernel faulted: the context is unusable
+	ResultLaunchTimeout        Result = 702 // the device's watchdog stopped the stream's work
+	ResultNotSupported         Result = 801 // the driver or device cannot do it
+	ResultUnknown              Result = 999
 )
 
 var resultNames = map[Result]string{
-	ResultInvalidValue:       "CUDA_ERROR_INVALID_VALUE",
-	ResultOutOfMemory:        "CUDA_ERROR_OUT_OF_MEMORY",
-	ResultNotInitialized:     "CUDA_ERROR_NOT_INITIALIZED",
-	ResultStubLibrary:        "CUDA_ERROR_STUB_LIBRARY",
-	ResultInsufficientDriver: "CUDA_ERROR_INSUFFICIENT_DRIVER",
-	ResultNoDevice:           "CUDA_ERROR_NO_DEVICE",
-	ResultInvalidDevice:      "CUDA_ERROR_INVALID_DEVICE",
-	ResultInvalidImage:       "CUDA_ERROR_INVALID_IMAGE",
-	ResultInvalidContext:     "CUDA_ERROR_INVALID_CONTEXT",
-	ResultInvalidPTX:         "CUDA_ERROR_INVALID_PTX",
-	ResultUnsupportedPTX:     "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
-	ResultInvalidHandle:      "CUDA_ERROR_INVALID_HANDLE",
-	ResultNotFound:           "CUDA_ERROR_NOT_FOUND",
-	ResultNotReady:           "CUDA_ERROR_NOT_READY",
-	ResultIllegalAddress:     "CUDA_ERROR_ILLEGAL_ADDRESS",
-	ResultLaunchTimeout:      "CUDA_ERROR_LAUNCH_TIMEOUT",
-	ResultNotSupported:       "CUDA_ERROR_NOT_SUPPORTED",
-	ResultUnknown:            "CUDA_ERROR_UNKNOWN",
+	ResultInvalidValue:         "CUDA_ERROR_INVALID_VALUE",
+	ResultOutOfMemory:          "CUDA_ERROR_OUT_OF_MEMORY",
+	ResultNotInitialized:       "CUDA_ERROR_NOT_INITIALIZED",
+	ResultStubLibrary:          "CUDA_ERROR_STUB_LIBRARY",
+	ResultSystemDriverMismatch: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+	ResultNoDevice:             "CUDA_ERROR_NO_DEVICE",
+	ResultInvalidDevice:        "CUDA_ERROR_INVALID_DEVICE",
+	ResultInvalidImage:         "CUDA_ERROR_INVALID_IMAGE",
+	ResultInvalidContext:       "CUDA_ERROR_INVALID_CONTEXT",
+	ResultInvalidPTX:           "CUDA_ERROR_INVALID_PTX",
+	ResultUnsupportedPTX:       "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+	ResultInvalidHandle:        "CUDA_ERROR_INVALID_HANDLE",
+	ResultNotFound:             "CUDA_ERROR_NOT_FOUND",
+	ResultNotReady:             "CUDA_ERROR_NOT_READY",
+	ResultIllegalAddress:       "CUDA_ERROR_ILLEGAL_ADDRESS",
+	ResultLaunchTimeout:        "CUDA_ERROR_LAUNCH_TIMEOUT",
+	ResultNotSupported:         "CUDA_ERROR_NOT_SUPPORTED",
+	ResultUnknown:              "CUDA_ERROR_UNKNOWN",
 }
 
 // Error returns cuda.h's name for r, or its number where this package
