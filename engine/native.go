@@ -96,13 +96,17 @@ func New(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
 
 func startNative(cfg *backend.Config, m *mesh) *native {
 	rt := cfg.Runtime
-	lease := rank.NewLease(rt)
-	pid := rank.Spawn(rt, rank.Config{
+	n := &native{cfg: cfg, commID: m.id, mesh: m, yieldAfter: yieldsAfter(cfg)}
+	if cfg.Device != tensor.Meta { // a phantom collective moves no bytes to move off the actors
+		n.lease = rank.NewLease(rt)
+		n.direct, n.giveBack = n.lease.Direct(), func() { n.lease.Release(true) }
+	}
+	n.pid = rank.Spawn(rt, rank.Config{
 		Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn, PeerFailed: m.peerFailed,
-		Heartbeat: cfg.Heartbeat, Silence: cfg.Silence, Lease: lease,
+		Heartbeat: cfg.Heartbeat, Silence: cfg.Silence, Lease: n.lease,
 	})
-	m.watch(func(peer int) { rt.System().Root.Send(pid, &rank.Connected{Peer: peer}) })
-	return &native{cfg: cfg, commID: m.id, mesh: m, pid: pid, lease: lease, direct: lease.Direct(), giveBack: func() { lease.Release(true) }, yieldAfter: yieldsAfter(cfg)}
+	m.watch(func(peer int) { rt.System().Root.Send(n.pid, &rank.Connected{Peer: peer}) })
+	return n
 }
 
 func (n *native) Name() string { return Name }

@@ -191,7 +191,9 @@ func (r *rankActor) settleLease(ctx actor.Context) {
 	switch {
 	case l == nil:
 	case !s.lent:
-		r.step(ctx, event{kind: evLend})
+		if s.running == nil && s.queue.Len() == 0 { // else it is busy: spare the step
+			r.step(ctx, event{kind: evLend})
+		}
 	case s.wantsTurn() || len(r.deferred) > 0:
 		if err := s.usable(); err != nil {
 			var ranks []int
