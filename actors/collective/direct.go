@@ -80,14 +80,18 @@ const (
 )
 
 type directEvent struct {
-	kind  directKind
-	req   *Request
-	done  func()
-	peer  int
-	frame transport.Frame
-	step  int
-	seq   uint64 // dFail: the operation's Seq, or anySeq
-	fail  *Fail
+	kind   directKind
+	req    *Request
+	planes []*link.Plane
+	done   func()
+	peer   int
+	frame  transport.Frame
+	step   int
+	seq    uint64 // dFail, dPark: the operation's Seq, or anySeq
+	fail   *Fail
+	// reported says a dFail is a peer's report about collective collSeq.
+	reported bool
+	collSeq  uint64
 }
 
 // anySeq fails whichever operation runs.
@@ -116,8 +120,7 @@ func (d *Direct) Start(req *Request, planes []*link.Plane, done func()) {
 	d.npolled.Store(int32(n))
 	d.running.Store(req.Seq + 1)
 	d.ran.Add(1)
-	d.planes = planes
-	d.post(directEvent{kind: dStart, req: req, done: done})
+	d.post(directEvent{kind: dStart, req: req, planes: planes, done: done})
 }
 
 // Ran counts the operations started here.
@@ -169,7 +172,7 @@ func (d *Direct) Break(err error, ranks []int) {
 // Reported fails the operation running here if it is collective collSeq,
 // which a peer reported failed with err; report is passed on.
 func (d *Direct) Reported(collSeq uint64, err error, ranks []int, report []byte) {
-	d.post(directEvent{kind: dFail, seq: anySeq, step: int(collSeq), fail: &Fail{Err: err, Ranks: ranks, Forward: report}})
+	d.post(directEvent{kind: dFail, seq: anySeq, collSeq: collSeq, reported: true, fail: &Fail{Err: err, Ranks: ranks, Forward: report}})
 }
 
 // Deliver, Failed and Broke make a Direct the link.Sink of its planes.
@@ -210,6 +213,7 @@ func (d *Direct) post(e directEvent) {
 func (d *Direct) handle(e directEvent) {
 	switch e.kind {
 	case dStart:
+		d.planes = e.planes
 		d.start(e.req, e.done)
 		return
 	case dSent:
@@ -247,7 +251,7 @@ func (d *Direct) handle(e directEvent) {
 		}
 	case dFail:
 		switch {
-		case e.fail.Forward != nil && uint64(e.step) != d.req.CollSeq:
+		case e.reported && e.collSeq != d.req.CollSeq: // about another collective
 		case e.seq == anySeq, e.seq == d.req.Seq:
 			d.end(e.fail)
 		}
