@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/tensor"
-	"github.com/gocomms/gocomms/transport/nvl"
 )
 
 // registeredSends counts the sends c's backend made as descriptors of

@@ -12,7 +12,7 @@ import (
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commtest"
-	"github.com/gocomms/gocomms/transport/nvl"
+	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/transport/tcp"
 	"github.com/gocomms/gocomms/transport/topo"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gocomms/gocomms"
-	"github.com/gocomms/gocomms/transport/nvl"
+	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/transport/tcp"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/actors/window"
+	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/tensor"
-	"github.com/gocomms/gocomms/transport/nvl"
 	"github.com/gocomms/gocomms/transport/tcp"
 )
 

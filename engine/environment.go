@@ -10,10 +10,10 @@ import (
 
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/launcher"
+	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/store/bootstrap"
 	"github.com/gocomms/gocomms/transport"
-	"github.com/gocomms/gocomms/transport/nvl"
 	"github.com/gocomms/gocomms/transport/tcp"
 	"github.com/gocomms/gocomms/transport/topo"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gocomms/gocomms/commerr"
-	"github.com/gocomms/gocomms/transport/nvl"
+	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/transport/tcp"
 	"github.com/gocomms/gocomms/transport/topo"
 )

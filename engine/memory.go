@@ -11,7 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/gocomms/gocomms/commerr"
-	"github.com/gocomms/gocomms/transport/nvl"
+	"github.com/gocomms/gocomms/nvl"
 )
 
 // memory is a communicator's registered memory: the memory files it

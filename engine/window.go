@@ -16,9 +16,9 @@ import (
 	"github.com/gocomms/gocomms/actors/window"
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/tensor"
 	"github.com/gocomms/gocomms/transport"
-	"github.com/gocomms/gocomms/transport/nvl"
 	"github.com/gocomms/gocomms/transport/topo"
 )
 
@@ -27,7 +27,7 @@ import (
 // side: the peer's CPU takes no part. Those ranks are the ones in this
 // process when the communicator runs over the in-process network, and
 // those of this host when it runs over shared memory, whose windows live
-// in memory files they map (transport/nvl's Shared); Mapped says which.
+// in memory files they map (nvl's Shared); Mapped says which.
 // Accumulates, atomics and signals still go through the target's actor,
 // which keeps them atomic with respect to one another; a direct put is
 // not atomic with respect to them, as MPI's puts are not with respect to

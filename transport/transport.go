@@ -195,7 +195,7 @@ func Pollable(c Conn) bool {
 }
 
 // Mapping is implemented by connections to a peer of this host that may
-// map this process's shared memory files (transport/nvl's Shared):
+// map this process's shared memory files (nvl's Shared):
 // PeerMaps reports whether it may now. The kernel lets a process map
 // another's only as it lets it inspect it.
 type Mapping interface {

@@ -14,7 +14,7 @@ import (
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/gpu"
 	"github.com/gocomms/gocomms/launcher"
-	"github.com/gocomms/gocomms/transport/nvl"
+	"github.com/gocomms/gocomms/nvl"
 )
 
 // infoCommand runs `commnode info`: what this host offers (its GPUs

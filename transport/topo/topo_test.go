@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/transport"
-	"github.com/gocomms/gocomms/transport/nvl"
 	"github.com/gocomms/gocomms/transport/tcp"
 	"github.com/gocomms/gocomms/transport/topo"
 	"github.com/gocomms/gocomms/transport/transporttest"

@@ -184,7 +184,7 @@ func (c *conn) Drained() <-chan struct{} { return c.released }
 func (c *conn) Send(f transport.Frame) error {
 	if len(f.Payload) > MaxPayload {
 		transport.Release(f)
-		return fmt.Errorf("transport/nvl: send to peer %s: payload of %d bytes exceeds the limit of %d: %w",
+		return fmt.Errorf("nvl: send to peer %s: payload of %d bytes exceeds the limit of %d: %w",
 			c.remote, len(f.Payload), MaxPayload, ErrTooLarge)
 	}
 	c.mu.Lock()
@@ -696,7 +696,7 @@ func (c *conn) readPeer(p []byte, address uint64) error {
 // error wraps transport.ErrClosed.
 func (c *conn) ended(what string, cause error) error {
 	if cause == nil {
-		return fmt.Errorf("transport/nvl: connection with peer %s (local %s): %s: %w", c.remote, c.local, what, transport.ErrClosed)
+		return fmt.Errorf("nvl: connection with peer %s (local %s): %s: %w", c.remote, c.local, what, transport.ErrClosed)
 	}
-	return fmt.Errorf("transport/nvl: connection with peer %s (local %s): %s: %w: %w", c.remote, c.local, what, cause, transport.ErrClosed)
+	return fmt.Errorf("nvl: connection with peer %s (local %s): %s: %w: %w", c.remote, c.local, what, cause, transport.ErrClosed)
 }

@@ -37,11 +37,11 @@ type SharedHandle struct {
 // NewShared makes n bytes of shared memory, n > 0.
 func NewShared(n int) (*Shared, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("transport/nvl: shared memory of %d bytes", n)
+		return nil, fmt.Errorf("nvl: shared memory of %d bytes", n)
 	}
 	fd, err := unix.MemfdCreate("gocomms-window", unix.MFD_CLOEXEC)
 	if err != nil {
-		return nil, fmt.Errorf("transport/nvl: memfd_create: %w", err)
+		return nil, fmt.Errorf("nvl: memfd_create: %w", err)
 	}
 	mem, err := sizeAndMap(fd, n, true)
 	if err != nil {
@@ -52,7 +52,7 @@ func NewShared(n int) (*Shared, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Munmap(mem)
 		unix.Close(fd)
-		return nil, fmt.Errorf("transport/nvl: stat shared memory: %w", err)
+		return nil, fmt.Errorf("nvl: stat shared memory: %w", err)
 	}
 	return &Shared{Mem: mem, Handle: SharedHandle{PID: os.Getpid(), FD: fd, Ino: st.Ino}, fd: fd}, nil
 }
@@ -74,13 +74,13 @@ func (s *Shared) Close() error {
 func MapShared(h SharedHandle, n int) ([]byte, func() error, error) {
 	fd, err := unix.Open(fmt.Sprintf("/proc/%d/fd/%d", h.PID, h.FD), unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("transport/nvl: open process %d's shared memory: %w", h.PID, err)
+		return nil, nil, fmt.Errorf("nvl: open process %d's shared memory: %w", h.PID, err)
 	}
 	defer unix.Close(fd)
 	if h.Ino != 0 {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil || st.Ino != h.Ino {
-			return nil, nil, fmt.Errorf("transport/nvl: process %d's descriptor %d names another file than its shared memory", h.PID, h.FD)
+			return nil, nil, fmt.Errorf("nvl: process %d's descriptor %d names another file than its shared memory", h.PID, h.FD)
 		}
 	}
 	mem, err := sizeAndMap(fd, n, false)
@@ -95,15 +95,15 @@ func MapShared(h SharedHandle, n int) ([]byte, func() error, error) {
 func sizeAndMap(fd, n int, create bool) ([]byte, error) {
 	if create {
 		if err := unix.Ftruncate(fd, int64(n)); err != nil {
-			return nil, fmt.Errorf("transport/nvl: size shared memory: %w", err)
+			return nil, fmt.Errorf("nvl: size shared memory: %w", err)
 		}
 	} else {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
-			return nil, fmt.Errorf("transport/nvl: stat shared memory: %w", err)
+			return nil, fmt.Errorf("nvl: stat shared memory: %w", err)
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size < int64(n) {
-			return nil, fmt.Errorf("transport/nvl: shared memory of %d bytes, want %d", st.Size, n)
+			return nil, fmt.Errorf("nvl: shared memory of %d bytes, want %d", st.Size, n)
 		}
 	}
 	flags := unix.MAP_SHARED
@@ -114,7 +114,7 @@ func sizeAndMap(fd, n int, create bool) ([]byte, error) {
 	}
 	mem, err := unix.Mmap(fd, 0, n, unix.PROT_READ|unix.PROT_WRITE, flags)
 	if err != nil {
-		return nil, fmt.Errorf("transport/nvl: map shared memory: %w", err)
+		return nil, fmt.Errorf("nvl: map shared memory: %w", err)
 	}
 	return mem, nil
 }

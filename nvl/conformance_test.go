@@ -5,8 +5,8 @@ package nvl_test
 import (
 	"testing"
 
+	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/transport"
-	"github.com/gocomms/gocomms/transport/nvl"
 	"github.com/gocomms/gocomms/transport/transporttest"
 )
 

@@ -15,7 +15,7 @@ import (
 // and whatever they accept must be exactly what the encoders write for
 // it, so that no two byte strings mean the same thing.
 //
-//	go test -run XXX -fuzz FuzzDecode ./transport/nvl
+//	go test -run XXX -fuzz FuzzDecode ./nvl
 func FuzzDecode(f *testing.F) {
 	p := newProbe()
 	f.Add(appendPreface(nil, p, []byte("rank 3")))

@@ -80,11 +80,11 @@ func Reachable(addr string) bool {
 func splitAddr(addr string) (host, name string, err error) {
 	rest, ok := strings.CutPrefix(addr, "nvl:")
 	if !ok {
-		return "", "", fmt.Errorf("transport/nvl: %q is not an nvl address", addr)
+		return "", "", fmt.Errorf("nvl: %q is not an nvl address", addr)
 	}
 	host, name, ok = strings.Cut(rest, "/")
 	if !ok || host == "" || name == "" || strings.ContainsAny(name, "/\x00") {
-		return "", "", fmt.Errorf("transport/nvl: malformed address %q, want nvl:HOST/NAME", addr)
+		return "", "", fmt.Errorf("nvl: malformed address %q, want nvl:HOST/NAME", addr)
 	}
 	return host, name, nil
 }
@@ -100,7 +100,7 @@ func (n *Network) Listen(addr string) (transport.Listener, error) {
 	}
 	host := Host()
 	if host == "" {
-		return nil, errors.New("transport/nvl: this host's boot id or network namespace is unknown (no /proc?)")
+		return nil, errors.New("nvl: this host's boot id or network namespace is unknown (no /proc?)")
 	}
 	name := strings.ReplaceAll(uuid.NewString(), "-", "")
 	if addr != "" {
@@ -109,16 +109,16 @@ func (n *Network) Listen(addr string) (transport.Listener, error) {
 			return nil, err
 		}
 		if h != host {
-			return nil, fmt.Errorf("transport/nvl: listen on %q: %w", addr, ErrOtherHost)
+			return nil, fmt.Errorf("nvl: listen on %q: %w", addr, ErrOtherHost)
 		}
 		name = nm
 	}
 	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: socketName(name), Net: "unixpacket"})
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("transport/nvl: %w: %w", err, transport.ErrAddrInUse)
+		return nil, fmt.Errorf("nvl: %w: %w", err, transport.ErrAddrInUse)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("transport/nvl: %w", err)
+		return nil, fmt.Errorf("nvl: %w", err)
 	}
 	return newListener(ln, "nvl:"+host+"/"+name, &n.cfg), nil
 }
@@ -130,22 +130,22 @@ func (n *Network) Dial(ctx context.Context, addr string, hello []byte) (transpor
 		return nil, n.err
 	}
 	if len(hello) > transport.MaxHello {
-		return nil, fmt.Errorf("transport/nvl: dial %s: hello of %d bytes exceeds %d", addr, len(hello), transport.MaxHello)
+		return nil, fmt.Errorf("nvl: dial %s: hello of %d bytes exceeds %d", addr, len(hello), transport.MaxHello)
 	}
 	host, name, err := splitAddr(addr)
 	if err != nil {
 		return nil, err
 	}
 	if host != Host() {
-		return nil, fmt.Errorf("transport/nvl: dial %s: %w: %w", addr, ErrOtherHost, transport.ErrRefused)
+		return nil, fmt.Errorf("nvl: dial %s: %w: %w", addr, ErrOtherHost, transport.ErrRefused)
 	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unixpacket", socketName(name))
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
-		return nil, fmt.Errorf("transport/nvl: dial %s: %w", addr, transport.ErrRefused)
+		return nil, fmt.Errorf("nvl: dial %s: %w", addr, transport.ErrRefused)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("transport/nvl: dial %s: %w", addr, err)
+		return nil, fmt.Errorf("nvl: dial %s: %w", addr, err)
 	}
 	sock := nc.(*net.UnixConn)
 	stop := context.AfterFunc(ctx, func() { sock.SetDeadline(time.Unix(1, 0)) })
@@ -159,7 +159,7 @@ func (n *Network) Dial(ctx context.Context, addr string, hello []byte) (transpor
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, fmt.Errorf("transport/nvl: dial %s: %w", addr, err)
+		return nil, fmt.Errorf("nvl: dial %s: %w", addr, err)
 	}
 	return c, nil
 }

@@ -112,13 +112,13 @@ func (c *config) layout() layout {
 
 func (c *config) validate() error {
 	if err := c.layout().check(); err != nil {
-		return fmt.Errorf("transport/nvl: %w", err)
+		return fmt.Errorf("nvl: %w", err)
 	}
 	switch {
 	case c.spin < 0:
-		return fmt.Errorf("transport/nvl: negative spin %v", c.spin)
+		return fmt.Errorf("nvl: negative spin %v", c.spin)
 	case c.byAddressMin < 0:
-		return fmt.Errorf("transport/nvl: negative by-address threshold %d", c.byAddressMin)
+		return fmt.Errorf("nvl: negative by-address threshold %d", c.byAddressMin)
 	}
 	return nil
 }

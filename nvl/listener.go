@@ -43,7 +43,7 @@ var _ transport.Listener = (*listener)(nil)
 
 func newListener(ln *net.UnixListener, addr string, cfg *config) *listener {
 	l := &listener{addr: addr, cfg: cfg}
-	l.backlog = transport.NewBacklog(ln, "transport/nvl: accept on "+addr,
+	l.backlog = transport.NewBacklog(ln, "nvl: accept on "+addr,
 		func(c net.Conn) (pending, error) { return l.exchange(c.(*net.UnixConn)) }, pending.drop)
 	return l
 }

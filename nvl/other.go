@@ -18,7 +18,7 @@ type Network struct {
 	err error
 }
 
-var errUnsupported = errors.New("transport/nvl: shared memory between processes needs Linux")
+var errUnsupported = errors.New("nvl: shared memory between processes needs Linux")
 
 // New returns a network whose Listen and Dial fail.
 func New(opts ...Option) *Network {
