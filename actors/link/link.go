@@ -573,6 +573,7 @@ func (l *linkActor) lost(ctx actor.Context, err error) {
 }
 
 func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
+	l.plane.ordered()
 	switch m.Frame.Header.Kind {
 	case transport.Control:
 		ctx.Send(ctx.Parent(), m)

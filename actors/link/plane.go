@@ -33,6 +33,12 @@ type Plane struct {
 
 	conn  atomic.Pointer[planeConn]
 	heard atomic.Uint64 // direct frames that came, which the link's watch counts as word from the peer
+	// attached counts the collectives that attached; the link reads it
+	// before it hands on any frame (ordered), so that what an operation's
+	// issuer did before the collective attached happens before what the
+	// link hands on later: a window's frames that follow a barrier, say,
+	// whose own frames the plane, not the link, handed over.
+	attached atomic.Uint64
 
 	mu      sync.Mutex
 	sink    Sink
@@ -143,6 +149,7 @@ func (p *Plane) Attach(seq uint64, s Sink, dst []transport.Frame) ([]transport.F
 	clear(p.early[len(kept):])
 	p.early = kept
 	p.sink, p.seq = s, seq
+	p.attached.Add(1)
 	ask := !p.watched && p.watch != nil
 	p.watched = p.watched || ask
 	p.mu.Unlock()
@@ -161,6 +168,10 @@ func (p *Plane) Detach(s Sink) {
 	}
 	p.mu.Unlock()
 }
+
+// ordered joins the link's turn to the collectives that attached before
+// it (attached).
+func (p *Plane) ordered() { p.attached.Load() }
 
 // arrive hands f to the sink of its collective, or keeps it until one
 // attaches.
