@@ -240,6 +240,9 @@ func (n *native) Spin(seq uint64) {
 			p.Polling(false) // it parks: the transport reads from now on
 		}
 	}
+	if done && len(pollers) > 0 {
+		n.lease.Paused()
+	}
 }
 
 // yieldAfter is how many empty polls in a row a waiting caller makes

@@ -30,6 +30,7 @@ type Lease struct {
 	// submitted counts the submissions on their way to the rank: none
 	// may be overtaken by a collective that takes the turn.
 	submitted atomic.Int64
+	paused    atomic.Bool // a waiting caller paused its polling since the last HandBack
 
 	mu     sync.Mutex
 	planes []*link.Plane // sorted by peer; copied on write
@@ -110,11 +111,20 @@ func (l *Lease) Planes(peers []int, dst []*link.Plane) ([]*link.Plane, bool) {
 	return dst, true
 }
 
+// Paused records that a waiting caller paused its polling
+// (transport.Poller.Paused): until HandBack, the connections it polled
+// may leave their reading to pollers.
+func (l *Lease) Paused() { l.paused.Store(true) }
+
 // HandBack tells the connections of every plane that nobody polls them
-// now: an operation the actors run takes its frames from their
-// transports' goroutines, which must not wait for a poller that paused
-// (transport.Poller).
+// now, if a caller paused since the last time: an operation the actors
+// run takes its frames from their transports' goroutines, which must not
+// wait for a poller that paused. An actor-run loop, which polls nothing,
+// pays one atomic swap per submission.
 func (l *Lease) HandBack() {
+	if !l.paused.Swap(false) {
+		return
+	}
 	l.mu.Lock()
 	planes := l.planes
 	l.mu.Unlock()
