@@ -379,7 +379,7 @@ func (d *Direct) execute(i int) (bool, *Fail) {
 		return true, nil
 	}
 	f, registered := transport.Frame{}, false
-	if len(d.region(s.Src)) >= lendMin && d.maps[k] {
+	if d.maps[k] {
 		f, registered = d.registeredFrame(i)
 	}
 	if !registered {

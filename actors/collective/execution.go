@@ -202,15 +202,20 @@ func (e *execution) readDone(i int) transport.Frame {
 }
 
 // registeredFrame returns the frame that sends step i's region as a
-// descriptor of registered memory, if it lies in some: the step then
-// completes once the peer says it has read it.
+// descriptor of registered memory, if it lies in some and is large
+// enough that the peer's read saves more than the word back costs: the
+// step then completes once the peer says it has read it.
 func (e *execution) registeredFrame(i int) (transport.Frame, bool) {
 	m := e.req.Memory
 	if m == nil || e.req.Phantom {
 		return transport.Frame{}, false
 	}
+	src := e.region(e.req.Schedule.Steps[i].Src)
+	if len(src) < lendMin {
+		return transport.Frame{}, false
+	}
 	buf := transport.GetBuffer(descriptorMax)
-	desc, ok := m.Describe(e.region(e.req.Schedule.Steps[i].Src), buf[:0])
+	desc, ok := m.Describe(src, buf[:0])
 	if !ok {
 		transport.PutBuffer(buf)
 		return transport.Frame{}, false
