@@ -345,6 +345,7 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 		op.Timeout = max(time.Until(dl), time.Nanosecond)
 	}
 	op.Hints = cc.hints
+	op.Stream = cc.stream
 	op.Blocking = blocking
 	if invalid == nil && cc.timeout < 0 {
 		invalid = commerr.Invalid("negative timeout %v", cc.timeout)

@@ -19,14 +19,14 @@ func (c *Comm) Alloc(dt DType, shape ...int) (*Tensor, error) {
 		return nil, commerr.Invalid("%v", err)
 	}
 	a, ok := c.backend.(backend.Allocator)
-	if !ok || meta.NBytes() == 0 {
+	if !ok || meta.NBytes() == 0 && c.cfg.Device.IsCPU() {
 		return tensor.New(dt, shape...)
 	}
-	mem, err := a.Alloc(meta.NBytes())
+	t, err := a.Alloc(dt, shape)
 	if err != nil {
 		return nil, &OpError{Comm: c.cfg.Name, Op: "alloc", Rank: c.cfg.Rank, Err: err}
 	}
-	return tensor.FromBytes(dt, mem, shape...)
+	return t, nil
 }
 
 // Free lets go of a tensor Alloc returned: its memory must not be used
@@ -37,10 +37,10 @@ func (c *Comm) Free(t *Tensor) error {
 		return &OpError{Comm: c.cfg.Name, Op: "free", Rank: c.cfg.Rank, Err: err}
 	}
 	a, ok := c.backend.(backend.Allocator)
-	if !ok || t.NBytes() == 0 {
+	if !ok || t.NBytes() == 0 && c.cfg.Device.IsCPU() {
 		return nil
 	}
-	if err := a.Free(t.Bytes()); err != nil {
+	if err := a.Free(t); err != nil {
 		return &OpError{Comm: c.cfg.Name, Op: "free", Rank: c.cfg.Rank, Err: err}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/gpu/cuda"
 	"github.com/gocomms/gocomms/launcher"
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/transport"
@@ -186,6 +187,7 @@ func envTimeout() (time.Duration, error) {
 type CallOption func(*call)
 
 type call struct {
+	stream   *cuda.Stream
 	timeout  time.Duration
 	hints    map[string]string
 	tag      int
@@ -194,6 +196,12 @@ type call struct {
 
 // OpTimeout bounds this operation, overriding the communicator's default.
 func OpTimeout(d time.Duration) CallOption { return func(c *call) { c.timeout = d } }
+
+// OnStream orders an operation on GPU tensors after the work queued on s
+// so far, as torchcomms orders it after the caller's current stream.
+// Without it, the operation comes after the work on the device's legacy
+// default stream.
+func OnStream(s *cuda.Stream) CallOption { return func(c *call) { c.stream = s } }
 
 // OpHints passes free-form hints to the backend for this operation.
 func OpHints(h map[string]string) CallOption { return func(c *call) { c.hints = h } }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gocomms/gocomms/backend"
+	"github.com/gocomms/gocomms/gpu/cuda"
 )
 
 // WorkStatus is where an operation stands, as torchcomms' WorkStatus.
@@ -57,8 +58,10 @@ type Work struct {
 	// starts meanwhile (off the actors) started when it was issued.
 	issuing atomic.Bool
 
-	mu      sync.Mutex    // guards done, hooks and the two phases below
+	mu      sync.Mutex    // guards done, hooks, queued and the two phases below
 	done    chan struct{} // closed once ended; made when first asked for
+	queued  chan struct{} // closed once end is set or the Work ended; made when first asked for
+	end     *cuda.Event   // recorded after the operation's work on a GPU stream
 	hooks   workHooks
 	started bool
 	ended   bool
@@ -93,6 +96,7 @@ func (w *Work) clear() {
 	w.flight, w.flightSlot = nil, 0
 	w.status.Store(int32(NotStarted))
 	w.done, w.hooks, w.started, w.ended, w.pooled = nil, workHooks{}, false, false, false
+	w.queued, w.end = nil, nil
 }
 
 // endedWork returns a Work that ended, with err, before it was issued:
@@ -147,6 +151,47 @@ func (w *Work) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// WaitStream makes s wait for the operation's work on the GPU without
+// blocking the host, as torchcomms' work.wait() makes the current
+// stream wait: once the backend has queued the operation (at once for
+// one that only queues work), s's later work runs after it. For an
+// operation that ended, or one on the CPU, it returns the operation's
+// error at once; it blocks for one that must first pass through the host
+// (staged), until that part is done, or ctx ends.
+func (w *Work) WaitStream(ctx context.Context, s *cuda.Stream) error {
+	w.mu.Lock()
+	if w.queued == nil {
+		w.queued = make(chan struct{})
+		if w.end != nil || w.ended {
+			close(w.queued)
+		}
+	}
+	queued := w.queued
+	w.mu.Unlock()
+	select {
+	case <-queued:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	w.mu.Lock()
+	end, ended := w.end, w.ended
+	w.mu.Unlock()
+	if ended || end == nil {
+		return w.Err()
+	}
+	return s.Wait(end)
+}
+
+// queue records the event after the operation's work on its stream.
+func (w *Work) queue(end *cuda.Event) {
+	w.mu.Lock()
+	w.end = end
+	if w.queued != nil && !w.ended {
+		close(w.queued)
+	}
+	w.mu.Unlock()
 }
 
 // wait is the blocking forms' wait: a ctx that ends first cancels the
@@ -263,6 +308,10 @@ func (w *Work) finish(err error) {
 	if w.done != nil {
 		close(w.done)
 	}
+	if w.queued != nil && w.end == nil {
+		close(w.queued)
+	}
+	w.end = nil // the backend may reuse it now
 	w.mu.Unlock()
 	if w.flight != nil {
 		w.flight.update(w.flightSlot, (*flightSlot).settle)
@@ -290,6 +339,10 @@ func (c completion) Finished(err error) {
 	}
 	c.w.finish(err)
 }
+
+// Queued is a backend's word that the operation's work is queued on a
+// GPU stream before end (backend.Queued).
+func (c completion) Queued(end *cuda.Event) { c.w.queue(end) }
 
 // Released is a Pooled backend's word that it let go of the operation's
 // room, which a pooled Work's record holds.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/gpu/cuda"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -68,6 +69,11 @@ type Op struct {
 	// an operation that ends within it.
 	Blocking bool
 	Hints    map[string]string
+	// Stream, for tensors on a GPU, is the caller's stream: the operation
+	// runs after the work queued on it so far (torchcomms' current
+	// stream). Nil: after the work the process queued on the device's
+	// legacy default stream, and whatever that waits for.
+	Stream *cuda.Stream
 }
 
 // P2P is one message of a point-to-point operation.
@@ -86,6 +92,16 @@ type P2P struct {
 type Completion interface {
 	Started()
 	Finished(err error)
+}
+
+// Queued is the Completion of an operation on a GPU: a backend that queues
+// the operation's work on a stream calls Queued with an event recorded
+// after that work, before Finished, which it calls once the work is
+// done. Until Finished, a caller's stream may wait for the event
+// (Work.WaitStream) without blocking the host; the backend may reuse it
+// afterwards.
+type Queued interface {
+	Queued(end *cuda.Event)
 }
 
 // Backend runs a communicator's operations. The front (Comm) validates

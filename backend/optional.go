@@ -1,5 +1,7 @@
 package backend
 
+import "github.com/gocomms/gocomms/tensor"
+
 // Optional interfaces: a Backend implements those whose capability it has,
 // and the front asks for each with a type assertion, never for a concrete
 // backend.
@@ -34,13 +36,15 @@ type Spinner interface {
 	Spin(seq uint64)
 }
 
-// Allocator is a Backend whose memory can be registered with the
-// communicator (torchcomms' memory allocator with tensor registration):
-// a collective on it may let a peer read it in place. Alloc returns size
-// bytes of zeroed memory, which stay valid until Free.
+// Allocator is a Backend that allocates its communicator's tensors: on
+// its device, and where it can, in memory registered with the
+// communicator (torchcomms' memory allocator with tensor registration),
+// so that a collective on it may let a peer read it in place. Alloc
+// returns a zeroed tensor of dt and shape, with at least one element,
+// which stays valid until Free.
 type Allocator interface {
-	Alloc(size int) ([]byte, error)
-	Free(mem []byte) error
+	Alloc(dt tensor.DType, shape []int) (*tensor.Tensor, error)
+	Free(t *tensor.Tensor) error
 }
 
 // Room is a Pooled backend's state for one operation, reused across

@@ -163,19 +163,27 @@ func (n *native) runDirect(req *collective.Request, o *room) bool {
 	return true
 }
 
-// Alloc returns size bytes of zeroed memory registered with the
+// Alloc returns a zeroed tensor in memory registered with the
 // communicator: in a memory file the ranks of this host map, where the
 // network shares memory, so that a collective over shared memory reads
 // it in place; from the heap elsewhere.
-func (n *native) Alloc(size int) ([]byte, error) {
+func (n *native) Alloc(dt tensor.DType, shape []int) (*tensor.Tensor, error) {
 	if n.cfg.Device == tensor.Meta {
 		return nil, commerr.Invalid("the meta device has no memory")
 	}
-	return n.mem.alloc(size, n.sharesMemory())
+	meta, err := tensor.NewMeta(dt, shape...)
+	if err != nil {
+		return nil, commerr.Invalid("%v", err)
+	}
+	mem, err := n.mem.alloc(meta.NBytes(), n.sharesMemory())
+	if err != nil {
+		return nil, err
+	}
+	return tensor.FromBytes(dt, mem, shape...)
 }
 
-// Free lets go of memory Alloc returned.
-func (n *native) Free(mem []byte) error { return n.mem.free(mem) }
+// Free lets go of a tensor Alloc returned.
+func (n *native) Free(t *tensor.Tensor) error { return n.mem.free(t.Bytes()) }
 
 // RegisteredSends counts the sends that went as descriptors of
 // registered memory.

@@ -18,13 +18,22 @@ import (
 //
 // A tensor on another device holds no Go memory: Bytes returns nil and As
 // fails. NewMeta makes one on the meta device, which has no memory at
-// all.
+// all; OnDevice one that views an accelerator's memory.
 type Tensor struct {
 	data   []byte
 	dtype  DType
 	shape  []int
 	numel  int
 	device Device
+	mem    Memory // off the host: what the tensor views, from byte off
+	off    int
+}
+
+// Memory is an allocation on an accelerator that tensors view. The
+// package that allocated it knows what it is (gpu/cuda's DeviceMemory);
+// this one knows only its length in bytes.
+type Memory interface {
+	Len() int
 }
 
 var errNil = errors.New("tensor: nil tensor")
@@ -79,6 +88,28 @@ func NewMeta(dt DType, shape ...int) (*Tensor, error) {
 		return nil, err
 	}
 	return &Tensor{dtype: dt, shape: cloneShape(shape), numel: n, device: Meta}, nil
+}
+
+// OnDevice returns a tensor on device d (an accelerator, not the CPU or
+// the meta device) viewing mem from byte offset off: no copy is made.
+// The shape's bytes must lie within mem, and off must be a multiple of
+// the element size.
+func OnDevice(d Device, mem Memory, off int, dt DType, shape ...int) (*Tensor, error) {
+	if d.Type == DeviceCPU || d.Type == DeviceMeta {
+		return nil, fmt.Errorf("tensor: OnDevice needs an accelerator, not %v", d)
+	}
+	if mem == nil {
+		return nil, fmt.Errorf("tensor: OnDevice on %v without memory", d)
+	}
+	n, err := numelOf(dt, shape)
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 || off%dt.Size() != 0 || n*dt.Size() > mem.Len()-off {
+		return nil, fmt.Errorf("tensor: %d bytes of %v at offset %d do not fit %d bytes of %v memory",
+			n*dt.Size(), dt, off, mem.Len(), d)
+	}
+	return &Tensor{dtype: dt, shape: cloneShape(shape), numel: n, device: d, mem: mem, off: off}, nil
 }
 
 // FromSlice returns a 1-D CPU tensor over s's memory: no copy is made, so
@@ -193,6 +224,16 @@ func (t *Tensor) Bytes() []byte {
 	return t.data
 }
 
+// Memory returns the accelerator memory a tensor made by OnDevice, or a
+// view of one, views, and the byte offset where its elements start; nil
+// for tensors on the CPU and the meta device.
+func (t *Tensor) Memory() (Memory, int) {
+	if t == nil {
+		return nil, 0
+	}
+	return t.mem, t.off
+}
+
 // Device returns where the data lives (CPU for nil).
 func (t *Tensor) Device() Device {
 	if t == nil {
@@ -262,7 +303,11 @@ func (t *Tensor) NarrowInto(v *Tensor, start, n int) error {
 		lo, hi := start*size, (start+n)*size
 		data = data[lo:hi:hi]
 	}
-	*v = Tensor{data: data, dtype: t.dtype, numel: n, device: t.device}
+	off := t.off
+	if t.mem != nil {
+		off += start * t.dtype.Size()
+	}
+	*v = Tensor{data: data, dtype: t.dtype, numel: n, device: t.device, mem: t.mem, off: off}
 	// The one dimension of a 1-D view is its element count: sharing it
 	// makes the view without allocating its shape.
 	v.shape = unsafe.Slice(&v.numel, 1)
@@ -296,7 +341,9 @@ func (t *Tensor) RowElems() int {
 	return n
 }
 
-// Clone returns a deep copy with its own storage (nil for nil).
+// Clone returns a deep copy with its own storage (nil for nil). This
+// package cannot allocate on an accelerator: a clone of a tensor there
+// copies its metadata only, and views the same memory.
 func (t *Tensor) Clone() *Tensor {
 	if t == nil {
 		return nil

@@ -208,6 +208,7 @@ type Context struct {
 	events  map[*Event]struct{}
 	modules map[*Module]struct{}
 	kernels map[string]*Function // the reduction kernels, once loaded; in modules too
+	shared  bool                 // made by Shared: never closed
 }
 
 // Device returns the device whose context this is.
@@ -258,6 +259,9 @@ func (c *Context) lock(op string) error {
 // Errors on the way are joined; the context is released regardless. A
 // second Close fails with ErrClosed.
 func (c *Context) Close() error {
+	if c != nil && c.shared {
+		return invalid("Context.Close", "the Context of Shared stays open")
+	}
 	if err := c.lock("Context.Close"); err != nil {
 		return err
 	}

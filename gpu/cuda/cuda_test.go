@@ -4,10 +4,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/gocomms/gocomms/gpu/cuda/fakecuda"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -223,8 +224,8 @@ func TestZeroValues(t *testing.T) {
 	}
 }
 
-// TestFakeDriver runs the device tests against testdata/fakecuda.c, a
-// stand-in libcuda.so.1 whose devices are host memory, found ahead of any
+// TestFakeDriver runs the device tests against package fakecuda's
+// stand-in libcuda.so.1, whose devices are host memory, found ahead of any
 // real driver through LD_LIBRARY_PATH. It exercises every entry point this
 // package binds, and the order the package relies on, where there is no
 // GPU; what a real GPU does differently (timing, concurrency, its memory)
@@ -233,18 +234,12 @@ func TestFakeDriver(t *testing.T) {
 	if !haveDriver {
 		t.Skip("skip: this build cannot load libcuda at all (no cgo, or not Linux)")
 	}
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
+	dir, err := fakecuda.Build()
+	if errors.Is(err, fakecuda.ErrUnsupported) {
+		t.Skipf("skip: %v", err)
 	}
-	if _, err := exec.LookPath(cc); err != nil {
-		t.Skipf("skip: no C compiler (%s) to build testdata/fakecuda.c: %v", cc, err)
-	}
-	dir := t.TempDir()
-	build := exec.Command(cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-		"-o", filepath.Join(dir, LibraryName), filepath.Join("testdata", "fakecuda.c"), "-lpthread")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/fakecuda.c: %v\n%s", err, out)
+	if err != nil {
+		t.Fatal(err)
 	}
 	run := func(t *testing.T, devices, tests string, require bool) string {
 		t.Helper()
@@ -252,11 +247,8 @@ func TestFakeDriver(t *testing.T) {
 			"-test.timeout=120s")
 		// A wait never met gives up after 2s: long enough for
 		// TestDeviceIPCProcesses's child to raise its flag.
-		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+dir, "GOCOMMS_FAKECUDA_DEVICES="+devices,
-			"GOCOMMS_FAKECUDA_WAIT_MS=2000", "GOCOMMS_CUDA_REQUIRE=")
-		if require {
-			cmd.Env = append(cmd.Env, "GOCOMMS_CUDA_REQUIRE=1")
-		}
+		n, _ := strconv.Atoi(devices)
+		cmd.Env = append(os.Environ(), fakecuda.Env(dir, n, 2000, require)...)
 		out, err := cmd.CombinedOutput()
 		t.Logf("%s against fakecuda with %s devices:\n%s", tests, devices, out)
 		if err != nil {

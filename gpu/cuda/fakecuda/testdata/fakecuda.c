@@ -157,7 +157,7 @@ static struct {
 	}                                                                       \
 	FAKE_KERNEL(name, 1, sizeof(T), sizeof(S))
 
-#include "../kernels/reduce.cu"
+#include "../../kernels/reduce.cu"
 
 /* run_kernel runs every thread of l's grid. */
 static void run_kernel(const struct fake_launch *l)

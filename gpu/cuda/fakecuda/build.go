@@ -1,0 +1,79 @@
+package fakecuda
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+)
+
+// Library is the file name Build writes, the one gpu/cuda loads.
+const Library = "libcuda.so.1"
+
+// ErrUnsupported reports a machine where the fake cannot be built: not
+// Linux, cgo off, or no C compiler. Tests skip on it; any other error of
+// Build is a failure.
+var ErrUnsupported = errors.New("fakecuda: cannot build the fake driver here")
+
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// Build compiles fakecuda.c once per process into a directory it
+// returns, holding Library. It fails where cgo is off, the system is not
+// Linux, or there is no C compiler ($CC, or cc), with an error that
+// matches ErrUnsupported.
+func Build() (string, error) {
+	built.once.Do(func() { built.dir, built.err = build() })
+	return built.dir, built.err
+}
+
+func build() (string, error) {
+	if runtime.GOOS != "linux" || os.Getenv("CGO_ENABLED") == "0" {
+		return "", fmt.Errorf("%w: it needs Linux and cgo", ErrUnsupported)
+	}
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		return "", fmt.Errorf("%w: no C compiler (%s): %v", ErrUnsupported, cc, err)
+	}
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("fakecuda: cannot find fakecuda.c")
+	}
+	dir, err := os.MkdirTemp("", "fakecuda")
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(filepath.Dir(self), "testdata", "fakecuda.c")
+	cmd := exec.Command(cc, "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+		"-o", filepath.Join(dir, Library), src, "-lpthread")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("fakecuda: building %s: %v\n%s", src, err, out)
+	}
+	return dir, nil
+}
+
+// Env returns the environment variables that make a process started with
+// them load the fake built in dir, with the given number of devices, a
+// wait for a value in device memory that gives up after waitMS
+// milliseconds, and GOCOMMS_CUDA_REQUIRE set or cleared.
+func Env(dir string, devices, waitMS int, require bool) []string {
+	req := ""
+	if require {
+		req = "1"
+	}
+	return []string{
+		"LD_LIBRARY_PATH=" + dir,
+		fmt.Sprintf("GOCOMMS_FAKECUDA_DEVICES=%d", devices),
+		fmt.Sprintf("GOCOMMS_FAKECUDA_WAIT_MS=%d", waitMS),
+		"GOCOMMS_CUDA_REQUIRE=" + req,
+	}
+}
