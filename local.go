@@ -21,6 +21,12 @@ import (
 //
 // This is the embedded default: examples, tests and `commnode demo` use it.
 func RunLocal(ctx context.Context, n int, fn func(ctx context.Context, c *Comm) error, opts ...Option) error {
+	return RunLocalOn(ctx, n, CPU, fn, opts...)
+}
+
+// RunLocalOn is RunLocal with the communicator's tensors on device: the
+// ranks of CUDA(i) share that GPU.
+func RunLocalOn(ctx context.Context, n int, device Device, fn func(ctx context.Context, c *Comm) error, opts ...Option) error {
 	if n < 1 {
 		return commerr.Invalid("RunLocal needs at least one rank, got %d", n)
 	}
@@ -61,7 +67,7 @@ func RunLocal(ctx context.Context, n int, fn func(ctx context.Context, c *Comm) 
 	for r := range n {
 		wg.Go(func() {
 			all := append(append(append([]Option{}, defaults...), opts...), WithRuntime(rt), WithRank(r), WithSize(n))
-			c, err := NewComm(ctx, NativeBackend, CPU, "local", all...)
+			c, err := NewComm(ctx, NativeBackend, device, "local", all...)
 			if err != nil {
 				errs[r] = fmt.Errorf("rank %d: %w", r, err)
 				abortOthers(r, err)

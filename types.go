@@ -35,6 +35,10 @@ type Device = tensor.Device
 // CPU is host memory.
 var CPU = tensor.CPU
 
+// CUDA returns the GPU with the given ordinal, as the CUDA driver numbers
+// them in this process (CUDA_VISIBLE_DEVICES chooses which it sees).
+func CUDA(index int) Device { return tensor.CUDA(index) }
+
 // ReduceOp combines the contributions of every rank.
 type ReduceOp = reduce.Op
 

@@ -131,8 +131,8 @@ func (c *Checker) start(cs Case) (*call, collective, error) {
 		}
 	}
 	x := &call{Case: cs, rank: c.Comm.Rank(), size: c.Comm.Size()}
-	if c.Registered {
-		x.comm = c.Comm
+	if c.Registered || !c.Comm.Device().IsCPU() {
+		x.comm = c.Comm // a GPU communicator's tensors come from Alloc
 	}
 	return x, col, nil
 }

@@ -30,7 +30,7 @@ func (x *call) root() int { return int(uint(x.Seed) % uint(x.size)) }
 // tensor returns n zeros of the case's dtype. Run validated the dtype and
 // bounded the count, so an error is a broken invariant.
 func (x *call) tensor(n int) *gocomms.Tensor {
-	if x.comm != nil && n > 0 {
+	if x.comm != nil && (n > 0 || !x.comm.Device().IsCPU()) {
 		t, err := x.comm.Alloc(x.DType, n)
 		if err == nil {
 			x.allocs = append(x.allocs, t)
@@ -62,15 +62,37 @@ func (x *call) fill(r, b, n int) *gocomms.Tensor { return x.packed(r, []int{n}, 
 // packed returns rank r's blocks first, first+1, ... of ns[k] elements
 // each, back to back, followed by spare zeros.
 func (x *call) packed(r int, ns []int, first, spare int) *gocomms.Tensor {
-	t := x.tensor(sum(ns) + spare)
+	h, err := gocomms.NewTensor(x.DType, sum(ns)+spare)
+	if err != nil {
+		panic(fmt.Sprintf("commtest: %v: %v", x.Case, err))
+	}
 	off := 0
 	for k, n := range ns {
 		for i := range n {
-			t.SetInt64(off+i, x.value(r, first+k, i))
+			h.SetInt64(off+i, x.value(r, first+k, i))
 		}
 		off += n
 	}
+	t := x.tensor(h.Numel())
+	if t.Device().IsCPU() {
+		copy(t.Bytes(), h.Bytes())
+		return t
+	}
+	x.allocErr = cmp.Or(x.allocErr, upload(t, h.Bytes()))
 	return t
+}
+
+// onHost returns t, or a copy on the host of a tensor on a GPU.
+func (x *call) onHost(t *gocomms.Tensor) *gocomms.Tensor {
+	if t.Device().IsCPU() {
+		return t
+	}
+	h, err := gocomms.NewTensor(x.DType, t.Numel())
+	if err != nil {
+		panic(fmt.Sprintf("commtest: %v: %v", x.Case, err))
+	}
+	x.allocErr = cmp.Or(x.allocErr, download(h.Bytes(), t))
+	return h
 }
 
 func (x *call) wrong(where string, i int, got, want string) error {
@@ -95,6 +117,7 @@ func (x *call) failed(err error) error {
 
 // reduced checks that got holds every rank's block b reduced with the op.
 func (x *call) reduced(where string, got *gocomms.Tensor, b int) error {
+	got = x.onHost(got)
 	vals := make([]int64, x.size)
 	for i := range got.Numel() {
 		for q := range vals {
@@ -131,6 +154,7 @@ func (x *call) copied(where string, got *gocomms.Tensor, r, b int) error {
 // copiedAt checks that the n elements of got from off hold rank r's block
 // b. Every dtype holds the generated values exactly.
 func (x *call) copiedAt(where string, got *gocomms.Tensor, off, n, r, b int) error {
+	got = x.onHost(got)
 	for i := range n {
 		w := x.value(r, b, i)
 		if x.DType.IsFloat() {

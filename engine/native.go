@@ -67,8 +67,11 @@ type native struct {
 // network or a store in cfg, it takes the process's, as the launcher's
 // environment describes them (environment.go), and sets them in cfg.
 func New(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
+	if cfg.Device.Type == tensor.DeviceCUDA {
+		return newCUDA(ctx, cfg)
+	}
 	if cfg.Device != tensor.CPU && cfg.Device != tensor.Meta {
-		return nil, commerr.Invalid("the native backend runs on cpu and meta, not %v", cfg.Device)
+		return nil, commerr.Invalid("the native backend runs on cpu, cuda and meta, not %v", cfg.Device)
 	}
 	if cfg.Network == nil {
 		nw, err := processNetwork()

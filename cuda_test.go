@@ -1,0 +1,145 @@
+package gocomms_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/commtest"
+	"github.com/gocomms/gocomms/gpu/cuda"
+	"github.com/gocomms/gocomms/gpu/cuda/fakecuda"
+	"github.com/gocomms/gocomms/tensor"
+)
+
+// inFakeCUDA runs the tests matching pattern in a child of this test
+// binary that loads the fake CUDA driver (package fakecuda) with one
+// device, which the child's ranks share, and fails t if they fail.
+func inFakeCUDA(t *testing.T, pattern string) {
+	t.Helper()
+	dir, err := fakecuda.Build()
+	if errors.Is(err, fakecuda.ErrUnsupported) {
+		t.Skipf("skip: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+pattern+"$", "-test.v", "-test.count=1", "-test.timeout=300s")
+	cmd.Env = append(os.Environ(), fakecuda.Env(dir, 1, 20000, true)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+pattern) {
+		t.Fatalf("%s against the fake driver: %v\n%s", pattern, err, out)
+	}
+	if strings.Contains(string(out), "fakecuda: leak") {
+		t.Errorf("%s left device objects live:\n%s", pattern, out)
+	}
+}
+
+// needCUDA skips t unless the process has a GPU to use: the fake
+// driver's child, or a real one where GOCOMMS_CUDA_REQUIRE is set.
+func needCUDA(t *testing.T) {
+	t.Helper()
+	if os.Getenv("GOCOMMS_CUDA_REQUIRE") == "" {
+		t.Skip("skip: runs in a child with a CUDA driver (GOCOMMS_CUDA_REQUIRE=1)")
+	}
+	if _, err := cuda.Shared(0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCUDACollectives(t *testing.T) { inFakeCUDA(t, "TestCUDASweep") }
+
+// TestCUDASweep checks every collective and point-to-point form, every
+// dtype and op, on tensors of one GPU that 1 to 4 ranks of this process
+// share, against commtest's reference.
+func TestCUDASweep(t *testing.T) {
+	needCUDA(t)
+	for _, n := range []int{1, 2, 3, 4} {
+		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
+			plan := commtest.Plan{Counts: []int{0, 1, n - 1, n + 1, 1000}}
+			err := gocomms.RunLocalOn(context.Background(), n, gocomms.CUDA(0), func(ctx context.Context, c *gocomms.Comm) error {
+				rep, err := commtest.Sweep(ctx, c, plan)
+				if err != nil {
+					return err
+				}
+				if len(rep.Results) == 0 {
+					return errors.New("the sweep ran no case")
+				}
+				return rep.Err()
+			}, gocomms.WithTimeout(60*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestCUDAStreams(t *testing.T) { inFakeCUDA(t, "TestCUDAStreamOrder") }
+
+// TestCUDAStreamOrder checks torchcomms' stream semantics: an operation
+// issued on a caller's stream reads what that stream wrote before it, and
+// a stream made to wait for its Work reads the result.
+func TestCUDAStreamOrder(t *testing.T) {
+	needCUDA(t)
+	const n, count = 3, 4096
+	err := gocomms.RunLocalOn(context.Background(), n, gocomms.CUDA(0), func(ctx context.Context, c *gocomms.Comm) error {
+		dev, err := cuda.Shared(0)
+		if err != nil {
+			return err
+		}
+		s, err := dev.NewStream()
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		x, err := c.Alloc(tensor.Float32, count)
+		if err != nil {
+			return err
+		}
+		defer c.Free(x)
+		pin, err := dev.AllocHost(4 * count)
+		if err != nil {
+			return err
+		}
+		defer pin.Close()
+		in := tensor.FromSlice(make([]float32, count))
+		for i := range count {
+			in.SetFloat64(i, float64(c.Rank()+i))
+		}
+		copy(pin.Bytes(), in.Bytes())
+		mem, _ := x.Memory()
+		// The upload is only queued: the all-reduce must come after it.
+		if err := s.CopyHtoD(mem.(*cuda.DeviceMemory), 0, pin.Bytes()); err != nil {
+			return err
+		}
+		w := c.AllReduceAsync(x, gocomms.Sum, gocomms.OnStream(s))
+		if err := w.WaitStream(ctx, s); err != nil {
+			return err
+		}
+		if err := s.CopyDtoH(pin.Bytes(), mem.(*cuda.DeviceMemory), 0); err != nil {
+			return err
+		}
+		if err := s.Synchronize(); err != nil {
+			return err
+		}
+		if err := w.Wait(ctx); err != nil {
+			return err
+		}
+		got := tensor.FromSlice(make([]float32, count))
+		copy(got.Bytes(), pin.Bytes())
+		for i := range count {
+			if want := float64(n*(n-1)/2 + n*i); got.Float64At(i) != want {
+				return fmt.Errorf("rank %d: element %d is %v, want %v", c.Rank(), i, got.Float64At(i), want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
