@@ -1,6 +1,8 @@
 package commtest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gocomms/gocomms"
@@ -49,4 +51,26 @@ func download(b []byte, t *gocomms.Tensor) error {
 		return err
 	}
 	return ctx.CopyDtoH(b, mem, off)
+}
+
+// AllReduceHost all-reduces t, a tensor in host memory, over c whatever
+// c's device: through a tensor there on a GPU communicator, whose
+// operations take only its own tensors. Tools use it to combine what
+// their ranks found.
+func AllReduceHost(ctx context.Context, c *gocomms.Comm, t *gocomms.Tensor, op gocomms.ReduceOp) error {
+	if c.Device().IsCPU() {
+		return c.AllReduce(ctx, t, op)
+	}
+	d, err := c.Alloc(t.DType(), t.Numel())
+	if err != nil {
+		return err
+	}
+	err = upload(d, t.Bytes())
+	if err == nil {
+		err = c.AllReduce(ctx, d, op)
+	}
+	if err == nil {
+		err = download(t.Bytes(), d)
+	}
+	return errors.Join(err, c.Free(d))
 }

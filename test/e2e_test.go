@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gocomms/gocomms/gpu/cuda/fakecuda"
 )
 
 // transports are the values of GOCOMMS_TRANSPORT the tests run under:
@@ -38,6 +41,30 @@ func TestVerifyRegisteredAcrossProcesses(t *testing.T) {
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprintf("%d_ranks", n), func(t *testing.T) {
 			verify(t, n, "-R", "-counts", "0,1,20000,70001")
+		})
+	}
+}
+
+// TestVerifyCUDAAcrossProcesses runs commnode verify on GPU tensors, one
+// process per rank, the processes sharing the fake driver's one GPU: the
+// operations are staged through pinned memory and cross shared memory and
+// TCP between the processes.
+func TestVerifyCUDAAcrossProcesses(t *testing.T) {
+	dir, err := fakecuda.Build()
+	if errors.Is(err, fakecuda.ErrUnsupported) {
+		t.Skipf("skip: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range fakecuda.Env(dir, 1, 20000, true) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	for _, transport := range transports {
+		t.Run(transport, func(t *testing.T) {
+			t.Setenv("GOCOMMS_TRANSPORT", transport)
+			verify(t, 3, "-device", "cuda", "-counts", "0,1,1000,20001")
 		})
 	}
 }

@@ -162,7 +162,11 @@ func runRanks(ctx context.Context, local int, job *jobFlags, stderr io.Writer, v
 	}
 	var err error
 	if local > 0 {
-		err = gocomms.RunLocal(ctx, local, run,
+		dev, derr := job.dev(true)
+		if derr != nil {
+			return 0, derr
+		}
+		err = gocomms.RunLocalOn(ctx, local, dev, run,
 			gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
 	} else {
 		err = joinAndRun(ctx, job, stderr, validate, run)
@@ -247,7 +251,12 @@ func runLocalRanks(ctx context.Context, n int, job *jobFlags, stdout, stderr io.
 	rank func(ctx context.Context, c *gocomms.Comm, stdout, stderr io.Writer) (ok bool, err error)) int {
 	outs, errs := make([]bytes.Buffer, n), make([]bytes.Buffer, n)
 	oks := make([]bool, n)
-	err := gocomms.RunLocal(ctx, n, func(ctx context.Context, c *gocomms.Comm) error {
+	dev, err := job.dev(true)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return 1
+	}
+	err = gocomms.RunLocalOn(ctx, n, dev, func(ctx context.Context, c *gocomms.Comm) error {
 		r := c.Rank()
 		var err error
 		oks[r], err = rank(ctx, c, &outs[r], &errs[r])

@@ -11,6 +11,7 @@ import (
 	"github.com/lmittmann/tint"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/tensor"
 )
 
 // newLogger logs to w through tint when w is a terminal, as plain text
@@ -38,6 +39,7 @@ type jobFlags struct {
 	silence   time.Duration
 	verbose   bool
 	name      string
+	device    string
 }
 
 func (j *jobFlags) register(fs *flag.FlagSet) {
@@ -46,6 +48,15 @@ func (j *jobFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&j.silence, "silence", 0, "a peer this rank waits on that stays silent this long has failed (default 5s; negative: never)")
 	fs.BoolVar(&j.verbose, "v", false, "log debug events to stderr")
 	fs.StringVar(&j.name, "comm", "commnode", "communicator name")
+	fs.StringVar(&j.device, "device", "cpu", `where tensors live: cpu, cuda (this rank's GPU: its local rank modulo the GPUs) or cuda:N`)
+}
+
+// dev is the device -device names; in-process ranks share cuda's GPU 0.
+func (j *jobFlags) dev(local bool) (gocomms.Device, error) {
+	if j.device == "cuda" && !local {
+		return gocomms.LocalCUDA()
+	}
+	return tensor.ParseDevice(j.device)
 }
 
 // join creates this process's communicator from the launcher's environment
@@ -53,7 +64,11 @@ func (j *jobFlags) register(fs *flag.FlagSet) {
 func (j *jobFlags) join(ctx context.Context, stderr io.Writer) (*gocomms.Comm, error) {
 	logger := newLogger(stderr, j.verbose)
 	start := time.Now()
-	c, err := gocomms.NewComm(ctx, gocomms.NativeBackend, gocomms.CPU, j.name,
+	dev, err := j.dev(false)
+	if err != nil {
+		return nil, err
+	}
+	c, err := gocomms.NewComm(ctx, gocomms.NativeBackend, dev, j.name,
 		gocomms.WithTimeout(j.timeout), gocomms.WithLogger(logger), gocomms.WithFailureDetector(j.heartbeat, j.silence))
 	if err == nil {
 		logger.Debug("joined the job", "rank", c.Rank(), "size", c.Size(), "took", time.Since(start))

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commtest"
 	"github.com/gocomms/gocomms/tensor"
 )
 
@@ -33,6 +35,13 @@ func Run(ctx context.Context, c *gocomms.Comm, cfg Config, report func(Result) e
 	b, err := newBench(c, cfg)
 	if err != nil {
 		return 0, err
+	}
+	if b.dev != nil {
+		defer func() {
+			if ferr := b.dev.free(c); err == nil {
+				err = ferr
+			}
+		}()
 	}
 	sizes := cfg.sizes()
 	total := 0
@@ -86,6 +95,7 @@ type bench struct {
 	wrongT      *gocomms.Tensor
 	chk         *checker // with Check
 	algo        string   // the schedule of the rows being run; "" lets gocomms choose
+	dev         *device  // on a GPU: the tensors send and recv shadow
 }
 
 // by names the schedule of the rows being run, for an error.
@@ -109,7 +119,7 @@ func newBench(c *gocomms.Comm, cfg Config) (*bench, error) {
 	}
 	n := int(cfg.MaxBytes) / es * es
 	buffer := func() ([]byte, error) {
-		if !cfg.Registered {
+		if !cfg.Registered || !c.Device().IsCPU() {
 			return make([]byte, n), nil
 		}
 		t, err := c.Alloc(gocomms.Uint8, n)
@@ -136,6 +146,11 @@ func newBench(c *gocomms.Comm, cfg Config) (*bench, error) {
 			return nil, err
 		}
 	}
+	if !c.Device().IsCPU() {
+		if b.dev, err = newDevice(c, b); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
 }
 
@@ -158,7 +173,13 @@ func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
 		for _, f := range pl.fills {
 			b.chk.pat.fill(f.buf, f.src, f.off)
 		}
+		if err := b.shadow(true); err != nil {
+			return Result{}, err
+		}
 		if err := pl.issue().Wait(ctx); err != nil {
+			return Result{}, err
+		}
+		if err := b.shadow(false); err != nil {
 			return Result{}, err
 		}
 		for _, rg := range pl.checks {
@@ -166,10 +187,10 @@ func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
 		}
 	}
 	b.secs[0], b.wrong[0] = sec, wrong
-	if err := b.c.AllReduce(ctx, b.secsT, gocomms.Max); err != nil {
+	if err := b.allReduce(ctx, b.secsT, gocomms.Max); err != nil {
 		return Result{}, err
 	}
-	if err := b.c.AllReduce(ctx, b.wrongT, gocomms.Sum); err != nil {
+	if err := b.allReduce(ctx, b.wrongT, gocomms.Sum); err != nil {
 		return Result{}, err
 	}
 	sec, wrong = b.secs[0], b.wrong[0]
@@ -294,7 +315,7 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 	// an element the op failed to write differs from its reference (unless
 	// the patterns agree there by chance, as bool's two values often do).
 	poisoned := region{out, p, 0}
-	v := views{dt: dt}
+	v := views{dt: dt, b: b}
 	var pl plan
 	if o == SendRecv {
 		prev := (r + p - 1) % p
@@ -385,16 +406,52 @@ func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
 	return pl, v.err
 }
 
-// views makes tensors over byte slices, keeping the first error.
+// views makes tensors over byte slices of the bench's buffers, or over
+// the device memory they shadow, keeping the first error.
 type views struct {
 	dt  gocomms.DType
+	b   *bench
 	err error
 }
 
-func (v *views) of(b []byte) *gocomms.Tensor {
-	t, err := tensor.FromBytes(v.dt, b)
+func (v *views) of(sub []byte) *gocomms.Tensor {
+	var t *gocomms.Tensor
+	var err error
+	switch d := v.b.dev; {
+	case d == nil:
+		t, err = tensor.FromBytes(v.dt, sub)
+	case v.b.recv != nil && within(sub, v.b.recv):
+		t, err = d.view(v.dt, v.b.recv, d.recv, sub)
+	default:
+		t, err = d.view(v.dt, v.b.send, d.send, sub)
+	}
 	if err != nil && v.err == nil {
 		v.err = err
 	}
 	return t
+}
+
+// within reports whether sub is a slice of buf.
+func within(sub, buf []byte) bool {
+	return len(sub) > 0 && len(buf) > 0 &&
+		uintptr(unsafe.Pointer(&sub[0])) >= uintptr(unsafe.Pointer(&buf[0])) &&
+		uintptr(unsafe.Pointer(&sub[0])) < uintptr(unsafe.Pointer(&buf[0]))+uintptr(len(buf))
+}
+
+// shadow copies the host buffers to the device's (up), or back: a GPU
+// run's fills and checks are made on the host.
+func (b *bench) shadow(up bool) error {
+	if b.dev == nil {
+		return nil
+	}
+	if err := b.dev.copy(b.dev.send, b.send, up); err != nil {
+		return err
+	}
+	return b.dev.copy(b.dev.recv, b.recv, up)
+}
+
+// allReduce reduces one host scalar across ranks, whatever the
+// communicator's device.
+func (b *bench) allReduce(ctx context.Context, t *gocomms.Tensor, op gocomms.ReduceOp) error {
+	return commtest.AllReduceHost(ctx, b.c, t, op)
 }
