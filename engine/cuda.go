@@ -3,18 +3,38 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
 
+	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/backend"
+	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/gpu/cuda"
-	"github.com/gocomms/gocomms/gpu/stage"
+	"github.com/gocomms/gocomms/gpu/devcomm"
+	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/tensor"
 )
 
+// DeviceBufferVar sets the bytes of GPU memory each rank of a host lends
+// its peers for collectives that run from each other's memory (nvl's
+// device group); 0 stages every operation through host memory instead.
+const DeviceBufferVar = "GOCOMMS_NVL_DEVICE_BUFFER"
+
+// defaultDeviceBuffer is large enough that a window's copies and kernels
+// dwarf its three barriers.
+const defaultDeviceBuffer = 32 << 20
+
 // newCUDA creates this rank of a communicator of tensors on a GPU: the
-// host communicator that moves their bytes, and the staging that copies
-// them there and back on the device's streams.
+// host communicator that moves what is staged, the device group of the
+// ranks of this host where they all are, and the backend that chooses.
 func newCUDA(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
 	dev, err := cuda.Shared(cfg.Device.Index)
+	if err != nil {
+		return nil, err
+	}
+	bufBytes, err := deviceBuffer()
 	if err != nil {
 		return nil, err
 	}
@@ -26,9 +46,112 @@ func newCUDA(ctx context.Context, cfg *backend.Config) (backend.Backend, error) 
 	}
 	// The host's defaults (network, store) are the communicator's.
 	cfg.Network, cfg.Store = hostCfg.Network, hostCfg.Store
-	b, err := stage.New(host, cfg.Device, dev)
+	var group *nvl.DeviceGroup
+	if cfg.Size > 1 && bufBytes > 0 {
+		if group, err = joinDeviceGroup(ctx, host, cfg, dev, bufBytes); err != nil {
+			return nil, errors.Join(err, host.Finalize(ctx))
+		}
+	}
+	b, err := devcomm.New(host, cfg.Device, dev, group)
 	if err != nil {
 		return nil, errors.Join(err, host.Finalize(ctx))
 	}
 	return b, nil
 }
+
+func deviceBuffer() (int, error) {
+	v := os.Getenv(DeviceBufferVar)
+	if v == "" {
+		return defaultDeviceBuffer, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, commerr.Invalid("%s=%q is not a number of bytes", DeviceBufferVar, v)
+	}
+	return n, nil
+}
+
+// joinDeviceGroup makes the ranks' device group if they are all of this
+// host and every one maps every other's memory; nil otherwise, on every
+// rank alike. Each rank takes part in both exchanges whatever befell it.
+func joinDeviceGroup(ctx context.Context, host backend.Backend, cfg *backend.Config, dev *cuda.Context, bufBytes int) (*nvl.DeviceGroup, error) {
+	// A record: whether the rank has a region, its host, its region.
+	const hostBytes = 64
+	rec := make([]byte, 1+hostBytes+nvl.DeviceRecordSize)
+	g, mine, err := nvl.NewDeviceGroup(dev, cfg.Rank, cfg.Size, bufBytes)
+	if err == nil && nvl.Host() != "" && len(nvl.Host()) <= hostBytes {
+		rec[0] = 1
+		copy(rec[1:], nvl.Host())
+		copy(rec[1+hostBytes:], mine)
+	}
+	cfg.Logger.Debug("device group", "region", err)
+	recs, xerr := allGather(ctx, host, cfg, rec)
+	if xerr != nil {
+		return nil, errors.Join(xerr, closeGroup(g))
+	}
+	together := !slices.ContainsFunc(recs, func(r []byte) bool { return r[0] == 0 || string(r[1:1+hostBytes]) != string(rec[1:1+hostBytes]) })
+	ok := []byte{0}
+	if together {
+		regions := make([][]byte, len(recs))
+		for q, r := range recs {
+			regions[q] = r[1+hostBytes:]
+		}
+		if err := g.Open(regions); err != nil {
+			cfg.Logger.Warn("cannot map the device memory of this host's ranks: staging through host memory", "err", err)
+		} else {
+			ok[0] = 1
+		}
+	}
+	oks, xerr := allGather(ctx, host, cfg, ok)
+	if xerr != nil {
+		return nil, errors.Join(xerr, closeGroup(g))
+	}
+	if !together || slices.ContainsFunc(oks, func(o []byte) bool { return o[0] == 0 }) {
+		return nil, closeGroup(g)
+	}
+	return g, nil
+}
+
+func closeGroup(g *nvl.DeviceGroup) error {
+	if g == nil {
+		return nil
+	}
+	return g.Close()
+}
+
+// allGather gathers one record of a length every rank shares over host,
+// before the communicator has issued anything.
+func allGather(ctx context.Context, host backend.Backend, cfg *backend.Config, mine []byte) ([][]byte, error) {
+	n := len(mine)
+	all := make([]byte, n*cfg.Size)
+	outs := make([]*tensor.Tensor, cfg.Size)
+	recs := make([][]byte, cfg.Size)
+	for q := range outs {
+		recs[q] = all[q*n : (q+1)*n]
+		outs[q], _ = tensor.FromBytes(tensor.Uint8, recs[q])
+	}
+	in, _ := tensor.FromBytes(tensor.Uint8, mine)
+	op := &backend.Op{
+		Name: backend.OpAllGather, Kind: algorithms.AllGather, DType: tensor.Uint8, Root: -1,
+		Counts: slices.Repeat([]int{n}, cfg.Size), Inputs: []*tensor.Tensor{in}, Outputs: outs,
+		Timeout: cfg.Timeout,
+	}
+	done := make(doneChan, 1)
+	host.Issue(op, done)
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, fmt.Errorf("exchanging device memory: %w", err)
+		}
+		return recs, nil
+	case <-ctx.Done():
+		host.Abort(context.Cause(ctx))
+		return nil, context.Cause(ctx)
+	}
+}
+
+// doneChan is a Completion that hands its end to whoever waits.
+type doneChan chan error
+
+func (doneChan) Started()             {}
+func (d doneChan) Finished(err error) { d <- err }

@@ -18,4 +18,4 @@
 //
 // This package must not choose devices or contexts: its caller gives the
 // context and the device.
-package stage
+package devcomm

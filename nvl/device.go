@@ -1,0 +1,190 @@
+package nvl
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gocomms/gocomms/gpu/cuda"
+)
+
+// DeviceGroup is nvl's device half: the ranks of one host, each with a
+// region of GPU memory that every other maps, so that one rank's streams
+// copy and reduce straight from another's memory, and flag words in the
+// regions through which the streams signal each other in stream order.
+// Peers in other processes map a region through CUDA IPC; those in this
+// process, which share its context, use it as it is.
+//
+// A region is the flag words, one per rank, then Buffer's bytes. Rank
+// q's word in rank r's region holds the number of the latest barrier q
+// reached; Barrier raises it in every peer's region and waits for every
+// peer's in its own. The host only queues this work: a peer that never
+// reaches the barrier stalls the stream, which its caller's timeout must
+// catch.
+type DeviceGroup struct {
+	ctx         *cuda.Context
+	rank, size  int
+	bufferBytes int
+	regions     []*cuda.DeviceMemory // by rank; this rank's is allocated, the others' opened or borrowed
+	opened      []bool               // regions[q] was opened through IPC: closed with the group
+	barriers    uint64               // barriers queued so far
+	id          uint64
+}
+
+// DeviceRecordSize is the length of the record NewDeviceGroup exchanges.
+const DeviceRecordSize = 24 + deviceHandleSize
+
+const deviceHandleSize = 68 // cuda.IPCHandle marshalled
+
+// flagBytes is the region's head: room for the flag words of up to
+// maxDeviceRanks ranks, a multiple of the 256 bytes a buffer's kernels
+// want it aligned to.
+const (
+	maxDeviceRanks = 1024
+	flagBytes      = 8 * maxDeviceRanks
+)
+
+// deviceRegions are this process's regions, by id, for peers of the same
+// process, which cannot open them through IPC.
+var deviceRegions = struct {
+	sync.Mutex
+	next atomic.Uint64
+	m    map[uint64]*cuda.DeviceMemory
+}{m: make(map[uint64]*cuda.DeviceMemory)}
+
+// NewDeviceGroup allocates this rank's region, with bufferBytes for
+// data, in ctx, and returns the group, to be opened, with this rank's
+// record of DeviceRecordSize bytes, for every other rank.
+func NewDeviceGroup(ctx *cuda.Context, rank, size, bufferBytes int) (*DeviceGroup, []byte, error) {
+	if size < 1 || size > maxDeviceRanks || rank < 0 || rank >= size || bufferBytes < 0 {
+		return nil, nil, fmt.Errorf("nvl: a device group of rank %d of %d with %d bytes", rank, size, bufferBytes)
+	}
+	mine, err := ctx.Alloc(flagBytes + bufferBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	g := &DeviceGroup{ctx: ctx, rank: rank, size: size, bufferBytes: bufferBytes,
+		regions: make([]*cuda.DeviceMemory, size), opened: make([]bool, size)}
+	g.regions[rank] = mine
+	g.id = deviceRegions.next.Add(1)
+	deviceRegions.Lock()
+	deviceRegions.m[g.id] = mine
+	deviceRegions.Unlock()
+	if err := ctx.Memset(mine, 0, flagBytes, 0); err != nil {
+		return nil, nil, errors.Join(err, g.Close())
+	}
+	h, err := mine.IPCHandle()
+	if err != nil {
+		return nil, nil, errors.Join(err, g.Close())
+	}
+	hb, _ := h.MarshalBinary()
+	rec := make([]byte, DeviceRecordSize)
+	binary.LittleEndian.PutUint64(rec, uint64(os.Getpid()))
+	binary.LittleEndian.PutUint64(rec[8:], g.id)
+	binary.LittleEndian.PutUint64(rec[16:], uint64(ctx.Device().Ordinal()))
+	copy(rec[24:], hb)
+	return g, rec, nil
+}
+
+// Open maps every peer's region, given every rank's record in rank
+// order. The group is usable once every rank's Open succeeded.
+func (g *DeviceGroup) Open(recs [][]byte) error { return g.open(recs) }
+
+// open maps every peer's region from its record.
+func (g *DeviceGroup) open(recs [][]byte) error {
+	if len(recs) != g.size {
+		return fmt.Errorf("nvl: %d device records for %d ranks", len(recs), g.size)
+	}
+	for q, rec := range recs {
+		if q == g.rank {
+			continue
+		}
+		if len(rec) != DeviceRecordSize {
+			return fmt.Errorf("nvl: rank %d's device record is %d bytes, want %d", q, len(rec), DeviceRecordSize)
+		}
+		if int(binary.LittleEndian.Uint64(rec)) == os.Getpid() {
+			// A peer of this process shares its context only on the same
+			// device: another device's memory is another context's.
+			if dev := int(binary.LittleEndian.Uint64(rec[16:])); dev != g.ctx.Device().Ordinal() {
+				return fmt.Errorf("nvl: rank %d of this process is on GPU %d, this rank on %d", q, dev, g.ctx.Device().Ordinal())
+			}
+			id := binary.LittleEndian.Uint64(rec[8:])
+			deviceRegions.Lock()
+			m := deviceRegions.m[id]
+			deviceRegions.Unlock()
+			if m == nil {
+				return fmt.Errorf("nvl: rank %d's device region %d is not this process's", q, id)
+			}
+			g.regions[q] = m
+			continue
+		}
+		var h cuda.IPCHandle
+		if err := h.UnmarshalBinary(rec[24:]); err != nil {
+			return fmt.Errorf("nvl: rank %d's device record: %w", q, err)
+		}
+		m, err := g.ctx.OpenIPC(h)
+		if err != nil {
+			return fmt.Errorf("nvl: mapping rank %d's device memory: %w", q, err)
+		}
+		if m.Len() < flagBytes+g.bufferBytes {
+			return errors.Join(fmt.Errorf("nvl: rank %d's device region is %d bytes, want %d", q, m.Len(), flagBytes+g.bufferBytes), m.Close())
+		}
+		g.regions[q], g.opened[q] = m, true
+	}
+	return nil
+}
+
+// Buffer returns rank q's region and the offset of its data bytes in it.
+func (g *DeviceGroup) Buffer(q int) (*cuda.DeviceMemory, int) { return g.regions[q], flagBytes }
+
+// Rank is this rank's place in the group, Size the group's ranks.
+func (g *DeviceGroup) Rank() int { return g.rank }
+func (g *DeviceGroup) Size() int { return g.size }
+
+// BufferBytes is the size of every rank's data bytes.
+func (g *DeviceGroup) BufferBytes() int { return g.bufferBytes }
+
+// Barrier queues on s a barrier among the group's ranks: work queued on
+// s after it runs once every rank's stream has reached its barrier of
+// the same number, and so has finished what it queued before that. Every
+// rank must queue its barriers in the same order.
+func (g *DeviceGroup) Barrier(s *cuda.Stream) error {
+	g.barriers++
+	n := g.barriers
+	for q := range g.size {
+		if q == g.rank {
+			continue
+		}
+		if err := s.WriteValue64(g.regions[q], 8*g.rank, n); err != nil {
+			return err
+		}
+	}
+	for q := range g.size {
+		if q == g.rank {
+			continue
+		}
+		if err := s.WaitValue64(g.regions[g.rank], 8*q, n, cuda.WaitGEQ); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close unmaps the peers' regions and frees this rank's. Peers must have
+// stopped using it: the caller closes the group once every rank's last
+// barrier has passed.
+func (g *DeviceGroup) Close() error {
+	deviceRegions.Lock()
+	delete(deviceRegions.m, g.id)
+	deviceRegions.Unlock()
+	var errs []error
+	for q, m := range g.regions {
+		if m != nil && (q == g.rank || g.opened[q]) {
+			errs = append(errs, m.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
