@@ -36,6 +36,7 @@ var deviceTests = []string{
 	"TestDeviceModule",
 	"TestDeviceIPC",
 	"TestDeviceStreamValues",
+	"TestDeviceStreamPingPong",
 	"TestDeviceIPCProcesses",
 }
 
