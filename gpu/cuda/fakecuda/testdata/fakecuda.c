@@ -20,9 +20,10 @@
  * A stream's work runs lazily, in order: it waits in the stream's queue
  * until something must see it (a synchronize, a wait for an event
  * recorded after it, an operation on the legacy default stream, a free),
- * and a query that finds work pending runs one item and answers
- * CUDA_ERROR_NOT_READY. A caller that reads the results of asynchronous
- * work before waiting for them reads stale bytes, as it would on a GPU.
+ * and a query that finds work pending runs one item, unless another
+ * thread is running the stream, and answers CUDA_ERROR_NOT_READY. A
+ * caller that reads the results of asynchronous work before waiting for
+ * them reads stale bytes, as it would on a GPU.
  * So work that another process waits for runs only when its own process
  * waits for it. A wait for a value in memory (cuStreamWaitValue*), or for
  * an interprocess event recorded in another process, polls the memory
