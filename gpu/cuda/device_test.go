@@ -36,10 +36,11 @@ var deviceTests = []string{
 	"TestDeviceModule",
 	"TestDeviceIPC",
 	"TestDeviceStreamValues",
+	"TestDeviceStreamPingPong",
 	"TestDeviceIPCProcesses",
 }
 
-func testDevices(t *testing.T) []*Device {
+func testDevices(t testing.TB) []*Device {
 	t.Helper()
 	skip := func(format string, args ...any) {
 		t.Helper()
@@ -61,7 +62,7 @@ func testDevices(t *testing.T) []*Device {
 
 // testContext retains dev's primary context, to be closed, without error,
 // when the test ends.
-func testContext(t *testing.T, dev *Device) *Context {
+func testContext(t testing.TB, dev *Device) *Context {
 	t.Helper()
 	ctx, err := dev.PrimaryContext()
 	if err != nil {
@@ -76,7 +77,7 @@ func testContext(t *testing.T, dev *Device) *Context {
 }
 
 // need fails the test if making an object failed, and returns the object.
-type need struct{ t *testing.T }
+type need struct{ t testing.TB }
 
 func (n need) ctx(c *Context, err error) *Context {
 	n.t.Helper()
@@ -108,7 +109,7 @@ func (n need) event(e *Event, err error) *Event {
 	return e
 }
 
-func ok(t *testing.T, err error) {
+func ok(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -212,6 +213,79 @@ func TestDeviceStreamValues(t *testing.T) {
 	}
 	ok(t, s.Close())
 	wantErr(t, "WriteValue32 on a closed stream", s.WriteValue32(m, 0, 1), ErrClosed)
+}
+
+// TestDeviceStreamPingPong has two streams of one context take turns
+// through flags in device memory, each synchronized by its own goroutine,
+// as ranks of one process do in a collective: in each round a copies a
+// block to x and raises its flag; b waits for it, copies x to y and
+// raises its own; a waits for that and copies y out. Each stream waits
+// for the other's work between its own, so neither Synchronize returns
+// unless both streams run at once.
+func TestDeviceStreamPingPong(t *testing.T) {
+	const rounds, n = 50, 1<<12 + 24
+	ctx := testContext(t, testDevices(t)[0])
+	src := need{t}.mem(ctx.Alloc(rounds * n))
+	x := need{t}.mem(ctx.Alloc(n))
+	y := need{t}.mem(ctx.Alloc(n))
+	flags := need{t}.mem(ctx.Alloc(16)) // a's at 0, b's at 8
+	out := need{t}.host(ctx.AllocHost(rounds * n))
+	a := need{t}.stream(ctx.NewStream())
+	b := need{t}.stream(ctx.NewStream())
+	want := pattern(rounds*n, 6)
+	ok(t, ctx.CopyHtoD(src, 0, want))
+	ok(t, ctx.Memset(flags, 0, 16, 0))
+	clear(out.Bytes())
+
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Go(func() {
+		errs[0] = func() error {
+			for i := range rounds {
+				for _, step := range []func() error{
+					func() error { return a.CopyDtoD(x, 0, src, i*n, n) },
+					func() error { return a.WriteValue64(flags, 0, uint64(i+1)) },
+					func() error { return a.WaitValue64(flags, 8, uint64(i+1), WaitGEQ) },
+					func() error { return a.CopyDtoH(out.Bytes()[i*n:(i+1)*n], y, 0) },
+				} {
+					if err := step(); err != nil {
+						return err
+					}
+				}
+			}
+			return a.Synchronize()
+		}()
+	})
+	wg.Go(func() {
+		errs[1] = func() error {
+			for i := range rounds {
+				for _, step := range []func() error{
+					func() error { return b.WaitValue64(flags, 0, uint64(i+1), WaitGEQ) },
+					func() error { return b.CopyDtoD(y, 0, x, 0, n) },
+					func() error { return b.WriteValue64(flags, 8, uint64(i+1)) },
+				} {
+					if err := step(); err != nil {
+						return err
+					}
+				}
+			}
+			return b.Synchronize()
+		}()
+	})
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("stream %c: %v", 'a'+i, err)
+		}
+	}
+	for i := range rounds {
+		if !bytes.Equal(out.Bytes()[i*n:(i+1)*n], want[i*n:(i+1)*n]) {
+			t.Errorf("round %d: the block came back changed", i)
+		}
+	}
+	for _, c := range []interface{ Close() error }{a, b, out, flags, y, x, src} {
+		ok(t, c.Close())
+	}
 }
 
 // ipcChildEnv hands TestIPCChild, in a child process, the handles of its

@@ -20,16 +20,27 @@
  * A stream's work runs lazily, in order: it waits in the stream's queue
  * until something must see it (a synchronize, a wait for an event
  * recorded after it, an operation on the legacy default stream, a free),
- * and a query that finds work pending runs one item and answers
- * CUDA_ERROR_NOT_READY. A caller that reads the results of asynchronous
- * work before waiting for them reads stale bytes, as it would on a GPU.
+ * and a query that finds work pending runs one item, unless another
+ * thread is running the stream, and answers CUDA_ERROR_NOT_READY. A
+ * caller that reads the results of asynchronous work before waiting for
+ * them reads stale bytes, as it would on a GPU.
  * So work that another process waits for runs only when its own process
  * waits for it. A wait for a value in memory (cuStreamWaitValue*), or for
  * an interprocess event recorded in another process, polls the memory
- * while the mutex below is held, for GOCOMMS_FAKECUDA_WAIT_MS (10000 by
- * default); a wait that does not end by then is dropped, and the
- * stream's next synchronize or query fails with CUDA_ERROR_LAUNCH_TIMEOUT,
- * where a GPU would stall for ever.
+ * for GOCOMMS_FAKECUDA_WAIT_MS (10000 by default); a wait that does not
+ * end by then is dropped, and the stream's next synchronize or query
+ * fails with CUDA_ERROR_LAUNCH_TIMEOUT, where a GPU would stall for ever.
+ *
+ * One mutex guards everything. A polling wait releases it between polls,
+ * so that other threads run other streams' work meanwhile: streams of one
+ * process that wait for each other's values progress when each is
+ * synchronized by its own thread, as ranks of one process do. A stream
+ * is run by one thread at a time; a thread that must run a stream that
+ * another is running waits for it to be free, then runs what is left.
+ * While the mutex is released, anything may be destroyed: streams and
+ * events are only marked dead, and a wait reads device memory only with
+ * the mutex held and while it is still allocated (a stream whose waited
+ * word is freed fails with CUDA_ERROR_ILLEGAL_ADDRESS).
  *
  * It refuses what the driver refuses, and a little more: calls before
  * cuInit, calls with no current context, unknown or destroyed handles,
@@ -76,6 +87,7 @@ enum {
 	CUDA_ERROR_INVALID_HANDLE = 400,
 	CUDA_ERROR_NOT_FOUND = 500,
 	CUDA_ERROR_NOT_READY = 600,
+	CUDA_ERROR_ILLEGAL_ADDRESS = 700,
 	CUDA_ERROR_LAUNCH_TIMEOUT = 702,
 
 	ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
@@ -241,13 +253,16 @@ struct fake_op {
 	struct fake_op *next;
 };
 
+/* A stream's head stays queued while it runs, so that done tells what
+ * has run. */
 struct fake_stream {
 	struct fake_ctx *ctx;
 	unsigned int flags;
 	int live;
+	int running; /* a thread runs the head, maybe with mu released */
 	struct fake_op *head, *tail;
 	uint64_t queued, done; /* the last seq queued, the last run */
-	CUresult error;        /* of a wait that timed out, for the next synchronize or query */
+	CUresult error;        /* of a wait that failed, for the next synchronize or query */
 	struct fake_stream *next;
 };
 
@@ -274,6 +289,7 @@ typedef struct fake_module *CUmodule;
 typedef struct fake_function *CUfunction;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle = PTHREAD_COND_INITIALIZER; /* a stream stopped running */
 static int initialized, ndevices, wait_ms;
 static struct fake_ctx ctxs[MAX_DEVICES];
 static struct fake_alloc *allocs;
@@ -410,18 +426,29 @@ static int holds(const void *addr, uint64_t v, int width, unsigned int cond)
 	}
 }
 
-/* await waits, for wait_ms at most, until the word at addr meets cond. */
-static CUresult await(const void *addr, uint64_t v, int width, unsigned int cond)
+static CUresult device_range(CUdeviceptr p, size_t n);
+
+/* await waits, for wait_ms at most, until the word at addr meets cond.
+ * It releases mu between polls, so that other threads run the work that
+ * may write the word. A word in device memory (device) is read only while
+ * it is still allocated; an interprocess event's counters are never
+ * unmapped. */
+static CUresult await(const void *addr, uint64_t v, int width, unsigned int cond, int device)
 {
 	const struct timespec tick = {0, 200 * 1000};
 	double deadline = now_ms() + wait_ms;
 
-	while (!holds(addr, v, width, cond)) {
+	for (;;) {
+		if (device && device_range((uintptr_t)addr, (size_t)width) != CUDA_SUCCESS)
+			return CUDA_ERROR_ILLEGAL_ADDRESS;
+		if (holds(addr, v, width, cond))
+			return CUDA_SUCCESS;
 		if (now_ms() >= deadline)
 			return CUDA_ERROR_LAUNCH_TIMEOUT;
+		pthread_mutex_unlock(&mu);
 		nanosleep(&tick, NULL);
+		pthread_mutex_lock(&mu);
 	}
-	return CUDA_SUCCESS;
 }
 
 static void store(void *addr, uint64_t v, int width)
@@ -471,15 +498,14 @@ static CUresult event_of_current(struct fake_event *e)
 
 static void run_until(struct fake_stream *s, uint64_t upto);
 
-static void run_one(struct fake_stream *s)
+/* run_head runs s's head, which no thread is running, and then takes it
+ * off the queue. */
+static void run_head(struct fake_stream *s)
 {
 	struct fake_op *op = s->head;
+	CUresult rc;
 
-	if (!op)
-		return;
-	s->head = op->next;
-	if (!s->head)
-		s->tail = NULL;
+	s->running = 1;
 	switch (op->kind) {
 	case OP_COPY:
 		memcpy(op->dst, op->src, op->n);
@@ -493,8 +519,8 @@ static void run_one(struct fake_stream *s)
 	case OP_WAIT:
 		if (op->target)
 			run_until(op->target, op->upto);
-		if (op->shared && await(&op->shared->reached, op->value, 8, STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS)
-			s->error = CUDA_ERROR_LAUNCH_TIMEOUT;
+		if (op->shared && (rc = await(&op->shared->reached, op->value, 8, STREAM_WAIT_VALUE_GEQ, 0)))
+			s->error = rc;
 		break;
 	case OP_KERNEL:
 		run_kernel(&op->launch);
@@ -503,27 +529,50 @@ static void run_one(struct fake_stream *s)
 		store(op->addr, op->value, op->width);
 		break;
 	case OP_WAIT_VALUE:
-		if (await(op->addr, op->value, op->width, op->cond) != CUDA_SUCCESS)
-			s->error = CUDA_ERROR_LAUNCH_TIMEOUT;
+		if ((rc = await(op->addr, op->value, op->width, op->cond, 1)))
+			s->error = rc;
 		break;
 	}
+	s->head = op->next;
+	if (!s->head)
+		s->tail = NULL;
 	s->done = op->seq;
+	s->running = 0;
+	pthread_cond_broadcast(&idle);
 	free(op);
 }
 
+/* run_until runs s's work up to seq upto, waiting, mu released, while
+ * another thread runs s. It need not wait when that thread already ran
+ * upto: so two streams that wait for each other's events, which were
+ * recorded before the waits were queued, never wait for each other. */
 static void run_until(struct fake_stream *s, uint64_t upto)
 {
-	while (s->done < upto && s->head)
-		run_one(s);
+	while (s->done < upto && s->head) {
+		if (s->running)
+			pthread_cond_wait(&idle, &mu);
+		else
+			run_head(s);
+	}
+}
+
+/* run_one runs s's next item, unless another thread is running s: the
+ * device makes progress between queries, and a query does not wait. */
+static void run_one(struct fake_stream *s)
+{
+	if (s->head && !s->running)
+		run_head(s);
 }
 
 /* legacy runs what the legacy default stream waits for: all the work of
- * the context's blocking streams. */
+ * the context's blocking streams. Streams that other threads are running
+ * come last, since their waits may be for work on the others. */
 static void legacy(struct fake_ctx *ctx)
 {
-	for (struct fake_stream *s = streams; s; s = s->next)
-		if (s->ctx == ctx && !(s->flags & STREAM_NON_BLOCKING))
-			run_until(s, s->queued);
+	for (int busy = 0; busy < 2; busy++)
+		for (struct fake_stream *s = streams; s; s = s->next)
+			if (s->ctx == ctx && !(s->flags & STREAM_NON_BLOCKING) && (busy || !s->running))
+				run_until(s, s->queued);
 }
 
 static CUresult enqueue(struct fake_stream *s, struct fake_op *tmpl)
@@ -543,13 +592,25 @@ static CUresult enqueue(struct fake_stream *s, struct fake_op *tmpl)
 	return CUDA_SUCCESS;
 }
 
-/* copy runs a copy on stream s, or at once on the legacy stream (NULL). */
+/* on_stream checks that s is a stream of the current context; for the
+ * legacy stream (NULL) it first runs what that waits for. Since legacy
+ * may release mu, the checks of the arguments come after it. */
+static CUresult on_stream(struct fake_stream *s)
+{
+	TRY(in());
+	if (s)
+		return stream_of_current(s);
+	legacy(current);
+	return in(); /* the context may have been released meanwhile */
+}
+
+/* copy queues a copy on stream s, or runs it at once on the legacy
+ * stream (NULL), which on_stream readied. */
 static CUresult copy(void *dst, const void *src, size_t n, struct fake_stream *s)
 {
 	struct fake_op op = {.kind = OP_COPY, .dst = dst, .src = src, .n = n};
 
 	if (!s) {
-		legacy(current);
 		memcpy(dst, src, n);
 		return CUDA_SUCCESS;
 	}
@@ -597,6 +658,7 @@ static const struct {
 	{CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
 	{CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
 	{CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+	{CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
 	{CUDA_ERROR_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
 };
 
@@ -871,6 +933,10 @@ static CUresult release(const void *base, enum alloc_kind kind)
 	if (!a)
 		return CUDA_ERROR_INVALID_VALUE;
 	legacy(a->ctx);
+	/* Another thread may have freed it while legacy waited. */
+	a = find_alloc(base, kind);
+	if (!a)
+		return CUDA_ERROR_INVALID_VALUE;
 	unlink_alloc(a);
 	return CUDA_SUCCESS;
 }
@@ -956,40 +1022,37 @@ CUresult cuIpcCloseMemHandle(CUdeviceptr p) { LOCKED(release((const void *)(uint
 
 static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int async)
 {
-	TRY(in());
-	if (async && s)
-		TRY(stream_of_current(s));
+	s = async ? s : NULL;
+	TRY(on_stream(s));
 	if (n == 0)
 		return CUDA_SUCCESS;
 	TRY(device_range(dst, n));
 	if (!src)
 		return CUDA_ERROR_INVALID_VALUE;
-	return copy((void *)(uintptr_t)dst, src, n, async ? s : NULL);
+	return copy((void *)(uintptr_t)dst, src, n,  s);
 }
 
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int async)
 {
-	TRY(in());
-	if (async && s)
-		TRY(stream_of_current(s));
+	s = async ? s : NULL;
+	TRY(on_stream(s));
 	if (n == 0)
 		return CUDA_SUCCESS;
 	TRY(device_range(src, n));
 	if (!dst)
 		return CUDA_ERROR_INVALID_VALUE;
-	return copy(dst, (const void *)(uintptr_t)src, n, async ? s : NULL);
+	return copy(dst, (const void *)(uintptr_t)src, n,  s);
 }
 
 static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int async)
 {
-	TRY(in());
-	if (async && s)
-		TRY(stream_of_current(s));
+	s = async ? s : NULL;
+	TRY(on_stream(s));
 	if (n == 0)
 		return CUDA_SUCCESS;
 	TRY(device_range(dst, n));
 	TRY(device_range(src, n));
-	return copy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, async ? s : NULL);
+	return copy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n,  s);
 }
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { LOCKED(htod(dst, src, n, NULL, 0)); }
@@ -1015,11 +1078,10 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstre
 
 static CUresult memset_d8(CUdeviceptr dst, unsigned char value, size_t n)
 {
-	TRY(in());
+	TRY(on_stream(NULL));
 	if (n == 0)
 		return CUDA_SUCCESS;
 	TRY(device_range(dst, n));
-	legacy(current);
 	memset((void *)(uintptr_t)dst, value, n);
 	return CUDA_SUCCESS;
 }
@@ -1080,7 +1142,7 @@ static CUresult stream_query(CUstream s)
 	TRY(stream_of_current(s));
 	if (s->done == s->queued)
 		return take(s);
-	run_one(s); /* the device makes progress between queries */
+	run_one(s);
 	return CUDA_ERROR_NOT_READY;
 }
 
@@ -1109,7 +1171,7 @@ static CUresult stream_wait_event(CUstream s, CUevent e, unsigned int flags)
 	if (!s) {
 		if (op.target)
 			run_until(op.target, op.upto);
-		return op.shared ? await(&op.shared->reached, op.value, 8, STREAM_WAIT_VALUE_GEQ) : CUDA_SUCCESS;
+		return op.shared ? await(&op.shared->reached, op.value, 8, STREAM_WAIT_VALUE_GEQ, 0) : CUDA_SUCCESS;
 	}
 	return enqueue(s, &op);
 }
@@ -1202,7 +1264,7 @@ static CUresult event_synchronize(CUevent e)
 	number = e->shared ? __atomic_load_n(&e->shared->recorded, __ATOMIC_SEQ_CST) : 0;
 	if (local(e, number))
 		run_until(e->stream, e->seq);
-	return e->shared ? await(&e->shared->reached, number, 8, STREAM_WAIT_VALUE_GEQ) : CUDA_SUCCESS;
+	return e->shared ? await(&e->shared->reached, number, 8, STREAM_WAIT_VALUE_GEQ, 0) : CUDA_SUCCESS;
 }
 
 CUresult cuEventSynchronize(CUevent e) { LOCKED(event_synchronize(e)); }
@@ -1299,14 +1361,11 @@ static CUresult write_value(CUstream s, CUdeviceptr addr, uint64_t value, int wi
 	struct fake_op op = {.kind = OP_WRITE_VALUE, .addr = (void *)(uintptr_t)addr, .value = value,
 			     .width = width};
 
-	TRY(in());
-	if (s)
-		TRY(stream_of_current(s));
+	TRY(on_stream(s));
 	if ((flags & ~(unsigned int)STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) || addr % (unsigned int)width)
 		return CUDA_ERROR_INVALID_VALUE;
 	TRY(device_range(addr, (size_t)width));
 	if (!s) {
-		legacy(current);
 		store(op.addr, value, width);
 		return CUDA_SUCCESS;
 	}
@@ -1318,16 +1377,12 @@ static CUresult wait_value(CUstream s, CUdeviceptr addr, uint64_t value, int wid
 	struct fake_op op = {.kind = OP_WAIT_VALUE, .addr = (void *)(uintptr_t)addr, .value = value,
 			     .width = width, .cond = flags & ~(unsigned int)STREAM_WAIT_VALUE_FLUSH};
 
-	TRY(in());
-	if (s)
-		TRY(stream_of_current(s));
+	TRY(on_stream(s));
 	if (op.cond > STREAM_WAIT_VALUE_NOR || addr % (unsigned int)width)
 		return CUDA_ERROR_INVALID_VALUE;
 	TRY(device_range(addr, (size_t)width));
-	if (!s) {
-		legacy(current);
-		return await(op.addr, value, width, op.cond);
-	}
+	if (!s)
+		return await(op.addr, value, width, op.cond, 1);
 	return enqueue(s, &op);
 }
 
@@ -1466,10 +1521,8 @@ static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned 
 	const struct fake_kernel *k;
 	int i = 0;
 
-	TRY(in());
+	TRY(on_stream(s));
 	TRY(function_of_current(f));
-	if (s)
-		TRY(stream_of_current(s));
 	k = f->kernel;
 	/* The kernels use one dimension only, and no shared memory. */
 	if (gx == 0 || bx == 0 || bx > MAX_BLOCK || gy != 1 || gz != 1 || by != 1 || bz != 1 || shared ||
@@ -1491,7 +1544,6 @@ static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned 
 	for (i = 0; i < k->nptr; i++)
 		TRY(device_range(l->ptr[i], l->n * k->esize));
 	if (!s) {
-		legacy(current);
 		run_kernel(l);
 		return CUDA_SUCCESS;
 	}

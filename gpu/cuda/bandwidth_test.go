@@ -1,0 +1,96 @@
+package cuda
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/tensor"
+)
+
+// The benchmarks measure what the device's memory gives a copy and the
+// reduction kernels, timed by events on the stream, not by the host's
+// clock. Each reports GB/s, the bytes read and written per second, which
+// a kernel that streams its operands brings close to the copy's, and
+// algGB/s, the operand's size per second.
+
+// benchSize is each operand's size: large enough that caches do not
+// count.
+const benchSize = 256 << 20
+
+// benchStream returns a stream of the first GPU's context, skipping
+// where there is none; the fake driver's host memory says nothing about
+// a GPU's.
+func benchStream(b *testing.B) (*Context, *Stream) {
+	b.Helper()
+	if os.Getenv("GOCOMMS_FAKECUDA_DEVICES") != "" {
+		b.Skip("skip: the fake driver's devices are host memory; bandwidth is measured on a GPU")
+	}
+	ctx := testContext(b, testDevices(b)[0])
+	s := need{b}.stream(ctx.NewStream())
+	b.Cleanup(func() { ok(b, s.Close()) })
+	return ctx, s
+}
+
+// benchMem allocates n bytes of device memory, set to fill, freed when
+// the benchmark ends.
+func benchMem(b *testing.B, ctx *Context, n int, fill byte) *DeviceMemory {
+	b.Helper()
+	m := need{b}.mem(ctx.Alloc(n))
+	b.Cleanup(func() { ok(b, m.Close()) })
+	ok(b, ctx.Memset(m, 0, n, fill))
+	return m
+}
+
+// timeOnDevice runs queue once to warm up (the first reduction loads the
+// kernels), then b.N times between two events, and reports moved bytes,
+// and size bytes of the operand, per second of device time.
+func timeOnDevice(b *testing.B, ctx *Context, s *Stream, moved, size int, queue func() error) {
+	b.Helper()
+	start := need{b}.event(ctx.NewEvent())
+	end := need{b}.event(ctx.NewEvent())
+	defer func() { ok(b, start.Close()); ok(b, end.Close()) }()
+	ok(b, queue())
+	ok(b, s.Synchronize())
+	b.ResetTimer()
+	ok(b, start.Record(s))
+	for range b.N {
+		ok(b, queue())
+	}
+	ok(b, end.Record(s))
+	ok(b, end.Synchronize())
+	b.StopTimer()
+	elapsed, err := end.Elapsed(start)
+	ok(b, err)
+	sec := elapsed.Seconds()
+	b.ReportMetric(float64(moved)*float64(b.N)/sec/1e9, "GB/s")
+	b.ReportMetric(float64(size)*float64(b.N)/sec/1e9, "algGB/s")
+}
+
+// BenchmarkDeviceCopy copies 256 MiB from one allocation to another on a
+// stream (cuMemcpyDtoDAsync): each byte is read once and written once.
+func BenchmarkDeviceCopy(b *testing.B) {
+	ctx, s := benchStream(b)
+	src := benchMem(b, ctx, benchSize, 1)
+	dst := benchMem(b, ctx, benchSize, 0)
+	timeOnDevice(b, ctx, s, 2*benchSize, benchSize, func() error {
+		return s.CopyDtoD(dst, 0, src, 0, benchSize)
+	})
+}
+
+// BenchmarkDeviceCombine runs the Sum kernel, dst = a + b, on 256 MiB
+// operands: two read, one written.
+func BenchmarkDeviceCombine(b *testing.B) {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.BFloat16} {
+		b.Run("sum_"+dt.String(), func(b *testing.B) {
+			ctx, s := benchStream(b)
+			x := benchMem(b, ctx, benchSize, 0x3f) // small normal numbers in both dtypes
+			y := benchMem(b, ctx, benchSize, 0x3e)
+			dst := benchMem(b, ctx, benchSize, 0)
+			sum := reduce.New(reduce.Sum)
+			timeOnDevice(b, ctx, s, 3*benchSize, benchSize, func() error {
+				return s.Combine(sum, dt, dst, 0, x, 0, y, 0, benchSize/dt.Size())
+			})
+		})
+	}
+}
