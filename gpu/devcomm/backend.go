@@ -24,8 +24,8 @@ type Backend struct {
 	host  backend.Backend
 	dev   tensor.Device
 	ctx   *cuda.Context
-	s     *cuda.Stream      // the communicator's: every operation's work, in issue order
-	group *nvl.DeviceGroup  // nil where the ranks are not all of this host
+	s     *cuda.Stream     // the communicator's: every operation's work, in issue order
+	group *nvl.DeviceGroup // nil where the ranks are not all of this host
 	pool  pinned
 
 	mu      sync.Mutex // guards what follows
