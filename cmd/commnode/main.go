@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	_ "github.com/gocomms/gocomms/nccl" // registers the "nccl" backend
 )
 
 func main() {

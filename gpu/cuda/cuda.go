@@ -219,6 +219,16 @@ func (c *Context) Device() *Device {
 	return c.dev
 }
 
+// Handle returns the context's CUcontext, for other CUDA libraries that
+// need it current on the thread that calls them, such as NCCL. It is
+// valid until Close.
+func (c *Context) Handle() uintptr {
+	if c == nil {
+		return 0
+	}
+	return uintptr(c.h)
+}
+
 func (c *Context) valid(op string) error {
 	if c == nil || c.mems == nil {
 		return invalid(op, "Context not made by Device.PrimaryContext")

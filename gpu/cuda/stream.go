@@ -30,6 +30,15 @@ func (c *Context) NewStream() (*Stream, error) {
 	return s, nil
 }
 
+// Handle returns the stream's CUstream (a cudaStream_t), for other CUDA
+// libraries that queue work on it, such as NCCL. It is valid until Close.
+func (s *Stream) Handle() uintptr {
+	if s == nil {
+		return 0
+	}
+	return uintptr(s.h)
+}
+
 // checkStream checks, c.mu held, that s is an open stream of c.
 func (c *Context) checkStream(op string, s *Stream) error {
 	switch {
