@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -71,30 +72,39 @@ func deviceBuffer() (int, error) {
 	return n, nil
 }
 
-// joinDeviceGroup makes the ranks' device group if they are all of this
-// host and every one maps every other's memory; nil otherwise, on every
-// rank alike. Each rank takes part in both exchanges whatever befell it.
+// joinDeviceGroup makes the ranks' device group if they are processes of
+// their own, all of this host, and every one maps every other's memory;
+// nil otherwise, on every rank alike. Each rank takes part in both
+// exchanges whatever befell it.
 func joinDeviceGroup(ctx context.Context, host backend.Backend, cfg *backend.Config, dev *cuda.Context, bufBytes int) (*nvl.DeviceGroup, error) {
-	// A record: whether the rank has a region, its host, its region.
-	const hostBytes = 64
-	rec := make([]byte, 1+hostBytes+nvl.DeviceRecordSize)
+	// A record: whether the rank has a region, its process and host, its
+	// region.
+	const head, hostBytes = 9, 64
+	rec := make([]byte, head+hostBytes+nvl.DeviceRecordSize)
 	g, mine, err := nvl.NewDeviceGroup(dev, cfg.Rank, cfg.Size, bufBytes)
 	if err == nil && nvl.Host() != "" && len(nvl.Host()) <= hostBytes {
 		rec[0] = 1
-		copy(rec[1:], nvl.Host())
-		copy(rec[1+hostBytes:], mine)
+		binary.LittleEndian.PutUint64(rec[1:], uint64(os.Getpid()))
+		copy(rec[head:], nvl.Host())
+		copy(rec[head+hostBytes:], mine)
 	}
 	cfg.Logger.Debug("device group", "region", err)
 	recs, xerr := allGather(ctx, host, cfg, rec)
 	if xerr != nil {
 		return nil, errors.Join(xerr, closeGroup(g))
 	}
-	together := !slices.ContainsFunc(recs, func(r []byte) bool { return r[0] == 0 || string(r[1:1+hostBytes]) != string(rec[1:1+hostBytes]) })
+	pids := map[string]bool{}
+	together := true
+	for _, r := range recs {
+		pid := string(r[1:head])
+		together = together && r[0] == 1 && !pids[pid] && string(r[head:head+hostBytes]) == string(rec[head:head+hostBytes])
+		pids[pid] = true
+	}
 	ok := []byte{0}
 	if together {
 		regions := make([][]byte, len(recs))
 		for q, r := range recs {
-			regions[q] = r[1+hostBytes:]
+			regions[q] = r[head+hostBytes:]
 		}
 		if err := g.Open(regions); err != nil {
 			cfg.Logger.Warn("cannot map the device memory of this host's ranks: staging through host memory", "err", err)

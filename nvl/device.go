@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
-	"sync/atomic"
 
 	"github.com/gocomms/gocomms/gpu/cuda"
 )
@@ -15,8 +13,11 @@ import (
 // region of GPU memory that every other maps, so that one rank's streams
 // copy and reduce straight from another's memory, and flag words in the
 // regions through which the streams signal each other in stream order.
-// Peers in other processes map a region through CUDA IPC; those in this
-// process, which share its context, use it as it is.
+// Every rank is a process of its own, which maps the others' regions
+// through CUDA IPC. Ranks that share a process share its context, whose
+// synchronous calls (a free, a copy on the legacy stream) would wait for
+// every rank's stream, and so for barriers its other ranks have yet to
+// queue: they have no group.
 //
 // A region is the flag words, one per rank, then Buffer's bytes. Rank
 // q's word in rank r's region holds the number of the latest barrier q
@@ -28,14 +29,13 @@ type DeviceGroup struct {
 	ctx         *cuda.Context
 	rank, size  int
 	bufferBytes int
-	regions     []*cuda.DeviceMemory // by rank; this rank's is allocated, the others' opened or borrowed
-	opened      []bool               // regions[q] was opened through IPC: closed with the group
+	regions     []*cuda.DeviceMemory // by rank; this rank's is allocated, the others' opened
+	opened      []bool               // regions[q] was opened: closed with the group
 	barriers    uint64               // barriers queued so far
-	id          uint64
 }
 
 // DeviceRecordSize is the length of the record NewDeviceGroup exchanges.
-const DeviceRecordSize = 24 + deviceHandleSize
+const DeviceRecordSize = 8 + deviceHandleSize
 
 const deviceHandleSize = 68 // cuda.IPCHandle marshalled
 
@@ -46,14 +46,6 @@ const (
 	maxDeviceRanks = 1024
 	flagBytes      = 8 * maxDeviceRanks
 )
-
-// deviceRegions are this process's regions, by id, for peers of the same
-// process, which cannot open them through IPC.
-var deviceRegions = struct {
-	sync.Mutex
-	next atomic.Uint64
-	m    map[uint64]*cuda.DeviceMemory
-}{m: make(map[uint64]*cuda.DeviceMemory)}
 
 // NewDeviceGroup allocates this rank's region, with bufferBytes for
 // data, in ctx, and returns the group, to be opened, with this rank's
@@ -69,10 +61,6 @@ func NewDeviceGroup(ctx *cuda.Context, rank, size, bufferBytes int) (*DeviceGrou
 	g := &DeviceGroup{ctx: ctx, rank: rank, size: size, bufferBytes: bufferBytes,
 		regions: make([]*cuda.DeviceMemory, size), opened: make([]bool, size)}
 	g.regions[rank] = mine
-	g.id = deviceRegions.next.Add(1)
-	deviceRegions.Lock()
-	deviceRegions.m[g.id] = mine
-	deviceRegions.Unlock()
 	if err := ctx.Memset(mine, 0, flagBytes, 0); err != nil {
 		return nil, nil, errors.Join(err, g.Close())
 	}
@@ -83,9 +71,7 @@ func NewDeviceGroup(ctx *cuda.Context, rank, size, bufferBytes int) (*DeviceGrou
 	hb, _ := h.MarshalBinary()
 	rec := make([]byte, DeviceRecordSize)
 	binary.LittleEndian.PutUint64(rec, uint64(os.Getpid()))
-	binary.LittleEndian.PutUint64(rec[8:], g.id)
-	binary.LittleEndian.PutUint64(rec[16:], uint64(ctx.Device().Ordinal()))
-	copy(rec[24:], hb)
+	copy(rec[8:], hb)
 	return g, rec, nil
 }
 
@@ -106,23 +92,10 @@ func (g *DeviceGroup) open(recs [][]byte) error {
 			return fmt.Errorf("nvl: rank %d's device record is %d bytes, want %d", q, len(rec), DeviceRecordSize)
 		}
 		if int(binary.LittleEndian.Uint64(rec)) == os.Getpid() {
-			// A peer of this process shares its context only on the same
-			// device: another device's memory is another context's.
-			if dev := int(binary.LittleEndian.Uint64(rec[16:])); dev != g.ctx.Device().Ordinal() {
-				return fmt.Errorf("nvl: rank %d of this process is on GPU %d, this rank on %d", q, dev, g.ctx.Device().Ordinal())
-			}
-			id := binary.LittleEndian.Uint64(rec[8:])
-			deviceRegions.Lock()
-			m := deviceRegions.m[id]
-			deviceRegions.Unlock()
-			if m == nil {
-				return fmt.Errorf("nvl: rank %d's device region %d is not this process's", q, id)
-			}
-			g.regions[q] = m
-			continue
+			return fmt.Errorf("nvl: rank %d shares this process: ranks of a device group are processes of their own", q)
 		}
 		var h cuda.IPCHandle
-		if err := h.UnmarshalBinary(rec[24:]); err != nil {
+		if err := h.UnmarshalBinary(rec[8:]); err != nil {
 			return fmt.Errorf("nvl: rank %d's device record: %w", q, err)
 		}
 		m, err := g.ctx.OpenIPC(h)
@@ -177,9 +150,6 @@ func (g *DeviceGroup) Barrier(s *cuda.Stream) error {
 // stopped using it: the caller closes the group once every rank's last
 // barrier has passed.
 func (g *DeviceGroup) Close() error {
-	deviceRegions.Lock()
-	delete(deviceRegions.m, g.id)
-	deviceRegions.Unlock()
 	var errs []error
 	for q, m := range g.regions {
 		if m != nil && (q == g.rank || g.opened[q]) {

@@ -64,12 +64,22 @@ func TestVerifyCUDAAcrossProcesses(t *testing.T) {
 	for _, transport := range transports {
 		t.Run(transport, func(t *testing.T) {
 			t.Setenv("GOCOMMS_TRANSPORT", transport)
-			verify(t, 3, "-device", "cuda", "-counts", "0,1,1000,20001")
+			out := verify(t, 3, "-device", "cuda", "-counts", "0,1,1000,20001")
+			m := regexp.MustCompile(`on cuda:0, (\d+) operations ran from device memory of this host's ranks, (\d+) were staged`).FindSubmatch(out)
+			if m == nil || string(m[1]) == "0" || string(m[2]) == "0" {
+				t.Fatalf("verify did not take both the device group's path and the staged one:\n%s", out)
+			}
 		})
 	}
+	// A buffer of 2 KiB cuts the collectives into windows, as tensors
+	// larger than the 32 MiB default are.
+	t.Run("windows", func(t *testing.T) {
+		t.Setenv("GOCOMMS_NVL_DEVICE_BUFFER", "2048")
+		verify(t, 2, "-device", "cuda", "-counts", "0,1,700,1500")
+	})
 }
 
-func verify(t *testing.T, n int, flags ...string) {
+func verify(t *testing.T, n int, flags ...string) []byte {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, err := runLaunch(t, ctx, n, append([]string{"verify", "-timeout", "30s"}, flags...)...)
@@ -79,6 +89,7 @@ func verify(t *testing.T, n int, flags ...string) {
 	if !regexp.MustCompile(fmt.Sprintf(`\[rank 0\] verify: \d+ cases on %d ranks, all correct`, n)).Match(out) {
 		t.Fatalf("no verdict from rank 0:\n%s", out)
 	}
+	return out
 }
 
 // TestEveryScheduleAcrossProcesses runs every op with each of its

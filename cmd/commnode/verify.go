@@ -158,8 +158,21 @@ func (v verifier) verify(ctx context.Context, c *gocomms.Comm, stdout, stderr io
 	}
 	if c.Rank() == 0 || v.verbose {
 		printVerify(stdout, all, c.Size())
+		printPaths(stdout, c)
 	}
 	return all.Wrong() == 0, nil
+}
+
+// printPaths says, on a GPU, how many operations ran from the device
+// memory of the host's ranks and how many were staged through the host.
+func printPaths(w io.Writer, c *gocomms.Comm) {
+	if d, ok := c.UnsafeBackend().(interface {
+		GroupOps() uint64
+		StagedOps() uint64
+	}); ok {
+		fmt.Fprintf(w, "verify: on %v, %d operations ran from device memory of this host's ranks, %d were staged through host memory\n",
+			c.Device(), d.GroupOps(), d.StagedOps())
+	}
 }
 
 func printVerify(w io.Writer, all commtest.Report, size int) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocomms/gocomms/backend"
@@ -33,6 +34,8 @@ type Backend struct {
 	aborted error
 	hosted  int        // staged jobs the host has and has not ended
 	settled *sync.Cond // signalled when hosted falls to 0
+
+	groupOps, stagedOps atomic.Uint64 // operations queued each way
 
 	queue   fifo // jobs in issue order, for the stream
 	ending  fifo // jobs whose work is queued or hosted, for their end
@@ -78,6 +81,11 @@ type job struct {
 }
 
 func (b *Backend) Name() string { return b.host.Name() }
+
+// GroupOps counts the operations that ran from the device memory of the
+// host's ranks, StagedOps those staged through host memory.
+func (b *Backend) GroupOps() uint64  { return b.groupOps.Load() }
+func (b *Backend) StagedOps() uint64 { return b.stagedOps.Load() }
 
 // Issue places op after the work queued on the caller's stream so far and
 // hands it on in issue order: the caller's goroutine only records an
@@ -137,8 +145,10 @@ func (b *Backend) enqueue() {
 		j.mu.Unlock()
 		if err == nil {
 			if j.group {
+				b.groupOps.Add(1)
 				err = b.runGroup(j)
 			} else {
+				b.stagedOps.Add(1)
 				err = b.stage(j)
 			}
 		}
