@@ -143,3 +143,56 @@ func TestCUDAStreamOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCUDASplits(t *testing.T) { inFakeCUDA(t, "TestCUDASplitComms") }
+
+// TestCUDASplitComms splits a GPU communicator, whose exchange of the
+// groups moves host bytes through device tensors, and reduces in each
+// part.
+func TestCUDASplitComms(t *testing.T) {
+	needCUDA(t)
+	const n = 5
+	err := gocomms.RunLocalOn(context.Background(), n, gocomms.CUDA(0), func(ctx context.Context, c *gocomms.Comm) error {
+		sub, err := c.SplitByColor(ctx, c.Rank()%2, c.Rank())
+		if err != nil {
+			return err
+		}
+		defer sub.Finalize(ctx)
+		if sub.Device() != gocomms.CUDA(0) {
+			return fmt.Errorf("the split is on %v", sub.Device())
+		}
+		x, err := sub.Alloc(tensor.Int64, 3)
+		if err != nil {
+			return err
+		}
+		defer sub.Free(x)
+		dev, err := cuda.Shared(0)
+		if err != nil {
+			return err
+		}
+		mem, _ := x.Memory()
+		in := tensor.FromSlice([]int64{int64(c.Rank()), 1, 2})
+		if err := dev.CopyHtoD(mem.(*cuda.DeviceMemory), 0, in.Bytes()); err != nil {
+			return err
+		}
+		if err := sub.AllReduce(ctx, x, gocomms.Sum); err != nil {
+			return err
+		}
+		got := tensor.FromSlice(make([]int64, 3))
+		if err := dev.CopyDtoH(got.Bytes(), mem.(*cuda.DeviceMemory), 0); err != nil {
+			return err
+		}
+		want, size := int64(0), 0
+		for r := c.Rank() % 2; r < n; r += 2 {
+			want += int64(r)
+			size++
+		}
+		if g, _ := tensor.As[int64](got); g[0] != want || g[1] != int64(size) || g[2] != int64(2*size) {
+			return fmt.Errorf("rank %d: %v after the split's all-reduce, want [%d %d %d]", c.Rank(), g, want, size, 2*size)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

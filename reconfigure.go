@@ -98,7 +98,7 @@ func (c *Comm) Reconfigure(ctx context.Context, id string, members Members, opts
 	// Every member is there once a barrier completes: one that never
 	// calls is named by its timeout, one that died by its refused dial.
 	barrier := barrierOp()
-	if err := next.internal(ctx, &barrier, nil); err != nil {
+	if err := next.internal(ctx, &barrier, nil, nil); err != nil {
 		next.Abort(err)
 		next.Finalize(context.WithoutCancel(ctx))
 		return nil, c.opError(&Op{Name: OpReconfigure}, fmt.Errorf("waiting for every member to join: %w", err))

@@ -150,8 +150,8 @@ func (c *Comm) exchange(ctx context.Context, mine []byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	strs, s, err := c.gatherStrings(lens, mine)
-	if err := c.internal(ctx, &s.Op, err); err != nil {
+	strs, s, st, err := c.gatherStrings(lens, mine)
+	if err := c.internal(ctx, &s.Op, err, st); err != nil {
 		return nil, err
 	}
 	return strs, nil
@@ -160,14 +160,14 @@ func (c *Comm) exchange(ctx context.Context, mine []byte) ([][]byte, error) {
 // exchangeAsync is exchange without blocking: done is called once, from
 // the goroutine that ends the second gather; ctx's deadline bounds each.
 func (c *Comm) exchangeAsync(ctx context.Context, mine []byte, done func([][]byte, error)) {
-	lens, s, err := c.gatherInts([]int64{int64(len(mine))})
-	c.internalAsync(ctx, &s.Op, err, func(err error) {
+	lens, s, st, err := c.gatherInts([]int64{int64(len(mine))})
+	c.internalAsync(ctx, &s.Op, err, st, func(err error) {
 		if err != nil {
 			done(nil, err)
 			return
 		}
-		strs, s, err := c.gatherStrings(lens, mine)
-		c.internalAsync(ctx, &s.Op, err, func(err error) {
+		strs, s, st, err := c.gatherStrings(lens, mine)
+		c.internalAsync(ctx, &s.Op, err, st, func(err error) {
 			if err != nil {
 				strs = nil
 			}
@@ -178,22 +178,23 @@ func (c *Comm) exchangeAsync(ctx context.Context, mine []byte, done func([][]byt
 
 // gatherStrings is the all-gather of an exchange's strings, given their
 // lengths, and where they land.
-func (c *Comm) gatherStrings(lens []int64, mine []byte) ([][]byte, *roomOp, error) {
+func (c *Comm) gatherStrings(lens []int64, mine []byte) ([][]byte, *roomOp, *hostStage, error) {
+	st := c.hostStage()
 	outs := make([]*Tensor, c.cfg.Size)
 	strs := make([][]byte, c.cfg.Size)
 	for q, n := range lens {
 		strs[q] = make([]byte, n)
-		outs[q] = FromSlice(strs[q])
+		outs[q] = st.of(FromSlice(strs[q]), true)
 	}
 	s := new(roomOp)
-	err := c.allGather(s, OpAllGatherV, outs, FromSlice(slices.Clone(mine)), false)
-	return strs, s, err
+	err := c.allGather(s, OpAllGatherV, outs, st.of(FromSlice(slices.Clone(mine)), false), false)
+	return strs, s, st, err
 }
 
 // allGatherInts all-gathers the same number of int64s from every rank.
 func (c *Comm) allGatherInts(ctx context.Context, mine []int64) ([]int64, error) {
-	out, s, err := c.gatherInts(mine)
-	if err := c.internal(ctx, &s.Op, err); err != nil {
+	out, s, st, err := c.gatherInts(mine)
+	if err := c.internal(ctx, &s.Op, err, st); err != nil {
 		return nil, fmt.Errorf("gocomms: split %q: %w", c.cfg.Name, err)
 	}
 	return out, nil
@@ -201,22 +202,29 @@ func (c *Comm) allGatherInts(ctx context.Context, mine []int64) ([]int64, error)
 
 // gatherInts is the all-gather of the same number of int64s from every
 // rank, and where they land.
-func (c *Comm) gatherInts(mine []int64) ([]int64, *roomOp, error) {
+func (c *Comm) gatherInts(mine []int64) ([]int64, *roomOp, *hostStage, error) {
+	st := c.hostStage()
 	out := make([]int64, len(mine)*c.cfg.Size)
 	s := new(roomOp)
-	err := c.allGatherSingle(s, FromSlice(out), FromSlice(mine))
-	return out, s, err
+	err := c.allGatherSingle(s, st.of(FromSlice(out), true), st.of(FromSlice(mine), false))
+	return out, s, st, err
 }
 
 // internal runs an operation the communicator issues for itself: hooks do
-// not see it.
-func (c *Comm) internal(ctx context.Context, op *Op, invalid error) error {
-	return c.run(ctx, op, invalid, internalCall)
+// not see it. st, if set, staged its host tensors.
+func (c *Comm) internal(ctx context.Context, op *Op, invalid error, st *hostStage) error {
+	if st != nil && invalid == nil {
+		invalid = st.err
+	}
+	return st.done(c.run(ctx, op, invalid, internalCall))
 }
 
 // internalAsync is internal without blocking: then gets how it ended.
-func (c *Comm) internalAsync(ctx context.Context, op *Op, invalid error, then func(error)) {
-	c.issue(ctx, op, invalid, internalCall, nil, false).OnEnd(func(w *Work) { then(w.Err()) })
+func (c *Comm) internalAsync(ctx context.Context, op *Op, invalid error, st *hostStage, then func(error)) {
+	if st != nil && invalid == nil {
+		invalid = st.err
+	}
+	c.issue(ctx, op, invalid, internalCall, nil, false).OnEnd(func(w *Work) { then(st.done(w.Err())) })
 }
 
 // internalCall marks an operation the communicator issues for itself.

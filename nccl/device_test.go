@@ -474,10 +474,36 @@ func TestDeviceTimeout(t *testing.T) {
 	})
 }
 
+// TestDeviceCommSplit splits a communicator by parity through the front,
+// whose exchange of the groups moves through device tensors, and
+// all-reduces in each part.
+func TestDeviceCommSplit(t *testing.T) {
+	cu := device(t)
+	const n = 3
+	ranks(t, n, func(ctx context.Context, r int, c *gocomms.Comm) {
+		sub, err := c.SplitByColor(ctx, r%2, r)
+		if err != nil {
+			t.Errorf("rank %d: split: %v", r, err)
+			return
+		}
+		defer sub.Finalize(ctx)
+		d := upload(t, cu, tensor.Int64, []float64{float64(r), 1})
+		if err := sub.AllReduce(ctx, d, reduce.New(reduce.Sum)); err != nil {
+			t.Errorf("rank %d: all_reduce in the split: %v", r, err)
+			return
+		}
+		sum, size := 0, 0
+		for q := r % 2; q < n; q += 2 {
+			sum, size = sum+q, size+1
+		}
+		expect(t, fmt.Sprintf("rank %d: all_reduce in the split", r), tensor.Int64, download(t, cu, d),
+			[]float64{float64(sum), float64(size)})
+	})
+}
+
 // TestDeviceSplit splits four ranks into {0, 1}, {2} and none with
-// ncclCommSplit, and all-reduces in each group. It drives the backends directly: Comm.Split
-// exchanges the groups through host tensors, which a communicator on a GPU
-// refuses.
+// ncclCommSplit, driving the backends directly, and all-reduces in each
+// group.
 func TestDeviceSplit(t *testing.T) {
 	cu := device(t)
 	const n = 4

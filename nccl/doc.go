@@ -49,7 +49,4 @@
 // ignored, as NCCL has none. Custom schedules, agreement, shrinking,
 // revocation and reconfiguration fail with ErrUnsupported: NCCL runs its
 // own algorithms, and its communicators have fixed members.
-// Comm.Split exchanges the groups through host tensors, which a
-// communicator on a GPU refuses, so only the backend's Split reaches
-// ncclCommSplit.
 package nccl

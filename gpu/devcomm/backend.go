@@ -37,8 +37,8 @@ type Backend struct {
 
 	groupOps, stagedOps atomic.Uint64 // operations queued each way
 
-	queue   fifo // jobs in issue order, for the stream
-	ending  fifo // jobs whose work is queued or hosted, for their end
+	queue   queue // jobs in issue order, for the stream
+	ending  queue // jobs whose work is queued or hosted, for their end
 	live    sync.WaitGroup
 	stopped chan struct{}
 }

@@ -1,20 +1,24 @@
 package devcomm
 
-import "sync"
+import (
+	"sync"
 
-// fifo is an unbounded queue of jobs with one reader: a push never
+	"github.com/gocomms/gocomms/internal/fifo"
+)
+
+// queue is an unbounded queue of jobs with one reader: a push never
 // blocks, which Issue and the host's Finished must not.
-type fifo struct {
+type queue struct {
 	mu    sync.Mutex
-	jobs  []*job
+	jobs  fifo.Queue[*job]
 	ready chan struct{} // holds a token while jobs may be waiting
 }
 
-func (q *fifo) init() { q.ready = make(chan struct{}, 1) }
+func (q *queue) init() { q.ready = make(chan struct{}, 1) }
 
-func (q *fifo) push(j *job) {
+func (q *queue) push(j *job) {
 	q.mu.Lock()
-	q.jobs = append(q.jobs, j)
+	q.jobs.Push(j)
 	q.mu.Unlock()
 	select {
 	case q.ready <- struct{}{}:
@@ -24,17 +28,14 @@ func (q *fifo) push(j *job) {
 
 // pop returns the oldest job, waiting for one, or false once stop is
 // closed.
-func (q *fifo) pop(stop <-chan struct{}) (*job, bool) {
+func (q *queue) pop(stop <-chan struct{}) (*job, bool) {
 	for {
 		q.mu.Lock()
-		if len(q.jobs) > 0 {
-			j := q.jobs[0]
-			q.jobs[0] = nil
-			q.jobs = q.jobs[1:]
-			q.mu.Unlock()
+		j, ok := q.jobs.Pop()
+		q.mu.Unlock()
+		if ok {
 			return j, true
 		}
-		q.mu.Unlock()
 		select {
 		case <-q.ready:
 		case <-stop:
