@@ -146,6 +146,33 @@ func (g *DeviceGroup) Barrier(s *cuda.Stream) error {
 	return nil
 }
 
+// Barriers returns how many barriers this rank has queued.
+func (g *DeviceGroup) Barriers() uint64 { return g.barriers }
+
+// Reached returns the number of the latest barrier each rank has
+// reached, as this rank's flag words record it, its own being the
+// number it queued. It reads them on s, which must not wait behind the
+// group's barriers (a non-blocking stream does not), into pin, pinned
+// memory of at least 8 bytes a rank, so that it answers while they
+// stall.
+func (g *DeviceGroup) Reached(s *cuda.Stream, pin []byte) ([]uint64, error) {
+	if len(pin) < 8*g.size {
+		return nil, fmt.Errorf("nvl: %d bytes to read the flags of %d ranks", len(pin), g.size)
+	}
+	if err := s.CopyDtoH(pin[:8*g.size], g.regions[g.rank], 0); err != nil {
+		return nil, err
+	}
+	if err := s.Synchronize(); err != nil {
+		return nil, err
+	}
+	reached := make([]uint64, g.size)
+	for q := range reached {
+		reached[q] = binary.LittleEndian.Uint64(pin[8*q:])
+	}
+	reached[g.rank] = g.barriers
+	return reached, nil
+}
+
 // Close unmaps the peers' regions and frees this rank's. Peers must have
 // stopped using it: the caller closes the group once every rank's last
 // barrier has passed.

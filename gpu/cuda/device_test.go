@@ -24,6 +24,7 @@ var deviceTests = []string{
 	"TestDeviceAsync",
 	"TestDeviceQuery",
 	"TestDeviceStreamWait",
+	"TestDeviceNonBlocking",
 	"TestDeviceLegacyOrder",
 	"TestDeviceMisuse",
 	"TestDeviceDriverErrors",
@@ -333,6 +334,33 @@ func TestDeviceQuery(t *testing.T) {
 	}
 	ok(t, s.CopyHtoD(d, 0, out))
 	poll("stream", s.Query)
+}
+
+// TestDeviceNonBlocking reads device memory on a non-blocking stream
+// while another stream of the context waits for a flag, which the reader
+// then raises.
+func TestDeviceNonBlocking(t *testing.T) {
+	need := need{t}
+	ctx := testContext(t, testDevices(t)[0])
+	mem := need.mem(ctx.Alloc(16))
+	ok(t, ctx.Memset(mem, 0, 8, 0))
+	ok(t, ctx.CopyHtoD(mem, 8, []byte{42, 0, 0, 0, 0, 0, 0, 0}))
+	stalled := need.stream(ctx.NewStream())
+	ok(t, stalled.WaitValue64(mem, 0, 1, WaitGEQ))
+	reader := need.stream(ctx.NewNonBlockingStream())
+	pin := need.host(ctx.AllocHost(8))
+	start := time.Now()
+	ok(t, reader.CopyDtoH(pin.Bytes(), mem, 8))
+	ok(t, reader.Synchronize())
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("a non-blocking stream's copy took %v beside a stalled stream", took)
+	}
+	if pin.Bytes()[0] != 42 {
+		t.Errorf("read %d, want 42", pin.Bytes()[0])
+	}
+	ok(t, reader.WriteValue64(mem, 0, 1))
+	ok(t, reader.Synchronize())
+	ok(t, stalled.Synchronize())
 }
 
 // TestDeviceStreamWait makes one stream's work wait for another's through

@@ -39,6 +39,7 @@ enum {
 	GCU_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 
 	GCU_STREAM_DEFAULT = 0, /* synchronizes with the legacy default stream */
+	GCU_STREAM_NON_BLOCKING = 1, /* does not */
 	GCU_EVENT_DEFAULT = 0,  /* records timing, waits by spinning */
 	GCU_EVENT_DISABLE_TIMING = 2,
 	GCU_EVENT_INTERPROCESS = 4, /* needs GCU_EVENT_DISABLE_TIMING */
@@ -378,10 +379,10 @@ static gcu_result gcu_memset_d8(gcu_context ctx, gcu_deviceptr dst, unsigned cha
 	return gcu_fn.memset_d8(dst, value, n);
 }
 
-static gcu_result gcu_stream_create(gcu_context ctx, gcu_stream *s)
+static gcu_result gcu_stream_create(gcu_context ctx, gcu_stream *s, unsigned int flags)
 {
 	GCU_IN(ctx);
-	return gcu_fn.stream_create(s, GCU_STREAM_DEFAULT);
+	return gcu_fn.stream_create(s, flags);
 }
 
 static gcu_result gcu_stream_destroy(gcu_context ctx, gcu_stream s)

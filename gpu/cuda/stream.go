@@ -16,12 +16,22 @@ type Stream struct {
 }
 
 // NewStream creates a stream.
-func (c *Context) NewStream() (*Stream, error) {
-	if err := c.lock("Context.NewStream"); err != nil {
+func (c *Context) NewStream() (*Stream, error) { return c.newStream("Context.NewStream", false) }
+
+// NewNonBlockingStream creates a stream that neither waits for the
+// legacy default stream nor holds it up (CU_STREAM_NON_BLOCKING): its
+// work runs beside a stream stalled on a wait, which a synchronous copy
+// could not.
+func (c *Context) NewNonBlockingStream() (*Stream, error) {
+	return c.newStream("Context.NewNonBlockingStream", true)
+}
+
+func (c *Context) newStream(op string, nonBlocking bool) (*Stream, error) {
+	if err := c.lock(op); err != nil {
 		return nil, err
 	}
 	defer c.mu.Unlock()
-	h, err := sysStreamCreate(c.h)
+	h, err := sysStreamCreate(c.h, nonBlocking)
 	if err != nil {
 		return nil, err
 	}

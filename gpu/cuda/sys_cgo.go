@@ -169,9 +169,13 @@ func sysCopyDtoDAsync(ctx, s unsafe.Pointer, dst, src uint64, n int) error {
 		C.gcu_deviceptr(dst), C.gcu_deviceptr(src), C.size_t(n), C.gcu_stream(s)))
 }
 
-func sysStreamCreate(ctx unsafe.Pointer) (unsafe.Pointer, error) {
+func sysStreamCreate(ctx unsafe.Pointer, nonBlocking bool) (unsafe.Pointer, error) {
 	var s C.gcu_stream
-	err := check("cuStreamCreate", C.gcu_stream_create(C.gcu_context(ctx), &s))
+	flags := C.uint(C.GCU_STREAM_DEFAULT)
+	if nonBlocking {
+		flags = C.GCU_STREAM_NON_BLOCKING
+	}
+	err := check("cuStreamCreate", C.gcu_stream_create(C.gcu_context(ctx), &s, flags))
 	return unsafe.Pointer(s), err
 }
 

@@ -54,10 +54,10 @@ func sysCopyDtoDAsync(unsafe.Pointer, unsafe.Pointer, uint64, uint64, int) error
 	return unavailable()
 }
 
-func sysStreamCreate(unsafe.Pointer) (unsafe.Pointer, error)      { return nil, unavailable() }
-func sysStreamDestroy(unsafe.Pointer, unsafe.Pointer) error       { return unavailable() }
-func sysStreamSynchronize(unsafe.Pointer, unsafe.Pointer) error   { return unavailable() }
-func sysStreamQuery(unsafe.Pointer, unsafe.Pointer) (bool, error) { return false, unavailable() }
+func sysStreamCreate(unsafe.Pointer, bool) (unsafe.Pointer, error) { return nil, unavailable() }
+func sysStreamDestroy(unsafe.Pointer, unsafe.Pointer) error        { return unavailable() }
+func sysStreamSynchronize(unsafe.Pointer, unsafe.Pointer) error    { return unavailable() }
+func sysStreamQuery(unsafe.Pointer, unsafe.Pointer) (bool, error)  { return false, unavailable() }
 func sysStreamWaitEvent(unsafe.Pointer, unsafe.Pointer, unsafe.Pointer) error {
 	return unavailable()
 }

@@ -27,6 +27,10 @@ type Backend struct {
 	ctx   *cuda.Context
 	s     *cuda.Stream     // the communicator's: every operation's work, in issue order
 	group *nvl.DeviceGroup // nil where the ranks are not all of this host
+	// probe reads the group's flags into flags beside a stalled stream:
+	// made beforehand, as freeing memory waits for the device.
+	probe *cuda.Stream
+	flags *cuda.HostMemory
 	pool  pinned
 
 	mu      sync.Mutex // guards what follows
@@ -52,6 +56,14 @@ func New(host backend.Backend, dev tensor.Device, ctx *cuda.Context, group *nvl.
 		return nil, err
 	}
 	b := &Backend{host: host, dev: dev, ctx: ctx, s: s, group: group, pool: pinned{ctx: ctx}, stopped: make(chan struct{})}
+	if group != nil {
+		if b.probe, err = ctx.NewNonBlockingStream(); err != nil {
+			return nil, errors.Join(err, s.Close())
+		}
+		if b.flags, err = ctx.AllocHost(8 * group.Size()); err != nil {
+			return nil, errors.Join(err, b.probe.Close(), s.Close())
+		}
+	}
 	b.settled = sync.NewCond(&b.mu)
 	b.queue.init()
 	b.ending.init()
@@ -68,6 +80,7 @@ type job struct {
 	after *cuda.Event // recorded on the caller's stream at issue; nil without one
 	end   *cuda.Event // after the job's work on the communicator's stream
 	group bool        // runs through the device group, not staged
+	last  uint64      // a group job's last barrier
 	start time.Time   // when its work was queued: its timeout counts from then
 	err   error       // why it ended, once it has
 
@@ -211,11 +224,32 @@ func (b *Backend) await(j *job) error {
 	if err := await(j.end, deadline); err != errTimedOut {
 		return err
 	}
-	err := fmt.Errorf("%w: %s #%d waited %v on the device for the ranks of this host: one never reached it, or the GPU stalled",
-		commerr.ErrTimeout, j.op.Name, j.op.Seq, j.op.Timeout)
+	err := fmt.Errorf("%w: %s #%d waited %v on the device: %s", commerr.ErrTimeout, j.op.Name, j.op.Seq, j.op.Timeout, b.stuck(j))
 	b.Abort(err)
 	return err
 }
+
+// stuck says which ranks a group job whose stream stalled waits for, as
+// the flag words of this rank's region tell, read on a stream of their
+// own that the stall does not hold up.
+func (b *Backend) stuck(j *job) string {
+	reached, err := b.readFlags()
+	if err != nil {
+		return fmt.Sprintf("reading which ranks it waits for failed: %v", err)
+	}
+	var behind []int
+	for q, n := range reached {
+		if n < j.last {
+			behind = append(behind, q)
+		}
+	}
+	if len(behind) == 0 {
+		return "every rank reached its barriers: the GPU stalled"
+	}
+	return fmt.Sprintf("ranks %v never reached its barrier %d (the last each reached: %v)", behind, j.last, reached)
+}
+
+func (b *Backend) readFlags() ([]uint64, error) { return b.group.Reached(b.probe, b.flags.Bytes()) }
 
 var errTimedOut = errors.New("timed out")
 
@@ -322,7 +356,10 @@ func (b *Backend) Abort(err error) {
 }
 
 // Finalize waits for the operations issued, finalizes the host backend,
-// and frees the stream, events, pinned memory and device group.
+// and frees the stream, events, pinned memory and device group. After an
+// abort, a group's stream may be stalled on a barrier that will never
+// pass, and freeing waits for the device: the device objects are left to
+// the process's end.
 func (b *Backend) Finalize(ctx context.Context) error {
 	drained := make(chan struct{})
 	go func() {
@@ -334,13 +371,19 @@ func (b *Backend) Finalize(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+	b.mu.Lock()
+	stalled := b.aborted != nil && b.group != nil // only barriers stall
+	b.mu.Unlock()
 	var errs []error
-	if b.group != nil {
+	if b.group != nil && !stalled {
 		// Every rank's last barrier must pass before the regions go.
-		errs = append(errs, b.group.Barrier(b.s), b.s.Synchronize(), b.group.Close())
+		errs = append(errs, b.group.Barrier(b.s), b.s.Synchronize(), b.group.Close(), b.probe.Close(), b.flags.Close())
 	}
 	errs = append(errs, b.host.Finalize(ctx))
 	close(b.stopped)
+	if stalled {
+		return errors.Join(errs...)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	errs = append(errs, b.s.Close(), b.pool.close())

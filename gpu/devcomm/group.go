@@ -89,6 +89,7 @@ func (b *Backend) runGroup(j *job) error {
 	if err != nil {
 		return fmt.Errorf("queuing %s on the device: %w", j.op.Name, err)
 	}
+	j.last = b.group.Barriers()
 	j.start = time.Now()
 	j.done.Started()
 	b.ending.push(j)

@@ -560,8 +560,16 @@ static void run_until(struct fake_stream *s, uint64_t upto)
  * device makes progress between queries, and a query does not wait. */
 static void run_one(struct fake_stream *s)
 {
-	if (s->head && !s->running)
-		run_head(s);
+	struct fake_op *op = s->head;
+
+	if (!op || s->running)
+		return;
+	/* A query does not wait, as a GPU's does not: a wait for a value
+	 * that is not there yet stays queued. */
+	if (op->kind == OP_WAIT_VALUE && device_range((uintptr_t)op->addr, (size_t)op->width) == CUDA_SUCCESS &&
+	    !holds(op->addr, op->value, op->width, op->cond))
+		return;
+	run_head(s);
 }
 
 /* legacy runs what the legacy default stream waits for: all the work of
