@@ -556,20 +556,20 @@ static void run_until(struct fake_stream *s, uint64_t upto)
 	}
 }
 
-/* run_one runs s's next item, unless another thread is running s: the
- * device makes progress between queries, and a query does not wait. */
-static void run_one(struct fake_stream *s)
+/* run_ready runs what of s can run at once, unless another thread is
+ * running s: the device makes progress between queries, and a query does
+ * not wait, as a GPU's does not, so it stops at a wait for a value that
+ * is not there yet. */
+static void run_ready(struct fake_stream *s)
 {
-	struct fake_op *op = s->head;
+	struct fake_op *op;
 
-	if (!op || s->running)
-		return;
-	/* A query does not wait, as a GPU's does not: a wait for a value
-	 * that is not there yet stays queued. */
-	if (op->kind == OP_WAIT_VALUE && device_range((uintptr_t)op->addr, (size_t)op->width) == CUDA_SUCCESS &&
-	    !holds(op->addr, op->value, op->width, op->cond))
-		return;
-	run_head(s);
+	while ((op = s->head) && !s->running) {
+		if (op->kind == OP_WAIT_VALUE && device_range((uintptr_t)op->addr, (size_t)op->width) == CUDA_SUCCESS &&
+		    !holds(op->addr, op->value, op->width, op->cond))
+			return;
+		run_head(s);
+	}
 }
 
 /* legacy runs what the legacy default stream waits for: all the work of
@@ -1148,9 +1148,9 @@ static CUresult stream_query(CUstream s)
 {
 	TRY(in());
 	TRY(stream_of_current(s));
+	run_ready(s);
 	if (s->done == s->queued)
 		return take(s);
-	run_one(s);
 	return CUDA_ERROR_NOT_READY;
 }
 
@@ -1284,8 +1284,8 @@ static CUresult event_query(CUevent e)
 	if (event_reached(e))
 		return CUDA_SUCCESS;
 	if (e->stream && e->stream->done < e->seq)
-		run_one(e->stream);
-	return CUDA_ERROR_NOT_READY;
+		run_ready(e->stream);
+	return event_reached(e) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult cuEventQuery(CUevent e) { LOCKED(event_query(e)); }
