@@ -16,6 +16,7 @@ import (
 
 	"github.com/gocomms/gocomms/cmd/commnode/internal/bench"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/gpu"
 	"github.com/gocomms/gocomms/simulation"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -58,7 +59,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.bytes, "bytes", "1M", "bytes per rank, as nccl-tests counts them (K, M, G or KiB, MiB, GiB)")
 	fs.StringVar(&f.dtype, "dtype", "float32", "element type: int64, float32 or float64")
 	fs.StringVar(&f.algo, "algo", "", "schedule (default: the selector's choice)")
-	fs.StringVar(&f.topology, "topology", "dgx-h100", "network preset: dgx-h100, rail or loopback (--nodes ignored: one node)")
+	fs.StringVar(&f.topology, "topology", "dgx-h100", "network preset: dgx-h100, rail, host (nodes like this one: its GPUs, joined as NVML says) or loopback (--nodes ignored: one node)")
 	fs.StringVar(&f.data, "data", "auto", "real (carried and checked), phantom (only lengths travel) or auto (phantom above 1 GiB of buffers)")
 	fs.IntVar(&f.chunk, "chunk", 0, "largest message in bytes (0: the schedule's default)")
 	fs.IntVar(&f.root, "root", 0, "root of rooted collectives")
@@ -160,10 +161,14 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 		topo = simulation.DGXH100(f.nodes)
 	case "rail":
 		topo = simulation.RailCluster(f.nodes)
+	case "host":
+		if topo, err = hostTopology(f.nodes); err != nil {
+			return cfg, 0, 0, fmt.Errorf("--topology host: %w", err)
+		}
 	case "loopback":
 		topo = simulation.Loopback(f.ranks)
 	default:
-		return cfg, 0, 0, fmt.Errorf("--topology %q: want dgx-h100, rail or loopback", f.topology)
+		return cfg, 0, 0, fmt.Errorf("--topology %q: want dgx-h100, rail, host or loopback", f.topology)
 	}
 	plan, err := simulation.ParsePlan(f.faults)
 	if err != nil {
@@ -186,6 +191,19 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 		return cfg, 0, 0, fmt.Errorf("--data %q: want real, phantom or auto", f.data)
 	}
 	return cfg, op, size, nil
+}
+
+// hostTopology is a cluster of nodes like this host: its GPUs joined as
+// NVML reports their NVLinks (or PCIe), the DGX H100 preset's NIC
+// between nodes.
+func hostTopology(nodes int) (simulation.Topology, error) {
+	devs, err := gpu.Devices()
+	if err != nil {
+		return simulation.Topology{}, err
+	}
+	topo := simulation.DGXH100(nodes)
+	topo.Intra.Bandwidth = gpu.PeerBandwidth(devs)
+	return topo, nil
 }
 
 // replay is the command that runs seed again with every other flag as
