@@ -196,3 +196,63 @@ func TestCUDASplitComms(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCUDAChains(t *testing.T) { inFakeCUDA(t, "TestCUDAAsyncChain") }
+
+// TestCUDAAsyncChain issues operations that read each other's results
+// back to back, waiting only at the end: each must see the one before.
+func TestCUDAAsyncChain(t *testing.T) {
+	needCUDA(t)
+	const n, count = 3, 1000
+	err := gocomms.RunLocalOn(context.Background(), n, gocomms.CUDA(0), func(ctx context.Context, c *gocomms.Comm) error {
+		dev, err := cuda.Shared(0)
+		if err != nil {
+			return err
+		}
+		x, err := c.Alloc(tensor.Int64, count)
+		if err != nil {
+			return err
+		}
+		defer c.Free(x)
+		all, err := c.Alloc(tensor.Int64, n*count)
+		if err != nil {
+			return err
+		}
+		defer c.Free(all)
+		in := make([]int64, count)
+		for i := range in {
+			in[i] = int64(c.Rank()*count + i)
+		}
+		mem, _ := x.Memory()
+		if err := dev.CopyHtoD(mem.(*cuda.DeviceMemory), 0, tensor.FromSlice(in).Bytes()); err != nil {
+			return err
+		}
+		works := []*gocomms.Work{
+			c.AllReduceAsync(x, gocomms.Sum),   // x[i] = Σr (r·count+i)
+			c.BroadcastAsync(x, 1),             // unchanged: every rank holds it
+			c.AllReduceAsync(x, gocomms.Max),   // unchanged
+			c.AllGatherSingleAsync(all, x),     // n copies
+			c.AllReduceAsync(all, gocomms.Sum), // n times each
+		}
+		for _, w := range works {
+			if err := w.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		got := make([]int64, n*count)
+		amem, _ := all.Memory()
+		if err := dev.CopyDtoH(tensor.FromSlice(got).Bytes(), amem.(*cuda.DeviceMemory), 0); err != nil {
+			return err
+		}
+		for j, g := range got {
+			i := j % count
+			if want := int64(n * (count*n*(n-1)/2 + n*i)); g != want {
+				return fmt.Errorf("rank %d: element %d is %d, want %d", c.Rank(), j, g, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

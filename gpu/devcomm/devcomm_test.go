@@ -29,9 +29,23 @@ const childVar = "GOCOMMS_DEVCOMM_CHILD"
 // the fake driver, the second of which never issues the all-reduce the
 // first does: the first times out, names rank 1, and aborts its
 // communicator.
-func TestGroupTimeoutNamesTheRank(t *testing.T) {
+func TestGroupTimeoutNamesTheRank(t *testing.T) { inPair(t, "TestGroupTimeoutNamesTheRank", runTimeout) }
+
+// TestGroupChain runs a device group of two processes through a chain of
+// collectives issued back to back, each reading the one before, waited
+// for at the end only.
+func TestGroupChain(t *testing.T) { inPair(t, "TestGroupChain", runChain) }
+
+// inPair runs test as two processes of a device group on the fake
+// driver, calling run in each with its rank, and fails unless rank 0's
+// passes.
+func inPair(t *testing.T, test string, run func(t *testing.T, b *Backend, ctx *cuda.Context, rank int)) {
 	if rank := os.Getenv(childVar); rank != "" {
-		runRank(t, rank == "0")
+		r := 0
+		if rank == "1" {
+			r = 1
+		}
+		runRank(t, r, run)
 		return
 	}
 	dir, err := fakecuda.Build()
@@ -52,7 +66,7 @@ func TestGroupTimeoutNamesTheRank(t *testing.T) {
 		t.Fatal(err)
 	}
 	rank := func(r string, in, out *os.File) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestGroupTimeoutNamesTheRank$", "-test.count=1", "-test.v")
+		cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
 		cmd.Env = append(append(os.Environ(), fakecuda.Env(dir, 1, 20000, true)...), childVar+"="+r)
 		cmd.ExtraFiles = []*os.File{in, out}
 		return cmd
@@ -72,26 +86,37 @@ func TestGroupTimeoutNamesTheRank(t *testing.T) {
 	t.Logf("rank 0:\n%s", out)
 }
 
-// runRank is one rank: rank 0 issues the all-reduce; rank 1 only joins
-// the group, and waits for rank 0 to end.
-func runRank(t *testing.T, first bool) {
+// runRank joins the group as rank, runs run on a backend over it, and
+// waits for its peer to end: rank 1 until rank 0 closes the pipe.
+func runRank(t *testing.T, rank int, run func(t *testing.T, b *Backend, ctx *cuda.Context, rank int)) {
 	ctx, err := cuda.Shared(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rank, in, out := 1, bufio.NewReader(os.NewFile(3, "from the peer")), os.NewFile(4, "to the peer")
-	if first {
-		rank = 0
-	}
+	in, out := bufio.NewReader(os.NewFile(3, "from the peer")), os.NewFile(4, "to the peer")
 	g := joinGroup(t, ctx, rank, in, out)
-	if !first {
-		io.Copy(io.Discard, in)
-		g.Close()
-		return
-	}
 	b, err := New(refusingHost{}, tensor.CUDA(0), ctx, g)
 	if err != nil {
 		t.Fatal(err)
+	}
+	run(t, b, ctx, rank)
+	if rank == 1 {
+		io.Copy(io.Discard, in)
+	}
+}
+
+// issue issues op on b and returns where its end comes.
+func issue(b *Backend, op *backend.Op) ended {
+	done := make(ended, 1)
+	op.Root, op.Timeout = max(op.Root, 0), 10*time.Second
+	b.Issue(op, done)
+	return done
+}
+
+// runTimeout: rank 0 issues an all-reduce rank 1 never does.
+func runTimeout(t *testing.T, b *Backend, ctx *cuda.Context, rank int) {
+	if rank == 1 {
+		return
 	}
 	mem, err := ctx.Alloc(64)
 	if err != nil {
@@ -118,10 +143,75 @@ func runRank(t *testing.T, first bool) {
 	}
 }
 
+// runChain: x = rank·1000+i, all-reduced, broadcast from rank 1,
+// all-gathered into both halves of all, which is reduce-scattered back
+// into x and then exchanged all-to-all; a buffer of 4 KiB cuts each into
+// windows.
+func runChain(t *testing.T, b *Backend, ctx *cuda.Context, rank int) {
+	const n = 1500
+	mem, err := ctx.Alloc(8 * 3 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := tensor.OnDevice(tensor.CUDA(0), mem, 0, tensor.Int64, n)
+	all, _ := tensor.OnDevice(tensor.CUDA(0), mem, 8*n, tensor.Int64, 2*n)
+	halves := []*tensor.Tensor{must(all.Narrow(0, n)), must(all.Narrow(n, n))}
+	xs := []*tensor.Tensor{must(x.Narrow(0, n/2)), must(x.Narrow(n/2, n-n/2))}
+	in := make([]int64, n)
+	for i := range in {
+		in[i] = int64(rank*1000 + i)
+	}
+	if err := ctx.CopyHtoD(mem, 0, tensor.FromSlice(in).Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	sum := reduce.New(reduce.Sum)
+	ends := []ended{
+		issue(b, &backend.Op{Name: backend.OpAllReduce, Kind: algorithms.AllReduce, DType: tensor.Int64, Reduce: sum,
+			Counts: []int{n}, Inputs: []*tensor.Tensor{x}, Outputs: []*tensor.Tensor{x}}),
+		issue(b, &backend.Op{Name: backend.OpBroadcast, Kind: algorithms.Broadcast, DType: tensor.Int64, Root: 1,
+			Counts: []int{n}, Outputs: []*tensor.Tensor{x}}),
+		issue(b, &backend.Op{Name: backend.OpAllGather, Kind: algorithms.AllGather, DType: tensor.Int64,
+			Counts: []int{n, n}, Inputs: []*tensor.Tensor{x}, Outputs: halves}),
+		issue(b, &backend.Op{Name: backend.OpReduceScatter, Kind: algorithms.ReduceScatter, DType: tensor.Int64, Reduce: sum,
+			Counts: []int{n, n}, Inputs: halves, Outputs: []*tensor.Tensor{x}}),
+		issue(b, &backend.Op{Name: backend.OpAllToAll, Kind: algorithms.AllToAll, DType: tensor.Int64,
+			Send: []int{n / 2, n - n/2}, Recv: []int{n / 2, n - n/2}, Inputs: xs,
+			Outputs: []*tensor.Tensor{must(all.Narrow(0, n/2)), must(all.Narrow(n/2, n-n/2))}}),
+	}
+	for i, e := range ends {
+		if err := <-e; err != nil {
+			t.Fatalf("operation %d of the chain: %v", i, err)
+		}
+	}
+	got := make([]int64, 3*n)
+	if err := ctx.CopyDtoH(tensor.FromSlice(got).Bytes(), mem, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The all-reduce gives 1000+2i; the all-gather puts it in both
+	// halves; their reduce-scatter doubles it: v(i). The all-to-all gives
+	// rank r every rank's block r of x, the same on both.
+	v := func(i int) int64 { return int64(2 * (1000 + 2*i)) }
+	for i := range n {
+		if got[i] != v(i) {
+			t.Fatalf("rank %d: x[%d] is %d, want %d", rank, i, got[i], v(i))
+		}
+		if want := v(rank*n/2 + i%(n/2)); got[n+i] != want {
+			t.Fatalf("rank %d: all[%d] is %d, want %d", rank, i, got[n+i], want)
+		}
+	}
+}
+
+func must(t *tensor.Tensor, err error) *tensor.Tensor {
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
 // joinGroup exchanges the two ranks' records, one hex line each way.
 func joinGroup(t *testing.T, ctx *cuda.Context, rank int, in *bufio.Reader, out io.Writer) *nvl.DeviceGroup {
 	t.Helper()
-	g, rec, err := nvl.NewDeviceGroup(ctx, rank, 2, 4096)
+	g, rec, err := nvl.NewDeviceGroup(ctx, rank, 2, 4<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
