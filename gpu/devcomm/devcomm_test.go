@@ -29,7 +29,9 @@ const childVar = "GOCOMMS_DEVCOMM_CHILD"
 // the fake driver, the second of which never issues the all-reduce the
 // first does: the first times out, names rank 1, and aborts its
 // communicator.
-func TestGroupTimeoutNamesTheRank(t *testing.T) { inPair(t, "TestGroupTimeoutNamesTheRank", runTimeout) }
+func TestGroupTimeoutNamesTheRank(t *testing.T) {
+	inPair(t, "TestGroupTimeoutNamesTheRank", runTimeout)
+}
 
 // TestGroupChain runs a device group of two processes through a chain of
 // collectives issued back to back, each reading the one before, waited
