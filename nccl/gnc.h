@@ -19,7 +19,7 @@
 #ifndef GOCOMMS_NCCL_GNC_H
 #define GOCOMMS_NCCL_GNC_H
 
-#include <dlfcn.h>
+#include "dlib.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -86,14 +86,6 @@ struct gnc_fns {
 
 static struct gnc_fns gnc_fn;
 
-static void gnc_copy(char *dst, size_t n, const char *src)
-{
-	if (n == 0)
-		return;
-	strncpy(dst, src, n - 1);
-	dst[n - 1] = 0;
-}
-
 /*
  * gnc_load opens the library called name and, the first time one opens,
  * binds gnc_fn to it. It returns 0, -1 if the library cannot be opened,
@@ -104,30 +96,16 @@ static void gnc_copy(char *dst, size_t n, const char *src)
 static int gnc_load(const char *name, char *err, size_t errlen)
 {
 	struct gnc_fns t;
-	const char *msg;
-	void *h;
+	void *h = dlib_open(name, err, errlen);
 
-	dlerror();
-	h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		msg = dlerror();
-		gnc_copy(err, errlen, msg ? msg : "dlopen failed");
+	if (!h)
 		return -1;
-	}
 	if (gnc_fn.bound) {
 		dlclose(h); /* drops only the reference taken just now */
 		return 0;
 	}
 	memset(&t, 0, sizeof t);
-#define GNC_BIND(handle, field, sym)                                    \
-	do {                                                            \
-		*(void **)(&t.field) = dlsym(handle, sym);              \
-		if (!t.field) {                                         \
-			gnc_copy(err, errlen, sym);                     \
-			dlclose(h);                                     \
-			return -2;                                      \
-		}                                                       \
-	} while (0)
+#define GNC_BIND(handle, field, sym) DLIB_BIND(handle, t.field, sym, 1, err, errlen)
 	GNC_BIND(h, get_version, "ncclGetVersion");
 	GNC_BIND(h, get_error_string, "ncclGetErrorString");
 	GNC_BIND(h, get_unique_id, "ncclGetUniqueId");
@@ -168,13 +146,13 @@ static int gnc_bind_cuda(char *err, size_t errlen)
 	/* gpu/cuda opened libcuda with RTLD_LOCAL: find it by its own handle. */
 	cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	if (!cu) {
-		gnc_copy(err, errlen, "libcuda.so.1 is not loaded");
+		dlib_copy(err, errlen, "libcuda.so.1 is not loaded");
 		return -3;
 	}
 	*(void **)(&gnc_fn.ctx_set_current) = dlsym(cu, "cuCtxSetCurrent");
 	dlclose(cu); /* gpu/cuda's reference keeps it loaded */
 	if (!gnc_fn.ctx_set_current) {
-		gnc_copy(err, errlen, "libcuda.so.1 lacks cuCtxSetCurrent");
+		dlib_copy(err, errlen, "libcuda.so.1 lacks cuCtxSetCurrent");
 		return -3;
 	}
 	return 0;

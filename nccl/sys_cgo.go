@@ -3,6 +3,7 @@
 package nccl
 
 /*
+#cgo CFLAGS: -I${SRCDIR}/../internal/dlib
 #cgo LDFLAGS: -ldl
 #include <stdlib.h>
 #include "gnc.h"

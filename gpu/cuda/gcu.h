@@ -24,7 +24,7 @@
 #ifndef GOCOMMS_GPU_CUDA_GCU_H
 #define GOCOMMS_GPU_CUDA_GCU_H
 
-#include <dlfcn.h>
+#include "dlib.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -138,14 +138,6 @@ struct gcu_fns {
 
 static struct gcu_fns gcu_fn;
 
-static void gcu_copy(char *dst, size_t n, const char *src)
-{
-	if (n == 0)
-		return;
-	strncpy(dst, src, n - 1);
-	dst[n - 1] = 0;
-}
-
 /*
  * gcu_load opens the library called name and, the first time one opens,
  * binds gcu_fn to it. It returns 0, -1 if the library cannot be opened, or
@@ -156,30 +148,16 @@ static void gcu_copy(char *dst, size_t n, const char *src)
 static int gcu_load(const char *name, char *err, size_t errlen)
 {
 	struct gcu_fns t;
-	const char *msg;
-	void *h;
+	void *h = dlib_open(name, err, errlen);
 
-	dlerror();
-	h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		msg = dlerror();
-		gcu_copy(err, errlen, msg ? msg : "dlopen failed");
+	if (!h)
 		return -1;
-	}
 	if (gcu_fn.bound) {
 		dlclose(h); /* drops only the reference taken just now */
 		return 0;
 	}
 	memset(&t, 0, sizeof t);
-#define GCU_BIND(field, sym)                                            \
-	do {                                                            \
-		*(void **)(&t.field) = dlsym(h, sym);                   \
-		if (!t.field) {                                         \
-			gcu_copy(err, errlen, sym);                     \
-			dlclose(h);                                     \
-			return -2;                                      \
-		}                                                       \
-	} while (0)
+#define GCU_BIND(field, sym) DLIB_BIND(h, t.field, sym, 1, err, errlen)
 	GCU_BIND(init, "cuInit");
 	GCU_BIND(driver_get_version, "cuDriverGetVersion");
 	GCU_BIND(get_error_name, "cuGetErrorName");

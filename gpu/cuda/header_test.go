@@ -70,7 +70,7 @@ func TestHeaderValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(cc, "-std=gnu11", "-fsyntax-only", "-I", wd, file).CombinedOutput()
+	out, err := exec.Command(cc, "-std=gnu11", "-fsyntax-only", "-I", wd, "-I", filepath.Join(wd, "..", "..", "internal", "dlib"), file).CombinedOutput()
 	if err != nil {
 		t.Fatalf("gcu.h or the Go constants disagree with %s: %v\n%s", header, err, out)
 	}

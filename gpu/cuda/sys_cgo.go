@@ -3,6 +3,7 @@
 package cuda
 
 /*
+#cgo CFLAGS: -I${SRCDIR}/../../internal/dlib
 #cgo LDFLAGS: -ldl
 #include <stdlib.h>
 #include "gcu.h"

@@ -21,7 +21,7 @@ func TestABI(t *testing.T) {
 	cc := compilerWithVerbsHeader(t)
 	bin := filepath.Join(t.TempDir(), "abicheck")
 	build := exec.Command(cc, "-std=c11", "-Wall", "-Wno-unused-function", "-Werror",
-		"-o", bin, filepath.Join("testdata", "abicheck.c"), "-ldl")
+		"-I", filepath.Join("..", "..", "internal", "dlib"), "-o", bin, filepath.Join("testdata", "abicheck.c"), "-ldl")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building testdata/abicheck.c: %v\n%s", err, out)
 	}

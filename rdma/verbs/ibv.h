@@ -20,7 +20,7 @@
 #define GOCOMMS_RDMA_VERBS_IBV_H
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
+#include "dlib.h"
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -410,14 +410,6 @@ struct gcv_fns {
 
 static struct gcv_fns gcv_fn;
 
-static void gcv_copy(char *dst, size_t n, const char *src)
-{
-	if (n == 0)
-		return;
-	strncpy(dst, src, n - 1);
-	dst[n - 1] = 0;
-}
-
 /*
  * gcv_load opens the library called name and, the first time one opens,
  * binds gcv_fn to it. It returns 0, -1 if the library cannot be opened, or
@@ -428,30 +420,16 @@ static void gcv_copy(char *dst, size_t n, const char *src)
 static int gcv_load(const char *name, char *err, size_t errlen)
 {
 	struct gcv_fns t;
-	const char *msg;
-	void *h;
+	void *h = dlib_open(name, err, errlen);
 
-	dlerror();
-	h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		msg = dlerror();
-		gcv_copy(err, errlen, msg ? msg : "dlopen failed");
+	if (!h)
 		return -1;
-	}
 	if (gcv_fn.bound) {
 		dlclose(h); /* drops only the reference taken just now */
 		return 0;
 	}
 	memset(&t, 0, sizeof t);
-#define GCV_BIND(field, sym, required)                                  \
-	do {                                                            \
-		*(void **)(&t.field) = dlsym(h, sym);                   \
-		if (!t.field && (required)) {                           \
-			gcv_copy(err, errlen, sym);                     \
-			dlclose(h);                                     \
-			return -2;                                      \
-		}                                                       \
-	} while (0)
+#define GCV_BIND(field, sym, required) DLIB_BIND(h, t.field, sym, required, err, errlen)
 	GCV_BIND(get_device_list, "ibv_get_device_list", 1);
 	GCV_BIND(free_device_list, "ibv_free_device_list", 1);
 	GCV_BIND(get_device_name, "ibv_get_device_name", 1);

@@ -3,6 +3,7 @@
 package verbs
 
 /*
+#cgo CFLAGS: -I${SRCDIR}/../../internal/dlib
 #cgo LDFLAGS: -ldl
 #include <stdlib.h>
 #include "ibv.h"
