@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/commtest"
+	"github.com/gocomms/gocomms/engine"
 	"github.com/gocomms/gocomms/gpu/cuda"
 	"github.com/gocomms/gocomms/gpu/cuda/fakecuda"
 	"github.com/gocomms/gocomms/tensor"
@@ -19,8 +20,9 @@ import (
 
 // inFakeCUDA runs the tests matching pattern in a child of this test
 // binary that loads the fake CUDA driver (package fakecuda) with one
-// device, which the child's ranks share, and fails t if they fail.
-func inFakeCUDA(t *testing.T, pattern string) {
+// device, which the child's ranks share, with env besides, and fails t if
+// they fail.
+func inFakeCUDA(t *testing.T, pattern string, env ...string) {
 	t.Helper()
 	dir, err := fakecuda.Build()
 	if errors.Is(err, fakecuda.ErrUnsupported) {
@@ -30,7 +32,7 @@ func inFakeCUDA(t *testing.T, pattern string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+pattern+"$", "-test.v", "-test.count=1", "-test.timeout=300s")
-	cmd.Env = append(os.Environ(), fakecuda.Env(dir, 1, 20000, true)...)
+	cmd.Env = append(append(os.Environ(), fakecuda.Env(dir, 1, 20000, true)...), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+pattern) {
 		t.Fatalf("%s against the fake driver: %v\n%s", pattern, err, out)
@@ -197,7 +199,15 @@ func TestCUDASplitComms(t *testing.T) {
 	}
 }
 
-func TestCUDAChains(t *testing.T) { inFakeCUDA(t, "TestCUDAAsyncChain") }
+// TestCUDAChains runs the chain with operations staged whole, and cut
+// into pieces of 1 KiB that pipeline.
+func TestCUDAChains(t *testing.T) {
+	for _, chunk := range []string{"0", "1024"} {
+		t.Run("chunk="+chunk, func(t *testing.T) {
+			inFakeCUDA(t, "TestCUDAAsyncChain", engine.StageChunkVar+"="+chunk)
+		})
+	}
+}
 
 // TestCUDAAsyncChain issues operations that read each other's results
 // back to back, waiting only at the end: each must see the one before.
@@ -249,6 +259,10 @@ func TestCUDAAsyncChain(t *testing.T) {
 			if want := int64(n * (count*n*(n-1)/2 + n*i)); g != want {
 				return fmt.Errorf("rank %d: element %d is %d, want %d", c.Rank(), j, g, want)
 			}
+		}
+		cut := c.UnsafeBackend().(interface{ StagedPieces() uint64 }).StagedPieces()
+		if pipelined := os.Getenv(engine.StageChunkVar) != "0"; pipelined != (cut > 0) {
+			return fmt.Errorf("rank %d: %d pieces with %s=%s", c.Rank(), cut, engine.StageChunkVar, os.Getenv(engine.StageChunkVar))
 		}
 		return nil
 	})

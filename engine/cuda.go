@@ -27,6 +27,15 @@ const DeviceBufferVar = "GOCOMMS_NVL_DEVICE_BUFFER"
 // dwarf its three barriers.
 const defaultDeviceBuffer = 32 << 20
 
+// StageChunkVar sets the bytes of the pieces a large staged operation is
+// cut into, so that one piece's copies overlap another's transfer
+// between hosts; 0 stages operations whole.
+const StageChunkVar = "GOCOMMS_STAGE_CHUNK"
+
+// defaultStageChunk keeps a piece's copy across the bus, some hundreds of
+// microseconds, long against the cost of a host operation.
+const defaultStageChunk = 4 << 20
+
 // newCUDA creates this rank of a communicator of tensors on a GPU: the
 // host communicator that moves what is staged, the device group of the
 // ranks of this host where they all are, and the backend that chooses.
@@ -35,7 +44,11 @@ func newCUDA(ctx context.Context, cfg *backend.Config) (backend.Backend, error) 
 	if err != nil {
 		return nil, err
 	}
-	bufBytes, err := deviceBuffer()
+	bufBytes, err := envBytes(DeviceBufferVar, defaultDeviceBuffer)
+	if err != nil {
+		return nil, err
+	}
+	chunk, err := envBytes(StageChunkVar, defaultStageChunk)
 	if err != nil {
 		return nil, err
 	}
@@ -53,21 +66,23 @@ func newCUDA(ctx context.Context, cfg *backend.Config) (backend.Backend, error) 
 			return nil, errors.Join(err, host.Finalize(ctx))
 		}
 	}
-	b, err := devcomm.New(host, cfg.Device, dev, group)
+	b, err := devcomm.New(host, cfg.Device, dev, group, chunk)
 	if err != nil {
 		return nil, errors.Join(err, host.Finalize(ctx))
 	}
 	return b, nil
 }
 
-func deviceBuffer() (int, error) {
-	v := os.Getenv(DeviceBufferVar)
+// envBytes reads a number of bytes from the variable name, def where it
+// is unset.
+func envBytes(name string, def int) (int, error) {
+	v := os.Getenv(name)
 	if v == "" {
-		return defaultDeviceBuffer, nil
+		return def, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, commerr.Invalid("%s=%q is not a number of bytes", DeviceBufferVar, v)
+		return 0, commerr.Invalid("%s=%q is not a number of bytes", name, v)
 	}
 	return n, nil
 }

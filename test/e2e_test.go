@@ -77,6 +77,14 @@ func TestVerifyCUDAAcrossProcesses(t *testing.T) {
 		t.Setenv("GOCOMMS_NVL_DEVICE_BUFFER", "2048")
 		verify(t, 2, "-device", "cuda", "-counts", "0,1,700,1500")
 	})
+	// Without the group every operation is staged, as between hosts; a
+	// 1 KiB piece pipelines the larger ones.
+	t.Run("staged_pieces", func(t *testing.T) {
+		t.Setenv("GOCOMMS_TRANSPORT", "tcp")
+		t.Setenv("GOCOMMS_NVL_DEVICE_BUFFER", "0")
+		t.Setenv("GOCOMMS_STAGE_CHUNK", "1024")
+		verify(t, 3, "-device", "cuda", "-counts", "0,1,700")
+	})
 }
 
 func verify(t *testing.T, n int, flags ...string) []byte {

@@ -32,6 +32,7 @@ type Backend struct {
 	probe *cuda.Stream
 	flags *cuda.HostMemory
 	pool  pinned
+	chunk int // staged operations larger than this are cut into pieces of it
 
 	mu      sync.Mutex // guards what follows
 	events  []*cuda.Event
@@ -40,6 +41,7 @@ type Backend struct {
 	settled *sync.Cond // signalled when hosted falls to 0
 
 	groupOps, stagedOps atomic.Uint64 // operations queued each way
+	pieces              atomic.Uint64 // pieces staged operations were cut into
 
 	queue   queue // jobs in issue order, for the stream
 	ending  queue // jobs whose work is queued or hosted, for their end
@@ -49,13 +51,14 @@ type Backend struct {
 
 // New returns a backend that runs host's operations on tensors of dev,
 // whose context is ctx. With a group, the collectives it can run go
-// through it; the others are staged.
-func New(host backend.Backend, dev tensor.Device, ctx *cuda.Context, group *nvl.DeviceGroup) (*Backend, error) {
+// through it; the others are staged, in pieces of chunk bytes where they
+// are larger (0: whole).
+func New(host backend.Backend, dev tensor.Device, ctx *cuda.Context, group *nvl.DeviceGroup, chunk int) (*Backend, error) {
 	s, err := ctx.NewStream()
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{host: host, dev: dev, ctx: ctx, s: s, group: group, pool: pinned{ctx: ctx}, stopped: make(chan struct{})}
+	b := &Backend{host: host, dev: dev, ctx: ctx, s: s, group: group, pool: pinned{ctx: ctx}, chunk: chunk, stopped: make(chan struct{})}
 	if group != nil {
 		if b.probe, err = ctx.NewNonBlockingStream(); err != nil {
 			return nil, errors.Join(err, s.Close())
@@ -85,8 +88,9 @@ type job struct {
 	err   error       // why it ended, once it has
 
 	// Staged jobs only.
-	m   mirror
-	buf *cuda.HostMemory // nil for an operation without device bytes
+	m      mirror
+	buf    *cuda.HostMemory // nil for an operation without device bytes
+	pieces *pieces          // the operation this job is a piece of
 
 	mu       sync.Mutex
 	cancel   func(error) // the host's, once a staged job is issued
@@ -99,6 +103,9 @@ func (b *Backend) Name() string { return b.host.Name() }
 // host's ranks, StagedOps those staged through host memory.
 func (b *Backend) GroupOps() uint64  { return b.groupOps.Load() }
 func (b *Backend) StagedOps() uint64 { return b.stagedOps.Load() }
+
+// StagedPieces counts the pieces large staged operations were cut into.
+func (b *Backend) StagedPieces() uint64 { return b.pieces.Load() }
 
 // Issue places op after the work queued on the caller's stream so far and
 // hands it on in issue order: the caller's goroutine only records an
@@ -204,6 +211,14 @@ func (b *Backend) end() {
 			b.mu.Unlock()
 		}
 		b.release(j)
+		if ps := j.pieces; ps != nil {
+			ps.err = cmpErr(ps.err, err)
+			if ps.left--; ps.left > 0 {
+				continue
+			}
+			j, err = ps.j, ps.err
+			b.release(j)
+		}
 		j.done.Finished(err)
 		b.live.Done()
 	}
@@ -214,7 +229,7 @@ func (b *Backend) end() {
 // that never reached its barrier, or a stalled device: its stream can
 // run nothing more, so the communicator is aborted.
 func (b *Backend) await(j *job) error {
-	if q, ok := j.done.(backend.Queued); ok {
+	if q, ok := j.done.(backend.Queued); ok && j.pieces == nil {
 		q.Queued(j.end)
 	}
 	deadline := time.Time{}
@@ -340,7 +355,7 @@ func (b *Backend) Split(ctx context.Context, group []int, cfg *backend.Config, e
 	if err != nil || h == nil {
 		return nil, err
 	}
-	return New(h, b.dev, b.ctx, nil)
+	return New(h, b.dev, b.ctx, nil, b.chunk)
 }
 
 // Abort aborts the host backend and fails the operations it does not

@@ -97,7 +97,7 @@ func runRank(t *testing.T, rank int, run func(t *testing.T, b *Backend, ctx *cud
 	}
 	in, out := bufio.NewReader(os.NewFile(3, "from the peer")), os.NewFile(4, "to the peer")
 	g := joinGroup(t, ctx, rank, in, out)
-	b, err := New(refusingHost{}, tensor.CUDA(0), ctx, g)
+	b, err := New(refusingHost{}, tensor.CUDA(0), ctx, g, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

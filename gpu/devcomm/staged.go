@@ -3,13 +3,30 @@ package devcomm
 import (
 	"time"
 
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/tensor"
 )
 
 // stage mirrors j's tensors in pinned memory, downloads them after the
 // caller's work, and hands the host the operation on the copies once the
-// device has them.
+// device has them; a large one in pieces that pipeline.
 func (b *Backend) stage(j *job) error {
+	if err := b.waitCaller(j); err != nil {
+		return err
+	}
+	if ops := cut(j.op, b.chunk); ops != nil {
+		return b.stagePieces(j, ops)
+	}
+	if err := b.download(j); err != nil {
+		return err
+	}
+	return b.hand(j)
+}
+
+// download mirrors j's tensors in pinned memory and queues their copy
+// there, recording j.end after it.
+func (b *Backend) download(j *job) error {
 	total, err := j.m.build(j.op)
 	if err != nil {
 		return commerr.Invalid("%v", err)
@@ -24,15 +41,14 @@ func (b *Backend) stage(j *job) error {
 	if err := j.m.place(j.op, buf); err != nil {
 		return commerr.Invalid("%v", err)
 	}
-	if err := b.waitCaller(j); err != nil {
-		return err
-	}
 	if err := j.m.download(b.s); err != nil {
 		return err
 	}
-	if err := b.record(j); err != nil {
-		return err
-	}
+	return b.record(j)
+}
+
+// hand gives the host j's operation on the copies once they are there.
+func (b *Backend) hand(j *job) error {
 	if err := await(j.end, time.Time{}); err != nil {
 		return err
 	}
@@ -66,4 +82,90 @@ func (b *Backend) upload(j *job) error {
 		return err
 	}
 	return j.end.Record(b.s)
+}
+
+// pieces is a large staged operation cut into pieces that pipeline: while
+// the host moves one, the next downloads and the one before uploads. The
+// operation ends once every piece has.
+type pieces struct {
+	j    *job
+	left int   // pieces not ended
+	err  error // the first piece's error
+}
+
+// cut returns op as pieces of at most chunk bytes each, in order, or nil
+// where it is small or not cut so: the collectives of one tensor whose
+// every element is reduced or copied on its own. Every rank cuts alike,
+// so the host sees the same operations everywhere.
+func cut(op *backend.Op, chunk int) []*backend.Op {
+	switch op.Name {
+	case backend.OpAllReduce, backend.OpBroadcast, backend.OpReduce:
+	default:
+		return nil
+	}
+	if chunk <= 0 || op.Schedule != nil || len(op.Counts) != 1 || len(op.Inputs) > 1 || len(op.Outputs) > 1 {
+		return nil
+	}
+	n, es := op.Counts[0], op.DType.Size()
+	per := max(chunk/es, 1)
+	if n <= per {
+		return nil
+	}
+	var ops []*backend.Op
+	for lo := 0; lo < n; lo += per {
+		c := min(per, n-lo)
+		piece := *op
+		piece.Counts = []int{c}
+		piece.Inputs = narrow(op.Inputs, lo, c)
+		piece.Outputs = narrow(op.Outputs, lo, c)
+		ops = append(ops, &piece)
+	}
+	return ops
+}
+
+// narrow returns elements [lo, lo+n) of each of ts.
+func narrow(ts []*tensor.Tensor, lo, n int) []*tensor.Tensor {
+	if ts == nil {
+		return nil
+	}
+	out := make([]*tensor.Tensor, len(ts))
+	for i, t := range ts {
+		out[i], _ = t.Narrow(lo, n) // cut checked the counts
+	}
+	return out
+}
+
+// stagePieces queues every piece's download at once, then hands each to
+// the host as soon as its copy is there, without waiting for the pieces
+// before it to end.
+func (b *Backend) stagePieces(j *job, ops []*backend.Op) error {
+	ps := &pieces{j: j, left: len(ops)}
+	b.pieces.Add(uint64(len(ops)))
+	jobs := make([]*job, len(ops))
+	for i, op := range ops {
+		jobs[i] = &job{b: b, op: op, done: j.done, pieces: ps}
+		if err := b.download(jobs[i]); err != nil {
+			for _, pj := range jobs[:i+1] {
+				b.release(pj)
+			}
+			return err
+		}
+	}
+	j.mu.Lock()
+	j.cancel = func(err error) {
+		for _, pj := range jobs {
+			pj.cancelWith(err)
+		}
+	}
+	j.mu.Unlock()
+	for i, pj := range jobs {
+		if err := b.hand(pj); err != nil {
+			for _, rest := range jobs[i:] {
+				rest.err = err
+				b.ending.push(rest)
+			}
+			return nil
+		}
+	}
+	return nil
 }
