@@ -66,7 +66,7 @@ func (r *rankActor) startAgree(ctx actor.Context, m *Agree) {
 func (r *rankActor) agreeFrame(ctx actor.Context, peer int, seq uint64, payload []byte) {
 	m, err := agree.Decode(peer, r.cfg.Rank, r.cfg.Size, payload)
 	if err != nil {
-		r.rt.Logger.Warn("malformed agreement message", "comm", r.cfg.Comm, "peer", peer, "err", err)
+		r.rt.Logger.Warn("malformed agreement message", "peer", peer, "err", err)
 		return
 	}
 	switch a, prev := r.agreement, r.agreePrev; {
@@ -90,10 +90,14 @@ func (r *rankActor) failedRanks() []int {
 }
 
 // markFailed records that peer failed, or left, and tells the agreement.
-func (r *rankActor) markFailed(ctx actor.Context, peer int) {
+// The first news of each peer is logged as a warning: an operator needs
+// it without turning debug on, and later news of the same peer adds
+// nothing.
+func (r *rankActor) markFailed(ctx actor.Context, peer int, why error) {
 	if peer < 0 || peer >= r.cfg.Size || peer == r.cfg.Rank || r.failed[peer] {
 		return
 	}
+	r.rt.Logger.Warn("peer failed", "peer", peer, "err", why)
 	if r.failed == nil {
 		r.failed = map[int]bool{} // made on the first failure: most ranks never see one
 	}
