@@ -90,14 +90,19 @@ func (r *rankActor) failedRanks() []int {
 }
 
 // markFailed records that peer failed, or left, and tells the agreement.
-// The first news of each peer is logged as a warning: an operator needs
-// it without turning debug on, and later news of the same peer adds
-// nothing.
+// The first news of each peer is logged, as a warning where it is a
+// failure (an operator needs it without turning debug on): a peer that
+// said goodbye, or any peer once this rank closes or aborts, only ends
+// its connection.
 func (r *rankActor) markFailed(ctx actor.Context, peer int, why error) {
 	if peer < 0 || peer >= r.cfg.Size || peer == r.cfg.Rank || r.failed[peer] {
 		return
 	}
-	r.rt.Logger.Warn("peer failed", "peer", peer, "err", why)
+	if s := &r.sequencer; slices.Contains(s.left, peer) || s.closing || s.aborted != nil {
+		r.rt.Logger.Debug("peer's connection ended", "peer", peer, "err", why)
+	} else {
+		r.rt.Logger.Warn("peer failed", "peer", peer, "err", why)
+	}
 	if r.failed == nil {
 		r.failed = map[int]bool{} // made on the first failure: most ranks never see one
 	}
