@@ -58,7 +58,8 @@ func WithStore(s store.Store) Option { return func(o *options) { o.cfg.Store = s
 // WithNetwork sets the transport ranks connect over. Without it, ranks
 // on one host connect through shared memory and others over TCP, or as
 // GOCOMMS_TRANSPORT says ("auto", "shm", "tcp"); TCP listens on
-// GOCOMMS_PORT_RANGE ("lo-hi") if set.
+// GOCOMMS_PORT_RANGE ("lo-hi") if set, on the interface
+// GOCOMMS_SOCKET_IFNAME picks (NCCL_SOCKET_IFNAME's syntax) if set.
 func WithNetwork(n transport.Network) Option { return func(o *options) { o.cfg.Network = n } }
 
 // WithRuntime shares a runtime (actor system, clock, dispatcher) between
