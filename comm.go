@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +27,8 @@ type Comm struct {
 	spinner     backend.Spinner // the backend, if a blocking call spins on its operation
 	ownsRuntime bool
 	exit        func(code int)
-	ranks       []int // global rank of each member; nil: its own rank
+	logger      *slog.Logger // WithLogger's: the communicators made from this one tag their own
+	ranks       []int        // global rank of each member; nil: its own rank
 	// membership is what the init handles of its members say they come
 	// from: the id of the Reconfigure that made it, else its name, which
 	// every member shares and no other communicator has.
@@ -74,7 +76,7 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 	}
 	owns := o.cfg.Runtime == nil
 	if owns {
-		o.cfg.Runtime = actors.NewRuntime(o.cfg.Logger)
+		o.cfg.Runtime = actors.NewRuntime(o.logger)
 	}
 	b, err := factory(ctx, &o.cfg)
 	if err != nil {
@@ -94,7 +96,7 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 }
 
 func newComm(o *options, backendName string, b Backend, owns bool, ranks []int, family string) *Comm {
-	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, ranks: ranks,
+	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, logger: o.logger, ranks: ranks,
 		membership: o.cfg.Name, family: family, abortCh: make(chan struct{})}
 	c.pooled, _ = b.(backend.Pooled)
 	c.spinner, _ = b.(backend.Spinner)

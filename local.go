@@ -36,7 +36,7 @@ func RunLocalOn(ctx context.Context, n int, device Device, fn func(ctx context.C
 	}
 	rt := probe.cfg.Runtime
 	if rt == nil {
-		rt = actors.NewRuntime(probe.cfg.Logger)
+		rt = actors.NewRuntime(probe.logger)
 		defer rt.Shutdown()
 	}
 	defaults := []Option{WithStore(store.NewMemory()), WithNetwork(transport.NewInproc())}

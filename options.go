@@ -35,6 +35,7 @@ type options struct {
 	hasSize    bool
 	abort      *bool
 	exit       func(code int)
+	logger     *slog.Logger // WithLogger's, before the communicator's attributes
 }
 
 // WithRank sets this process's rank. Without WithRank and WithSize, the
@@ -57,7 +58,8 @@ func WithStore(s store.Store) Option { return func(o *options) { o.cfg.Store = s
 // WithNetwork sets the transport ranks connect over. Without it, ranks
 // on one host connect through shared memory and others over TCP, or as
 // GOCOMMS_TRANSPORT says ("auto", "shm", "tcp"); TCP listens on
-// GOCOMMS_PORT_RANGE ("lo-hi") if set.
+// GOCOMMS_PORT_RANGE ("lo-hi") if set, on the interface
+// GOCOMMS_SOCKET_IFNAME picks (NCCL_SOCKET_IFNAME's syntax) if set.
 func WithNetwork(n transport.Network) Option { return func(o *options) { o.cfg.Network = n } }
 
 // WithRuntime shares a runtime (actor system, clock, dispatcher) between
@@ -67,8 +69,10 @@ func WithRuntime(rt *actors.Runtime) Option { return func(o *options) { o.cfg.Ru
 // WithTimeout sets the default per-operation timeout.
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.cfg.Timeout = d } }
 
-// WithLogger sets the logger; gocomms is quiet without one.
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.cfg.Logger = l } }
+// WithLogger sets the logger; gocomms is quiet without one, unless
+// WithRuntime's runtime has one. Every record a communicator logs carries
+// its name, rank and size ("comm", "rank", "size").
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 // WithLocalSize says how many ranks share each host, ranks being numbered
 // host by host (Config.LocalSize); LOCAL_WORLD_SIZE says so under a
@@ -164,8 +168,16 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 		}
 		c.AbortProcessOnError = on
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+		if c.Runtime != nil {
+			o.logger = c.Runtime.Logger
+		}
+	}
+	if c.Dynamic {
+		c.Logger = o.logger.With("comm", name) // rank and size come with Reconfigure
+	} else {
+		c.Logger = o.logger.With("comm", name, "rank", c.Rank, "size", c.Size)
 	}
 	return o, nil
 }

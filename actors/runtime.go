@@ -72,6 +72,14 @@ func (rt *Runtime) WithClock(c Clock) *Runtime {
 	return &cp
 }
 
+// WithLogger returns a copy of rt whose actors log to l: a
+// communicator's actors log with its name, rank and size.
+func (rt *Runtime) WithLogger(l *slog.Logger) *Runtime {
+	cp := *rt
+	cp.Logger = l
+	return &cp
+}
+
 // Props is the one way to build Props: it always applies the runtime's
 // dispatcher (and mailbox), so no actor can escape the event loop.
 func (rt *Runtime) Props(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {

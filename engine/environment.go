@@ -41,8 +41,10 @@ var processNetwork = sync.OnceValues(func() (transport.Network, error) { return 
 // envNetwork builds the network GOCOMMS_TRANSPORT names: "auto" (the
 // default) reaches peers on this host through shared memory and the rest
 // over TCP; "shm" uses shared memory only, "tcp" TCP only.
-// GOCOMMS_PORT_RANGE bounds TCP's ports and GOCOMMS_TCP_CHECKSUMS says
-// which connections checksum payloads; GOCOMMS_SHM_SPIN (a duration),
+// GOCOMMS_PORT_RANGE bounds TCP's ports, GOCOMMS_SOCKET_IFNAME lists the
+// interfaces TCP may listen on and advertise (NCCL_SOCKET_IFNAME's syntax,
+// tcp.Ifnames) and GOCOMMS_TCP_CHECKSUMS says which connections checksum
+// payloads; GOCOMMS_SHM_SPIN (a duration),
 // GOCOMMS_SHM_SLOTS (a count), GOCOMMS_SHM_RING and
 // GOCOMMS_SHM_BY_ADDRESS (bytes, 0 for never) tune shared memory.
 func envNetwork(lookup func(string) (string, bool)) (transport.Network, error) {
@@ -53,6 +55,9 @@ func envNetwork(lookup func(string) (string, bool)) (transport.Network, error) {
 			return nil, commerr.Invalid("GOCOMMS_PORT_RANGE=%q: %v", v, err)
 		}
 		tcpOpts = append(tcpOpts, tcp.WithPortRange(lo, hi))
+	}
+	if v, ok := lookup("GOCOMMS_SOCKET_IFNAME"); ok {
+		tcpOpts = append(tcpOpts, tcp.WithInterfaces(v))
 	}
 	if v, ok := lookup("GOCOMMS_TCP_CHECKSUMS"); ok {
 		c, err := tcp.ParseChecksums(v)

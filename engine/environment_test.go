@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"net"
 	"testing"
 
 	"github.com/gocomms/gocomms/commerr"
@@ -62,5 +63,27 @@ func TestEnvNetwork(t *testing.T) {
 		if _, err := envNetwork(env(bad...)); !errors.Is(err, commerr.ErrInvalidArgument) {
 			t.Errorf("%s=%q: %v, want commerr.ErrInvalidArgument", bad[0], bad[1], err)
 		}
+	}
+}
+
+// TestEnvSocketIfname checks that GOCOMMS_SOCKET_IFNAME picks the address
+// TCP listens on and advertises.
+func TestEnvSocketIfname(t *testing.T) {
+	ch, err := tcp.ChooseHost("=lo")
+	if err != nil {
+		t.Skipf("no interface called lo: %v", err)
+	}
+	env := map[string]string{"GOCOMMS_TRANSPORT": "tcp", "GOCOMMS_SOCKET_IFNAME": "=lo"}
+	nw, err := envNetwork(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := nw.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if host, _, _ := net.SplitHostPort(l.Addr()); host != ch.IP.String() {
+		t.Errorf("GOCOMMS_SOCKET_IFNAME==lo: listening at %s, want host %s", l.Addr(), ch.IP)
 	}
 }

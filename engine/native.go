@@ -98,7 +98,7 @@ func New(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
 }
 
 func startNative(cfg *backend.Config, m *mesh) *native {
-	rt := cfg.Runtime
+	rt := cfg.Runtime.WithLogger(cfg.Logger) // cfg.Logger names the communicator and rank
 	n := &native{cfg: cfg, commID: m.id, mesh: m, yieldAfter: yieldsAfter(cfg)}
 	if cfg.Device != tensor.Meta { // a phantom collective moves no bytes to move off the actors
 		n.lease = rank.NewLease(rt)

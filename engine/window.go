@@ -283,7 +283,7 @@ func (w *nativeWindow) mapPeers(all [][]byte) error {
 		}
 		mem, unmap, err := nvl.MapShared(nvl.SharedHandle{PID: int(p.pid), FD: int(p.fd)}, len(w.mem))
 		if err != nil {
-			w.n.cfg.Logger.Debug("window: peer's shared memory not mapped; it goes through its actor", "window", w.id, "rank", r, "err", err)
+			w.n.cfg.Logger.Debug("window: peer's shared memory not mapped; it goes through its actor", "window", w.id, "peer", r, "err", err)
 			continue
 		}
 		w.direct[r] = mem

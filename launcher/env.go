@@ -140,6 +140,9 @@ func StoreFromEnv(lookup Lookup) (addr string, agent bool, err error) {
 	host, port, _ := net.SplitHostPort(DefaultStoreAddr)
 	if v, ok := lookup("MASTER_ADDR"); ok && v != "" {
 		host = v
+		if h, ok := strings.CutPrefix(v, "["); ok && strings.HasSuffix(h, "]") {
+			host = strings.TrimSuffix(h, "]") // "[::1]": JoinHostPort brackets it again
+		}
 	}
 	if v, ok := lookup("MASTER_PORT"); ok {
 		p, err := strconv.Atoi(strings.TrimSpace(v))

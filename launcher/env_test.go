@@ -38,6 +38,8 @@ func TestFromEnvSources(t *testing.T) {
 			Env{Rank: 0, Size: 1, LocalRank: -1, LocalSize: -1, Source: "torchrun", StoreAddr: "127.0.0.1:29501", AgentStore: true}},
 		{"ipv6 master", map[string]string{"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "::1"},
 			Env{Rank: 0, Size: 1, LocalRank: -1, LocalSize: -1, Source: "torchrun", StoreAddr: "[::1]:29500"}},
+		{"bracketed ipv6 master", map[string]string{"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "[fd00::7]", "MASTER_PORT": "1234"},
+			Env{Rank: 0, Size: 1, LocalRank: -1, LocalSize: -1, Source: "torchrun", StoreAddr: "[fd00::7]:1234"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := FromEnv(lookupIn(tc.vars))

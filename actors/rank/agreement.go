@@ -66,7 +66,7 @@ func (r *rankActor) startAgree(ctx actor.Context, m *Agree) {
 func (r *rankActor) agreeFrame(ctx actor.Context, peer int, seq uint64, payload []byte) {
 	m, err := agree.Decode(peer, r.cfg.Rank, r.cfg.Size, payload)
 	if err != nil {
-		r.rt.Logger.Warn("malformed agreement message", "comm", r.cfg.Comm, "peer", peer, "err", err)
+		r.rt.Logger.Warn("malformed agreement message", "peer", peer, "err", err)
 		return
 	}
 	switch a, prev := r.agreement, r.agreePrev; {
@@ -90,9 +90,18 @@ func (r *rankActor) failedRanks() []int {
 }
 
 // markFailed records that peer failed, or left, and tells the agreement.
-func (r *rankActor) markFailed(ctx actor.Context, peer int) {
+// The first news of each peer is logged, as a warning where it is a
+// failure (an operator needs it without turning debug on): a peer that
+// said goodbye, or any peer once this rank closes or aborts, only ends
+// its connection.
+func (r *rankActor) markFailed(ctx actor.Context, peer int, why error) {
 	if peer < 0 || peer >= r.cfg.Size || peer == r.cfg.Rank || r.failed[peer] {
 		return
+	}
+	if s := &r.sequencer; slices.Contains(s.left, peer) || s.closing || s.aborted != nil {
+		r.rt.Logger.Debug("peer's connection ended", "peer", peer, "err", why)
+	} else {
+		r.rt.Logger.Warn("peer failed", "peer", peer, "err", why)
 	}
 	if r.failed == nil {
 		r.failed = map[int]bool{} // made on the first failure: most ranks never see one

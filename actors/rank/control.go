@@ -2,6 +2,7 @@ package rank
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -23,7 +24,7 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 	case collective.ControlFailed:
 		reporter, reason, err := collective.DecodeFailure(d.Frame.Payload)
 		if err != nil {
-			r.rt.Logger.Warn("malformed failure report", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+			r.rt.Logger.Warn("malformed failure report", "peer", d.Peer, "err", err)
 			return
 		}
 		if l := r.cfg.Lease; l != nil && r.sequencer.lent {
@@ -33,7 +34,7 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 	case collective.ControlProbe:
 		asker, err := collective.DecodeProbe(d.Frame.Payload)
 		if err != nil {
-			r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+			r.rt.Logger.Warn("malformed control frame", "peer", d.Peer, "err", err)
 			return
 		}
 		r.answerProbe(ctx, d.Peer, h.Seq, asker)
@@ -42,31 +43,35 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 	case collective.ControlPeerFailed:
 		failed, accuser, err := collective.DecodePeerFailed(r.cfg.Size, d.Frame.Payload)
 		if err != nil {
-			r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+			r.rt.Logger.Warn("malformed control frame", "peer", d.Peer, "err", err)
 			return
 		}
-		r.markFailed(ctx, failed)
+		why := fmt.Errorf("reported by rank %d", d.Peer)
+		if accuser != d.Peer {
+			why = fmt.Errorf("reported by rank %d, as rank %d found", d.Peer, accuser)
+		}
+		r.markFailed(ctx, failed, why)
 		r.step(ctx, event{kind: evPeerReported, rank: failed, accuser: accuser, teller: d.Peer})
 	case collective.ControlAgree:
 		r.agreeFrame(ctx, d.Peer, h.Seq, d.Frame.Payload)
 	case collective.ControlRevoked:
 		revoker, err := collective.DecodeRevoked(r.cfg.Size, d.Frame.Payload)
 		if err != nil {
-			r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+			r.rt.Logger.Warn("malformed control frame", "peer", d.Peer, "err", err)
 			return
 		}
 		r.step(ctx, event{kind: evRevoke, rank: revoker, teller: d.Peer})
 	case collective.ControlProbeReply:
 		reply, err := collective.DecodeProbeReply(d.Peer, r.cfg.Size, d.Frame.Payload)
 		if err != nil {
-			r.rt.Logger.Warn("malformed control frame", "comm", r.cfg.Comm, "peer", d.Peer, "err", err)
+			r.rt.Logger.Warn("malformed control frame", "peer", d.Peer, "err", err)
 			return
 		}
 		if r.sequencer.runs(h.Seq) {
 			r.tell(ctx, reply)
 		}
 	default:
-		r.rt.Logger.Warn("unknown control frame", "comm", r.cfg.Comm, "peer", d.Peer, "tag", h.Tag)
+		r.rt.Logger.Warn("unknown control frame", "peer", d.Peer, "tag", h.Tag)
 	}
 }
 

@@ -274,7 +274,7 @@ func (r *rankActor) receive(ctx actor.Context) {
 		if r.finalize != nil {
 			for _, l := range r.links.order {
 				if l.live {
-					r.rt.Logger.Warn("link did not stop within the grace period; finalizing without it", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", l.peer)
+					r.rt.Logger.Warn("link did not stop within the grace period; finalizing without it", "peer", l.peer)
 					r.links.stopped(l)
 				}
 			}
@@ -409,8 +409,7 @@ func (r *rankActor) closed(ctx actor.Context) {
 // lost records that peer ev.rank failed, for the agreements and the
 // transport, then steps ev, which says how the sequencer hears of it.
 func (r *rankActor) lost(ctx actor.Context, ev event) {
-	r.rt.Logger.Debug("connection to peer failed", "comm", r.cfg.Comm, "rank", r.cfg.Rank, "peer", ev.rank, "err", ev.err)
-	r.markFailed(ctx, ev.rank)
+	r.markFailed(ctx, ev.rank, ev.err)
 	r.step(ctx, ev)
 }
 

@@ -435,7 +435,7 @@ func (w *windowActor) serve(ctx actor.Context, origin int, code Code, id uint64,
 	case code.replies():
 		w.reply(ctx, origin, code, id, err)
 	case err != nil:
-		w.rt.Logger.Warn("window: dropped an operation the target cannot apply", "comm", w.cfg.Comm, "window", w.cfg.ID, "origin", origin, "err", err)
+		w.rt.Logger.Warn("window: dropped an operation the target cannot apply", "window", w.cfg.ID, "origin", origin, "err", err)
 	}
 	if err == nil && r.SignalOp != SignalNone {
 		w.signalled(int(r.Slot))

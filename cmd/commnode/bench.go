@@ -167,7 +167,7 @@ func runRanks(ctx context.Context, local int, job *jobFlags, stderr io.Writer, v
 			return 0, derr
 		}
 		err = gocomms.RunLocalOn(ctx, local, dev, run,
-			gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
+			gocomms.WithTimeout(job.timeout), gocomms.WithLogger(job.logger(stderr)))
 	} else {
 		err = joinAndRun(ctx, job, stderr, validate, run)
 	}
@@ -261,7 +261,7 @@ func runLocalRanks(ctx context.Context, n int, job *jobFlags, stdout, stderr io.
 		var err error
 		oks[r], err = rank(ctx, c, &outs[r], &errs[r])
 		return err
-	}, gocomms.WithTimeout(job.timeout), gocomms.WithLogger(newLogger(stderr, job.verbose)))
+	}, gocomms.WithTimeout(job.timeout), gocomms.WithLogger(job.logger(stderr)))
 	for r := range n {
 		stdout.Write(outs[r].Bytes())
 		stderr.Write(errs[r].Bytes())

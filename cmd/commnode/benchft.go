@@ -452,10 +452,12 @@ func (d *ftDriver) start(slot int, replacement bool) error {
 		"-silence", o.job.silence.String(),
 		"-timeout", o.job.timeout.String(),
 		"-comm", o.job.name,
+		"--log-format", o.job.format.String(),
 	}
 	if o.job.verbose {
 		args = append(args, "-v")
 	}
+	args = append(args, "--log-level", o.job.level.String()) // after -v, which it refines
 	cmd := exec.Command(d.exe, args...)
 	cmd.Env = d.env
 	// Its own process group, so that a terminal's Ctrl-C reaches only the

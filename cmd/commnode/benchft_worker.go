@@ -69,7 +69,7 @@ func ftWorkerCommand(args []string, stdout, stderr io.Writer) int {
 		},
 		opts: []gocomms.Option{
 			gocomms.WithTimeout(job.timeout),
-			gocomms.WithLogger(newLogger(stderr, job.verbose)),
+			gocomms.WithLogger(job.logger(stderr)),
 			gocomms.WithFailureDetector(job.heartbeat, job.silence),
 			gocomms.WithAbortProcessOnError(false),
 		},

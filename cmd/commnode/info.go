@@ -15,6 +15,7 @@ import (
 	"github.com/gocomms/gocomms/gpu"
 	"github.com/gocomms/gocomms/launcher"
 	"github.com/gocomms/gocomms/nvl"
+	"github.com/gocomms/gocomms/transport/tcp"
 )
 
 // infoCommand runs `commnode info`: what this host offers (its GPUs
@@ -59,6 +60,13 @@ func infoCommand(args []string, stdout, stderr io.Writer) int {
 	if v, ok := os.LookupEnv("GOCOMMS_PORT_RANGE"); ok {
 		fmt.Fprintf(w, "port range\t%s\n", v)
 	}
+	ifname, set := os.LookupEnv("GOCOMMS_SOCKET_IFNAME")
+	ifcs, err := tcp.HostInterfaces()
+	if err != nil {
+		fmt.Fprintf(w, "tcp address\tunknown: %v\n", err)
+	} else {
+		fmt.Fprintf(w, "tcp address\t%s\n", tcpAddress(ifname, set, ifcs))
+	}
 	fmt.Fprintf(w, "transports\t%s; in-process within one process (RunLocal)\n", transports(os.Getenv("GOCOMMS_TRANSPORT")))
 	if err := w.Flush(); err != nil {
 		return 1
@@ -82,6 +90,29 @@ func transports(mode string) string {
 		return "tcp to every peer (GOCOMMS_TRANSPORT=tcp)"
 	}
 	return fmt.Sprintf("none: GOCOMMS_TRANSPORT=%q is not auto, shm or tcp", mode)
+}
+
+// tcpAddress says which address a rank would advertise for TCP links
+// among ifcs, on which interface, where it listens, and why, under
+// GOCOMMS_SOCKET_IFNAME=spec (set says whether it is set at all).
+func tcpAddress(spec string, set bool, ifcs []tcp.Interface) string {
+	env := "GOCOMMS_SOCKET_IFNAME unset"
+	if set {
+		env = fmt.Sprintf("GOCOMMS_SOCKET_IFNAME=%q", spec)
+	}
+	f := tcp.ParseIfnames(spec)
+	ch, err := tcp.Choose(f, ifcs)
+	if err != nil {
+		return fmt.Sprintf("none: %v (%s): a rank fails to listen", err, env)
+	}
+	on, bind := ch.Interface, "listening on every interface"
+	if on == "" {
+		on = "no interface"
+	}
+	if !f.Empty() {
+		bind = "listening on it alone"
+	}
+	return fmt.Sprintf("%s (%s), %s: %s (%s)", ch.IP, on, bind, ch.Why, env)
 }
 
 // interfaces lists the up interfaces with their addresses.

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 
 	"github.com/gocomms/gocomms/gpu"
+	"github.com/gocomms/gocomms/transport/tcp"
 )
 
 // TestInfoGPUs checks that info gives a line per GPU, or one saying why
@@ -38,5 +40,32 @@ func TestInfoGPUs(t *testing.T) {
 	}
 	if want := gpu.Describe(devs); len(noneLines) != 0 || strings.Join(gpuLines, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("info printed gpus %q and gpu %q, want gpu %q", noneLines, gpuLines, want)
+	}
+}
+
+// TestTCPAddress checks info's line on the address TCP advertises: which,
+// on which interface, where it listens, and the variable that decided.
+func TestTCPAddress(t *testing.T) {
+	ifcs := []tcp.Interface{
+		{Name: "lo", Up: true, Loopback: true, Addrs: []net.IP{net.ParseIP("127.0.0.1")}},
+		{Name: "eth0", Up: true, Addrs: []net.IP{net.ParseIP("10.0.0.5")}},
+		{Name: "veth1", Up: true, Addrs: []net.IP{net.ParseIP("fd00::2")}},
+	}
+	for _, tc := range []struct {
+		spec string
+		set  bool
+		want []string
+	}{
+		{"", false, []string{"10.0.0.5 (eth0)", "every interface", "GOCOMMS_SOCKET_IFNAME unset"}},
+		{"veth", true, []string{"fd00::2 (veth1)", "on it alone", `GOCOMMS_SOCKET_IFNAME="veth"`}},
+		{"^eth,veth", true, []string{"127.0.0.1 (lo)", "on it alone"}},
+		{"=ib0", true, []string{"none:", "up: lo, eth0, veth1", `GOCOMMS_SOCKET_IFNAME="=ib0"`}},
+	} {
+		got := tcpAddress(tc.spec, tc.set, ifcs)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%q: %q lacks %q", tc.spec, got, w)
+			}
+		}
 	}
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -14,17 +17,54 @@ import (
 	"github.com/gocomms/gocomms/tensor"
 )
 
-// newLogger logs to w through tint when w is a terminal, as plain text
-// otherwise; debug with verbose, warnings only without.
-func newLogger(w io.Writer, verbose bool) *slog.Logger {
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
+// logFlags say how a command logs: --log-level (warn by default, -v
+// being --log-level debug) and --log-format.
+type logFlags struct {
+	level   slog.Level
+	format  logFormat
+	verbose bool // -v: debug, and each command's progress lines
+}
+
+func (l *logFlags) register(fs *flag.FlagSet, verboseUsage string) {
+	fs.TextVar(&l.level, "log-level", slog.LevelWarn, "least level logged to stderr: debug, info, warn or error")
+	fs.Var(&l.format, "log-format", "log records as text (coloured on a terminal) or json, one object a line")
+	fs.BoolFunc("v", verboseUsage+" (--log-level debug)", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return err
+		}
+		l.verbose = on
+		if on {
+			l.level = slog.LevelDebug
+		}
+		return nil
+	})
+}
+
+// logger logs to w at the flags' level and in their format: JSON for
+// collectors, else tint where w is a terminal, plain text otherwise.
+func (l *logFlags) logger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: l.level}
+	if l.format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	if f, ok := w.(*os.File); ok && isTerminal(f) {
-		return slog.New(tint.NewHandler(w, &tint.Options{Level: level}))
+		return slog.New(tint.NewHandler(w, &tint.Options{Level: l.level}))
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// logFormat is --log-format's value: "text" (the default, as "") or "json".
+type logFormat string
+
+func (f *logFormat) String() string { return cmp.Or(string(*f), "text") }
+
+func (f *logFormat) Set(v string) error {
+	if v != "text" && v != "json" {
+		return fmt.Errorf("want text or json, not %q", v)
+	}
+	*f = logFormat(v)
+	return nil
 }
 
 func isTerminal(f *os.File) bool {
@@ -37,16 +77,16 @@ type jobFlags struct {
 	timeout   time.Duration // per operation
 	heartbeat time.Duration
 	silence   time.Duration
-	verbose   bool
-	name      string
-	device    string
+	logFlags
+	name   string
+	device string
 }
 
 func (j *jobFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&j.timeout, "timeout", time.Minute, "per-operation timeout")
 	fs.DurationVar(&j.heartbeat, "heartbeat", 0, "ask a peer this rank waits on for a frame after this long without one (default 1s)")
 	fs.DurationVar(&j.silence, "silence", 0, "a peer this rank waits on that stays silent this long has failed (default 5s; negative: never)")
-	fs.BoolVar(&j.verbose, "v", false, "log debug events to stderr")
+	j.logFlags.register(fs, "log debug events to stderr")
 	fs.StringVar(&j.name, "comm", "commnode", "communicator name")
 	fs.StringVar(&j.device, "device", "cpu", `where tensors live: cpu, cuda (this rank's GPU: its local rank modulo the GPUs) or cuda:N`)
 }
@@ -62,7 +102,7 @@ func (j *jobFlags) dev(local bool) (gocomms.Device, error) {
 // join creates this process's communicator from the launcher's environment
 // (torchrun, mpirun, srun or commnode launch).
 func (j *jobFlags) join(ctx context.Context, stderr io.Writer) (*gocomms.Comm, error) {
-	logger := newLogger(stderr, j.verbose)
+	logger := j.logger(stderr)
 	start := time.Now()
 	dev, err := j.dev(false)
 	if err != nil {

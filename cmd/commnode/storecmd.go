@@ -20,7 +20,8 @@ func storeCommand(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	host := fs.String("host", "", "address to listen on (default: every interface)")
 	port := fs.Int("port", 29500, "port to listen on (0: a free one)")
-	verbose := fs.Bool("v", false, "log connections and bad requests")
+	var log logFlags
+	log.register(fs, "log connections and bad requests")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -30,7 +31,7 @@ func storeCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	srv, err := tcpstore.Listen(ctx, net.JoinHostPort(*host, strconv.Itoa(*port)), tcpstore.WithLogger(newLogger(stderr, *verbose)))
+	srv, err := tcpstore.Listen(ctx, net.JoinHostPort(*host, strconv.Itoa(*port)), tcpstore.WithLogger(log.logger(stderr)))
 	if err != nil {
 		fmt.Fprintln(stderr, "commnode store:", err)
 		return 1

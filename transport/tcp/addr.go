@@ -16,50 +16,27 @@ func (n *Network) dialable(a *net.TCPAddr) string {
 	n.advertiseOnce.Do(func() {
 		n.advertise = n.cfg.advertiseHost
 		if n.advertise == "" {
-			n.advertise = firstIPv4()
+			ch, _ := ChooseHost("") // the empty list always has a choice
+			n.advertise = ch.IP.String()
 		}
 	})
 	return net.JoinHostPort(n.advertise, port)
 }
 
-// firstIPv4 returns the first IPv4 address of an up, non-loopback
-// interface that is not link-local, or 127.0.0.1.
-func firstIPv4() string {
-	ifaces, err := net.Interfaces()
-	if err != nil {
-		return "127.0.0.1"
-	}
-	for _, ifc := range ifaces {
-		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		for _, ip := range addrsOf(&ifc) {
-			if ip.To4() != nil && !ip.IsLinkLocalUnicast() {
-				return ip.String()
-			}
-		}
-	}
-	return "127.0.0.1"
-}
-
 // defaultHost is the host to bind when Listen names none.
 func (c *config) defaultHost() (string, error) {
-	if c.listenInterface == "" {
+	spec := c.interfaces
+	if c.listenInterface != "" {
+		spec = "=" + c.listenInterface
+	}
+	if spec == "" {
 		return c.listenHost, nil
 	}
-	ifc, err := net.InterfaceByName(c.listenInterface)
+	ch, err := ChooseHost(spec)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("interfaces %q: %w", spec, err)
 	}
-	ips := addrsOf(ifc)
-	for _, v4 := range []bool{true, false} {
-		for _, ip := range ips {
-			if (ip.To4() != nil) == v4 && !ip.IsLinkLocalUnicast() {
-				return ip.String(), nil
-			}
-		}
-	}
-	return "", fmt.Errorf("interface %s has no usable address", c.listenInterface)
+	return ch.IP.String(), nil
 }
 
 // addrsOf lists the IP addresses of ifc.

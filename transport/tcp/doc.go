@@ -79,11 +79,12 @@
 //
 // # Addresses
 //
-// Listen("") binds every interface (or the WithListenHost host) on a port
-// the kernel picks (or the first free one of WithPortRange). Listener.Addr
-// is what peers should dial: a listener bound to every interface reports
-// the WithAdvertiseHost host, by default the first IPv4 address of an up,
-// non-loopback interface, else 127.0.0.1. A Dial to a port where nothing
+// Listen("") binds every interface (or the WithListenHost host, or the
+// address WithInterfaces picks) on a port the kernel picks (or the first
+// free one of WithPortRange). Listener.Addr is what peers should dial: a
+// listener bound to every interface reports the WithAdvertiseHost host, by
+// default the address Choose picks with no list: that of an up interface
+// neither loopback nor docker, IPv4 first. A Dial to a port where nothing
 // listens fails at once with transport.ErrRefused; retrying is the
 // caller's business, on its own clock.
 //

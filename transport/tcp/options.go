@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,9 +22,11 @@ type config struct {
 	// listenInterface, if set, names the network interface whose first
 	// address Listen binds instead of listenHost.
 	listenInterface string
+	// interfaces, if set, lists the interfaces Listen may bind the first
+	// address of, in NCCL_SOCKET_IFNAME's syntax (see Ifnames).
+	interfaces string
 	// advertiseHost replaces an unspecified bind address (0.0.0.0, ::) in
-	// Listener.Addr; "" picks the first non-loopback IPv4 address of an up
-	// interface, else 127.0.0.1.
+	// Listener.Addr; "" takes Choose's default choice.
 	advertiseHost string
 	// portLo..portHi (inclusive) are the ports tried in order when Listen
 	// asks for port 0; 0..0 leaves the choice to the kernel.
@@ -116,8 +119,8 @@ func defaultConfig() config {
 
 func (c *config) validate() error {
 	var errs []error
-	if c.listenHost != "" && c.listenInterface != "" {
-		errs = append(errs, fmt.Errorf("listen host %q and interface %q: set one", c.listenHost, c.listenInterface))
+	if len(slices.DeleteFunc([]string{c.listenHost, c.listenInterface, c.interfaces}, func(v string) bool { return v == "" })) > 1 {
+		errs = append(errs, fmt.Errorf("listen host %q, interface %q and interfaces %q: set one", c.listenHost, c.listenInterface, c.interfaces))
 	}
 	if c.portLo != 0 || c.portHi != 0 {
 		if err := checkPortRange(c.portLo, c.portHi); err != nil {
@@ -177,10 +180,21 @@ func WithListenInterface(name string) Option {
 	return func(c *config) { c.listenInterface = name }
 }
 
+// WithInterfaces makes Listen bind the address Choose picks among the
+// interfaces spec allows, in NCCL_SOCKET_IFNAME's syntax ("eth,ib",
+// "^docker,lo", "=eth0"), where WithListenHost would bind its host, and
+// Listener.Addr report it: for machines whose ranks must talk over one
+// network among several. An empty spec changes nothing. It excludes
+// WithListenHost and WithListenInterface.
+func WithInterfaces(spec string) Option {
+	return func(c *config) { c.interfaces = strings.TrimSpace(spec) }
+}
+
 // WithAdvertiseHost sets the host Listener.Addr reports when the listener
 // is bound to every interface, so that peers on other machines can dial
-// it. The default is the first IPv4 address of an up, non-loopback
-// interface, or 127.0.0.1 when there is none.
+// it. The default is Choose's without a list: the first address of an up
+// interface neither loopback nor docker, IPv4 first, else of a docker
+// bridge, else of loopback.
 func WithAdvertiseHost(host string) Option {
 	return func(c *config) { c.advertiseHost = host }
 }
