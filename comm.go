@@ -61,6 +61,7 @@ type Comm struct {
 	records []*opRecord // free, for blocking calls over one tensor
 
 	flight *FlightRecorder
+	files  flightFiles
 }
 
 // NewComm creates a communicator, collectively with the other ranks, and
@@ -201,6 +202,7 @@ func (c *Comm) Abort(cause error) {
 	for _, h := range hooks(c, &c.abortHooks) {
 		h(err)
 	}
+	c.dumpFlightRecordFile(flightOnAbort)
 	c.backend.Abort(err)
 }
 
@@ -219,6 +221,7 @@ func (c *Comm) Finalize(ctx context.Context) error {
 	c.finalized = true
 	c.mu.Unlock()
 	err := c.backend.Finalize(ctx)
+	c.awaitFlightRecordFiles()
 	c.stopListing()
 	if c.ownsRuntime {
 		c.cfg.Runtime.Shutdown()
@@ -443,11 +446,16 @@ func (c *Comm) ended(w *Work) {
 	c.failMu.Lock()
 	c.failures = append(c.failures, w.err)
 	c.failMu.Unlock()
+	if errors.Is(w.err, ErrTimeout) {
+		c.dumpFlightRecordFile(flightOnTimeout)
+	}
 	if c.cfg.AbortProcessOnError && !errors.Is(w.err, context.Canceled) {
 		c.cfg.Logger.Error("aborting process after a failed operation", "err", w.err)
 		for _, h := range hooks(c, &c.abortHooks) {
 			h(w.err)
 		}
+		c.dumpFlightRecordFile(flightOnAbort)
+		c.awaitFlightRecordFiles()
 		c.exit(134)
 	}
 }

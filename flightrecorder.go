@@ -273,6 +273,7 @@ type FlightDump struct {
 	Comm     string        `json:"comm"`
 	Rank     int           `json:"rank"`
 	Size     int           `json:"size"`
+	Ranks    []int         `json:"ranks"` // the global rank of each member, by rank
 	Backend  string        `json:"backend"`
 	Capacity int           `json:"capacity"`
 	Dropped  uint64        `json:"dropped"` // entries overwritten so far
@@ -312,6 +313,19 @@ type liveList struct {
 	comms []weak.Pointer[Comm]
 }
 
+// list returns the communicators listed and still alive, in creation order.
+func (l *liveList) list() []*Comm {
+	l.Lock()
+	defer l.Unlock()
+	comms := make([]*Comm, 0, len(l.comms))
+	for _, p := range l.comms {
+		if c := p.Value(); c != nil {
+			comms = append(comms, c)
+		}
+	}
+	return comms
+}
+
 // forget drops c and the communicators already collected from the list;
 // the caller holds the lock.
 func (l *liveList) forget(c *Comm) {
@@ -335,7 +349,7 @@ func (c *Comm) DumpFlightRecord(w io.Writer) error {
 
 func (c *Comm) flightDump() FlightDump {
 	entries, dropped := c.flight.snapshot()
-	return FlightDump{Comm: c.cfg.Name, Rank: c.cfg.Rank, Size: c.cfg.Size, Backend: c.backendName,
+	return FlightDump{Comm: c.cfg.Name, Rank: c.cfg.Rank, Size: c.cfg.Size, Ranks: c.Ranks(), Backend: c.backendName,
 		Capacity: c.flight.Capacity(), Dropped: dropped, Entries: entries}
 }
 
@@ -343,14 +357,7 @@ func (c *Comm) flightDump() FlightDump {
 // process to w, as one line of JSON: an array of FlightDump in creation
 // order. A communicator is listed from its creation until Finalize.
 func DumpFlightRecords(w io.Writer) error {
-	liveComms.Lock()
-	comms := make([]*Comm, 0, len(liveComms.comms))
-	for _, p := range liveComms.comms {
-		if c := p.Value(); c != nil {
-			comms = append(comms, c)
-		}
-	}
-	liveComms.Unlock()
+	comms := liveComms.list()
 	dumps := make([]FlightDump, 0, len(comms))
 	for _, c := range comms {
 		dumps = append(dumps, c.flightDump())

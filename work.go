@@ -147,9 +147,19 @@ func (w *Work) Wait(ctx context.Context) error {
 	w.spin()
 	select {
 	case <-w.Done():
+		w.awaitFlightRecordFiles()
 		return w.err
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	}
+}
+
+// awaitFlightRecordFiles lets the flight-record file that a failed
+// operation's timeout or abort started be written before its caller, who
+// may exit on the error, goes on.
+func (w *Work) awaitFlightRecordFiles() {
+	if w.err != nil && w.comm != nil {
+		w.comm.awaitFlightRecordFiles()
 	}
 }
 
@@ -204,6 +214,7 @@ func (w *Work) wait(ctx context.Context) error {
 	}
 	select {
 	case <-done:
+		w.awaitFlightRecordFiles()
 		return w.err
 	case <-ctx.Done():
 	}
@@ -214,6 +225,7 @@ func (w *Work) wait(ctx context.Context) error {
 		w.canceler.Cancel(w.op.Seq, context.Cause(ctx))
 	}
 	<-done
+	w.awaitFlightRecordFiles()
 	return w.err
 }
 

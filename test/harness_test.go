@@ -62,7 +62,13 @@ type rankProc struct {
 // commnode with args, with torchrun's variables set.
 func startRanks(t *testing.T, size int, ranks []int, args ...string) []*rankProc {
 	t.Helper()
-	port := freePort(t)
+	return startRanksOn(t, freePort(t), size, ranks, args...)
+}
+
+// startRanksOn is startRanks with the store on port, for a test that runs
+// a rank of its own.
+func startRanksOn(t *testing.T, port, size int, ranks []int, args ...string) []*rankProc {
+	t.Helper()
 	procs := make([]*rankProc, len(ranks))
 	for i, r := range ranks {
 		p := &rankProc{rank: r, done: make(chan struct{})}

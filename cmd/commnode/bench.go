@@ -166,6 +166,7 @@ func runRanks(ctx context.Context, local int, job *jobFlags, stderr io.Writer, v
 		if derr != nil {
 			return 0, derr
 		}
+		defer dumpFlightRecordsOnSignal(stderr)()
 		err = gocomms.RunLocalOn(ctx, local, dev, run,
 			gocomms.WithTimeout(job.timeout), gocomms.WithLogger(job.logger(stderr)))
 	} else {
@@ -256,12 +257,14 @@ func runLocalRanks(ctx context.Context, n int, job *jobFlags, stdout, stderr io.
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return 1
 	}
+	stop := dumpFlightRecordsOnSignal(stderr)
 	err = gocomms.RunLocalOn(ctx, n, dev, func(ctx context.Context, c *gocomms.Comm) error {
 		r := c.Rank()
 		var err error
 		oks[r], err = rank(ctx, c, &outs[r], &errs[r])
 		return err
 	}, gocomms.WithTimeout(job.timeout), gocomms.WithLogger(job.logger(stderr)))
+	stop() // before the ranks' buffered output, which a dump would interleave with
 	for r := range n {
 		stdout.Write(outs[r].Bytes())
 		stderr.Write(errs[r].Bytes())

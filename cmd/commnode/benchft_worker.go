@@ -50,6 +50,7 @@ func ftWorkerCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer dumpFlightRecordsOnSignal(stderr)()
 	st, err := tcpstore.Dial(ctx, net.JoinHostPort(addr, port), tcpstore.WithTimeout(30*time.Second))
 	if err != nil {
 		fmt.Fprintln(stderr, "commnode bench --ft-worker:", err)

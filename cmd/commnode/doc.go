@@ -15,6 +15,8 @@
 //	                                  WindowRmaTest ring and the atomics
 //	commnode info                     this host and what a rank would use
 //	commnode store [-port P]          serve a TCPStore until interrupted
+//	commnode fr-trace [--json] DIR    what the ranks' flight-record dumps
+//	                                  in DIR disagree on, as fr_trace
 //
 // docs/commnode.md describes each in full.
 package main

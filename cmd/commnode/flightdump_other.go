@@ -2,7 +2,13 @@
 
 package main
 
-import "io"
+import (
+	"io"
+	"os"
+)
+
+// relayedSignals is empty where there is no SIGUSR1.
+func relayedSignals() []os.Signal { return nil }
 
 // dumpFlightRecordsOnSignal does nothing where there is no SIGUSR1.
 func dumpFlightRecordsOnSignal(io.Writer) (stop func()) { return func() {} }

@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -23,8 +26,11 @@ func (l lineWriter) Write(p []byte) (int, error) {
 }
 
 // TestSIGUSR1DumpsFlightRecords signals this process while a job's ranks
-// are live and finds their operations in the dump the handler writes.
+// are live and finds their operations in the dump the handler writes, on
+// the stream and in each rank's file.
 func TestSIGUSR1DumpsFlightRecords(t *testing.T) {
+	prefix := filepath.Join(t.TempDir(), "rank_")
+	t.Setenv("TORCHCOMM_FR_DUMP_TEMP_FILE", prefix)
 	out := make(lineWriter, 1)
 	stop := dumpFlightRecordsOnSignal(out)
 	defer stop()
@@ -56,10 +62,24 @@ func TestSIGUSR1DumpsFlightRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	for r, id := range ids {
-		if !slices.ContainsFunc(dumps, func(d gocomms.FlightDump) bool {
-			return d.Rank == r && len(d.Entries) > 0 && d.Entries[0].ID == id && d.Entries[0].State == gocomms.FlightCompleted
-		}) {
+		listed := func(dumps []gocomms.FlightDump) bool {
+			return slices.ContainsFunc(dumps, func(d gocomms.FlightDump) bool {
+				return d.Rank == r && len(d.Entries) > 0 && d.Entries[0].ID == id && d.Entries[0].State == gocomms.FlightCompleted
+			})
+		}
+		if !listed(dumps) {
 			t.Errorf("rank %d's all_reduce (op id %d) not in the dump %+v", r, id, dumps)
+		}
+		// The file comes after the line: wait for it.
+		var file []gocomms.FlightDump
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !listed(file); time.Sleep(10 * time.Millisecond) {
+			if b, err := os.ReadFile(prefix + strconv.Itoa(r)); err == nil {
+				file = nil
+				json.Unmarshal(b, &file)
+			}
+		}
+		if !listed(file) {
+			t.Errorf("rank %d's all_reduce (op id %d) not in its file: %+v", r, id, file)
 		}
 	}
 }

@@ -49,6 +49,11 @@ func launchCommand(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	relay := make(chan os.Signal, 1)
+	if r := relayedSignals(); len(r) > 0 {
+		signal.Notify(relay, r...)
+		defer signal.Stop(relay)
+	}
 	job := launch.Job{
 		N:          *n,
 		Command:    fs.Args(),
@@ -59,6 +64,7 @@ func launchCommand(args []string, stdout, stderr io.Writer) int {
 		Stdout:     stdout,
 		Stderr:     stderr,
 		Signals:    sigs,
+		Relay:      relay,
 	}
 	res, err := job.Run(context.Background())
 	if err == nil {

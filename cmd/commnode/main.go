@@ -30,6 +30,7 @@ func commands() []command {
 		{"sim", "simulate a collective on virtual time, with faults, over many ranks", simCommand},
 		{"info", "show this host, its interfaces and GPUs, and the transports a rank would use", infoCommand},
 		{"store", "serve a TCPStore (PyTorch-compatible) until interrupted", storeCommand},
+		{"fr-trace", "report what the ranks' flight-record dumps in a directory disagree on", frTraceCommand},
 	}
 }
 

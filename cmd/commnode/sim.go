@@ -108,6 +108,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 		defer file.Close()
 		cfg.Trace = file
 	}
+	defer dumpFlightRecordsOnSignal(stderr)()
 	start := time.Now()
 	res, err := simulation.Run(cfg)
 	if err != nil {

@@ -70,6 +70,10 @@ type Job struct {
 	// SIGTERM; one arriving while the job is already stopping sends
 	// SIGKILL at once. Closing it forwards nothing.
 	Signals <-chan os.Signal
+	// Relay, if not nil, carries signals to pass to every running rank's
+	// process, not its group, as they come, leaving the job running:
+	// SIGUSR1, which has a rank dump its flight records.
+	Relay <-chan os.Signal
 }
 
 // Result is what a job's ranks did.
@@ -261,7 +265,7 @@ func (s *session) wait(ctx context.Context) {
 		defer timer.Stop()
 		timedOut = timer.C
 	}
-	done, sigs := ctx.Done(), s.job.Signals
+	done, sigs, relay := ctx.Done(), s.job.Signals, s.job.Relay
 	for live := len(s.cmds); live > 0; {
 		select {
 		case e := <-s.exits:
@@ -296,6 +300,16 @@ func (s *session) wait(ctx context.Context) {
 				fwd = syscall.SIGTERM
 			}
 			s.stop(fmt.Errorf("%w by signal %v", ErrInterrupted, sig), fwd)
+		case sig, ok := <-relay:
+			if !ok {
+				relay = nil
+				break
+			}
+			for r, cmd := range s.cmds {
+				if s.running[r] {
+					cmd.Process.Signal(sig) // one that has just exited is no matter
+				}
+			}
 		case <-s.graceOver:
 			s.graceOver = nil
 			s.signal(syscall.SIGKILL)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -96,6 +97,16 @@ func child(args []string) int {
 		<-c
 		fmt.Println("got interrupt")
 		return 0
+	case "usr1": // print each SIGUSR1, exit on SIGTERM
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGUSR1, syscall.SIGTERM)
+		fmt.Printf("ready %d\n", os.Getpid())
+		for sig := range c {
+			if sig == syscall.SIGTERM {
+				return 0
+			}
+			fmt.Println("got usr1")
+		}
 	case "spawn": // start a hanging grandchild on this rank's output, then args[1]: "hang" or "exit"
 		self, err := os.Executable()
 		if err != nil {
@@ -422,6 +433,29 @@ func TestSignalsAreForwarded(t *testing.T) {
 		}
 		if line := fmt.Sprintf("[rank %d] got interrupt\n", r); !strings.Contains(w.String(), line) {
 			t.Errorf("no %q in output:\n%s", line, w)
+		}
+	}
+}
+
+// TestRelayedSignalsLeaveTheJobRunning relays SIGUSR1 to both ranks:
+// each sees it, and the job runs on until stopped.
+func TestRelayedSignalsLeaveTheJobRunning(t *testing.T) {
+	t.Parallel()
+	relay, sigs := make(chan os.Signal, 1), make(chan os.Signal, 1)
+	got := &watcher{word: "got usr1", n: 2, fn: func() { sigs <- syscall.SIGTERM }}
+	w := &watcher{word: "ready", n: 2, fn: func() { relay <- syscall.SIGUSR1 }}
+	j := job(2, "usr1")
+	j.Stdout, j.Signals, j.Relay = io.MultiWriter(w, got), sigs, relay
+	res, err := j.Run(context.Background())
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("error %v, want interrupted once the signals were seen", err)
+	}
+	for r, s := range res.Ranks {
+		if s != (Status{Stopped: true}) {
+			t.Errorf("rank %d: %+v, want exit 0 when stopped", r, s)
+		}
+		if line := fmt.Sprintf("[rank %d] got usr1\n", r); !strings.Contains(got.String(), line) {
+			t.Errorf("no %q in output:\n%s", line, got)
 		}
 	}
 }
