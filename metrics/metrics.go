@@ -194,6 +194,9 @@ func (c *Comm) series(op string) *opSeries {
 	return s
 }
 
+// Metrics returns the collectors c records into.
+func (c *Comm) Metrics() *Metrics { return c.m }
+
 // Issued records that an operation was handed to the backend; Ended
 // follows once it ends.
 func (c *Comm) Issued() { c.inFlight.Inc() }
