@@ -259,3 +259,34 @@ func TestHandler(t *testing.T) {
 func BenchmarkAllReduceMetered(b *testing.B) {
 	benchAllReduce(b, 2, 8, gocomms.WithMetrics(prometheus.NewRegistry()))
 }
+
+// TestMetricsCountWindowOperations puts into the next rank's window,
+// directly (in-process ranks map each other's windows) and once out of
+// range: both count as window operations, the second as an invalid one.
+func TestMetricsCountWindowOperations(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	local(t, 2, func(ctx context.Context, c *gocomms.Comm) error {
+		w, err := c.NewWindow(ctx, 64)
+		if err != nil {
+			return err
+		}
+		next := (c.Rank() + 1) % c.Size()
+		if err := w.Put(ctx, gocomms.FromSlice([]float32{1, 2}), next, 0); err != nil {
+			return err
+		}
+		if err := wantErr(w.Put(ctx, gocomms.FromSlice([]float32{1, 2}), next, 1000), gocomms.ErrInvalidArgument, "put out of range"); err != nil {
+			return err
+		}
+		return w.Close(ctx)
+	}, gocomms.WithMetrics(reg))
+	ops := series(t, reg, "gocomms_window_operations_total")
+	errs := series(t, reg, "gocomms_operation_errors_total")
+	for r := range 2 {
+		if got := ops[fmt.Sprintf("comm=local,op=window_put,rank=%d", r)]; got != 2 {
+			t.Errorf("rank %d: %v window puts, want 2: %v", r, got, ops)
+		}
+		if got := errs[fmt.Sprintf("comm=local,kind=invalid,op=window_put,rank=%d", r)]; got != 1 {
+			t.Errorf("rank %d: %v invalid window puts, want 1: %v", r, got, errs)
+		}
+	}
+}
