@@ -12,6 +12,7 @@ import (
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/metrics"
 )
 
 // opIDs numbers operations process-wide, as torchcomms' op_id.
@@ -60,8 +61,9 @@ type Comm struct {
 	recMu   sync.Mutex
 	records []*opRecord // free, for blocking calls over one tensor
 
-	flight *FlightRecorder
-	files  flightFiles
+	flight  *FlightRecorder
+	files   flightFiles
+	metrics *metrics.Comm // nil without WithMetrics
 }
 
 // NewComm creates a communicator, collectively with the other ranks, and
@@ -103,6 +105,9 @@ func newComm(o *options, backendName string, b Backend, owns bool, ranks []int, 
 	c.spinner, _ = b.(backend.Spinner)
 	c.timeout.Store(int64(o.cfg.Timeout))
 	c.startFlightRecorder()
+	if o.metrics != nil {
+		c.metrics = o.metrics.Comm(o.cfg.Name, o.cfg.Rank)
+	}
 	return c
 }
 
@@ -381,6 +386,9 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 		w := endedWork(op, c.opError(op, invalid))
 		if !cc.internal {
 			c.flight.recordRejected(op, w)
+			if c.metrics != nil {
+				c.metrics.Rejected(string(op.Name), w.err)
+			}
 		}
 		return w
 	}
@@ -404,6 +412,10 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 	}
 	if !cc.internal {
 		c.flight.track(op, w)
+		if c.metrics != nil {
+			w.metered = time.Now()
+			c.metrics.Issued()
+		}
 	}
 	w.issuing.Store(true)
 	if c.pooled != nil {
@@ -440,6 +452,9 @@ func callOf(opts []CallOption) call {
 // ended records a failed operation for Finalize and, when configured,
 // aborts the process as torchcomms does.
 func (c *Comm) ended(w *Work) {
+	if !w.metered.IsZero() {
+		c.metrics.Ended(string(w.op.Name), opBytes(w.op), time.Since(w.metered), w.err)
+	}
 	if w.err == nil {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/gpu/cuda"
 	"github.com/gocomms/gocomms/launcher"
+	"github.com/gocomms/gocomms/metrics"
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/transport"
 )
@@ -35,7 +36,9 @@ type options struct {
 	hasSize    bool
 	abort      *bool
 	exit       func(code int)
-	logger     *slog.Logger // WithLogger's, before the communicator's attributes
+	logger     *slog.Logger     // WithLogger's, before the communicator's attributes
+	metrics    *metrics.Metrics // WithMetrics'
+	metricsErr error
 }
 
 // WithRank sets this process's rank. Without WithRank and WithSize, the
@@ -148,6 +151,12 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 	}
 	if c.Heartbeat < 0 || c.Silence > 0 && c.Heartbeat > c.Silence {
 		return nil, commerr.Invalid("failure detector: heartbeat %v must be positive and at most the silence %v", c.Heartbeat, c.Silence)
+	}
+	if o.metricsErr != nil {
+		return nil, commerr.Invalid("WithMetrics: %v", o.metricsErr)
+	}
+	if o.metrics != nil && c.Store != nil {
+		c.Store = o.metrics.Store(c.Store)
 	}
 	if err := resolveAlgorithms(c, o.algorithms, os.LookupEnv); err != nil {
 		return nil, err

@@ -134,7 +134,7 @@ func (c *Comm) form(ctx context.Context, id string, members Members, opts []Opti
 		addrs[i] = h.addr
 	}
 	base := []Option{WithRank(me), WithSize(len(order)), WithNetwork(c.cfg.Network), WithRuntime(c.cfg.Runtime),
-		WithLogger(c.logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence), WithAlgorithms(c.cfg.Registry)}
+		WithLogger(c.logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence), WithAlgorithms(c.cfg.Registry), c.metricsOption()}
 	o, err := resolve(c.family, c.cfg.Device, append(base, opts...))
 	if err != nil {
 		return fail(err)

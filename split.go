@@ -113,7 +113,7 @@ func (c *Comm) SplitByColor(ctx context.Context, color, key int, opts ...Option)
 func (c *Comm) splitGroup(ctx context.Context, opName OpName, name string, group []int, exchange Exchange, opts []Option) (*Comm, error) {
 	me := max(slices.Index(group, c.cfg.Rank), 0)
 	base := []Option{WithRank(me), WithSize(max(len(group), 1)), WithNetwork(c.cfg.Network),
-		WithRuntime(c.cfg.Runtime), WithLogger(c.logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence), WithAlgorithms(c.cfg.Registry)}
+		WithRuntime(c.cfg.Runtime), WithLogger(c.logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence), WithAlgorithms(c.cfg.Registry), c.metricsOption()}
 	o, err := resolve(name, c.cfg.Device, append(base, opts...))
 	if err != nil {
 		return nil, err

@@ -269,7 +269,7 @@ func (w *Window) MapRemote(rank int) (*Tensor, error) {
 // after a Flush of rank, a Fence, or with a signal that follows it.
 func (w *Window) Put(ctx context.Context, src *Tensor, rank, offset int, opts ...CallOption) error {
 	if mem := w.b.Direct(rank); mem != nil {
-		return w.error("window_put", rank, w.putInto(src, rank, offset, mem, opts)) // no Work to make
+		return w.metered("window_put", w.error("window_put", rank, w.putInto(src, rank, offset, mem, opts))) // no Work to make
 	}
 	return w.PutAsync(src, rank, offset, opts...).Wait(ctx)
 }
@@ -317,7 +317,7 @@ func (w *Window) PutSignalAsync(src *Tensor, rank, offset, slot int, op SignalOp
 // Get reads rank's window at offset into dst.
 func (w *Window) Get(ctx context.Context, dst *Tensor, rank, offset int, opts ...CallOption) error {
 	if mem := w.b.Direct(rank); mem != nil {
-		return w.error("window_get", rank, w.getFrom(dst, rank, offset, mem, opts))
+		return w.metered("window_get", w.error("window_get", rank, w.getFrom(dst, rank, offset, mem, opts)))
 	}
 	return w.GetAsync(dst, rank, offset, opts...).Wait(ctx)
 }
@@ -369,7 +369,7 @@ func (w *Window) GetAccumulateAsync(src, result *Tensor, rank, offset int, op Re
 // result, atomically, as MPI_Fetch_and_op.
 func (w *Window) FetchAndOp(ctx context.Context, operand, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) error {
 	if mem := w.b.Direct(rank); mem != nil {
-		return w.error("window_fetch_and_op", rank, w.fetchAt(operand, result, rank, offset, op, mem, opts))
+		return w.metered("window_fetch_and_op", w.error("window_fetch_and_op", rank, w.fetchAt(operand, result, rank, offset, op, mem, opts)))
 	}
 	return w.FetchAndOpAsync(operand, result, rank, offset, op, opts...).Wait(ctx)
 }
@@ -389,7 +389,7 @@ func (w *Window) FetchAndOpAsync(operand, result *Tensor, rank, offset int, op R
 // result, atomically, as MPI_Compare_and_swap.
 func (w *Window) CompareAndSwap(ctx context.Context, value, compare, result *Tensor, rank, offset int, opts ...CallOption) error {
 	if mem := w.b.Direct(rank); mem != nil {
-		return w.error("window_compare_and_swap", rank, w.swapAt(value, compare, result, rank, offset, mem, opts))
+		return w.metered("window_compare_and_swap", w.error("window_compare_and_swap", rank, w.swapAt(value, compare, result, rank, offset, mem, opts)))
 	}
 	return w.CompareAndSwapAsync(value, compare, result, rank, offset, opts...).Wait(ctx)
 }
@@ -676,7 +676,7 @@ func (w *Window) start(name OpName, opts []CallOption, mk func() (*backend.Windo
 		o.Timeout = cc.timeout
 	}
 	wk := newWork(&Op{Name: name, Root: -1}, nil)
-	o.Done = func(err error) { wk.finish(w.error(name, o.Peer, err)) }
+	o.Done = func(err error) { wk.finish(w.metered(name, w.error(name, o.Peer, err))) }
 	if o.Code != backend.WindowFlush && o.Code != backend.WindowLock && o.Code != backend.WindowUnlock && o.Peer != w.c.Rank() {
 		w.mu.Lock()
 		if !slices.Contains(w.dirty, o.Peer) {
@@ -691,7 +691,7 @@ func (w *Window) start(name OpName, opts []CallOption, mk func() (*backend.Windo
 // ended returns the Work of an operation that ended as it was issued:
 // refused with err, or done by the caller (a direct one) if err is nil.
 func (w *Window) ended(name OpName, rank int, err error) *Work {
-	return endedWork(&Op{Name: name, Root: -1}, w.error(name, rank, err))
+	return endedWork(&Op{Name: name, Root: -1}, w.metered(name, w.error(name, rank, err)))
 }
 
 // region checks t against the window at rank and offset, in t's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/gpu/cuda"
@@ -57,6 +58,9 @@ type Work struct {
 	// issuing is set while the backend takes the operation: one that
 	// starts meanwhile (off the actors) started when it was issued.
 	issuing atomic.Bool
+	// metered is when the operation was issued, if the communicator
+	// records metrics; zero otherwise.
+	metered time.Time
 
 	mu      sync.Mutex    // guards done, hooks, queued and the two phases below
 	done    chan struct{} // closed once ended; made when first asked for
@@ -93,7 +97,7 @@ var closedDone = func() chan struct{} {
 // and wake, which is empty again.
 func (w *Work) clear() {
 	w.op, w.err, w.cancel, w.canceler, w.comm = nil, nil, nil, nil, nil
-	w.flight, w.flightSlot = nil, 0
+	w.flight, w.flightSlot, w.metered = nil, 0, time.Time{}
 	w.status.Store(int32(NotStarted))
 	w.done, w.hooks, w.started, w.ended, w.pooled = nil, workHooks{}, false, false, false
 	w.queued, w.end = nil, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/tensor"
@@ -80,6 +81,10 @@ type jobFlags struct {
 	logFlags
 	name   string
 	device string
+	// http is where to serve metrics and health (--http); stuckAfter
+	// is when /readyz calls an operation in flight stuck.
+	http       string
+	stuckAfter time.Duration
 }
 
 func (j *jobFlags) register(fs *flag.FlagSet) {
@@ -89,6 +94,8 @@ func (j *jobFlags) register(fs *flag.FlagSet) {
 	j.logFlags.register(fs, "log debug events to stderr")
 	fs.StringVar(&j.name, "comm", "commnode", "communicator name")
 	fs.StringVar(&j.device, "device", "cpu", `where tensors live: cpu, cuda (this rank's GPU: its local rank modulo the GPUs) or cuda:N`)
+	fs.StringVar(&j.http, "http", os.Getenv("GOCOMMS_HTTP_ADDR"), "serve /metrics, /healthz, /readyz, /debug/flight and /debug/pprof/ at host:port, the port plus this rank's local rank (0: a free port; default $GOCOMMS_HTTP_ADDR)")
+	fs.DurationVar(&j.stuckAfter, "stuck-after", gocomms.DefaultStuckAfter, "with -http, /readyz reports an operation in flight this long")
 }
 
 // dev is the device -device names; in-process ranks share cuda's GPU 0.
@@ -108,10 +115,22 @@ func (j *jobFlags) join(ctx context.Context, stderr io.Writer) (*gocomms.Comm, e
 	if err != nil {
 		return nil, err
 	}
-	c, err := gocomms.NewComm(ctx, gocomms.NativeBackend, dev, j.name,
-		gocomms.WithTimeout(j.timeout), gocomms.WithLogger(logger), gocomms.WithFailureDetector(j.heartbeat, j.silence))
-	if err == nil {
-		logger.Debug("joined the job", "rank", c.Rank(), "size", c.Size(), "took", time.Since(start))
+	opts := []gocomms.Option{gocomms.WithTimeout(j.timeout), gocomms.WithLogger(logger), gocomms.WithFailureDetector(j.heartbeat, j.silence)}
+	var reg *prometheus.Registry
+	if j.http != "" {
+		reg = newRegistry()
+		opts = append(opts, gocomms.WithMetrics(reg))
 	}
-	return c, err
+	c, err := gocomms.NewComm(ctx, gocomms.NativeBackend, dev, j.name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	logger.Debug("joined the job", "rank", c.Rank(), "size", c.Size(), "took", time.Since(start))
+	if reg != nil {
+		if err := j.serveHTTP(c, reg, stderr); err != nil {
+			c.Abort(err)
+			return nil, err
+		}
+	}
+	return c, nil
 }
