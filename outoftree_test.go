@@ -36,8 +36,8 @@ func TestOutOfTreeSweep(t *testing.T) {
 					return err
 				}
 				// 14 collectives, send_recv and batch
-				if tally := rep.Tally(); len(tally) != 16 {
-					return fmt.Errorf("the sweep ran %d kinds of case, want 16: %v", len(tally), tally)
+				if tally := rep.Tally(); len(tally) != 17 {
+					return fmt.Errorf("the sweep ran %d kinds of case, want 17: %v", len(tally), tally)
 				}
 				ops := []gocomms.OpName{gocomms.OpAllReduce, gocomms.OpReduce, gocomms.OpBroadcast,
 					gocomms.OpAllGather, gocomms.OpAllGatherSingle, gocomms.OpAllGatherV,
