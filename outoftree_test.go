@@ -27,7 +27,7 @@ func TestOutOfTreeSweep(t *testing.T) {
 		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
 			runLoopback(t, n, func(ctx context.Context, c *gocomms.Comm) error {
 				issued := map[gocomms.OpName]int{}
-				c.RegisterPostHook(func(op *gocomms.Op, _ *gocomms.Work) { issued[op.Name]++ })
+				c.RegisterIssueHook(func(op *gocomms.Op, _ *gocomms.Work) { issued[op.Name]++ })
 				rep, err := commtest.Sweep(ctx, c, commtest.Plan{Counts: sweepCounts(n)})
 				if err != nil {
 					return err
@@ -183,7 +183,7 @@ func TestOutOfTreeHooksAndFlightRecord(t *testing.T) {
 			pre = append(pre, op.Name)
 			return nil
 		})
-		c.RegisterPostHook(func(op *gocomms.Op, w *gocomms.Work) {
+		c.RegisterIssueHook(func(op *gocomms.Op, w *gocomms.Work) {
 			post, seqs, works = append(post, op.Name), append(seqs, op.Seq), append(works, w)
 		})
 		r := c.Rank()
