@@ -30,6 +30,7 @@ func commands() []command {
 		{"sim", "simulate a collective on virtual time, with faults, over many ranks", simCommand},
 		{"info", "show this host, its interfaces and GPUs, and the transports a rank would use", infoCommand},
 		{"store", "serve a TCPStore (PyTorch-compatible) until interrupted", storeCommand},
+		{"version", "print the module version, VCS revision and Go version", versionCommand},
 	}
 }
 
