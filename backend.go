@@ -48,6 +48,7 @@ const (
 	OpAllToAllSingle      = backend.OpAllToAllSingle
 	OpAllToAllV           = backend.OpAllToAllV
 	OpGather              = backend.OpGather
+	OpGatherSingle        = backend.OpGatherSingle
 	OpScatter             = backend.OpScatter
 	OpBarrier             = backend.OpBarrier
 	OpSend                = backend.OpSend

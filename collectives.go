@@ -474,19 +474,8 @@ func (c *Comm) GatherAsync(outputs []*Tensor, input *Tensor, root int, opts ...C
 }
 
 func (c *Comm) gather(s *roomOp, outputs []*Tensor, input *Tensor, root int) error {
-	s.Op = Op{Name: OpGather, Kind: algorithms.Gather, Root: root}
-	if err := c.checkRank("root", root); err != nil {
+	if err := c.gatherFrom(s, OpGather, input, root); err != nil || c.cfg.Rank != root {
 		return err
-	}
-	if err := c.checkTensor("input", input); err != nil {
-		return err
-	}
-	s.DType = input.DType()
-	s.inputs(input)
-	s.blocks.counts = repeatInto(s.blocks.counts, input.Numel(), c.cfg.Size)
-	s.Counts = s.blocks.counts
-	if c.cfg.Rank != root {
-		return nil
 	}
 	if err := c.checkTensors("outputs", outputs, c.cfg.Size, s.DType); err != nil {
 		return err
@@ -497,6 +486,59 @@ func (c *Comm) gather(s *roomOp, outputs []*Tensor, input *Tensor, root int) err
 		}
 	}
 	s.Outputs = outputs
+	return nil
+}
+
+// GatherSingle collects every rank's input into consecutive blocks of
+// root's output, which holds Size() times input's elements; output is
+// read on root only.
+func (c *Comm) GatherSingle(ctx context.Context, output, input *Tensor, root int, opts ...CallOption) error {
+	r := c.record()
+	return c.runRecord(ctx, r, c.gatherSingle(&r.op, output, input, root), opts)
+}
+
+// GatherSingleAsync is the async form of GatherSingle.
+func (c *Comm) GatherSingleAsync(output, input *Tensor, root int, opts ...CallOption) *Work {
+	r := c.record()
+	return c.startRecord(r, c.gatherSingle(&r.op, output, input, root), opts)
+}
+
+// gatherFrom lays out what every rank of a gather gives: its input.
+func (c *Comm) gatherFrom(s *roomOp, name OpName, input *Tensor, root int) error {
+	s.Op = Op{Name: name, Kind: algorithms.Gather, Root: root}
+	if err := c.checkRank("root", root); err != nil {
+		return err
+	}
+	if err := c.checkTensor("input", input); err != nil {
+		return err
+	}
+	s.DType = input.DType()
+	s.inputs(input)
+	s.blocks.counts = repeatInto(s.blocks.counts, input.Numel(), c.cfg.Size)
+	s.Counts = s.blocks.counts
+	return nil
+}
+
+// gatherSingle is gather into the blocks of root's output, as torchcomms'
+// default gather_single.
+func (c *Comm) gatherSingle(s *roomOp, output, input *Tensor, root int) error {
+	if err := c.gatherFrom(s, OpGatherSingle, input, root); err != nil || c.cfg.Rank != root {
+		return err
+	}
+	if err := c.checkTensor("output", output); err != nil {
+		return err
+	}
+	if err := checkSameDType("output", output, s.DType); err != nil {
+		return err
+	}
+	if output.Numel() != c.cfg.Size*input.Numel() {
+		return commerr.Invalid("output has %d elements, want %d ranks × %d", output.Numel(), c.cfg.Size, input.Numel())
+	}
+	views, ptrs := s.blocks.room(c.cfg.Size)
+	if err := cut(views, ptrs, output, s.Counts); err != nil {
+		return err
+	}
+	s.Outputs = ptrs
 	return nil
 }
 

@@ -52,7 +52,7 @@ type Comm struct {
 
 	hooksMu    sync.Mutex
 	preHooks   hookSet[PreHook]
-	postHooks  hookSet[PostHook]
+	issueHooks hookSet[IssueHook]
 	abortHooks hookSet[AbortHook]
 
 	failMu   sync.Mutex
@@ -165,9 +165,10 @@ func (c *Comm) RegisterPreHook(h PreHook) (remove func()) {
 	return register(c, &c.preHooks, h)
 }
 
-// RegisterPostHook adds a hook run after every operation is issued.
-func (c *Comm) RegisterPostHook(h PostHook) (remove func()) {
-	return register(c, &c.postHooks, h)
+// RegisterIssueHook adds a hook run once every operation is issued, with
+// the Work that follows it; the returned function removes it.
+func (c *Comm) RegisterIssueHook(h IssueHook) (remove func()) {
+	return register(c, &c.issueHooks, h)
 }
 
 // RegisterAbortHook adds a hook run when the communicator aborts.
@@ -217,15 +218,22 @@ func (c *Comm) IsAborted() bool { return c.aborted.Load() }
 // Finalize waits for every issued operation to end, releases the
 // communicator, and reports the operations that failed. Any later call,
 // Finalize included, fails with ErrFinalized.
-func (c *Comm) Finalize(ctx context.Context) error {
+func (c *Comm) Finalize(ctx context.Context) (err error) {
+	op := &Op{Name: OpFinalize, Root: -1}
+	end, err := c.observe(op)
+	if err != nil {
+		return err
+	}
+	defer func() { end(err) }()
 	c.mu.Lock()
+	op.Seq = c.seq
 	if c.finalized {
 		c.mu.Unlock()
-		return c.opError(&Op{Name: "finalize", Seq: c.seq}, ErrFinalized)
+		return c.opError(op, ErrFinalized)
 	}
 	c.finalized = true
 	c.mu.Unlock()
-	err := c.backend.Finalize(ctx)
+	err = c.backend.Finalize(ctx)
 	c.awaitFlightRecordFiles()
 	c.stopListing()
 	if c.ownsRuntime {
@@ -393,9 +401,9 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 		return w
 	}
 	c.seq++
-	var post []PostHook
+	var post []IssueHook
 	if !cc.internal {
-		post = hooks(c, &c.postHooks)
+		post = hooks(c, &c.issueHooks)
 	}
 	var w *Work
 	if r != nil {

@@ -10,6 +10,12 @@
 // in-process transport, or NewComm, which creates one rank of a
 // communicator that spans processes.
 //
+// NewMesh arranges a communicator's ranks in named dimensions, row-major,
+// as torch's init_device_mesh, with a communicator along each (Mesh.Dim)
+// or several (Mesh.Flatten). AllGatherObject, BroadcastObject,
+// GatherObject, ScatterObject, SendObject and RecvObject move Go values
+// through a Codec, gob by default.
+//
 // Every communicator keeps a flight record, as torchcomms'
 // FlightRecorderHook: its last TORCHCOMM_FR_BUFFER_SIZE operations (2000 by
 // default, 0 for none) with their state, times and errors, read with

@@ -61,7 +61,7 @@ type FlightEntry struct {
 // torchcomms' FlightRecorderHook, so that a hang or a failure can be traced
 // to the operation and the ranks behind it. It is safe for concurrent use.
 // Every Comm has one (Comm.FlightRecord); another can be installed with
-// Comm.RegisterPostHook(r.Record).
+// Comm.RegisterIssueHook(r.Record).
 type FlightRecorder struct {
 	capacity int
 
@@ -87,7 +87,7 @@ func NewFlightRecorder(capacity int) *FlightRecorder {
 // Capacity returns how many operations r keeps.
 func (r *FlightRecorder) Capacity() int { return r.capacity }
 
-// Record records op and follows w until it ends. It is a PostHook.
+// Record records op and follows w until it ends. It is a IssueHook.
 func (r *FlightRecorder) Record(op *Op, w *Work) {
 	if op == nil || w == nil {
 		return

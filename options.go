@@ -104,7 +104,11 @@ func WithFailureDetector(heartbeat, silence time.Duration) Option {
 
 // WithAbortProcessOnError makes a timed-out or failed operation exit the
 // process after running the abort hooks, as torchcomms does by default.
-// Without this option, TORCHCOMM_ABORT_ON_ERROR decides; unset, it is off.
+// Without this option, TORCHCOMM_ABORT_ON_ERROR decides; unset, it is off,
+// unlike torchcomms: a library should not end a process that may hold
+// other communicators (RunLocal's ranks share one), and an operation here
+// fails with an error naming the ranks at fault rather than leaving its
+// communicator stuck.
 func WithAbortProcessOnError(on bool) Option { return func(o *options) { o.abort = &on } }
 
 // WithReconfigure creates the communicator in torchcomms' dynamic regime:

@@ -343,7 +343,7 @@ func TestHooks(t *testing.T) {
 			ids = append(ids, op.ID)
 			return nil
 		})
-		c.RegisterPostHook(func(op *gocomms.Op, w *gocomms.Work) { post = append(post, string(op.Name)) })
+		c.RegisterIssueHook(func(op *gocomms.Op, w *gocomms.Work) { post = append(post, string(op.Name)) })
 		if err := c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum); err != nil {
 			return err
 		}

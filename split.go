@@ -16,8 +16,13 @@ import (
 // duplicates or with ranks out of range is an error on every rank, as is a
 // group whose members list it differently. The child gets a fresh timeout
 // (TORCHCOMM_TIMEOUT_SECONDS or the default) unless opts set one.
-func (c *Comm) Split(ctx context.Context, ranks []int, opts ...Option) (*Comm, error) {
-	bad := c.checkGroup(ranks)
+func (c *Comm) Split(ctx context.Context, ranks []int, opts ...Option) (child *Comm, err error) {
+	// A pre-hook's rejection goes through the exchange: every rank fails.
+	end, bad := c.observe(&Op{Name: OpSplit, Root: -1})
+	defer func() { end(err) }()
+	if bad == nil {
+		bad = c.checkGroup(ranks)
+	}
 	mine := make([]int64, c.cfg.Size)
 	if bad != nil {
 		mine[0] = -1
@@ -36,7 +41,7 @@ func (c *Comm) Split(ctx context.Context, ranks []int, opts ...Option) (*Comm, e
 	n := c.cfg.Size
 	for q := range n {
 		if all[q*n] == -1 {
-			return nil, c.opError(&Op{Name: OpSplit}, commerr.Invalid("rank %d passed an invalid group", q))
+			return nil, c.opError(&Op{Name: OpSplit}, commerr.Invalid("rank %d passed an invalid group, or a hook there rejected the split", q))
 		}
 	}
 	for _, g := range ranks {
@@ -83,20 +88,35 @@ func (c *Comm) checkGroup(ranks []int) error {
 // SplitByColor creates a communicator of the ranks that pass the same
 // color, ordered by key and then by rank, with MPI_Comm_split's semantics; a
 // negative color joins none and returns nil.
-func (c *Comm) SplitByColor(ctx context.Context, color, key int, opts ...Option) (*Comm, error) {
-	all, err := c.allGatherInts(ctx, []int64{int64(color), int64(key)})
+func (c *Comm) SplitByColor(ctx context.Context, color, key int, opts ...Option) (child *Comm, err error) {
+	// A pre-hook's rejection goes through the exchange: every rank fails.
+	end, bad := c.observe(&Op{Name: OpSplit, Root: -1})
+	defer func() { end(err) }()
+	rejected := int64(0)
+	if bad != nil {
+		rejected = 1
+	}
+	all, err := c.allGatherInts(ctx, []int64{int64(color), int64(key), rejected})
 	if err != nil {
 		return nil, err
+	}
+	if bad != nil {
+		return nil, bad
+	}
+	for q := range c.cfg.Size {
+		if all[3*q+2] != 0 {
+			return nil, c.opError(&Op{Name: OpSplit}, commerr.Invalid("a hook on rank %d rejected the split", q))
+		}
 	}
 	var group []int
 	if color >= 0 {
 		for q := range c.cfg.Size {
-			if all[2*q] == int64(color) {
+			if all[3*q] == int64(color) {
 				group = append(group, q)
 			}
 		}
 		slices.SortStableFunc(group, func(a, b int) int {
-			if ka, kb := all[2*a+1], all[2*b+1]; ka != kb {
+			if ka, kb := all[3*a+1], all[3*b+1]; ka != kb {
 				if ka < kb {
 					return -1
 				}

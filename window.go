@@ -151,7 +151,16 @@ func (c *Comm) awaitWindow(ctx context.Context, name OpName, open func(done func
 // openWindow opens the window cfg describes through the backend, then
 // meets the other ranks in a barrier; t is its memory as a tensor, nil
 // for the backend's memory as bytes. ctx's deadline bounds each step.
-func (c *Comm) openWindow(ctx context.Context, name OpName, cfg backend.WindowConfig, t *Tensor, opts []WindowOption, done func(*Window, error)) {
+func (c *Comm) openWindow(ctx context.Context, name OpName, cfg backend.WindowConfig, t *Tensor, opts []WindowOption, opened func(*Window, error)) {
+	end, err := c.observe(&Op{Name: name, Root: -1})
+	if err != nil {
+		opened(nil, err)
+		return
+	}
+	done := func(w *Window, err error) {
+		end(err)
+		opened(w, err)
+	}
 	wc := windowConfig{slots: c.Size()}
 	for _, o := range opts {
 		o(&wc)
@@ -628,10 +637,15 @@ func (w *Window) Unlock(ctx context.Context, rank int, opts ...CallOption) error
 // before, once this rank's operations are complete everywhere, and after,
 // as torchcomms' deregister. Operations still waiting fail with
 // ErrWindowClosed, and so do later ones.
-func (w *Window) Close(ctx context.Context) error {
+func (w *Window) Close(ctx context.Context) (err error) {
 	if err := w.unusable(); err != nil {
 		return w.error("window_close", -1, err)
 	}
+	end, err := w.c.observe(&Op{Name: "window_close", Root: -1})
+	if err != nil {
+		return err
+	}
+	defer func() { end(err) }()
 	if err := w.Fence(ctx); err != nil {
 		return err
 	}
@@ -666,6 +680,10 @@ func (w *Window) start(name OpName, opts []CallOption, mk func() (*backend.Windo
 	if err := w.unusable(); err != nil {
 		return w.ended(name, -1, err)
 	}
+	op := &Op{Name: name, Root: -1}
+	if err := w.c.preHook(op); err != nil {
+		return endedWork(op, err)
+	}
 	o, err := mk()
 	if err != nil || o == nil { // refused, or nothing to do
 		return w.ended(name, -1, err)
@@ -675,7 +693,7 @@ func (w *Window) start(name OpName, opts []CallOption, mk func() (*backend.Windo
 	if cc.timeout > 0 {
 		o.Timeout = cc.timeout
 	}
-	wk := newWork(&Op{Name: name, Root: -1}, nil)
+	wk := newWork(op, nil)
 	o.Done = func(err error) { wk.finish(w.metered(name, w.error(name, o.Peer, err))) }
 	if o.Code != backend.WindowFlush && o.Code != backend.WindowLock && o.Code != backend.WindowUnlock && o.Peer != w.c.Rank() {
 		w.mu.Lock()
@@ -685,6 +703,7 @@ func (w *Window) start(name OpName, opts []CallOption, mk func() (*backend.Windo
 		w.mu.Unlock()
 	}
 	w.b.Issue(o)
+	w.c.issueHook(op, wk)
 	return wk
 }
 

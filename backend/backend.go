@@ -28,6 +28,7 @@ const (
 	OpAllToAllSingle      OpName = "all_to_all_single"
 	OpAllToAllV           OpName = "all_to_all_v_single"
 	OpGather              OpName = "gather"
+	OpGatherSingle        OpName = "gather_single"
 	OpScatter             OpName = "scatter"
 	OpBarrier             OpName = "barrier"
 	OpSend                OpName = "send"

@@ -43,6 +43,7 @@ var collectives = []collective{
 	{string(gocomms.OpAllToAllSingle), false, allToAllSingle},
 	{string(gocomms.OpAllToAllV), false, allToAllV},
 	{string(gocomms.OpGather), false, gather},
+	{string(gocomms.OpGatherSingle), false, gatherSingle},
 	{string(gocomms.OpScatter), false, scatter},
 	{sendRecvName, false, sendRecv},
 	{batchName, false, batch},

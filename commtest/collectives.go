@@ -361,6 +361,26 @@ func gather(ctx context.Context, c *gocomms.Comm, x *call) error {
 	return x.gathered(outs)
 }
 
+func gatherSingle(ctx context.Context, c *gocomms.Comm, x *call) error {
+	root := x.root()
+	var out *gocomms.Tensor
+	if x.rank == root {
+		out = x.tensor(x.Count * x.size)
+	}
+	if err := c.GatherSingle(ctx, out, x.fill(x.rank, 0, x.Count), root); err != nil {
+		return x.failed(err)
+	}
+	if x.rank != root {
+		return nil
+	}
+	for q := range x.size {
+		if err := x.copiedAt(fmt.Sprintf("block %d", q), out, q*x.Count, x.Count, q, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func scatter(ctx context.Context, c *gocomms.Comm, x *call) error {
 	root := x.root()
 	var ins []*gocomms.Tensor

@@ -53,7 +53,7 @@ func TestWrongResultsAreReported(t *testing.T) {
 		if err := (&commtest.Checker{Comm: c}).Run(ctx, m.Case); !errors.As(err, &again) || *again != *m {
 			return fmt.Errorf("rank %d: replaying %v gave %v", c.Rank(), m.Case, err)
 		}
-		if err := rep.Err(); !errors.As(err, &again) || !strings.Contains(err.Error(), "2 of 153 cases wrong") {
+		if err := rep.Err(); !errors.As(err, &again) || !strings.Contains(err.Error(), "2 of 156 cases wrong") {
 			return fmt.Errorf("rank %d: report error %v", c.Rank(), err)
 		}
 		return nil
@@ -110,7 +110,7 @@ func TestPlanCases(t *testing.T) {
 	if boolOps != 7 || floatOps != 6 {
 		t.Fatalf("%d ops on bool, %d on float16; want 7 and 6", boolOps, floatOps)
 	}
-	if want := 2 * (5*boolOps + 11 + 5*floatOps + 11); len(cs) != want {
+	if want := 2 * (5*boolOps + 12 + 5*floatOps + 12); len(cs) != want {
 		t.Fatalf("%d cases, want %d", len(cs), want)
 	}
 	for i, c := range cs {
@@ -118,13 +118,13 @@ func TestPlanCases(t *testing.T) {
 			t.Fatalf("case %d (%v): seed %d, want %d", i, c, c.Seed, p.Seed+1+i)
 		}
 	}
-	first := cs[:5*boolOps+11]
+	first := cs[:5*boolOps+12]
 	for i, c := range first {
 		if c.DType != gocomms.Bool || c.Count != 0 || (i < 5*boolOps) != (c.Op != gocomms.ReduceOp{}) {
 			t.Fatalf("case %d is %v", i, c)
 		}
 	}
-	if got := first[len(first)-1].String(); got != "batch bool count=0 seed=146" {
+	if got := first[len(first)-1].String(); got != "batch bool count=0 seed=147" {
 		t.Errorf("last bool case reads %q", got)
 	}
 	if got := first[0].String(); got != "all_reduce bool sum count=0 seed=101" {

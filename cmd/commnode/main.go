@@ -31,6 +31,7 @@ func commands() []command {
 		{"info", "show this host, its interfaces and GPUs, and the transports a rank would use", infoCommand},
 		{"store", "serve a TCPStore (PyTorch-compatible) until interrupted", storeCommand},
 		{"fr-trace", "report what the ranks' flight-record dumps in a directory disagree on", frTraceCommand},
+		{"version", "print the module version, VCS revision and Go version", versionCommand},
 	}
 }
 
