@@ -2,12 +2,13 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/gocomms/gocomms/backend"
 	"hash/fnv"
 	"maps"
 	"sync"
 
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/lazy"
 	"github.com/gocomms/gocomms/transport/mux"
@@ -111,6 +112,12 @@ func (m *mesh) conn(rank int) (transport.Conn, error) {
 	}
 	p.mu.Unlock()
 	c, err := x.Open(m.id)
+	if errors.Is(err, mux.ErrOpened) {
+		// The connection lives on but carried this communicator before:
+		// the peer closed its end (it aborted or finalized), and the
+		// connection will not carry it again. Redialing cannot help.
+		return nil, fmt.Errorf("connection to rank %d: its communicator closed: %w: %w", rank, err, transport.ErrRefused)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connection to rank %d: %w", rank, err)
 	}
