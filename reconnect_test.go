@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/transport/tcp"
 	"github.com/gocomms/gocomms/transport/tcp/tcpproxy"
@@ -19,6 +21,8 @@ import (
 // applied twice.
 func TestAllReduceSurvivesConnectionResets(t *testing.T) {
 	const ranks, iters, count = 4, 30, 1 << 18 // 1 MiB of float32: payloads are lent
+	reg := prometheus.NewRegistry()
+	before := counterValue(t, reg, "gocomms_link_reconnects_total")
 	nw := tcpproxy.New(tcp.New())
 	var progress, reset atomic.Int64
 	stop := make(chan struct{})
@@ -60,9 +64,28 @@ func TestAllReduceSurvivesConnectionResets(t *testing.T) {
 			}
 		}
 		return c.Finalize(ctx)
-	}, gocomms.WithNetwork(nw))
+	}, gocomms.WithNetwork(nw), gocomms.WithMetrics(reg))
 	if reset.Load() == 0 {
 		t.Fatal("no connection was reset while the all-reduces ran")
 	}
+	if after := counterValue(t, reg, "gocomms_link_reconnects_total"); after <= before {
+		t.Errorf("gocomms_link_reconnects_total went from %v to %v across %d resets", before, after, reset.Load())
+	}
 	t.Logf("connections reset %d times", reset.Load())
+}
+
+// counterValue gathers reg and returns the counter name's value, 0 where
+// reg has none yet.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) > 0 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }

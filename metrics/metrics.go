@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/commerr"
 )
 
@@ -127,6 +128,20 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if m.storeErrs, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "store_errors_total",
 		Help: "Calls to the rendezvous store that failed, by method."}, []string{"op"})); err != nil {
+		return nil, err
+	}
+	if _, err = register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: "link_reconnects_total",
+		Help: "New connections the process's links made after one broke."}, func() float64 {
+		n, _ := link.Stats()
+		return float64(n)
+	})); err != nil {
+		return nil, err
+	}
+	if _, err = register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: "link_retransmitted_frames_total",
+		Help: "Frames the process's links sent again on a new connection: sent on a broken one and not acknowledged."}, func() float64 {
+		_, n := link.Stats()
+		return float64(n)
+	})); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -436,6 +436,8 @@ func (l *linkActor) connect(ctx actor.Context) {
 			return
 		}
 		l.conn = conn
+		stats.reconnects.Add(1)
+		stats.retransmitted.Add(uint64(l.out.transmitted))
 	}
 	l.epoch++
 	l.out.reconnected()
