@@ -20,12 +20,21 @@ type Inbox struct {
 	handler    Handler
 	delivering bool
 	queue      fifo.Queue[Frame]
+	queued     int           // bytes waiting in queue, by QueuedCost
+	room       chan struct{} // from WaitRoom: closed once queued <= roomAt
+	roomAt     int
 
 	err        error  // the connection's end, delivered after the queue
 	reported   bool   // err has been handed to the handler
 	shut       bool   // closed locally: drop frames
 	afterClose func() // from closeLocal, run once no handler call is in progress
 }
+
+// QueuedCost is what a waiting frame counts in an inbox's backlog: its
+// payload and this much more, so that empty frames count too.
+const QueuedCost = 64
+
+func queuedCost(f Frame) int { return len(f.Payload) + QueuedCost }
 
 // Push delivers or queues a received frame, whose payload the handler
 // will own; after CloseLocal it drops it.
@@ -41,6 +50,7 @@ func (b *Inbox) Push(f Frame) {
 	}
 	if b.handler == nil || b.delivering {
 		b.queue.Push(f)
+		b.queued += queuedCost(f)
 		b.mu.Unlock()
 		return
 	}
@@ -51,6 +61,48 @@ func (b *Inbox) Push(f Frame) {
 	h.HandleFrame(f)
 	b.mu.Lock()
 	b.drain()
+}
+
+// WaitRoom waits until at most limit bytes (by QueuedCost) wait in the
+// inbox, or until abort is closed. A receiver that calls it after each
+// Push stops taking frames in while its handler is behind or not yet
+// started, so that a slow receiver slows its sender instead of queueing
+// without bound. One goroutine at a time may wait.
+func (b *Inbox) WaitRoom(limit int, abort <-chan struct{}) {
+	b.mu.Lock()
+	if b.queued <= limit {
+		b.mu.Unlock()
+		return
+	}
+	room := make(chan struct{})
+	b.room, b.roomAt = room, limit
+	b.mu.Unlock()
+	select {
+	case <-room:
+	case <-abort:
+		b.mu.Lock()
+		if b.room == room {
+			b.room = nil
+		}
+		b.mu.Unlock()
+	}
+}
+
+// Queued is the bytes, by QueuedCost, of the frames waiting for the
+// handler.
+func (b *Inbox) Queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.queued
+}
+
+// signalRoom wakes WaitRoom once the backlog is within its limit. Called
+// with b.mu held.
+func (b *Inbox) signalRoom() {
+	if b.room != nil && b.queued <= b.roomAt {
+		close(b.room)
+		b.room = nil
+	}
 }
 
 // Start sets the handler, once, and delivers what is waiting.
@@ -84,6 +136,8 @@ func (b *Inbox) CloseLocal(err error, then func()) {
 	for f, ok := b.queue.Pop(); ok; f, ok = b.queue.Pop() {
 		Release(f)
 	}
+	b.queued = 0
+	b.signalRoom()
 	b.afterClose = then
 	b.finish(err)
 }
@@ -112,6 +166,8 @@ func (b *Inbox) drain() {
 	h := b.handler
 	for {
 		if f, ok := b.queue.Pop(); ok { // the payload is the handler's now
+			b.queued -= queuedCost(f)
+			b.signalRoom()
 			b.mu.Unlock()
 			h.HandleFrame(f)
 			b.mu.Lock()

@@ -31,6 +31,7 @@ type conn struct {
 	sock          *net.TCPConn
 	local, remote string
 	maxPayload    int
+	window        int // bytes of received frames that may wait for the handler
 	closeTimeout  time.Duration
 
 	w         *writer
@@ -38,6 +39,8 @@ type conn struct {
 	fr        frameReader
 	closeOnce sync.Once
 	released  chan struct{} // closed once the socket is closed
+	stopOnce  sync.Once
+	stopRead  chan struct{} // closed on a write error: the reader waits for no room
 }
 
 var (
@@ -52,6 +55,8 @@ func newConn(sock *net.TCPConn, cfg *config) *conn {
 		local:        sock.LocalAddr().String(),
 		remote:       sock.RemoteAddr().String(),
 		maxPayload:   cfg.maxPayload,
+		window:       cfg.receiveWindow,
+		stopRead:     make(chan struct{}),
 		closeTimeout: cfg.closeTimeout,
 		w:            newWriter(sock, cfg.checkPayloads(sock.LocalAddr(), sock.RemoteAddr())),
 		released:     make(chan struct{}),
@@ -110,6 +115,7 @@ func (c *conn) read() {
 			break
 		}
 		c.in.Push(f)
+		c.in.WaitRoom(c.window, c.stopRead)
 	}
 	if err == io.EOF {
 		err = c.ended("closed by the peer", nil)
@@ -126,6 +132,7 @@ func (c *conn) read() {
 // delivers what has arrived, reads to the end and reports this error.
 func (c *conn) writeFailed(err error) {
 	c.w.fail(c.ended("send", err))
+	c.stopOnce.Do(func() { close(c.stopRead) })
 	c.sock.CloseRead()
 }
 

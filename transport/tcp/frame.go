@@ -62,6 +62,23 @@ func parseHeader(b *[headerLen]byte) (h transport.Header, n, sum uint32, checked
 	return h, binary.LittleEndian.Uint32(b[32:]), sum, b[1] == 0, nil
 }
 
+// A payload over firstStep bytes is read into a buffer of firstStep
+// bytes, replaced by one growFactor times larger each time it fills: what
+// a frame holds is at most growFactor times what has arrived of it, and
+// the copies cost at most a third of the payload once more.
+const (
+	firstStep  = 1 << 20
+	growFactor = 4
+)
+
+// grow returns a pooled buffer of n bytes holding p, which it gives back.
+func grow(p []byte, n int) []byte {
+	q := transport.GetBuffer(n)
+	copy(q, p)
+	transport.PutBuffer(p)
+	return q
+}
+
 // frameReader decodes frames from a byte stream into pooled payloads.
 type frameReader struct {
 	r      *bufio.Reader
@@ -88,16 +105,21 @@ func (fr *frameReader) next() (transport.Frame, error) {
 		return transport.Frame{}, fmt.Errorf("frame %d (comm %d, seq %d): payload of %d bytes exceeds the limit of %d: %w",
 			fr.frames, h.Comm, h.Seq, n, fr.max, ErrTooLarge)
 	}
-	p := transport.GetBuffer(int(n))
+	// A large payload is read into buffers grown as its bytes arrive, so
+	// that a header promising more than ever comes costs only what came.
+	p := transport.GetBuffer(int(min(n, firstStep)))
 	// Checksum each piece as it arrives, while it is in cache.
 	var crc uint32
-	for off := 0; off < len(p); {
+	for off := 0; off < int(n); {
+		if off == len(p) {
+			p = grow(p, min(int(n), len(p)*growFactor))
+		}
 		k, err := fr.r.Read(p[off:])
 		if checked {
 			crc = crc32.Update(crc, castagnoli, p[off:off+k])
 		}
 		off += k
-		if err != nil && off < len(p) {
+		if err != nil && off < int(n) {
 			transport.PutBuffer(p)
 			return transport.Frame{}, fmt.Errorf("frame %d (comm %d, seq %d): payload cut short after %d of %d bytes: %w",
 				fr.frames, h.Comm, h.Seq, off, n, unexpected(err))

@@ -50,6 +50,10 @@ type config struct {
 	// maxPayload is the largest payload sent or accepted, in bytes.
 	// Default 1 GiB; 0 < maxPayload <= 4 GiB - 1.
 	maxPayload int
+	// receiveWindow bounds, in bytes, the frames received that wait for
+	// the handler; over it the reader stops reading the socket. Default
+	// 64 MiB; > 0.
+	receiveWindow int
 	// checksums says which connections checksum their payloads.
 	checksums Checksums
 }
@@ -112,8 +116,9 @@ func defaultConfig() config {
 		// pulled) is noticed after about Idle + Count*Interval = 30 s when
 		// the connection is idle; heartbeats in the link actor notice it
 		// sooner.
-		keepAlive:  net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3},
-		maxPayload: 1 << 30,
+		keepAlive:     net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3},
+		maxPayload:    1 << 30,
+		receiveWindow: 64 << 20,
 	}
 }
 
@@ -140,6 +145,9 @@ func (c *config) validate() error {
 	}
 	if c.maxPayload <= 0 || uint64(c.maxPayload) > math.MaxUint32 {
 		errs = append(errs, fmt.Errorf("max payload %d bytes: must be in 1..%d", c.maxPayload, uint32(math.MaxUint32)))
+	}
+	if c.receiveWindow <= 0 {
+		errs = append(errs, fmt.Errorf("receive window %d bytes: must be positive", c.receiveWindow))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("transport/tcp: invalid options: %w", err)
@@ -247,6 +255,17 @@ func WithKeepAlive(ka net.KeepAliveConfig) Option {
 // connection before anything is allocated for it. Default 1 GiB.
 func WithMaxPayload(n int) Option {
 	return func(c *config) { c.maxPayload = n }
+}
+
+// WithReceiveWindow bounds, in bytes, the received frames that wait for
+// the handler: before Start, or while a handler call runs in another
+// goroutine. Each counts its payload and transport.QueuedCost more. Past
+// the bound the connection stops reading its socket until the handler
+// catches up, and TCP's own flow control then holds the sender back: a
+// slow receiver slows its sender instead of failing or growing without
+// bound. What waits is at most the window plus one frame. Default 64 MiB.
+func WithReceiveWindow(n int) Option {
+	return func(c *config) { c.receiveWindow = n }
 }
 
 // ParsePortRange parses a port range written "lo-hi" (inclusive) or as a
