@@ -59,8 +59,14 @@ type conn struct {
 	pollers  int
 	polled   transport.Poller
 	dialLink *link // our dialled connection while it awaits the answer
-	cancel   context.CancelFunc
-	timer    *time.Timer // bounds dialing, then waiting
+	// held is a dial from a newer Conn of the peer's, heldGen its
+	// generation, that came while ours is connected: it waits, within the
+	// dial timeout, for ours to fail, since a live link is never replaced.
+	held      transport.Conn
+	heldGen   uint32
+	heldTimer *time.Timer
+	cancel    context.CancelFunc
+	timer     *time.Timer // bounds dialing, then waiting
 }
 
 var (
@@ -88,21 +94,43 @@ func (c *conn) hasFailed() bool {
 	return c.failed
 }
 
-// supersededBy reports whether a dial from the peer's Conn of generation
-// gen means c is done with: c failed, or is connected to an older Conn of
-// the peer's, which the peer has given up on. c fails in the latter case.
-func (c *conn) supersededBy(gen uint32) bool {
+// superseded handles a dial u from the peer's Conn of generation gen. It
+// reports replace when c has failed, for a new conn to take the dial, and
+// held when c is connected to an older Conn of the peer's: the peer says
+// it lost that connection, but ours may be healthy (and the dial forged),
+// so the dial waits until ours fails, within the dial timeout, and is
+// closed unanswered if it does not. One dial waits at a time; another is
+// closed at once.
+func (c *conn) superseded(u transport.Conn, gen uint32) (replace, held bool) {
 	c.mu.Lock()
-	if c.failed {
+	switch {
+	case c.failed:
 		c.mu.Unlock()
-		return true
-	}
-	if c.closed || c.cur == nil || gen <= c.peerGen {
+		return true, false
+	case c.closed || c.cur == nil || gen <= c.peerGen:
 		c.mu.Unlock()
-		return false
+		return false, false
+	case c.held != nil:
+		c.mu.Unlock()
+		u.Close()
+		return false, true
 	}
-	c.failLocked(transport.Closed(fmt.Errorf("transport/lazy: %s dialled again: it lost our connection", c.describe())))
-	return true
+	c.held, c.heldGen = u, gen
+	c.heldTimer = time.AfterFunc(c.g.timeout, func() { c.dropHeld(u) })
+	c.mu.Unlock()
+	return false, true
+}
+
+// dropHeld closes the held dial u, unanswered, if it is still held.
+func (c *conn) dropHeld(u transport.Conn) {
+	c.mu.Lock()
+	if c.held != u {
+		c.mu.Unlock()
+		return
+	}
+	c.held = nil
+	c.mu.Unlock()
+	u.Close()
 }
 
 // addr is the peer's listener address, once the group knows it.
@@ -292,6 +320,11 @@ type teardown struct {
 	settled bool              // the conn leaves g.pending
 	drain   bool              // close drained ...
 	drainOf transport.Conn    // ... once this connection's Drained is, if it is a Drainer
+	// held is the peer's held dial, of generation heldGen: a new conn
+	// takes it if c failed; it is refused for good if c was closed.
+	held       transport.Conn
+	heldGen    uint32
+	heldFailed bool
 }
 
 func (t teardown) run(c *conn) {
@@ -303,6 +336,13 @@ func (t teardown) run(c *conn) {
 	}
 	if t.settled {
 		c.g.settled()
+	}
+	if t.held != nil {
+		if t.heldFailed {
+			go c.g.admitDial(t.held, c.peer, t.heldGen)
+		} else {
+			c.g.refuse(t.held, tagGone)
+		}
 	}
 	if t.drain {
 		c.drainAfter(t.drainOf)
@@ -345,6 +385,11 @@ func (c *conn) endLocked(err error, closeCur bool) teardown {
 		t.conns = append(t.conns, c.cur.u)
 	}
 	t.settled = c.unpendLocked()
+	if c.held != nil {
+		c.heldTimer.Stop()
+		t.held, t.heldGen, t.heldFailed = c.held, c.heldGen, c.failed
+		c.held = nil
+	}
 	if c.closed {
 		t.drain, t.drainOf = c.arrangeDrainLocked()
 	}

@@ -312,9 +312,7 @@ func (g *Group) serve() {
 }
 
 // admit hands a connection whose hello is good to its peer's conn, and
-// closes any other. A dial from a newer generation of the peer's Conn
-// than the one ours is connected to says the peer lost that connection:
-// ours fails, and a new conn takes the dial.
+// closes any other.
 func (g *Group) admit(u transport.Conn, hello []byte) {
 	peer, gen, addr, ok := g.parseHello(hello)
 	if !ok {
@@ -324,6 +322,14 @@ func (g *Group) admit(u transport.Conn, hello []byte) {
 	if addr != "" {
 		g.learn(peer, addr)
 	}
+	g.admitDial(u, peer, gen)
+}
+
+// admitDial hands u, dialled by the peer's Conn of generation gen, to our
+// conn to peer. A dial from a newer generation than the one ours is
+// connected to says the peer lost that connection: once ours has failed,
+// a new conn takes the dial; until then it waits (conn.superseded).
+func (g *Group) admitDial(u transport.Conn, peer int, gen uint32) {
 	// After Close, the conns that exist may still await this very
 	// connection; there is nothing to create for any other peer.
 	g.mu.Lock()
@@ -332,8 +338,14 @@ func (g *Group) admit(u transport.Conn, hello []byte) {
 		c = g.newConnLocked(peer)
 	}
 	g.mu.Unlock()
-	if c != nil && c.supersededBy(gen) {
-		c = g.replace(c)
+	if c != nil {
+		replace, held := c.superseded(u, gen)
+		if held {
+			return
+		}
+		if replace {
+			c = g.replace(c)
+		}
 	}
 	if c == nil {
 		g.refuse(u, tagGone)

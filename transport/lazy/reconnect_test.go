@@ -2,8 +2,8 @@ package lazy_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
+	"time"
 
 	"github.com/gocomms/gocomms/internal/leaktest"
 	"github.com/gocomms/gocomms/transport"
@@ -76,10 +76,11 @@ func TestReconnectAfterFailure(t *testing.T) {
 	})
 }
 
-// TestNewerDialSupersedes: a peer that dials again from a newer conn has
-// lost the connection we still hold: ours fails, naming why, and a new
-// conn welcomes the dial with its own generation. A late dial from the
-// conn we are connected to is closed unanswered.
+// TestNewerDialSupersedes: a peer that dials again from a newer conn says
+// it lost the connection we hold. Its dial waits until ours fails, which
+// it does here when the peer's end closes; then a new conn welcomes the
+// dial with its own generation. A late dial from the conn we are
+// connected to is closed unanswered.
 func TestNewerDialSupersedes(t *testing.T) {
 	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
 		leaktest.Check(t)
@@ -111,13 +112,17 @@ func TestNewerDialSupersedes(t *testing.T) {
 		defer newer.Close()
 		rn := transporttest.NewRecorder()
 		newer.Start(rn)
+		time.Sleep(50 * time.Millisecond)
+		if got, _ := rn.Snapshot(); len(got) != 0 || !c.groups[0].Up(1) {
+			t.Fatalf("a newer dial to a live connection was answered (%d frames) or took it down", len(got))
+		}
+		c.conns[1][0].Close() // the old connection fails on our side
 		welcome := rn.WaitFrames(t, 1)[0]
 		if want := (transport.Header{Comm: groupID, Kind: lazy.KindWelcome, Seq: 2}); welcome.Header != want {
 			t.Errorf("a newer dial was answered %+v, want %+v", welcome.Header, want)
 		}
-		_, err = c.recs[0][1].WaitError(t)
-		if !errors.Is(err, transport.ErrClosed) || !strings.Contains(err.Error(), "dialled again") {
-			t.Errorf("the superseded conn ended with %v, want one saying the peer dialled again", err)
+		if _, err := c.recs[0][1].WaitError(t); !errors.Is(err, transport.ErrClosed) {
+			t.Errorf("the old conn ended with %v, want ErrClosed", err)
 		}
 		conn, err := c.groups[0].Conn(1)
 		if err != nil {
@@ -133,6 +138,50 @@ func TestNewerDialSupersedes(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkFrames(t, rn.WaitFrames(t, 2)[1:], 0, 1, map[int]int{0: 1})
+	})
+}
+
+// TestForgedNewerDialRefused: dials claiming a newer conn of the peer's
+// never take down a live link: the first waits the dial timeout and is
+// closed unanswered, a second meanwhile at once, and the link carries
+// frames throughout.
+func TestForgedNewerDialRefused(t *testing.T) {
+	forEachNetwork(t, func(t *testing.T, newNetwork func() transport.Network) {
+		leaktest.Check(t)
+		nw := newNetwork()
+		c := newCluster(t, nw, 2, clusterOptions{dialTimeout: 300 * time.Millisecond})
+		if err := c.conns[1][0].Send(frame(1, 0, 0, 0)); err != nil {
+			t.Fatal(err)
+		}
+		c.recs[0][1].WaitFrames(t, 1)
+
+		var recs []*transporttest.Recorder
+		for gen := uint32(2); gen <= 3; gen++ {
+			forged, err := nw.Dial(t.Context(), c.addrs[0], helloGen(groupID, 1, gen))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer forged.Close()
+			r := transporttest.NewRecorder()
+			forged.Start(r)
+			recs = append(recs, r)
+		}
+		for i, r := range recs {
+			if got, _ := r.WaitError(t); len(got) != 0 {
+				t.Errorf("forged dial %d was answered with %+v", i, got[0].Header)
+			}
+		}
+		if !c.groups[0].Up(1) || !c.groups[1].Up(0) {
+			t.Fatal("a forged dial took the connection down")
+		}
+		if err := c.conns[1][0].Send(frame(1, 0, 0, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.conns[0][1].Send(frame(0, 1, 0, 0)); err != nil {
+			t.Fatal(err)
+		}
+		checkFrames(t, c.recs[0][1].WaitFrames(t, 2), 1, 0, map[int]int{0: 2})
+		checkFrames(t, c.recs[1][0].WaitFrames(t, 1), 0, 1, map[int]int{0: 1})
 	})
 }
 
