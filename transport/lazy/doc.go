@@ -105,10 +105,14 @@
 // Group itself never retries. The new Conn dials on its first Send, or
 // takes the peer's dial, whichever comes first, as the first Conn did.
 // A dial from the peer's Conn of a newer generation than the one ours is
-// connected to means the peer lost that connection, as a reset seen on
-// one side only leaves it: ours fails ("dialled again") and a new Conn
-// takes the dial. A dial from the generation we are connected to is one
-// the peer dropped for ours, arriving late, and is closed unanswered. A
+// connected to says the peer lost that connection, as a reset seen on
+// one side only leaves it. A live link is never replaced on that word
+// alone, which anyone who can reach the listener could forge: the dial
+// waits, within the dial timeout, for ours to fail, and a new Conn takes
+// it then; otherwise it is closed unanswered. One such dial waits per
+// peer; another meanwhile is closed at once. A dial from the generation
+// we are connected to is one the peer dropped for ours, arriving late,
+// and is closed unanswered. A
 // Conn closed on purpose refuses its peer's new Conns for good (Tag 1),
 // so a peer that reconnects to a member that left learns it at once.
 //

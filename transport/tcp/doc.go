@@ -16,7 +16,8 @@
 // usually just written, and only queues it, so it never waits for the
 // network or the peer. The reader delivers straight to the handler once
 // Start is called; frames that arrive earlier wait in the inbox and Start
-// delivers them first. Handler calls are never made under a lock, so a
+// delivers them first. Past the receive window (WithReceiveWindow) of
+// waiting frames the reader stops reading, and TCP holds the sender back. Handler calls are never made under a lock, so a
 // handler may Send or Close.
 //
 // # Wire format
@@ -63,7 +64,8 @@
 // whenever it is there. A frame that fails a check is never
 // delivered: it ends the connection with an error naming the peer and the
 // frame. So does a frame that announces a payload over the maximum, before
-// anything is allocated for it.
+// anything is allocated for it; a large payload's buffer grows as its
+// bytes arrive, so a length promised but never sent costs nothing more.
 //
 // # Ends
 //
