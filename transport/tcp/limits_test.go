@@ -60,8 +60,9 @@ func TestOversizedLengthAllocatesNothing(t *testing.T) {
 	if _, err := fr.next(); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("an oversized length gave %v, want ErrTooLarge", err)
 	}
-	// The error message is all that is allocated.
-	if got := allocated() - before; got > 4<<10 {
+	// The error message is all it allocates; the bound leaves room for
+	// what other goroutines allocate meanwhile.
+	if got := allocated() - before; got > 64<<10 {
 		t.Errorf("%d bytes allocated refusing an oversized length", got)
 	}
 }
