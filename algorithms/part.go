@@ -78,4 +78,3 @@ func CheckPart(s *Schedule, input, output []int) error {
 	}
 	return nil
 }
-
