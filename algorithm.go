@@ -17,7 +17,8 @@ var defaultRegistry = algorithms.NewRegistry()
 // registry, which every communicator without WithAlgorithms runs from:
 // WithAlgorithm, GOCOMMS_ALGO_<OP> and HintAlgorithm can name it then.
 // Every rank of a job must register the same schedules. It fails as
-// algorithms.Registry.Register does.
+// algorithms.Registry.Register does, which refuses a schedule its checker
+// refuses, with the checker's reason.
 func RegisterAlgorithm(kind algorithms.Kind, name string, gen algorithms.Generator) error {
 	return defaultRegistry.Register(kind, name, gen)
 }

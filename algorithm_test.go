@@ -134,3 +134,22 @@ func TestAlgorithmRegistries(t *testing.T) {
 		}
 	}
 }
+
+// TestRegisterAlgorithmRefusesAWrongSchedule: a schedule that leaves out
+// the last rank's input is refused with the checker's reason, and no
+// communicator can name it.
+func TestRegisterAlgorithmRefusesAWrongSchedule(t *testing.T) {
+	forgetful := func(b *algorithms.Builder, s *algorithms.Spec) {
+		if s.Rank == s.Size-1 && s.Size > 1 {
+			return
+		}
+		reduceThenBroadcast(b, s)
+	}
+	err := gocomms.RegisterAlgorithm(algorithms.AllReduce, "test_forgetful", forgetful)
+	if !errors.Is(err, algorithms.ErrBadSchedule) || !strings.Contains(err.Error(), "the checker refuses it") {
+		t.Fatalf("RegisterAlgorithm of a schedule that forgets a rank: %v, want ErrBadSchedule with the checker's reason", err)
+	}
+	if slices.Contains(gocomms.Algorithms(algorithms.AllReduce), "test_forgetful") {
+		t.Fatal("the refused schedule is listed")
+	}
+}

@@ -74,3 +74,35 @@ func TestCustomRejectsSchedulesThatDoNotFit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCustomRefusesAWrongPart: a part whose steps were edited so that it
+// reduces a neighbour's message twice, or receives while it reduces into
+// the same elements, is refused before anything moves; the Checked
+// option passes a part proved already.
+func TestCustomRefusesAWrongPart(t *testing.T) {
+	err := gocomms.RunLocal(context.Background(), 3, func(ctx context.Context, c *gocomms.Comm) error {
+		one := []*gocomms.Tensor{gocomms.FromSlice(make([]int64, 2))}
+		twice := neighbourSum(c.Rank(), 3, 2)
+		twice.Steps = append(twice.Steps, twice.Steps[len(twice.Steps)-1])
+		racy := neighbourSum(c.Rank(), 3, 2)
+		racy.Steps[len(racy.Steps)-1].Deps = nil
+		for _, tc := range []struct {
+			name  string
+			sched *algorithms.Schedule
+			want  string
+		}{
+			{"reduces twice", twice, "want 1: tags count up"},
+			{"racy", racy, "race with step"},
+		} {
+			err := c.Custom(ctx, tc.sched, one, one, gocomms.Sum)
+			if !errors.Is(err, gocomms.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+				return fmt.Errorf("%s: %v, want ErrInvalidArgument saying %q", tc.name, err, tc.want)
+			}
+		}
+		in, out := []int64{int64(c.Rank()), 1}, make([]int64, 2)
+		return c.Custom(ctx, neighbourSum(c.Rank(), 3, 2), []*gocomms.Tensor{gocomms.FromSlice(in)}, []*gocomms.Tensor{gocomms.FromSlice(out)}, gocomms.Sum, gocomms.Checked())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -217,6 +217,7 @@ type call struct {
 	hints    map[string]string
 	tag      int
 	internal bool // issued by the communicator itself: no hooks
+	checked  bool
 }
 
 // OpTimeout bounds this operation, overriding the communicator's default.
@@ -230,6 +231,12 @@ func OnStream(s *cuda.Stream) CallOption { return func(c *call) { c.stream = s }
 
 // OpHints passes free-form hints to the backend for this operation.
 func OpHints(h map[string]string) CallOption { return func(c *call) { c.hints = h } }
+
+// Checked tells Custom that its schedule was proved already (by
+// algorithms.Check, as Build made it from a Generator, or by
+// algorithms.CheckPart), so that it skips algorithms.CheckPart, whose cost
+// grows with the square of the schedule's steps.
+func Checked() CallOption { return func(c *call) { c.checked = true } }
 
 // Tag sets the tag of a point-to-point message: the k-th send with tag t
 // from a to b matches the k-th receive with tag t on b from a.

@@ -47,7 +47,10 @@
 // A peer must run as the same user (checked with SO_PEERCRED), and
 // everything it writes into the shared rings is checked as a socket's
 // bytes would be: a malformed record or count ends the connection with
-// ErrProtocol before anything is allocated for it. Reading a peer's
+// ErrProtocol before anything is allocated for it. Memory files are
+// sealed at their size, and a peer's is mapped only once fstat and
+// F_GET_SEALS show it is: a peer cannot shrink one under this process and
+// make it fault (SIGBUS). Reading a peer's
 // memory needs the kernel's ptrace permission between the two processes
 // (same user, and Yama's ptrace_scope 0, or a capability); each side
 // tries at the handshake, and where it may not, every payload goes

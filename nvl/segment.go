@@ -97,13 +97,9 @@ func (l layout) size() int { return controlPage + 2*l.ringSize + 2*l.slots*l.slo
 // memory file's descriptor, which the caller passes to the peer and
 // closes.
 func createSegment(l layout) (*segment, int, error) {
-	fd, err := unix.MemfdCreate("gocomms-nvl", unix.MFD_CLOEXEC)
+	fd, err := newMemfd("gocomms-nvl", l.size())
 	if err != nil {
-		return nil, -1, fmt.Errorf("memfd_create: %w", err)
-	}
-	if err := unix.Ftruncate(fd, int64(l.size())); err != nil {
-		unix.Close(fd)
-		return nil, -1, fmt.Errorf("size the segment: %w", err)
+		return nil, -1, fmt.Errorf("segment: %w", err)
 	}
 	var head [24]byte
 	copy(head[:], segmentMagic)
@@ -124,19 +120,16 @@ func createSegment(l layout) (*segment, int, error) {
 }
 
 // openSegment maps the segment a dialer passed, after checking that the
-// file and its header describe one: the descriptor came from another
-// process, which must not be able to make this one read out of bounds.
+// file and its header describe one, and that the file is sealed at that
+// size: the descriptor came from another process, which must not be able
+// to make this one read out of bounds, or fault by shrinking it later.
 func openSegment(fd int) (*segment, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("stat the segment: %w", err)
-	}
 	var head [24]byte
 	if n, err := unix.Pread(fd, head[:], 0); err != nil || n != len(head) {
 		return nil, fmt.Errorf("read the segment's header: %d bytes, %v", n, err)
 	}
 	if string(head[:8]) != segmentMagic {
-		return nil, fmt.Errorf("segment has no nvl header")
+		return nil, fmt.Errorf("%w: segment has no nvl header", ErrProtocol)
 	}
 	if v := binary.LittleEndian.Uint32(head[8:]); v != segmentVersion {
 		return nil, fmt.Errorf("segment layout version %d, want %d", v, segmentVersion)
@@ -149,8 +142,8 @@ func openSegment(fd int) (*segment, error) {
 	if err := l.check(); err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
-	if st.Size != int64(l.size()) {
-		return nil, fmt.Errorf("segment of %d bytes, want %d for its layout", st.Size, l.size())
+	if err := checkPeerFile(fd, int64(l.size()), true); err != nil {
+		return nil, fmt.Errorf("segment: %w", err)
 	}
 	return mapSegment(fd, l)
 }

@@ -39,14 +39,14 @@ func NewShared(n int) (*Shared, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("nvl: shared memory of %d bytes", n)
 	}
-	fd, err := unix.MemfdCreate("gocomms-window", unix.MFD_CLOEXEC)
+	fd, err := newMemfd("gocomms-window", n)
 	if err != nil {
-		return nil, fmt.Errorf("nvl: memfd_create: %w", err)
+		return nil, fmt.Errorf("nvl: shared memory: %w", err)
 	}
-	mem, err := sizeAndMap(fd, n, true)
+	mem, err := unix.Mmap(fd, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		unix.Close(fd)
-		return nil, err
+		return nil, fmt.Errorf("nvl: map shared memory: %w", err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -69,8 +69,10 @@ func (s *Shared) Close() error {
 
 // MapShared maps the n bytes of another process's Shared memory, and
 // returns them with the function that unmaps them. The file must be at
-// least n bytes long: a process that gave a short one cannot make this
-// one fault.
+// least n bytes long and sealed against shrinking, as NewShared seals it:
+// a process that gave a short file, or one it could shrink later, cannot
+// make this one fault; MapShared refuses it with an error wrapping
+// ErrProtocol.
 func MapShared(h SharedHandle, n int) ([]byte, func() error, error) {
 	fd, err := unix.Open(fmt.Sprintf("/proc/%d/fd/%d", h.PID, h.FD), unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -83,38 +85,14 @@ func MapShared(h SharedHandle, n int) ([]byte, func() error, error) {
 			return nil, nil, fmt.Errorf("nvl: process %d's descriptor %d names another file than its shared memory", h.PID, h.FD)
 		}
 	}
-	mem, err := sizeAndMap(fd, n, false)
+	if err := checkPeerFile(fd, int64(n), false); err != nil {
+		return nil, nil, fmt.Errorf("nvl: process %d's shared memory: %w", h.PID, err)
+	}
+	// The owner has touched its pages: fault them all in here now, rather
+	// than one at a time while a collective reads them.
+	mem, err := unix.Mmap(fd, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("nvl: map shared memory: %w", err)
 	}
 	return mem, func() error { return unix.Munmap(mem) }, nil
-}
-
-// sizeAndMap maps n bytes of the memory file fd, sizing it first if
-// create, else checking its size.
-func sizeAndMap(fd, n int, create bool) ([]byte, error) {
-	if create {
-		if err := unix.Ftruncate(fd, int64(n)); err != nil {
-			return nil, fmt.Errorf("nvl: size shared memory: %w", err)
-		}
-	} else {
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			return nil, fmt.Errorf("nvl: stat shared memory: %w", err)
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size < int64(n) {
-			return nil, fmt.Errorf("nvl: shared memory of %d bytes, want %d", st.Size, n)
-		}
-	}
-	flags := unix.MAP_SHARED
-	if !create {
-		// The owner has touched its pages: fault them all in here now,
-		// rather than one at a time while a collective reads them.
-		flags |= unix.MAP_POPULATE
-	}
-	mem, err := unix.Mmap(fd, 0, n, unix.PROT_READ|unix.PROT_WRITE, flags)
-	if err != nil {
-		return nil, fmt.Errorf("nvl: map shared memory: %w", err)
-	}
-	return mem, nil
 }

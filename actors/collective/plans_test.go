@@ -80,12 +80,43 @@ func TestPlansKnowEverySpecField(t *testing.T) {
 func TestPlansKeepRegistriesApart(t *testing.T) {
 	var plans Plans
 	spec := algorithms.Spec{Kind: algorithms.AllReduce, Size: 2, Counts: []int{4}, ElemSize: 4, Algorithm: "mine"}
-	for _, gen := range []algorithms.Generator{
-		func(b *algorithms.Builder, s *algorithms.Spec) {}, // sends nothing
-		func(b *algorithms.Builder, s *algorithms.Spec) {
-			b.Send(1-s.Rank, algorithms.Region{Buf: algorithms.Input, Len: s.Counts[0]})
-		},
-	} {
+	// through reduces on rank root%Size and sends the total back: two
+	// roots make two schedules, both of which Register's checker admits.
+	through := func(root int) algorithms.Generator {
+		return func(b *algorithms.Builder, s *algorithms.Spec) {
+			n, c, root := s.Counts[0], s.ChunkElems(), root%s.Size
+			out := algorithms.Region{Buf: algorithms.Output, Len: n}
+			in := out
+			if !s.InPlace {
+				in.Buf = algorithms.Input
+			}
+			for off := 0; off < n; off += c {
+				chunk := func(r algorithms.Region) algorithms.Region {
+					r.Off, r.Len = off, min(c, n-off)
+					return r
+				}
+				if s.Rank != root {
+					b.Send(root, chunk(in))
+					b.Recv(root, chunk(out))
+					continue
+				}
+				if in != out {
+					b.Copy(chunk(out), chunk(in))
+				}
+				for q := range s.Size {
+					if q != root {
+						b.RecvReduce(q, chunk(out), chunk(out))
+					}
+				}
+				for q := range s.Size {
+					if q != root {
+						b.Send(q, chunk(out))
+					}
+				}
+			}
+		}
+	}
+	for _, gen := range []algorithms.Generator{through(0), through(1)} {
 		spec.Registry = algorithms.NewRegistry()
 		if err := spec.Registry.Register(algorithms.AllReduce, "mine", gen); err != nil {
 			t.Fatal(err)
