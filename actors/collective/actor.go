@@ -305,7 +305,7 @@ func (c *runner) fail(ctx actor.Context, m *Fail) {
 		case m.Forward != nil:
 			TellFailure(ctx, req, m.Forward)
 		case m.Tell:
-			TellFailure(ctx, req, EncodeFailure(req.Rank, m.Err.Error()))
+			TellFailure(ctx, req, m.report(req.Rank))
 		}
 	}
 	c.end(ctx, &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: m.Ranks, Err: m.Err})

@@ -154,7 +154,7 @@ func (d *Direct) Runs(seq uint64) bool { return d.running.Load() == seq+1 }
 // Cancel fails the operation numbered seq with err, if it runs here, and
 // tells its peers.
 func (d *Direct) Cancel(seq uint64, err error) {
-	d.post(directEvent{kind: dFail, seq: seq, fail: &Fail{Err: err, Tell: true}})
+	d.post(directEvent{kind: dFail, seq: seq, fail: &Fail{Err: err, Tell: true, Canceled: true}})
 }
 
 // Park says the caller that waits for the operation numbered seq parks:
@@ -450,7 +450,7 @@ func (d *Direct) end(f *Fail) {
 		case f.Forward != nil:
 			d.tell(req, f.Forward)
 		case f.Tell:
-			d.tell(req, EncodeFailure(req.Rank, f.Err.Error()))
+			d.tell(req, f.report(req.Rank))
 		}
 		err = &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: f.Ranks, Err: f.Err}
 	}

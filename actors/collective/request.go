@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"errors"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 	"github.com/gocomms/gocomms/transport"
@@ -193,6 +195,21 @@ type Fail struct {
 	Ranks   []int
 	Tell    bool
 	Forward []byte
+	// Canceled says this rank's caller cancelled the operation: its peers
+	// fail with ErrPeerCanceled.
+	Canceled bool
+}
+
+// report is the ControlFailed payload that tells rank's peers of f.
+func (f *Fail) report(rank int) []byte {
+	kind := FailedOther
+	switch {
+	case f.Canceled:
+		kind = FailedCanceled
+	case errors.Is(f.Err, commerr.ErrInvalidArgument):
+		kind = FailedMismatch
+	}
+	return EncodeFailure(rank, kind, f.Err.Error())
 }
 
 // plane returns the data plane of the link to peer, one of Peers.

@@ -331,7 +331,7 @@ func (r *rankActor) perform(ctx actor.Context, a action) {
 			r.step(ctx, event{kind: evEnded, seq: a.req.Seq})
 		}
 	case actFail:
-		r.tell(ctx, &collective.Fail{Err: a.err, Ranks: a.ranks, Tell: a.tell, Forward: a.forward})
+		r.tell(ctx, &collective.Fail{Err: a.err, Ranks: a.ranks, Tell: a.canceled, Canceled: a.canceled, Forward: a.forward})
 	case actReject:
 		a.req.End(r.opError(a.req, a.err, a.ranks))
 		a.req.Release()
