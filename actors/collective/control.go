@@ -81,6 +81,26 @@ func DecodeFailure(p []byte) (rank int, kind FailureKind, reason string, err err
 	return int(binary.LittleEndian.Uint32(p)), FailureKind(p[4]), string(p[5:]), nil
 }
 
+// StrayReport is the ControlFailed payload with which rank answers a frame
+// of a collective that runs or ran here, signed ours, which no step takes:
+// their calls differ, and the peer may wait for a frame this rank's
+// schedule never sends. A collective that failed here answers with the
+// report of its failure. Nil for a frame that is no stray: the word that a
+// peer read registered memory comes after its collective here succeeded.
+func StrayReport(rank, peer int, h transport.Header, ours uint64, failure []byte) []byte {
+	if h.Tag&tagMarks != 0 {
+		return nil
+	}
+	if failure != nil {
+		return failure
+	}
+	reason := fmt.Sprintf("rank %d sent collective #%d more than this rank's call of it exchanges with it", peer, h.Seq)
+	if h.Sig != ours {
+		reason = fmt.Sprintf("arguments differ across ranks: %s", Mismatch(h.Sig, ours, peer))
+	}
+	return EncodeFailure(rank, FailedMismatch, reason)
+}
+
 // ReportedFailure is the error of a collective that rank reported failed
 // for reason.
 func ReportedFailure(rank int, kind FailureKind, reason string) error {

@@ -41,27 +41,32 @@ func Sig(kind algorithms.Kind, dt tensor.DType, op reduce.Kind, root int, counts
 	return uint64(kind)<<56 | uint64(dt)<<48 | uint64(op)<<40 | r<<sigCountBits | uint64(h.Sum32())&(1<<sigCountBits-1)
 }
 
-// Mismatch describes how the signature a peer sent differs from ours.
+// Mismatch describes how the signature a peer sent differs from ours:
+// "rank 0 called broadcast(root 0, float32) where this rank called
+// all_reduce(sum, float32)", saying so when the element counts differ,
+// which the signature holds only a hash of.
 func Mismatch(theirs, ours uint64, peer int) string {
-	var diffs []string
-	field := func(s uint64, shift, bits uint) uint64 { return s >> shift & (1<<bits - 1) }
-	if a, b := field(theirs, 56, 8), field(ours, 56, 8); a != b {
-		diffs = append(diffs, fmt.Sprintf("rank %d called %s, this rank %s", peer, kindName(a), kindName(b)))
+	s := fmt.Sprintf("rank %d called %s where this rank called %s", peer, describe(theirs), describe(ours))
+	if field(theirs, 0, sigCountBits) != field(ours, 0, sigCountBits) {
+		s += "; the element counts differ"
 	}
-	if a, b := field(theirs, 48, 8), field(ours, 48, 8); a != b {
-		diffs = append(diffs, fmt.Sprintf("rank %d used %s, this rank %s", peer, tensor.DType(a), tensor.DType(b)))
-	}
-	if a, b := field(theirs, 40, 8), field(ours, 40, 8); a != b {
-		diffs = append(diffs, fmt.Sprintf("rank %d reduced with %s, this rank %s", peer, reduce.Kind(a), reduce.Kind(b)))
-	}
-	if a, b := field(theirs, sigCountBits, sigRootBits), field(ours, sigCountBits, sigRootBits); a != b {
-		diffs = append(diffs, fmt.Sprintf("rank %d used root %d, this rank root %d", peer, int(a)-1, int(b)-1))
-	}
-	if a, b := field(theirs, 0, sigCountBits), field(ours, 0, sigCountBits); a != b {
-		diffs = append(diffs, fmt.Sprintf("rank %d passed different element counts", peer))
-	}
-	return strings.Join(diffs, "; ")
+	return s
 }
+
+// describe names the call a signature stands for, less its counts.
+func describe(sig uint64) string {
+	var args []string
+	if op := reduce.Kind(field(sig, 40, 8)); op != 0 {
+		args = append(args, op.String())
+	}
+	if r := field(sig, sigCountBits, sigRootBits); r != 0 {
+		args = append(args, fmt.Sprintf("root %d", r-1))
+	}
+	args = append(args, tensor.DType(field(sig, 48, 8)).String())
+	return kindName(field(sig, 56, 8)) + "(" + strings.Join(args, ", ") + ")"
+}
+
+func field(sig uint64, shift, bits uint) uint64 { return sig >> shift & (1<<bits - 1) }
 
 func kindName(k uint64) string {
 	if k == 0 {

@@ -127,6 +127,9 @@ type rankActor struct {
 	acts      []action
 
 	links links
+	// strays is shared by the links' planes: it answers the frames of a
+	// collective that ended here, whose senders' calls differ.
+	strays *link.Strays
 	// runner is the collective actor: it runs the operations one at a time,
 	// and lives on after each that succeeds; nil before the first, and
 	// after one failed (it stops then).
@@ -282,6 +285,12 @@ func (r *rankActor) receive(ctx actor.Context) {
 		}
 	case *actor.Started:
 		r.links = links{}
+		self, root, rank := ctx.Self(), r.rt.System().Root, r.cfg.Rank
+		r.strays = &link.Strays{Report: func(peer int, h transport.Header, ours uint64, failure []byte) {
+			if report := collective.StrayReport(rank, peer, h, ours, failure); report != nil {
+				root.Send(self, &tellFailure{req: h.Seq, peers: []int{peer}, report: report})
+			}
+		}}
 		if r.cfg.Lease != nil {
 			r.cfg.Lease.bind(ctx.Self())
 		}
@@ -442,7 +451,7 @@ func (r *rankActor) connectOr(ctx actor.Context, peer int, failed event) (*peerL
 	if silence > 0 {
 		heartbeat = min(heartbeat, silence)
 	}
-	plane := link.NewPlane(peer)
+	plane := r.strays.NewPlane(peer)
 	props := link.Props(r.rt, link.Config{
 		Comm: r.cfg.CommID, Peer: peer, Conn: conn,
 		Redial:    func() (transport.Conn, error) { return r.cfg.Connect(peer) },
