@@ -128,7 +128,8 @@ type rankActor struct {
 
 	links links
 	// strays is shared by the links' planes: it answers the frames of a
-	// collective that ended here, whose senders' calls differ.
+	// collective running or ended here that no step takes, whose senders'
+	// calls differ.
 	strays *link.Strays
 	// runner is the collective actor: it runs the operations one at a time,
 	// and lives on after each that succeeds; nil before the first, and
