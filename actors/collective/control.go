@@ -96,7 +96,7 @@ func StrayReport(rank, peer int, h transport.Header, ours uint64, failure []byte
 	}
 	reason := fmt.Sprintf("rank %d sent collective #%d more than this rank's call of it exchanges with it", peer, h.Seq)
 	if h.Sig != ours {
-		reason = fmt.Sprintf("arguments differ across ranks: %s", Mismatch(h.Sig, ours, peer))
+		reason = fmt.Sprintf("arguments differ across ranks: %s", Mismatch(h.Sig, ours, peer, rank))
 	}
 	return EncodeFailure(rank, FailedMismatch, reason)
 }

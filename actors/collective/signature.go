@@ -19,10 +19,14 @@ import (
 //	bits 48..55  dtype
 //	bits 40..47  reduce kind (0 when none)
 //	bits 20..39  root + 1 (0 when none), modulo 2^20
-//	bits  0..19  hash of the element counts every rank knows
+//	bits  0..19  the element count with bit 19 set, where every rank knows
+//	             one count below 2^19 (all-reduce, broadcast, reduce), so
+//	             that a mismatch can say it; else a hash of the counts
+//	             every rank knows, bit 19 clear
 const (
 	sigCountBits = 20
 	sigRootBits  = 20
+	sigExact     = 1 << (sigCountBits - 1)
 )
 
 // Sig returns the signature of an operation. counts are the element counts
@@ -38,22 +42,28 @@ func Sig(kind algorithms.Kind, dt tensor.DType, op reduce.Kind, root int, counts
 	if root >= 0 {
 		r = uint64(root+1) & (1<<sigRootBits - 1)
 	}
-	return uint64(kind)<<56 | uint64(dt)<<48 | uint64(op)<<40 | r<<sigCountBits | uint64(h.Sum32())&(1<<sigCountBits-1)
+	c := uint64(h.Sum32()) & (sigExact - 1)
+	if len(counts) == 1 && counts[0] >= 0 && counts[0] < sigExact {
+		c = sigExact | uint64(counts[0])
+	}
+	return uint64(kind)<<56 | uint64(dt)<<48 | uint64(op)<<40 | r<<sigCountBits | c
 }
 
-// Mismatch describes how the signature a peer sent differs from ours:
-// "rank 0 called broadcast(root 0, float32) where this rank called
-// all_reduce(sum, float32)", saying so when the element counts differ,
-// which the signature holds only a hash of.
-func Mismatch(theirs, ours uint64, peer int) string {
-	s := fmt.Sprintf("rank %d called %s where this rank called %s", peer, describe(theirs), describe(ours))
-	if field(theirs, 0, sigCountBits) != field(ours, 0, sigCountBits) {
+// Mismatch describes how the signature peer sent differs from that of
+// rank, this one: "rank 0 called broadcast(root 0, 4 float32) where rank 1
+// called all_reduce(sum, 4 float32)", naming both, as the words travel on
+// to other ranks; it says so when the element counts differ where the
+// signatures hold only a hash of them.
+func Mismatch(theirs, ours uint64, peer, rank int) string {
+	s := fmt.Sprintf("rank %d called %s where rank %d called %s", peer, describe(theirs), rank, describe(ours))
+	if a, b := field(theirs, 0, sigCountBits), field(ours, 0, sigCountBits); a != b && (a&sigExact == 0 || b&sigExact == 0) {
 		s += "; the element counts differ"
 	}
 	return s
 }
 
-// describe names the call a signature stands for, less its counts.
+// describe names the call a signature stands for, with its element count
+// if the signature holds it.
 func describe(sig uint64) string {
 	var args []string
 	if op := reduce.Kind(field(sig, 40, 8)); op != 0 {
@@ -62,7 +72,11 @@ func describe(sig uint64) string {
 	if r := field(sig, sigCountBits, sigRootBits); r != 0 {
 		args = append(args, fmt.Sprintf("root %d", r-1))
 	}
-	args = append(args, tensor.DType(field(sig, 48, 8)).String())
+	dt := tensor.DType(field(sig, 48, 8)).String()
+	if c := field(sig, 0, sigCountBits); c&sigExact != 0 {
+		dt = fmt.Sprintf("%d %s", c&^sigExact, dt)
+	}
+	args = append(args, dt)
 	return kindName(field(sig, 56, 8)) + "(" + strings.Join(args, ", ") + ")"
 }
 
