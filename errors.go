@@ -9,6 +9,7 @@ var (
 	ErrTimeout         = commerr.ErrTimeout
 	ErrAborted         = commerr.ErrAborted
 	ErrPeerFailed      = commerr.ErrPeerFailed
+	ErrPeerCanceled    = commerr.ErrPeerCanceled
 	ErrRevoked         = commerr.ErrRevoked
 	ErrFinalized       = commerr.ErrFinalized
 	ErrNotInitialized  = commerr.ErrNotInitialized

@@ -204,7 +204,7 @@ func TestCancelledContext(t *testing.T) {
 		} else {
 			time.Sleep(50 * time.Millisecond) // rank 0 cancels before the others call
 			err := c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum)
-			if !errors.Is(err, gocomms.ErrInvalidArgument) || !errors.As(err, new(*gocomms.OpError)) {
+			if !errors.Is(err, gocomms.ErrPeerCanceled) || errors.Is(err, gocomms.ErrInvalidArgument) || !errors.As(err, new(*gocomms.OpError)) {
 				return fmt.Errorf("peer of a cancelled operation: got %v", err)
 			}
 		}

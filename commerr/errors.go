@@ -19,6 +19,11 @@ var (
 	ErrAborted = errors.New("gocomms: aborted")
 	// ErrPeerFailed: a peer's connection failed or the peer reported a failure.
 	ErrPeerFailed = errors.New("gocomms: peer failed")
+	// ErrPeerCanceled: a peer's caller cancelled the operation, so every
+	// rank of it ends. It matches neither ErrInvalidArgument (no arguments
+	// were wrong) nor ErrPeerFailed (the peer is healthy and the
+	// communicator usable: retrying is sound, shrinking it away is not).
+	ErrPeerCanceled = errors.New("gocomms: peer canceled")
 	// ErrRevoked: the communicator was revoked by fault-tolerance agreement.
 	ErrRevoked = errors.New("gocomms: revoked")
 	// ErrFinalized: the communicator was finalized and takes no more work.

@@ -115,6 +115,7 @@ func (c *runner) start(ctx actor.Context, req *Request) {
 	c.begin(req)
 	c.findPeers()
 	c.routeFrames(ctx, true)
+	req.startedHere()
 	if req.Timeout > 0 {
 		if c.timer == nil {
 			c.timer = c.rt.NewTimer(ctx.Self(), timedOut{})
@@ -291,7 +292,7 @@ func (c *runner) sentFunc(i int) func() {
 
 func (c *runner) finish(ctx actor.Context) {
 	c.results()
-	c.end(ctx, nil)
+	c.end(ctx, nil, nil)
 }
 
 // fail ends the operation with err. A failure this rank detected in what a
@@ -300,15 +301,16 @@ func (c *runner) finish(ctx actor.Context) {
 // message that will not come.
 func (c *runner) fail(ctx actor.Context, m *Fail) {
 	req := c.req
+	var report []byte
 	if req.P2P == nil {
-		switch {
-		case m.Forward != nil:
-			TellFailure(ctx, req, m.Forward)
-		case m.Tell:
-			TellFailure(ctx, req, EncodeFailure(req.Rank, m.Err.Error()))
+		if report = m.Forward; report == nil && m.Tell {
+			report = m.report(req.Rank)
+		}
+		if report != nil {
+			TellFailure(ctx, req, report)
 		}
 	}
-	c.end(ctx, &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: m.Ranks, Err: m.Err})
+	c.end(ctx, &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: m.Ranks, Err: m.Err}, report)
 }
 
 // TellFailure sends a ControlFailed report about req to req's peers.
@@ -319,8 +321,10 @@ func TellFailure(ctx actor.Context, req *Request, report []byte) {
 }
 
 // end completes the operation and tells the parent. After a failure the
-// runner stops; after a success it waits for the next operation.
-func (c *runner) end(ctx actor.Context, err error) {
+// runner stops; after a success it waits for the next operation. The
+// planes hear how it ended (Request.endedHere): with failure, the report
+// its peers got, if any.
+func (c *runner) end(ctx actor.Context, err error, failure []byte) {
 	req := c.req
 	if c.timer != nil {
 		c.timer.Stop()
@@ -328,6 +332,7 @@ func (c *runner) end(ctx actor.Context, err error) {
 	if c.probeTimer != nil {
 		c.probeTimer.Stop()
 	}
+	req.endedHere(err == nil, failure)
 	if err != nil || req.P2P == nil { // else every route has had its frames, and is gone
 		c.routeFrames(ctx, false)
 	}

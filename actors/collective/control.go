@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gocomms/gocomms/actors/link"
+	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -47,19 +48,69 @@ func ControlFrame(commID, collSeq uint64, tag uint32, payload []byte) *link.Send
 	}}
 }
 
+// FailureKind says what ended a collective at the rank that reports it
+// (ControlFailed), so that the ranks the report reaches fail with the
+// sentinel that fits them: retry logic must tell a peer's cancellation
+// from its own bad arguments.
+type FailureKind uint8
+
+const (
+	// FailedOther: the reporter timed out or lost what a peer sent;
+	// ErrPeerFailed.
+	FailedOther FailureKind = iota
+	// FailedMismatch: the reporter found the ranks' arguments differ;
+	// ErrInvalidArgument.
+	FailedMismatch
+	// FailedCanceled: the reporter's caller cancelled; ErrPeerCanceled.
+	FailedCanceled
+)
+
 // EncodeFailure returns the payload of a ControlFailed frame.
-func EncodeFailure(rank int, reason string) []byte {
-	b := make([]byte, 4, 4+len(reason))
+func EncodeFailure(rank int, kind FailureKind, reason string) []byte {
+	b := make([]byte, 5, 5+len(reason))
 	binary.LittleEndian.PutUint32(b, uint32(rank))
+	b[4] = byte(kind)
 	return append(b, reason...)
 }
 
 // DecodeFailure parses a ControlFailed payload.
-func DecodeFailure(p []byte) (rank int, reason string, err error) {
-	if len(p) < 4 {
-		return 0, "", fmt.Errorf("collective: failure report of %d bytes is too short", len(p))
+func DecodeFailure(p []byte) (rank int, kind FailureKind, reason string, err error) {
+	if len(p) < 5 || FailureKind(p[4]) > FailedCanceled {
+		return 0, 0, "", fmt.Errorf("collective: malformed failure report of %d bytes", len(p))
 	}
-	return int(binary.LittleEndian.Uint32(p)), string(p[4:]), nil
+	return int(binary.LittleEndian.Uint32(p)), FailureKind(p[4]), string(p[5:]), nil
+}
+
+// StrayReport is the ControlFailed payload with which rank answers a frame
+// of a collective that runs or ran here, signed ours, which no step takes:
+// their calls differ, and the peer may wait for a frame this rank's
+// schedule never sends. A collective that failed here answers with the
+// report of its failure. Nil for a frame that is no stray: the word that a
+// peer read registered memory comes after its collective here succeeded.
+func StrayReport(rank, peer int, h transport.Header, ours uint64, failure []byte) []byte {
+	if h.Tag&tagMarks != 0 {
+		return nil
+	}
+	if failure != nil {
+		return failure
+	}
+	reason := fmt.Sprintf("rank %d sent collective #%d more than this rank's call of it exchanges with it", peer, h.Seq)
+	if h.Sig != ours {
+		reason = fmt.Sprintf("arguments differ across ranks: %s", Mismatch(h.Sig, ours, peer, rank))
+	}
+	return EncodeFailure(rank, FailedMismatch, reason)
+}
+
+// ReportedFailure is the error of a collective that rank reported failed
+// for reason.
+func ReportedFailure(rank int, kind FailureKind, reason string) error {
+	switch kind {
+	case FailedMismatch:
+		return commerr.Invalid("rank %d reported: %s", rank, reason)
+	case FailedCanceled:
+		return fmt.Errorf("%w: rank %d cancelled the operation: %s", commerr.ErrPeerCanceled, rank, reason)
+	}
+	return fmt.Errorf("%w: rank %d reported: %s", commerr.ErrPeerFailed, rank, reason)
 }
 
 // EncodePeerFailed is the payload of a ControlPeerFailed report: rank

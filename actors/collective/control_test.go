@@ -15,7 +15,7 @@ func TestControlPayloadsRoundTrip(t *testing.T) {
 		rank := rapid.IntRange(0, size-1)
 
 		r, reason := rank.Draw(t, "reporter"), rapid.String().Draw(t, "reason")
-		if gr, greason, err := DecodeFailure(EncodeFailure(r, reason)); err != nil || gr != r || greason != reason {
+		if gr, gkind, greason, err := DecodeFailure(EncodeFailure(r, FailedCanceled, reason)); err != nil || gr != r || gkind != FailedCanceled || greason != reason {
 			t.Fatalf("failure (%d, %q) came back as (%d, %q, %v)", r, reason, gr, greason, err)
 		}
 

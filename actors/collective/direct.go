@@ -154,7 +154,7 @@ func (d *Direct) Runs(seq uint64) bool { return d.running.Load() == seq+1 }
 // Cancel fails the operation numbered seq with err, if it runs here, and
 // tells its peers.
 func (d *Direct) Cancel(seq uint64, err error) {
-	d.post(directEvent{kind: dFail, seq: seq, fail: &Fail{Err: err, Tell: true}})
+	d.post(directEvent{kind: dFail, seq: seq, fail: &Fail{Err: err, Tell: true, Canceled: true}})
 }
 
 // Park says the caller that waits for the operation numbered seq parks:
@@ -301,6 +301,9 @@ func (d *Direct) start(req *Request, done func()) {
 		}
 		clear(d.early)
 	}
+	if len(d.planes) > 0 { // Request.startedHere, once attached to every plane
+		d.planes[0].Started(req.CollSeq, req.Sig)
+	}
 	d.ready = d.prog.Start(d.ready)
 	d.run()
 }
@@ -441,16 +444,22 @@ func (a *Adoption) Request() *Request { return a.exec.req }
 func (d *Direct) end(f *Fail) {
 	req := d.req
 	d.timer.Stop()
+	var report []byte
+	if f != nil {
+		if report = f.Forward; report == nil && f.Tell {
+			report = f.report(req.Rank)
+		}
+	}
+	if len(d.planes) > 0 { // Request.endedHere, before letting go of the planes
+		d.planes[0].Ended(req.CollSeq, req.Sig, f == nil, report)
+	}
 	for _, p := range d.planes {
 		p.Detach(d)
 	}
 	var err error
 	if f != nil {
-		switch {
-		case f.Forward != nil:
-			d.tell(req, f.Forward)
-		case f.Tell:
-			d.tell(req, EncodeFailure(req.Rank, f.Err.Error()))
+		if report != nil {
+			d.tell(req, report)
 		}
 		err = &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: f.Ranks, Err: f.Err}
 	}

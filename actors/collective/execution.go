@@ -105,7 +105,7 @@ func (e *execution) accept(peer int, f transport.Frame) (read int, fail *Fail) {
 	f.Header = h
 	if h.Sig != req.Sig {
 		transport.Release(f)
-		return -1, &Fail{Err: commerr.Invalid("arguments differ across ranks: %s", Mismatch(h.Sig, req.Sig, peer)), Ranks: []int{peer}, Tell: true}
+		return -1, &Fail{Err: commerr.Invalid("arguments differ across ranks: %s", Mismatch(h.Sig, req.Sig, peer, req.Rank)), Ranks: []int{peer}, Tell: true}
 	}
 	tag := int(h.Tag)
 	if req.P2P != nil {

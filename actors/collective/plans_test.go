@@ -125,10 +125,11 @@ func TestPlansKeepRegistriesApart(t *testing.T) {
 		if err := plans.Plan(r, spec); err != nil {
 			t.Fatal(err)
 		}
-		want, err := algorithms.Build(spec)
+		built, err := algorithms.Build(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
+		want := algorithms.Acknowledged(built)
 		if !reflect.DeepEqual(r.Schedule.Steps, want.Steps) {
 			t.Fatalf("planned %v from the cache, want the registry's %v", r.Schedule.Steps, want.Steps)
 		}

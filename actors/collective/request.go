@@ -1,7 +1,9 @@
 package collective
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 	"github.com/gocomms/gocomms/transport"
@@ -193,6 +196,38 @@ type Fail struct {
 	Ranks   []int
 	Tell    bool
 	Forward []byte
+	// Canceled says this rank's caller cancelled the operation: its peers
+	// fail with ErrPeerCanceled.
+	Canceled bool
+}
+
+// report is the ControlFailed payload that tells rank's peers of f.
+func (f *Fail) report(rank int) []byte {
+	kind, reason := FailedOther, f.Err.Error()
+	switch {
+	case f.Canceled:
+		kind = FailedCanceled
+	case errors.Is(f.Err, commerr.ErrInvalidArgument):
+		// The receiver's error names the sentinel once, not twice.
+		kind, reason = FailedMismatch, strings.TrimPrefix(reason, commerr.ErrInvalidArgument.Error()+": ")
+	}
+	return EncodeFailure(rank, kind, reason)
+}
+
+// startedHere and endedHere tell the rank's planes that the collective
+// started or ended here, so that a peer's frame of it that no step takes
+// is answered (link.Strays). The planes are told that it started once it
+// attached to them, and that it ended before it lets go of them.
+func (r *Request) startedHere() {
+	if r.P2P == nil && len(r.Planes) > 0 {
+		r.Planes[0].Started(r.CollSeq, r.Sig)
+	}
+}
+
+func (r *Request) endedHere(succeeded bool, failure []byte) {
+	if r.P2P == nil && len(r.Planes) > 0 {
+		r.Planes[0].Ended(r.CollSeq, r.Sig, succeeded, failure)
+	}
 }
 
 // plane returns the data plane of the link to peer, one of Peers.
@@ -208,16 +243,18 @@ func (r *Request) link(peer int) (*actor.PID, bool) {
 	return r.Links[i], r.Lend[i]
 }
 
-// Plan builds the schedule of the collective spec describes, marks the
-// Output blocks that hold a finished reduction here, and signs the
-// operation: every frame carries the signature, and every receiver checks
-// it. DType and Reduce must be set.
+// Plan builds the schedule of the collective spec describes, with every
+// one-way edge acknowledged (algorithms.Acknowledged), so that every rank
+// receives a frame from each of its peers; marks the Output blocks that
+// hold a finished reduction here; and signs the operation: every frame
+// carries the signature, and every receiver checks it. DType and Reduce
+// must be set.
 func (r *Request) Plan(spec algorithms.Spec) error {
 	s, err := algorithms.Build(spec)
 	if err != nil {
 		return err
 	}
-	r.Schedule = s
+	r.Schedule = algorithms.Acknowledged(s)
 	var counts []int
 	if spec.Kind != algorithms.AllToAll {
 		counts = spec.Counts

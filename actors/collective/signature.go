@@ -19,10 +19,14 @@ import (
 //	bits 48..55  dtype
 //	bits 40..47  reduce kind (0 when none)
 //	bits 20..39  root + 1 (0 when none), modulo 2^20
-//	bits  0..19  hash of the element counts every rank knows
+//	bits  0..19  the element count with bit 19 set, where every rank knows
+//	             one count below 2^19 (all-reduce, broadcast, reduce), so
+//	             that a mismatch can say it; else a hash of the counts
+//	             every rank knows, bit 19 clear
 const (
 	sigCountBits = 20
 	sigRootBits  = 20
+	sigExact     = 1 << (sigCountBits - 1)
 )
 
 // Sig returns the signature of an operation. counts are the element counts
@@ -38,30 +42,45 @@ func Sig(kind algorithms.Kind, dt tensor.DType, op reduce.Kind, root int, counts
 	if root >= 0 {
 		r = uint64(root+1) & (1<<sigRootBits - 1)
 	}
-	return uint64(kind)<<56 | uint64(dt)<<48 | uint64(op)<<40 | r<<sigCountBits | uint64(h.Sum32())&(1<<sigCountBits-1)
+	c := uint64(h.Sum32()) & (sigExact - 1)
+	if len(counts) == 1 && counts[0] >= 0 && counts[0] < sigExact {
+		c = sigExact | uint64(counts[0])
+	}
+	return uint64(kind)<<56 | uint64(dt)<<48 | uint64(op)<<40 | r<<sigCountBits | c
 }
 
-// Mismatch describes how the signature a peer sent differs from ours.
-func Mismatch(theirs, ours uint64, peer int) string {
-	var diffs []string
-	field := func(s uint64, shift, bits uint) uint64 { return s >> shift & (1<<bits - 1) }
-	if a, b := field(theirs, 56, 8), field(ours, 56, 8); a != b {
-		diffs = append(diffs, fmt.Sprintf("rank %d called %s, this rank %s", peer, kindName(a), kindName(b)))
+// Mismatch describes how the signature peer sent differs from that of
+// rank, this one: "rank 0 called broadcast(root 0, 4 float32) where rank 1
+// called all_reduce(sum, 4 float32)", naming both, as the words travel on
+// to other ranks; it says so when the element counts differ where the
+// signatures hold only a hash of them.
+func Mismatch(theirs, ours uint64, peer, rank int) string {
+	s := fmt.Sprintf("rank %d called %s where rank %d called %s", peer, describe(theirs), rank, describe(ours))
+	if a, b := field(theirs, 0, sigCountBits), field(ours, 0, sigCountBits); a != b && (a&sigExact == 0 || b&sigExact == 0) {
+		s += "; the element counts differ"
 	}
-	if a, b := field(theirs, 48, 8), field(ours, 48, 8); a != b {
-		diffs = append(diffs, fmt.Sprintf("rank %d used %s, this rank %s", peer, tensor.DType(a), tensor.DType(b)))
-	}
-	if a, b := field(theirs, 40, 8), field(ours, 40, 8); a != b {
-		diffs = append(diffs, fmt.Sprintf("rank %d reduced with %s, this rank %s", peer, reduce.Kind(a), reduce.Kind(b)))
-	}
-	if a, b := field(theirs, sigCountBits, sigRootBits), field(ours, sigCountBits, sigRootBits); a != b {
-		diffs = append(diffs, fmt.Sprintf("rank %d used root %d, this rank root %d", peer, int(a)-1, int(b)-1))
-	}
-	if a, b := field(theirs, 0, sigCountBits), field(ours, 0, sigCountBits); a != b {
-		diffs = append(diffs, fmt.Sprintf("rank %d passed different element counts", peer))
-	}
-	return strings.Join(diffs, "; ")
+	return s
 }
+
+// describe names the call a signature stands for, with its element count
+// if the signature holds it.
+func describe(sig uint64) string {
+	var args []string
+	if op := reduce.Kind(field(sig, 40, 8)); op != 0 {
+		args = append(args, op.String())
+	}
+	if r := field(sig, sigCountBits, sigRootBits); r != 0 {
+		args = append(args, fmt.Sprintf("root %d", r-1))
+	}
+	dt := tensor.DType(field(sig, 48, 8)).String()
+	if c := field(sig, 0, sigCountBits); c&sigExact != 0 {
+		dt = fmt.Sprintf("%d %s", c&^sigExact, dt)
+	}
+	args = append(args, dt)
+	return kindName(field(sig, 56, 8)) + "(" + strings.Join(args, ", ") + ")"
+}
+
+func field(sig uint64, shift, bits uint) uint64 { return sig >> shift & (1<<bits - 1) }
 
 func kindName(k uint64) string {
 	if k == 0 {

@@ -47,6 +47,9 @@ type Plane struct {
 	err     error             // the link failed for good
 	watched bool              // the link watches the peer, or has been asked to
 	watch   func()            // asks the link to watch the peer; nil until the link starts
+
+	strays     *Strays // nil: early frames of ended collectives are dropped unanswered
+	registered bool    // in strays' holding; guarded by strays' lock
 }
 
 type planeConn struct{ c transport.Conn }
@@ -187,8 +190,28 @@ func (p *Plane) arrive(f transport.Frame) {
 		transport.Release(f)
 		return
 	}
+	seq := f.Header.Seq
 	p.early = append(p.early, transport.Detach(f))
 	p.mu.Unlock()
+	if p.strays != nil {
+		if o, ok := p.strays.kept(p, seq); ok {
+			p.answerStrays(o)
+		}
+	}
+}
+
+// Started and Ended tell the Strays of p's rank, if any, that collective
+// seq, signed sig, started or ended there (Strays.Started, Strays.Ended).
+func (p *Plane) Started(seq, sig uint64) {
+	if p.strays != nil {
+		p.strays.Started(seq, sig)
+	}
+}
+
+func (p *Plane) Ended(seq, sig uint64, succeeded bool, failure []byte) {
+	if p.strays != nil {
+		p.strays.Ended(seq, sig, succeeded, failure)
+	}
 }
 
 // setWatch sets how the plane asks its link to watch the peer.

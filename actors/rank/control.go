@@ -22,15 +22,16 @@ func (r *rankActor) control(ctx actor.Context, d *link.Delivered) {
 	h := d.Frame.Header
 	switch h.Tag {
 	case collective.ControlFailed:
-		reporter, reason, err := collective.DecodeFailure(d.Frame.Payload)
+		reporter, kind, reason, err := collective.DecodeFailure(d.Frame.Payload)
 		if err != nil {
 			r.rt.Logger.Warn("malformed failure report", "peer", d.Peer, "err", err)
 			return
 		}
+		failure := collective.ReportedFailure(reporter, kind, reason)
 		if l := r.cfg.Lease; l != nil && r.sequencer.lent {
-			l.direct.Reported(h.Seq, reportedFailure(reporter, reason), []int{reporter}, slices.Clone(d.Frame.Payload))
+			l.direct.Reported(h.Seq, failure, []int{reporter}, slices.Clone(d.Frame.Payload))
 		}
-		r.step(ctx, event{kind: evCollFailed, seq: h.Seq, rank: reporter, reason: reason, payload: d.Frame.Payload})
+		r.step(ctx, event{kind: evCollFailed, seq: h.Seq, rank: reporter, err: failure, payload: d.Frame.Payload})
 	case collective.ControlProbe:
 		asker, err := collective.DecodeProbe(d.Frame.Payload)
 		if err != nil {

@@ -127,6 +127,10 @@ type rankActor struct {
 	acts      []action
 
 	links links
+	// strays is shared by the links' planes: it answers the frames of a
+	// collective running or ended here that no step takes, whose senders'
+	// calls differ.
+	strays *link.Strays
 	// runner is the collective actor: it runs the operations one at a time,
 	// and lives on after each that succeeds; nil before the first, and
 	// after one failed (it stops then).
@@ -282,6 +286,12 @@ func (r *rankActor) receive(ctx actor.Context) {
 		}
 	case *actor.Started:
 		r.links = links{}
+		self, root, rank := ctx.Self(), r.rt.System().Root, r.cfg.Rank
+		r.strays = &link.Strays{Report: func(peer int, h transport.Header, ours uint64, failure []byte) {
+			if report := collective.StrayReport(rank, peer, h, ours, failure); report != nil {
+				root.Send(self, &tellFailure{req: h.Seq, peers: []int{peer}, report: report})
+			}
+		}}
 		if r.cfg.Lease != nil {
 			r.cfg.Lease.bind(ctx.Self())
 		}
@@ -331,7 +341,7 @@ func (r *rankActor) perform(ctx actor.Context, a action) {
 			r.step(ctx, event{kind: evEnded, seq: a.req.Seq})
 		}
 	case actFail:
-		r.tell(ctx, &collective.Fail{Err: a.err, Ranks: a.ranks, Tell: a.tell, Forward: a.forward})
+		r.tell(ctx, &collective.Fail{Err: a.err, Ranks: a.ranks, Tell: a.canceled, Canceled: a.canceled, Forward: a.forward})
 	case actReject:
 		a.req.End(r.opError(a.req, a.err, a.ranks))
 		a.req.Release()
@@ -442,7 +452,7 @@ func (r *rankActor) connectOr(ctx actor.Context, peer int, failed event) (*peerL
 	if silence > 0 {
 		heartbeat = min(heartbeat, silence)
 	}
-	plane := link.NewPlane(peer)
+	plane := r.strays.NewPlane(peer)
 	props := link.Props(r.rt, link.Config{
 		Comm: r.cfg.CommID, Peer: peer, Conn: conn,
 		Redial:    func() (transport.Conn, error) { return r.cfg.Connect(peer) },

@@ -79,8 +79,8 @@ const (
 	// evRevoke: rank revoked the communicator, as teller says (this rank,
 	// when both are).
 	evRevoke
-	// evCollFailed: rank reported, for reason, that collective seq (a
-	// CollSeq) failed; payload is its report, to pass on.
+	// evCollFailed: rank reported that collective seq (a CollSeq) failed
+	// with err; payload is its report, to pass on.
 	evCollFailed
 	// evPeerLost: the running operation seq waits on rank, whose
 	// connection failed with err.
@@ -107,7 +107,6 @@ type event struct {
 	accuser int
 	teller  int
 	err     error
-	reason  string
 	payload []byte
 }
 
@@ -125,7 +124,8 @@ const (
 	// step evEnded.
 	actRefuse
 	// actFail: ask the running operation seq to fail with err naming
-	// ranks; with tell, it reports its failure to its peers, and forward
+	// ranks; canceled says the caller cancelled it, which it reports to
+	// its peers (they fail with ErrPeerCanceled), and forward
 	// is a peer's report for it to pass on instead.
 	actFail
 	// actReject: end req, which never started, with err naming ranks, and
@@ -169,17 +169,17 @@ const (
 )
 
 type action struct {
-	kind    actionKind
-	req     *collective.Request
-	agree   *Agree
-	seq     uint64
-	rank    int
-	accuser int
-	skip    int
-	err     error
-	ranks   []int
-	tell    bool
-	forward []byte
+	kind     actionKind
+	req      *collective.Request
+	agree    *Agree
+	seq      uint64
+	rank     int
+	accuser  int
+	skip     int
+	err      error
+	ranks    []int
+	canceled bool
+	forward  []byte
 }
 
 // report is a peer's word that a collective failed, kept until this rank
@@ -436,7 +436,7 @@ func (s *sequencer) rejectQueued(err error, ranks []int) {
 // reports the failure to every rank.
 func (s *sequencer) cancel(seq uint64, err error) {
 	if s.running != nil && s.running.Seq == seq {
-		s.emit(action{kind: actFail, seq: seq, err: err, tell: true})
+		s.emit(action{kind: actFail, seq: seq, err: err, canceled: true})
 		return
 	}
 	for i := range s.queue.Len() {
@@ -452,7 +452,7 @@ func (s *sequencer) cancel(seq uint64, err error) {
 // one fails, passing the report on; one this rank has yet to start keeps
 // it until then.
 func (s *sequencer) collFailed(ev event) {
-	failure := reportedFailure(ev.rank, ev.reason)
+	failure := ev.err
 	switch {
 	case ev.seq >= s.collSeq:
 		if _, ok := s.reported[ev.seq]; !ok {
@@ -464,12 +464,6 @@ func (s *sequencer) collFailed(ev event) {
 	case s.runs(ev.seq):
 		s.emit(action{kind: actFail, seq: s.running.Seq, err: failure, ranks: []int{ev.rank}, forward: slices.Clone(ev.payload)})
 	}
-}
-
-// reportedFailure is the error of a collective that rank reported failed
-// for reason.
-func reportedFailure(rank int, reason string) error {
-	return commerr.Invalid("rank %d reported: %s", rank, reason)
 }
 
 // wantsTurn reports whether the rank, having lent its turn, wants it back:

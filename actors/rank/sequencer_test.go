@@ -167,7 +167,7 @@ func (h *transcript) do(line string, w *strings.Builder) error {
 		ev = event{kind: evRevoke, rank: args.number("rank", h.s.rank), teller: args.number("teller", h.s.rank)}
 	case "coll-failed":
 		rank, reason := args.number("rank", -1), args.text("reason", "sizes differ")
-		ev = event{kind: evCollFailed, seq: args.seqNum("coll"), rank: rank, reason: reason, payload: []byte(reason)}
+		ev = event{kind: evCollFailed, seq: args.seqNum("coll"), rank: rank, err: collective.ReportedFailure(rank, collective.FailedMismatch, reason), payload: []byte(reason)}
 	case "peer-lost":
 		ev = event{kind: evPeerLost, seq: args.seqNum("seq"), rank: args.number("rank", -1), err: args.cause("err", "connection reset")}
 	case "connected":
@@ -240,8 +240,8 @@ func (a action) String() string {
 		if len(a.ranks) > 0 {
 			fmt.Fprintf(&b, " ranks=%v", a.ranks)
 		}
-		if a.tell {
-			b.WriteString(" tell")
+		if a.canceled {
+			b.WriteString(" canceled")
 		}
 		if a.forward != nil {
 			fmt.Fprintf(&b, " forward=%q", a.forward)

@@ -1,0 +1,114 @@
+package link
+
+import (
+	"sync"
+
+	"github.com/gocomms/gocomms/transport"
+)
+
+// strayKept bounds the ended collectives Strays remembers: a stray frame
+// comes from a peer still in a collective this rank has just finished.
+const strayKept = 16
+
+// Strays is shared by the planes of a rank's links. It knows the
+// collective running here and those that ended, so that a frame of one
+// that no step here takes (the plane it came on is not the collective's,
+// or the collective ended) is answered instead of dropped: its sender's
+// call differs from this rank's (another root, another collective), and
+// it may wait for a frame this rank's schedule never sends, or send to
+// ranks that never look. Report gets the stray frame's peer and header,
+// the signature of this rank's collective, and the report of its failure
+// here (nil while it runs, or if it succeeded); it must not block.
+type Strays struct {
+	Report func(peer int, h transport.Header, ours uint64, failure []byte)
+
+	mu      sync.Mutex
+	running outcome
+	ended   [strayKept]outcome // by seq modulo strayKept
+	holding []*Plane           // planes that ever kept an early frame
+}
+
+// outcome is how a collective went here, for its stray frames' answer.
+type outcome struct {
+	seq, sig uint64
+	failure  []byte
+	answer   bool // false: nothing answers its strays
+}
+
+// NewPlane returns the plane of a link to peer that answers its stray
+// frames through s.
+func (s *Strays) NewPlane(peer int) *Plane { return &Plane{peer: peer, strays: s} }
+
+// Started records that collective seq, signed sig, runs here and has
+// attached to the planes of every peer it hears from: a frame of seq on
+// any other plane is a stray. It answers those the planes hold.
+func (s *Strays) Started(seq, sig uint64) {
+	o := outcome{seq: seq, sig: sig, answer: true}
+	s.mu.Lock()
+	s.running = o
+	holding := s.holding
+	s.mu.Unlock()
+	for _, p := range holding {
+		p.answerStrays(o)
+	}
+}
+
+// Ended records that collective seq, signed sig, ended here, before it
+// lets go of its planes: it succeeded, or failed with the report its
+// peers get (failure), or failed with none, whose strays go unanswered.
+// It answers the frames of seq that the planes hold.
+func (s *Strays) Ended(seq, sig uint64, succeeded bool, failure []byte) {
+	o := outcome{seq: seq, sig: sig, failure: failure, answer: succeeded || failure != nil}
+	s.mu.Lock()
+	if s.running.seq == seq {
+		s.running.answer = false
+	}
+	s.ended[seq%strayKept] = o
+	holding := s.holding
+	s.mu.Unlock()
+	if o.answer {
+		for _, p := range holding {
+			p.answerStrays(o)
+		}
+	}
+}
+
+// kept says p keeps an early frame of collective seq: it returns how seq
+// goes here, if its strays are to be answered, for p to answer the frame
+// itself. Between them, kept, Started and Ended answer every stray frame
+// however they interleave: p appends the frame before it registers.
+func (s *Strays) kept(p *Plane, seq uint64) (outcome, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !p.registered {
+		p.registered = true
+		s.holding = append(s.holding, p)
+	}
+	if o := s.running; o.answer && o.seq == seq {
+		return o, true
+	}
+	o := s.ended[seq%strayKept]
+	return o, o.answer && o.seq == seq
+}
+
+// answerStrays answers and releases the early frames of the collective
+// that goes as o says.
+func (p *Plane) answerStrays(o outcome) {
+	var stray []transport.Header
+	p.mu.Lock()
+	kept := p.early[:0]
+	for _, f := range p.early {
+		if f.Header.Seq == o.seq {
+			stray = append(stray, f.Header)
+			transport.Release(f)
+		} else {
+			kept = append(kept, f)
+		}
+	}
+	clear(p.early[len(kept):])
+	p.early = kept
+	p.mu.Unlock()
+	for _, h := range stray {
+		p.strays.Report(p.peer, h, o.sig, o.failure)
+	}
+}
