@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
+	"github.com/gocomms/gocomms/store/bootstrap"
 	"github.com/gocomms/gocomms/store/tcpstore"
 )
 
@@ -18,7 +21,7 @@ import (
 func storeCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("store", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	host := fs.String("host", "", "address to listen on (default: every interface)")
+	host := fs.String("host", "", "address to listen on (default: $GOCOMMS_STORE_BIND, else the interface address $MASTER_ADDR names, else every interface)")
 	port := fs.Int("port", 29500, "port to listen on (0: a free one)")
 	var log logFlags
 	log.register(fs, "log connections and bad requests")
@@ -31,6 +34,15 @@ func storeCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	hostSet := false
+	fs.Visit(func(f *flag.Flag) { hostSet = hostSet || f.Name == "host" })
+	if !hostSet {
+		// Bind where the job reaches the store, not every interface.
+		*host, _ = os.LookupEnv(bootstrap.BindEnv)
+		if master, ok := os.LookupEnv("MASTER_ADDR"); ok && master != "" {
+			*host = bootstrap.ListenHost(ctx, strings.Trim(master, "[]"), os.LookupEnv)
+		}
+	}
 	srv, err := tcpstore.Listen(ctx, net.JoinHostPort(*host, strconv.Itoa(*port)), tcpstore.WithLogger(log.logger(stderr)))
 	if err != nil {
 		fmt.Fprintln(stderr, "commnode store:", err)

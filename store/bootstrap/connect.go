@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -15,18 +16,19 @@ import (
 
 // Connect returns a client of the store at addr. With host set (rank 0 of
 // a job whose launcher hosts no store), this process first serves the
-// store there; if another process already does, it only connects. The
-// returned store closes the server with the client.
+// store there, bound to ListenHost's address; if another process already
+// does, it only connects. The returned store closes the server with the
+// client.
 //
 // Dialing retries until timeout: ranks start before the one that hosts.
 func Connect(ctx context.Context, addr string, host bool, timeout time.Duration) (store.Store, error) {
 	var srv *tcpstore.Server
 	if host {
-		_, port, err := net.SplitHostPort(addr)
+		h, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, fmt.Errorf("bootstrap: store address %q: %w", addr, err)
 		}
-		srv, err = tcpstore.Listen(ctx, ":"+port)
+		srv, err = tcpstore.Listen(ctx, net.JoinHostPort(ListenHost(ctx, h, os.LookupEnv), port))
 		switch {
 		case errors.Is(err, syscall.EADDRINUSE):
 			srv = nil // someone serves it already: a launcher, or an earlier job step
