@@ -42,7 +42,7 @@ func Listen(ctx context.Context, addr string, opts ...ServerOption) (*Server, er
 
 func newServer(cfg serverConfig) *Server {
 	return &Server{
-		st:    newState(),
+		st:    newState(cfg.limits),
 		cfg:   cfg,
 		done:  make(chan struct{}),
 		conns: make(map[net.Conn]struct{}),
@@ -111,6 +111,12 @@ func (s *Server) serveConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
+	if n, limit := len(s.conns), s.cfg.limits.MaxConns; n >= limit {
+		s.mu.Unlock()
+		nc.Close()
+		s.cfg.logger.Warn("tcpstore: refused a connection", "remote", nc.RemoteAddr(), "err", overLimit("connections", n+1, "MaxConns", limit))
+		return
+	}
 	s.conns[nc] = struct{}{}
 	s.mu.Unlock()
 
@@ -120,7 +126,11 @@ func (s *Server) serveConn(nc net.Conn) {
 	delete(s.conns, nc)
 	closing := s.closed
 	s.mu.Unlock()
-	if err != nil && !closing {
+	switch {
+	case err == nil || closing:
+	case errors.Is(err, errLimit):
+		s.cfg.logger.Warn("tcpstore: closed a connection at a limit", "remote", nc.RemoteAddr(), "err", err)
+	default:
 		s.cfg.logger.Debug("tcpstore: closed a connection", "remote", nc.RemoteAddr(), "err", err)
 	}
 }

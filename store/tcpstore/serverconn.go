@@ -3,20 +3,24 @@ package tcpstore
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // serverConn is one client's connection. Its reader decodes requests and
 // answers them in order; a notifier goroutine writes the STOP_WAITING bytes
 // that other connections' writes release, between whole replies.
 type serverConn struct {
-	st  *state
-	nc  net.Conn
-	dec decoder
+	st     *state
+	nc     net.Conn
+	dec    decoder
+	limits Limits
 
 	wmu   sync.Mutex // held for each whole reply
 	enc   encoder
@@ -27,12 +31,13 @@ type serverConn struct {
 
 func newServerConn(st *state, nc net.Conn, limits Limits) *serverConn {
 	return &serverConn{
-		st:    st,
-		nc:    nc,
-		dec:   decoder{r: bufio.NewReader(nc), limits: limits},
-		enc:   encoder{w: bufio.NewWriter(nc)},
-		nudge: make(chan struct{}, 1),
-		done:  make(chan struct{}),
+		st:     st,
+		nc:     nc,
+		dec:    decoder{r: bufio.NewReader(nc), limits: limits},
+		limits: limits,
+		enc:    encoder{w: bufio.NewWriter(nc)},
+		nudge:  make(chan struct{}, 1),
+		done:   make(chan struct{}),
 	}
 }
 
@@ -43,6 +48,9 @@ func (c *serverConn) run() error {
 	var notifier sync.WaitGroup
 	notifier.Go(c.notify)
 	err := c.serve()
+	if errors.Is(err, errLeft) {
+		err = nil
+	}
 	c.st.cancel(c)
 	close(c.done)
 	c.nc.Close()
@@ -80,6 +88,8 @@ func (c *serverConn) notify() {
 func (c *serverConn) reply(f func(encoder)) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	// A peer that does not take its replies must not hold this goroutine.
+	c.nc.SetWriteDeadline(time.Now().Add(c.limits.ReadTimeout))
 	for n := c.owed.Swap(0); n > 0; n-- {
 		c.enc.u8(stopWaiting)
 	}
@@ -88,29 +98,68 @@ func (c *serverConn) reply(f func(encoder)) error {
 }
 
 // serve reads the dialect, then requests, until one fails. An end of
-// stream between requests is the peer leaving, not an error.
+// stream between requests is the peer leaving: errLeft.
 func (c *serverConn) serve() error {
-	codes, err := c.detect()
-	if err == io.EOF {
-		return nil
+	if err := c.awaitRequest(); err != nil {
+		return err
 	}
+	codes, err := c.detect()
 	if err != nil {
-		return unexpectedEOF(err)
+		return c.timeout(unexpectedEOF(err), "ReadTimeout", c.limits.ReadTimeout)
 	}
 	for {
-		b, err := c.dec.u8()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
+		if err := c.awaitRequest(); err != nil {
 			return err
+		}
+		b, err := c.dec.u8()
+		if err != nil {
+			return c.timeout(err, "ReadTimeout", c.limits.ReadTimeout)
 		}
 		o := codes.op(b)
 		c.dec.budget = c.dec.limits.requestBudget()
 		if err := c.handle(o); err != nil {
-			return fmt.Errorf("query %d (%v): %w", b, o, unexpectedEOF(err))
+			err = c.timeout(unexpectedEOF(err), "ReadTimeout", c.limits.ReadTimeout)
+			return fmt.Errorf("query %d (%v): %w", b, o, err)
 		}
 	}
+}
+
+// errLeft is the peer leaving between requests.
+var errLeft = errors.New("the peer left")
+
+// awaitRequest waits for the first byte of a request, for IdleTimeout at
+// most unless the connection waits for keys, and then gives the whole
+// request ReadTimeout to arrive, so a peer that stalls part-way is dropped.
+func (c *serverConn) awaitRequest() error {
+	for {
+		var deadline time.Time
+		if c.limits.IdleTimeout > 0 {
+			deadline = time.Now().Add(c.limits.IdleTimeout)
+		}
+		c.nc.SetReadDeadline(deadline)
+		_, err := c.dec.r.Peek(1)
+		if err == nil {
+			c.nc.SetReadDeadline(time.Now().Add(c.limits.ReadTimeout))
+			return nil
+		}
+		if err == io.EOF {
+			return errLeft
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		if !c.st.waiting(c) {
+			return c.timeout(err, "IdleTimeout", c.limits.IdleTimeout)
+		}
+	}
+}
+
+// timeout names the limit that a read deadline err enforced.
+func (c *serverConn) timeout(err error, name string, limit time.Duration) error {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w %s=%v: %w", errLimit, name, limit, err)
 }
 
 // detect tells a 2.2+ client, whose first bytes are VALIDATE and its magic,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/gocomms/gocomms/store"
@@ -19,7 +20,10 @@ import (
 // keys that were missing and not written since, which every write wakes.
 type state struct {
 	mu       sync.Mutex
+	limits   Limits
 	mem      *store.Memory
+	sizes    map[string]int             // len(key)+len(value) of each key in mem
+	stored   int                        // bytes of keys and values, queued values included
 	waits    map[string][]*registration // by missing key
 	barriers map[string][]*registration // by barrier key
 	queues   map[string][][]byte
@@ -41,9 +45,11 @@ type registration struct {
 // bg is the context of Memory calls, which never wait here.
 var bg = context.Background()
 
-func newState() *state {
+func newState(limits Limits) *state {
 	return &state{
+		limits:   limits,
 		mem:      store.NewMemory(),
+		sizes:    make(map[string]int),
 		waits:    make(map[string][]*registration),
 		barriers: make(map[string][]*registration),
 		queues:   make(map[string][][]byte),
@@ -63,6 +69,51 @@ func (s *state) exists(key string) (bool, error) {
 	ok, err := s.mem.Check(bg, key)
 	return ok || len(s.queues[key]) > 0, err
 }
+
+// fits checks that key holding size bytes of key and value would keep the
+// store within its limits. Sizes are worked out
+// before a write, from lengths, so that nothing is stored to be refused.
+func (s *state) fits(key string, size int) error {
+	old, had := s.sizes[key]
+	if !had && len(s.sizes)+len(s.queues) >= s.limits.MaxStoredKeys {
+		return overLimit("keys stored", len(s.sizes)+len(s.queues)+1, "MaxStoredKeys", s.limits.MaxStoredKeys)
+	}
+	return s.fitsBytes(size - old)
+}
+
+// fitsBytes checks that growing the store by n bytes keeps it within
+// MaxStoredBytes.
+func (s *state) fitsBytes(n int) error {
+	if s.stored+n > s.limits.MaxStoredBytes {
+		return overLimit("bytes stored", s.stored+n, "MaxStoredBytes", s.limits.MaxStoredBytes)
+	}
+	return nil
+}
+
+// account records that key now holds size bytes of key and value.
+func (s *state) account(key string, size int) {
+	s.stored += size - s.sizes[key]
+	s.sizes[key] = size
+}
+
+// fitsReply checks that a reply of n bytes is within MaxResponse.
+func (s *state) fitsReply(what string, n int) error {
+	if n > s.limits.MaxResponse {
+		return overLimit(what+" reply", n, "MaxResponse", s.limits.MaxResponse)
+	}
+	return nil
+}
+
+// valueLen is the length of key's value, 0 if it is missing.
+func (s *state) valueLen(key string) int {
+	if size, ok := s.sizes[key]; ok {
+		return size - len(key)
+	}
+	return 0
+}
+
+// counterSize bounds the size of a key holding a decimal int64.
+func counterSize(key string) int { return len(key) + len("-9223372036854775808") }
 
 // wake counts key as written for every registration waiting on it.
 func (s *state) wake(key string) {
@@ -98,9 +149,14 @@ func (s *state) register(table map[string][]*registration, r *registration) {
 func (s *state) set(key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	size := len(key) + len(value)
+	if err := s.fits(key, size); err != nil {
+		return err
+	}
 	if err := s.mem.Set(bg, key, value); err != nil {
 		return err
 	}
+	s.account(key, size)
 	s.wake(key)
 	return nil
 }
@@ -110,6 +166,9 @@ func (s *state) set(key string, value []byte) error {
 func (s *state) get(key string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fitsReply("get", 8+s.valueLen(key)); err != nil {
+		return nil, err
+	}
 	return s.getLocked(key)
 }
 
@@ -123,6 +182,13 @@ func (s *state) getLocked(key string) ([]byte, error) {
 func (s *state) multiGet(keys []string) ([][]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 0
+	for _, k := range keys {
+		n += 8 + s.valueLen(k)
+	}
+	if err := s.fitsReply("multi-get", n); err != nil {
+		return nil, err
+	}
 	values := make([][]byte, len(keys))
 	for i, k := range keys {
 		v, err := s.getLocked(k)
@@ -137,11 +203,24 @@ func (s *state) multiGet(keys []string) ([][]byte, error) {
 func (s *state) add(key string, delta int64) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, err := s.mem.Add(bg, key, delta)
+	n, err := s.addLocked(key, delta)
 	if err != nil {
 		return 0, err
 	}
 	s.wake(key)
+	return n, nil
+}
+
+// addLocked runs ADD, within the store's limits.
+func (s *state) addLocked(key string, delta int64) (int64, error) {
+	if err := s.fits(key, counterSize(key)); err != nil {
+		return 0, err
+	}
+	n, err := s.mem.Add(bg, key, delta)
+	if err != nil {
+		return 0, err
+	}
+	s.account(key, len(key)+len(strconv.FormatInt(n, 10)))
 	return n, nil
 }
 
@@ -150,11 +229,17 @@ func (s *state) add(key string, delta int64) (int64, error) {
 func (s *state) compareSet(key string, expected, desired []byte) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fits(key, len(key)+len(desired)); err != nil {
+		return nil, err
+	}
 	v, err := s.mem.CompareSet(bg, key, expected, desired)
 	if err != nil {
 		return nil, err
 	}
+	// A present key holds what CompareSet returns: the value it kept or
+	// the one it stored.
 	if ok, _ := s.mem.Check(bg, key); ok {
+		s.account(key, len(key)+len(v))
 		s.wake(key)
 	}
 	return v, nil
@@ -174,6 +259,21 @@ func (s *state) check(keys []string) (bool, error) {
 	return all, nil
 }
 
+// fitsWait checks that w may register one more WAIT or BARRIER.
+func (s *state) fitsWait(w waker) error {
+	if n := len(s.live[w]); n >= s.limits.MaxWaits {
+		return overLimit("outstanding waits", n+1, "MaxWaits", s.limits.MaxWaits)
+	}
+	return nil
+}
+
+// waiting reports whether w has a WAIT or BARRIER outstanding.
+func (s *state) waiting(w waker) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.live[w]) > 0
+}
+
 // wait reports whether all keys exist, and otherwise registers w to be
 // released once each missing key has been written.
 func (s *state) wait(w waker, keys []string) (now bool, err error) {
@@ -191,6 +291,9 @@ func (s *state) wait(w waker, keys []string) (now bool, err error) {
 	}
 	if len(missing) == 0 {
 		return true, nil
+	}
+	if err := s.fitsWait(w); err != nil {
+		return false, err
 	}
 	// A key listed twice is one key to wait for.
 	slices.Sort(missing)
@@ -231,15 +334,25 @@ func (s *state) numKeys() (int64, error) {
 func (s *state) deleteKey(key string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.mem.Delete(bg, key)
+	ok, err := s.mem.Delete(bg, key)
+	if ok {
+		s.stored -= s.sizes[key]
+		delete(s.sizes, key)
+	}
+	return ok, err
 }
 
 func (s *state) append(key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	size := len(key) + s.valueLen(key) + len(value)
+	if err := s.fits(key, size); err != nil {
+		return err
+	}
 	if err := s.mem.Append(bg, key, value); err != nil {
 		return err
 	}
+	s.account(key, size)
 	s.wake(key)
 	return nil
 }
@@ -247,8 +360,30 @@ func (s *state) append(key string, value []byte) error {
 func (s *state) multiSet(keys []string, values [][]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The last value of a key listed twice is the one stored.
+	sizes := make(map[string]int, len(keys))
+	for i, k := range keys {
+		sizes[k] = len(k) + len(values[i])
+	}
+	grow, added := 0, 0
+	for k, size := range sizes {
+		old, had := s.sizes[k]
+		grow += size - old
+		if !had {
+			added++
+		}
+	}
+	if n := len(s.sizes) + len(s.queues) + added; n > s.limits.MaxStoredKeys {
+		return overLimit("keys stored", n, "MaxStoredKeys", s.limits.MaxStoredKeys)
+	}
+	if err := s.fitsBytes(grow); err != nil {
+		return err
+	}
 	if err := s.mem.MultiSet(bg, keys, values); err != nil {
 		return err
+	}
+	for k, size := range sizes {
+		s.account(k, size)
 	}
 	for _, k := range keys {
 		s.wake(k)
@@ -259,6 +394,13 @@ func (s *state) multiSet(keys []string, values [][]byte) error {
 func (s *state) listKeys() ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 8
+	for k := range s.sizes {
+		n += 8 + len(k)
+	}
+	if err := s.fitsReply("list-keys", n); err != nil {
+		return nil, err
+	}
 	return s.mem.Keys(bg)
 }
 
@@ -267,7 +409,10 @@ func (s *state) listKeys() ([]string, error) {
 func (s *state) barrier(w waker, key string, worldSize int64) (now bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, err := s.mem.Add(bg, key, 1)
+	if err := s.fitsWait(w); err != nil {
+		return false, err
+	}
+	n, err := s.addLocked(key, 1)
 	if err != nil {
 		return false, err
 	}
@@ -291,6 +436,17 @@ func (s *state) queuePush(key string, value []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	size := len(value)
+	if _, ok := s.queues[key]; !ok {
+		if n := len(s.sizes) + len(s.queues); n >= s.limits.MaxStoredKeys {
+			return overLimit("keys stored", n+1, "MaxStoredKeys", s.limits.MaxStoredKeys)
+		}
+		size += len(key)
+	}
+	if err := s.fitsBytes(size); err != nil {
+		return err
+	}
+	s.stored += size
 	s.queues[key] = append(s.queues[key], value)
 	if rs := s.waits[key]; len(rs) > 0 {
 		if len(rs) == 1 {
@@ -314,7 +470,9 @@ func (s *state) queuePop(key string) (n int64, head []byte) {
 	}
 	head = q[0]
 	q[0] = nil // the queue's array must not keep it alive
+	s.stored -= len(head)
 	if len(q) == 1 {
+		s.stored -= len(key)
 		delete(s.queues, key)
 	} else {
 		s.queues[key] = q[1:]
