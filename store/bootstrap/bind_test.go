@@ -4,8 +4,11 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gocomms/gocomms/store/tcpstore"
 )
 
 // freePort returns a port nothing listens on at the moment.
@@ -51,5 +54,55 @@ func TestListenHost(t *testing.T) {
 		if got != tc.want && !(tc.want == "loopback" && net.ParseIP(got).IsLoopback()) {
 			t.Errorf("ListenHost(%q) with %s=%q = %q, want %q", tc.master, BindEnv, tc.bind, got, tc.want)
 		}
+	}
+}
+
+// TestHostRefusesAnotherJobsStore: a rank 0 that finds its port taken
+// joins a launcher's store but not one another job's rank 0 hosts, nor
+// something that is no store; the error names the port and what answered.
+func TestHostRefusesAnotherJobsStore(t *testing.T) {
+	ctx := context.Background()
+	port := freePort(t)
+	addr := net.JoinHostPort("127.0.0.1", port)
+
+	other, err := Connect(ctx, addr, true, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Connect(ctx, addr, true, 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "port "+port+" is taken by another job's store, hosted by ") {
+		t.Errorf("joining another job's store: %v", err)
+	}
+	other.Close()
+
+	launcher, err := tcpstore.Listen(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Connect(ctx, addr, true, 10*time.Second)
+	if err != nil {
+		t.Errorf("joining a launcher's store: %v", err)
+	} else {
+		s.Close()
+	}
+	launcher.Close()
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // closes whatever connects: not a store
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			nc.Close()
+		}
+	}()
+	_, err = Connect(ctx, addr, true, time.Second)
+	if err == nil || !strings.Contains(err.Error(), "port "+port+" is taken by something that does not answer as a TCPStore") {
+		t.Errorf("joining something that is no store: %v", err)
 	}
 }
