@@ -17,7 +17,8 @@ import (
 )
 
 // storeCommand runs `commnode store`: a standalone TCPStore server, for
-// gocomms ranks and PyTorch processes alike, until interrupted.
+// gocomms ranks and PyTorch processes alike, until interrupted; with
+// GOCOMMS_STORE_TOKEN set, for gocomms processes given that token only.
 func storeCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("store", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -43,7 +44,9 @@ func storeCommand(args []string, stdout, stderr io.Writer) int {
 			*host = bootstrap.ListenHost(ctx, strings.Trim(master, "[]"), os.LookupEnv)
 		}
 	}
-	srv, err := tcpstore.Listen(ctx, net.JoinHostPort(*host, strconv.Itoa(*port)), tcpstore.WithLogger(log.logger(stderr)))
+	opts, _ := bootstrap.TokenOptions(os.LookupEnv)
+	opts = append(opts, tcpstore.WithLogger(log.logger(stderr)))
+	srv, err := tcpstore.Listen(ctx, net.JoinHostPort(*host, strconv.Itoa(*port)), opts...)
 	if err != nil {
 		fmt.Fprintln(stderr, "commnode store:", err)
 		return 1

@@ -106,3 +106,32 @@ func TestHostRefusesAnotherJobsStore(t *testing.T) {
 		t.Errorf("joining something that is no store: %v", err)
 	}
 }
+
+// TestToken: with GOCOMMS_STORE_TOKEN set, the ranks that share it use the
+// store rank 0 hosts, and a client without it cannot.
+func TestToken(t *testing.T) {
+	t.Setenv(TokenEnv, "job-secret")
+	ctx := context.Background()
+	addr := net.JoinHostPort("127.0.0.1", freePort(t))
+	host, err := Connect(ctx, addr, true, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	peer, err := Connect(ctx, addr, false, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	if _, err := peer.Add(ctx, "n", 1); err != nil {
+		t.Error(err)
+	}
+	stray, err := tcpstore.Dial(ctx, addr, tcpstore.WithVersion(tcpstore.Version2), tcpstore.WithTimeout(time.Second))
+	if err == nil {
+		_, err = stray.Add(ctx, "n", 1)
+		stray.Close()
+	}
+	if err == nil {
+		t.Error("a client without the token was served")
+	}
+}

@@ -25,24 +25,25 @@ import (
 //
 // Dialing retries until timeout: ranks start before the one that hosts.
 func Connect(ctx context.Context, addr string, host bool, timeout time.Duration) (store.Store, error) {
+	serverOpts, dialOpts := TokenOptions(os.LookupEnv)
 	var srv *tcpstore.Server
 	if host {
 		h, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, fmt.Errorf("bootstrap: store address %q: %w", addr, err)
 		}
-		srv, err = tcpstore.Listen(ctx, net.JoinHostPort(ListenHost(ctx, h, os.LookupEnv), port))
+		srv, err = tcpstore.Listen(ctx, net.JoinHostPort(ListenHost(ctx, h, os.LookupEnv), port), serverOpts...)
 		switch {
 		case errors.Is(err, syscall.EADDRINUSE):
 			srv = nil // someone serves it already: a launcher, or another job
-			if err := checkTaken(ctx, addr, port, timeout); err != nil {
+			if err := checkTaken(ctx, addr, port, timeout, dialOpts); err != nil {
 				return nil, err
 			}
 		case err != nil:
 			return nil, fmt.Errorf("bootstrap: hosting the store at %s: %w", addr, err)
 		}
 	}
-	c, err := tcpstore.Dial(ctx, addr, tcpstore.WithTimeout(timeout))
+	c, err := tcpstore.Dial(ctx, addr, append(dialOpts, tcpstore.WithTimeout(timeout))...)
 	if err != nil {
 		if srv != nil {
 			srv.Close()
@@ -56,6 +57,22 @@ func Connect(ctx context.Context, addr string, host bool, timeout time.Duration)
 		return nil, errors.Join(fmt.Errorf("bootstrap: marking the store at %s: %w", addr, err), c.Close(), srv.Close())
 	}
 	return &hosted{Client: c, srv: srv}, nil
+}
+
+// TokenEnv names a secret that every process of a gocomms-only job shares:
+// the store requires it of every connection (tcpstore.RequireToken), so
+// that another job, or a stray client, cannot use the store. PyTorch's
+// clients cannot present it.
+const TokenEnv = "GOCOMMS_STORE_TOKEN"
+
+// TokenOptions returns the server and client options that TokenEnv, when
+// lookup finds it set, asks for.
+func TokenOptions(lookup func(string) (string, bool)) ([]tcpstore.ServerOption, []tcpstore.DialOption) {
+	token, ok := lookup(TokenEnv)
+	if !ok || token == "" {
+		return nil, nil
+	}
+	return []tcpstore.ServerOption{tcpstore.RequireToken(token)}, []tcpstore.DialOption{tcpstore.WithToken(token)}
 }
 
 // HostKey is the key that a rank 0 hosting its job's store sets to
@@ -78,11 +95,11 @@ const probeTimeout = 5 * time.Second
 
 // checkTaken finds out what serves addr, whose port this process could not
 // bind, and fails unless it is a store that no job's rank 0 hosts.
-func checkTaken(ctx context.Context, addr, port string, timeout time.Duration) error {
+func checkTaken(ctx context.Context, addr, port string, timeout time.Duration, dialOpts []tcpstore.DialOption) error {
 	notStore := func(err error) error {
 		return fmt.Errorf("bootstrap: port %s is taken by something that does not answer as a TCPStore (%w); choose another MASTER_PORT", port, err)
 	}
-	c, err := tcpstore.Dial(ctx, addr, tcpstore.WithTimeout(min(timeout, probeTimeout)))
+	c, err := tcpstore.Dial(ctx, addr, append(dialOpts, tcpstore.WithTimeout(min(timeout, probeTimeout)))...)
 	if err != nil {
 		return notStore(err)
 	}

@@ -278,3 +278,34 @@ func TestStoreLimits(t *testing.T) {
 		return err == nil
 	})
 }
+
+// TestRequireToken: with RequireToken, clients given the token are served
+// in either dialect; clients without it, or with another, are dropped.
+func TestRequireToken(t *testing.T) {
+	srv := startServer(t, tcpstore.RequireToken("s3cret"))
+	for _, v := range []tcpstore.Version{tcpstore.VersionAuto, tcpstore.Version1, tcpstore.Version2} {
+		c := dial(t, srv.Addr().String(), tcpstore.WithVersion(v), tcpstore.WithToken("s3cret"))
+		ctx := testContext(t)
+		if _, err := c.Add(ctx, "n", 1); err != nil {
+			t.Errorf("%v with the token: %v", v, err)
+		}
+		if v == tcpstore.VersionAuto && c.Version() != tcpstore.Version2 {
+			t.Errorf("probed %v, want 2.x", c.Version())
+		}
+	}
+	for _, token := range []string{"", "wrong"} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := tcpstore.Dial(ctx, srv.Addr().String(), tcpstore.WithVersion(tcpstore.Version2), tcpstore.WithToken(token), tcpstore.WithTimeout(time.Second))
+		if err == nil {
+			_, err = c.Add(ctx, "n", 1)
+			c.Close()
+		}
+		cancel()
+		if err == nil {
+			t.Errorf("a client with token %q was served", token)
+		}
+	}
+	r := dialRaw2(t, srv)
+	r.send(q(v2Set).str(tcpstore.TokenKey).str("s3cret"))
+	r.roundTrip(q(v2Add).str("n").i64(1), reply().i64(4))
+}

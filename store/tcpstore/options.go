@@ -106,12 +106,25 @@ type ServerOption func(*serverConfig)
 
 type serverConfig struct {
 	limits Limits       // filled with defaults
+	token  string       // required of every connection unless empty
 	logger *slog.Logger // never nil; discards unless set
 }
 
 // WithLimits bounds requests, connections and the store; see Limits.
 func WithLimits(l Limits) ServerOption {
 	return func(c *serverConfig) { c.limits = l }
+}
+
+// TokenKey is the key of the SET that presents a token (RequireToken,
+// WithToken). The token is compared, not stored.
+const TokenKey = "gocomms/store/token"
+
+// RequireToken makes the server drop every connection whose first request,
+// after the 2.x VALIDATE, is not a SET of TokenKey to token: only clients
+// given WithToken(token) can use it. PyTorch's clients cannot, so it is
+// for stores that only gocomms processes use.
+func RequireToken(token string) ServerOption {
+	return func(c *serverConfig) { c.token = token }
 }
 
 // WithLogger makes the server log connections closed for bad requests at
@@ -142,6 +155,7 @@ type DialOption func(*dialConfig)
 type dialConfig struct {
 	version Version
 	timeout time.Duration // > 0
+	token   string        // presented on every connection unless empty
 }
 
 // WithVersion sets the dialect to speak instead of probing for it.
@@ -155,6 +169,12 @@ func WithVersion(v Version) DialOption {
 // context only. The default is DefaultTimeout.
 func WithTimeout(d time.Duration) DialOption {
 	return func(c *dialConfig) { c.timeout = d }
+}
+
+// WithToken makes the client present token on every connection, as a
+// server started with RequireToken(token) requires.
+func WithToken(token string) DialOption {
+	return func(c *dialConfig) { c.token = token }
 }
 
 func newDialConfig(opts []DialOption) (dialConfig, error) {

@@ -120,7 +120,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.conns[nc] = struct{}{}
 	s.mu.Unlock()
 
-	err := newServerConn(s.st, nc, s.cfg.limits).run()
+	err := newServerConn(s.st, nc, s.cfg).run()
 
 	s.mu.Lock()
 	delete(s.conns, nc)
@@ -128,8 +128,8 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.mu.Unlock()
 	switch {
 	case err == nil || closing:
-	case errors.Is(err, errLimit):
-		s.cfg.logger.Warn("tcpstore: closed a connection at a limit", "remote", nc.RemoteAddr(), "err", err)
+	case errors.Is(err, errLimit), errors.Is(err, errToken):
+		s.cfg.logger.Warn("tcpstore: closed a connection at a limit or without the token", "remote", nc.RemoteAddr(), "err", err)
 	default:
 		s.cfg.logger.Debug("tcpstore: closed a connection", "remote", nc.RemoteAddr(), "err", err)
 	}

@@ -3,6 +3,7 @@ package tcpstore
 import (
 	"bufio"
 	"bytes"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ type serverConn struct {
 	nc     net.Conn
 	dec    decoder
 	limits Limits
+	token  string // still to be presented, if not empty
 
 	wmu   sync.Mutex // held for each whole reply
 	enc   encoder
@@ -29,12 +31,13 @@ type serverConn struct {
 	done  chan struct{} // closed when the reader stops
 }
 
-func newServerConn(st *state, nc net.Conn, limits Limits) *serverConn {
+func newServerConn(st *state, nc net.Conn, cfg serverConfig) *serverConn {
 	return &serverConn{
 		st:     st,
 		nc:     nc,
-		dec:    decoder{r: bufio.NewReader(nc), limits: limits},
-		limits: limits,
+		dec:    decoder{r: bufio.NewReader(nc), limits: cfg.limits},
+		limits: cfg.limits,
+		token:  cfg.token,
 		enc:    encoder{w: bufio.NewWriter(nc)},
 		nudge:  make(chan struct{}, 1),
 		done:   make(chan struct{}),
@@ -117,11 +120,38 @@ func (c *serverConn) serve() error {
 		}
 		o := codes.op(b)
 		c.dec.budget = c.dec.limits.requestBudget()
+		if c.token != "" {
+			if err := c.checkToken(o); err != nil {
+				return c.timeout(unexpectedEOF(err), "ReadTimeout", c.limits.ReadTimeout)
+			}
+			continue
+		}
 		if err := c.handle(o); err != nil {
 			err = c.timeout(unexpectedEOF(err), "ReadTimeout", c.limits.ReadTimeout)
 			return fmt.Errorf("query %d (%v): %w", b, o, err)
 		}
 	}
+}
+
+// errToken is a connection that did not present the token it must.
+var errToken = errors.New("no valid token presented")
+
+// checkToken takes the first request of a server that requires a token,
+// which must be a SET of TokenKey to it, and forgets the token once it has
+// been presented.
+func (c *serverConn) checkToken(o op) error {
+	if o != opSet {
+		return fmt.Errorf("%w: the first request is %v", errToken, o)
+	}
+	key, value, err := c.keyValue()
+	if err != nil {
+		return err
+	}
+	if key != TokenKey || subtle.ConstantTimeCompare(value, []byte(c.token)) != 1 {
+		return errToken
+	}
+	c.token = ""
+	return nil
 }
 
 // errLeft is the peer leaving between requests.
