@@ -18,11 +18,10 @@ import (
 // answers them in order; a notifier goroutine writes the STOP_WAITING bytes
 // that other connections' writes release, between whole replies.
 type serverConn struct {
-	st     *state
-	nc     net.Conn
-	dec    decoder
-	limits Limits
-	token  string // still to be presented, if not empty
+	st    *state
+	nc    net.Conn
+	dec   decoder // its limits are the server's
+	token string  // still to be presented, if not empty
 
 	wmu   sync.Mutex // held for each whole reply
 	enc   encoder
@@ -33,14 +32,13 @@ type serverConn struct {
 
 func newServerConn(st *state, nc net.Conn, cfg serverConfig) *serverConn {
 	return &serverConn{
-		st:     st,
-		nc:     nc,
-		dec:    decoder{r: bufio.NewReader(nc), limits: cfg.limits},
-		limits: cfg.limits,
-		token:  cfg.token,
-		enc:    encoder{w: bufio.NewWriter(nc)},
-		nudge:  make(chan struct{}, 1),
-		done:   make(chan struct{}),
+		st:    st,
+		nc:    nc,
+		dec:   decoder{r: bufio.NewReader(nc), limits: cfg.limits},
+		token: cfg.token,
+		enc:   encoder{w: bufio.NewWriter(nc)},
+		nudge: make(chan struct{}, 1),
+		done:  make(chan struct{}),
 	}
 }
 
@@ -92,7 +90,7 @@ func (c *serverConn) reply(f func(encoder)) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	// A peer that does not take its replies must not hold this goroutine.
-	c.nc.SetWriteDeadline(time.Now().Add(c.limits.ReadTimeout))
+	c.nc.SetWriteDeadline(time.Now().Add(c.dec.limits.ReadTimeout))
 	for n := c.owed.Swap(0); n > 0; n-- {
 		c.enc.u8(stopWaiting)
 	}
@@ -108,7 +106,7 @@ func (c *serverConn) serve() error {
 	}
 	codes, err := c.detect()
 	if err != nil {
-		return c.timeout(unexpectedEOF(err), "ReadTimeout", c.limits.ReadTimeout)
+		return c.late(unexpectedEOF(err))
 	}
 	for {
 		if err := c.awaitRequest(); err != nil {
@@ -116,18 +114,18 @@ func (c *serverConn) serve() error {
 		}
 		b, err := c.dec.u8()
 		if err != nil {
-			return c.timeout(err, "ReadTimeout", c.limits.ReadTimeout)
+			return c.late(err)
 		}
 		o := codes.op(b)
 		c.dec.budget = c.dec.limits.requestBudget()
 		if c.token != "" {
 			if err := c.checkToken(o); err != nil {
-				return c.timeout(unexpectedEOF(err), "ReadTimeout", c.limits.ReadTimeout)
+				return c.late(unexpectedEOF(err))
 			}
 			continue
 		}
 		if err := c.handle(o); err != nil {
-			err = c.timeout(unexpectedEOF(err), "ReadTimeout", c.limits.ReadTimeout)
+			err = c.late(unexpectedEOF(err))
 			return fmt.Errorf("query %d (%v): %w", b, o, err)
 		}
 	}
@@ -163,13 +161,13 @@ var errLeft = errors.New("the peer left")
 func (c *serverConn) awaitRequest() error {
 	for {
 		var deadline time.Time
-		if c.limits.IdleTimeout > 0 {
-			deadline = time.Now().Add(c.limits.IdleTimeout)
+		if c.dec.limits.IdleTimeout > 0 {
+			deadline = time.Now().Add(c.dec.limits.IdleTimeout)
 		}
 		c.nc.SetReadDeadline(deadline)
 		_, err := c.dec.r.Peek(1)
 		if err == nil {
-			c.nc.SetReadDeadline(time.Now().Add(c.limits.ReadTimeout))
+			c.nc.SetReadDeadline(time.Now().Add(c.dec.limits.ReadTimeout))
 			return nil
 		}
 		if err == io.EOF {
@@ -179,9 +177,14 @@ func (c *serverConn) awaitRequest() error {
 			return err
 		}
 		if !c.st.waiting(c) {
-			return c.timeout(err, "IdleTimeout", c.limits.IdleTimeout)
+			return c.timeout(err, "IdleTimeout", c.dec.limits.IdleTimeout)
 		}
 	}
+}
+
+// late names ReadTimeout as the limit that err enforced, if it did.
+func (c *serverConn) late(err error) error {
+	return c.timeout(err, "ReadTimeout", c.dec.limits.ReadTimeout)
 }
 
 // timeout names the limit that a read deadline err enforced.
