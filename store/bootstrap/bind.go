@@ -13,23 +13,27 @@ const BindEnv = "GOCOMMS_STORE_BIND"
 // ListenHost returns the host a store reached at masterHost should listen
 // on: the interface address that masterHost names, so that the store is
 // reachable where the job reaches it and nowhere else (loopback for a
-// loopback MASTER_ADDR). BindEnv, when lookup finds it, wins. A name that resolves to
-// no address of this host, or only to loopback although it is not
-// "localhost" (Debian maps a host's own name to 127.0.1.1, while other
-// hosts resolve it to its real address), gives "", every interface, as
-// binding more narrowly could lock out the job's other hosts.
+// loopback MASTER_ADDR). BindEnv, when lookup finds it, wins. An address
+// that is not this host's, or a name that resolves to none of its
+// addresses or only to loopback although it is not "localhost" (Debian
+// maps a host's own name to 127.0.1.1, while other hosts resolve it to its
+// real address), gives "", every interface, as binding more narrowly could
+// lock out the job's other hosts.
 func ListenHost(ctx context.Context, masterHost string, lookup func(string) (string, bool)) string {
 	if v, ok := lookup(BindEnv); ok {
 		return v
 	}
+	local := localIPs()
 	if ip := net.ParseIP(masterHost); ip != nil {
-		return masterHost
+		if ip.IsLoopback() || local[ip.String()] {
+			return masterHost
+		}
+		return "" // a NAT's or a floating address, say
 	}
 	ips, err := net.DefaultResolver.LookupIPAddr(ctx, masterHost)
 	if err != nil || len(ips) == 0 {
 		return ""
 	}
-	local := localIPs()
 	allLoopback := true
 	for _, ip := range ips {
 		if !ip.IP.IsLoopback() {

@@ -48,6 +48,7 @@ func TestListenHost(t *testing.T) {
 		{master: "localhost", want: "loopback"},
 		{master: "127.0.0.1", bind: "0.0.0.0", want: "0.0.0.0"},
 		{master: "no-such-host.invalid", want: ""},
+		{master: "192.0.2.1", want: ""}, // TEST-NET-1, on no interface here
 	} {
 		lookup := func(name string) (string, bool) { return tc.bind, name == BindEnv && tc.bind != "" }
 		got := ListenHost(ctx, tc.master, lookup)
