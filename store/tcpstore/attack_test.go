@@ -2,6 +2,7 @@ package tcpstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -66,7 +67,11 @@ func honest(t *testing.T, srv *tcpstore.Server, key string) {
 func TestAttackMultiGetAmplification(t *testing.T) {
 	srv := startServer(t)
 	c := dial(t, srv.Addr().String())
-	if err := c.Set(testContext(t), "big", make([]byte, 1<<20)); err != nil {
+	ctx := testContext(t)
+	if err := c.Set(ctx, "big", make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, "big"); err != nil { // SET has no reply
 		t.Fatal(err)
 	}
 	keys := make([]string, 1024)
@@ -248,7 +253,8 @@ func TestStoreLimits(t *testing.T) {
 	if _, err := c.CompareSet(ctx, "a", []byte("1"), []byte(strings.Repeat("x", 100))); err == nil {
 		t.Error("a value over MaxStoredBytes=100 was stored")
 	}
-	if err := c.Set(ctx, "a", []byte(strings.Repeat("x", 30))); err != nil {
+	// CompareSet, unlike Set, is done when it returns.
+	if _, err := c.CompareSet(ctx, "a", []byte("1"), []byte(strings.Repeat("x", 30))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.MultiGet(ctx, "a", "a"); err == nil {
@@ -276,6 +282,28 @@ func TestStoreLimits(t *testing.T) {
 		var b [1]byte
 		_, err := r.nc.Read(b[:])
 		return err == nil
+	})
+}
+
+// TestWaitsCountAsStored: the keys of outstanding WAITs count against
+// MaxStoredBytes, so waits cannot hold more memory than keys could.
+func TestWaitsCountAsStored(t *testing.T) {
+	srv := startServer(t, tcpstore.WithLimits(tcpstore.Limits{MaxStoredBytes: 100}))
+	small := dialRaw2(t, srv)
+	small.send(q(v2Wait).keys(strings.Repeat("k", 60)))
+	small.expectQuiet()
+	big := dialRaw2(t, srv)
+	big.send(q(v2Wait).keys(strings.Repeat("j", 60)))
+	big.expectClosed()
+	small.nc.Close()
+	waitFor(t, func() bool { // the first wait's bytes are given back
+		r := dialRaw2(t, srv)
+		defer r.nc.Close()
+		r.send(q(v2Wait).keys(strings.Repeat("j", 60)))
+		r.nc.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		var b [1]byte
+		_, err := r.nc.Read(b[:])
+		return errors.Is(err, os.ErrDeadlineExceeded)
 	})
 }
 

@@ -56,7 +56,8 @@ type Limits struct {
 	// small request naming a large key many times costs that many copies.
 	MaxResponse int
 	// MaxStoredBytes bounds the keys and values the store holds, queued
-	// values included; default 1 GiB.
+	// values and the keys of outstanding WAITs and BARRIERs included;
+	// default 1 GiB.
 	MaxStoredBytes int
 	// MaxStoredKeys bounds the keys and queues the store holds; default
 	// 1 Mi.

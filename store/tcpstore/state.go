@@ -128,6 +128,7 @@ func (s *state) progress(r *registration) {
 	if r.missing--; r.missing > 0 {
 		return
 	}
+	s.stored -= r.cost()
 	delete(s.live[r.w], r)
 	if len(s.live[r.w]) == 0 {
 		delete(s.live, r.w)
@@ -135,8 +136,31 @@ func (s *state) progress(r *registration) {
 	r.w.release()
 }
 
-// register makes r wait on its keys in table.
-func (s *state) register(table map[string][]*registration, r *registration) {
+// cost is the bytes of keys r holds, which count as stored: a peer must
+// not hold more memory in waits than it could in keys.
+func (r *registration) cost() int {
+	n := 0
+	for _, k := range r.keys {
+		n += len(k)
+	}
+	return n
+}
+
+// roomToWait checks that w may register a wait holding cost bytes of keys.
+func (s *state) roomToWait(w waker, cost int) error {
+	if n := len(s.live[w]); n >= s.limits.MaxWaits {
+		return overLimit("outstanding waits", n+1, "MaxWaits", s.limits.MaxWaits)
+	}
+	return s.fitsBytes(cost)
+}
+
+// register makes r wait on its keys in table, if the store has room for
+// them and r's connection may wait once more.
+func (s *state) register(table map[string][]*registration, r *registration) error {
+	if err := s.roomToWait(r.w, r.cost()); err != nil {
+		return err
+	}
+	s.stored += r.cost()
 	for _, k := range r.keys {
 		table[k] = append(table[k], r)
 	}
@@ -144,6 +168,7 @@ func (s *state) register(table map[string][]*registration, r *registration) {
 		s.live[r.w] = make(map[*registration]struct{})
 	}
 	s.live[r.w][r] = struct{}{}
+	return nil
 }
 
 func (s *state) set(key string, value []byte) error {
@@ -259,14 +284,6 @@ func (s *state) check(keys []string) (bool, error) {
 	return all, nil
 }
 
-// fitsWait checks that w may register one more WAIT or BARRIER.
-func (s *state) fitsWait(w waker) error {
-	if n := len(s.live[w]); n >= s.limits.MaxWaits {
-		return overLimit("outstanding waits", n+1, "MaxWaits", s.limits.MaxWaits)
-	}
-	return nil
-}
-
 // waiting reports whether w has a WAIT or BARRIER outstanding.
 func (s *state) waiting(w waker) bool {
 	s.mu.Lock()
@@ -292,14 +309,10 @@ func (s *state) wait(w waker, keys []string) (now bool, err error) {
 	if len(missing) == 0 {
 		return true, nil
 	}
-	if err := s.fitsWait(w); err != nil {
-		return false, err
-	}
 	// A key listed twice is one key to wait for.
 	slices.Sort(missing)
 	missing = slices.Compact(missing)
-	s.register(s.waits, &registration{w: w, keys: missing, missing: len(missing)})
-	return false, nil
+	return false, s.register(s.waits, &registration{w: w, keys: missing, missing: len(missing)})
 }
 
 // cancel drops every registration of w, as CANCEL_WAIT and disconnecting
@@ -308,6 +321,7 @@ func (s *state) cancel(w waker) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for r := range s.live[w] {
+		s.stored -= r.cost()
 		table := s.waits
 		if r.barrier {
 			table = s.barriers
@@ -409,7 +423,8 @@ func (s *state) listKeys() ([]string, error) {
 func (s *state) barrier(w waker, key string, worldSize int64) (now bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.fitsWait(w); err != nil {
+	// Refused, a barrier must not have counted its caller.
+	if err := s.roomToWait(w, len(key)+counterSize(key)); err != nil {
 		return false, err
 	}
 	n, err := s.addLocked(key, 1)
@@ -418,8 +433,7 @@ func (s *state) barrier(w waker, key string, worldSize int64) (now bool, err err
 	}
 	s.wake(key)
 	if n < worldSize {
-		s.register(s.barriers, &registration{w: w, keys: []string{key}, missing: 1, barrier: true})
-		return false, nil
+		return false, s.register(s.barriers, &registration{w: w, keys: []string{key}, missing: 1, barrier: true})
 	}
 	for _, r := range s.barriers[key] {
 		s.progress(r)
