@@ -1,9 +1,11 @@
 package tcpstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
 	"strconv"
@@ -336,4 +338,36 @@ func TestRequireToken(t *testing.T) {
 	r := dialRaw2(t, srv)
 	r.send(q(v2Set).str(tcpstore.TokenKey).str("s3cret"))
 	r.roundTrip(q(v2Add).str("n").i64(1), reply().i64(4))
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestLimitLogged: a refusal is logged at warning level, naming the limit.
+func TestLimitLogged(t *testing.T) {
+	var log syncBuffer
+	srv := startServer(t,
+		tcpstore.WithLimits(tcpstore.Limits{MaxResponse: 100}),
+		tcpstore.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	r := dialRaw2(t, srv)
+	r.send(q(multiGet).keys(make([]string, 20)...))
+	r.expectClosed()
+	waitFor(t, func() bool {
+		return strings.Contains(log.String(), "level=WARN") && strings.Contains(log.String(), "over the limit MaxResponse=100")
+	})
 }

@@ -173,7 +173,8 @@ func WithTimeout(d time.Duration) DialOption {
 }
 
 // WithToken makes the client present token on every connection, as a
-// server started with RequireToken(token) requires.
+// server started with RequireToken(token) requires. A server that does not
+// require it stores it as an ordinary key.
 func WithToken(token string) DialOption {
 	return func(c *dialConfig) { c.token = token }
 }

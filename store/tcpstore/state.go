@@ -23,7 +23,7 @@ type state struct {
 	limits   Limits
 	mem      *store.Memory
 	sizes    map[string]int             // len(key)+len(value) of each key in mem
-	stored   int                        // bytes of keys and values, queued values included
+	stored   int                        // bytes of keys, values, queued values and waited keys
 	waits    map[string][]*registration // by missing key
 	barriers map[string][]*registration // by barrier key
 	queues   map[string][][]byte
@@ -71,8 +71,8 @@ func (s *state) exists(key string) (bool, error) {
 }
 
 // fits checks that key holding size bytes of key and value would keep the
-// store within its limits. Sizes are worked out
-// before a write, from lengths, so that nothing is stored to be refused.
+// store within its limits. Sizes are worked out before a write, from
+// lengths, so that nothing is stored to be refused.
 func (s *state) fits(key string, size int) error {
 	old, had := s.sizes[key]
 	if !had && len(s.sizes)+len(s.queues) >= s.limits.MaxStoredKeys {
