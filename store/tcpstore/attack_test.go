@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime"
@@ -90,6 +91,37 @@ func TestAttackMultiGetAmplification(t *testing.T) {
 		t.Errorf("refusing the amplified MULTI_GET grew the heap by %d MiB", grew>>20)
 	}
 	honest(t, srv, "after")
+}
+
+// TestRepliesByReference: a reply naming one value many times, allowed by
+// a large MaxResponse, does not copy it each time.
+func TestRepliesByReference(t *testing.T) {
+	srv := startServer(t, tcpstore.WithLimits(tcpstore.Limits{MaxResponse: 1 << 30}))
+	c := dial(t, srv.Addr().String())
+	ctx := testContext(t)
+	if err := c.Set(ctx, "big", make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, "big"); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, 256)
+	for i := range keys {
+		keys[i] = "big"
+	}
+	grew := heapPeak(func() {
+		r := dialRaw2(t, srv)
+		r.send(q(multiGet).keys(keys...))
+		r.nc.SetReadDeadline(time.Now().Add(testTimeout))
+		n, err := io.CopyN(io.Discard, r.nc, 256*(8+1<<20))
+		if err != nil {
+			t.Errorf("read %d bytes of the reply: %v", n, err)
+		}
+	})
+	t.Logf("a 256 MiB reply grew the heap by %d KiB", grew>>10)
+	if grew > 64<<20 {
+		t.Errorf("a 256 MiB reply of one 1 MiB value grew the heap by %d MiB", grew>>20)
+	}
 }
 
 // TestAttackPipelinedWaits: a connection that pipelines WAITs on missing

@@ -53,7 +53,9 @@ type Limits struct {
 	// MaxResponse is the largest reply in bytes; default MaxValueLen+16, so
 	// that any one value can be read. A MULTI_GET or LIST_KEYS whose reply
 	// would be larger is refused before the reply is built: without it, a
-	// small request naming a large key many times costs that many copies.
+	// small request naming a large key many times would have the server
+	// send that many copies (replies refer to stored values, so it would
+	// not hold them in memory).
 	MaxResponse int
 	// MaxStoredBytes bounds the keys and values the store holds, queued
 	// values and the keys of outstanding WAITs and BARRIERs included;

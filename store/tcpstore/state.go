@@ -197,11 +197,10 @@ func (s *state) get(key string) ([]byte, error) {
 	return s.getLocked(key)
 }
 
+// getLocked returns key's value uncopied: replies only read it.
 func (s *state) getLocked(key string) ([]byte, error) {
-	if ok, err := s.mem.Check(bg, key); !ok || err != nil {
-		return nil, err
-	}
-	return s.mem.Get(bg, key) // present, so it does not wait
+	v, _, err := s.mem.View(bg, key)
+	return v, err
 }
 
 func (s *state) multiGet(keys []string) ([][]byte, error) {
