@@ -178,6 +178,10 @@ func TestManyClients(t *testing.T) {
 		wg.Wait()
 	})
 	t.Logf("%d clients in %v; heap grew by %d MiB; %d failed", n, time.Since(start).Round(time.Millisecond), grew>>20, failed.Load())
+	// Clients and server share this heap: about 20 KiB each was measured.
+	if limit := uint64(n) << 18; grew > limit {
+		t.Errorf("heap grew by %d MiB, over %d MiB", grew>>20, limit>>20)
+	}
 }
 
 func oneClient(ctx context.Context, addr string, i int) error {
@@ -205,18 +209,26 @@ func oneClient(ctx context.Context, addr string, i int) error {
 func TestAttackHalfOpen(t *testing.T) {
 	const readTimeout = 300 * time.Millisecond
 	srv := startServer(t, tcpstore.WithLimits(tcpstore.Limits{ReadTimeout: readTimeout}))
-	stalled := make([]*raw, 100)
-	for i := range stalled {
-		stalled[i] = dialRaw2(t, srv)
-		stalled[i].send(q(v2Set).str("half").i64(100).u8('x')) // 99 bytes short
-	}
-	start := time.Now()
-	honest(t, srv, "k")
-	for _, r := range stalled {
-		r.expectClosed()
-	}
-	if d := time.Since(start); d < readTimeout/2 || d > readTimeout+5*time.Second {
+	var d time.Duration
+	grew := heapPeak(func() {
+		stalled := make([]*raw, 100)
+		for i := range stalled {
+			stalled[i] = dialRaw2(t, srv)
+			stalled[i].send(q(v2Set).str("half").i64(100).u8('x')) // 99 bytes short
+		}
+		start := time.Now()
+		honest(t, srv, "k")
+		for _, r := range stalled {
+			r.expectClosed()
+		}
+		d = time.Since(start)
+	})
+	if d < readTimeout/2 || d > readTimeout+5*time.Second {
 		t.Errorf("half-sent requests were dropped after %v, want about %v", d, readTimeout)
+	}
+	t.Logf("100 half-sent requests: heap grew by %d KiB", grew>>10)
+	if grew > 32<<20 {
+		t.Errorf("heap grew by %d MiB", grew>>20)
 	}
 }
 
