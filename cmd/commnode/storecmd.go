@@ -6,19 +6,23 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
+	"github.com/gocomms/gocomms/store/bootstrap"
 	"github.com/gocomms/gocomms/store/tcpstore"
 )
 
 // storeCommand runs `commnode store`: a standalone TCPStore server, for
-// gocomms ranks and PyTorch processes alike, until interrupted.
+// gocomms ranks and PyTorch processes alike, until interrupted; with
+// GOCOMMS_STORE_TOKEN set, for gocomms processes given that token only.
 func storeCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("store", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	host := fs.String("host", "", "address to listen on (default: every interface)")
+	host := fs.String("host", "", "address to listen on (default: $GOCOMMS_STORE_BIND, else the interface address $MASTER_ADDR names, else every interface)")
 	port := fs.Int("port", 29500, "port to listen on (0: a free one)")
 	var log logFlags
 	log.register(fs, "log connections and bad requests")
@@ -31,7 +35,18 @@ func storeCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	srv, err := tcpstore.Listen(ctx, net.JoinHostPort(*host, strconv.Itoa(*port)), tcpstore.WithLogger(log.logger(stderr)))
+	hostSet := false
+	fs.Visit(func(f *flag.Flag) { hostSet = hostSet || f.Name == "host" })
+	if !hostSet {
+		// Bind where the job reaches the store, not every interface.
+		*host, _ = os.LookupEnv(bootstrap.BindEnv)
+		if master, ok := os.LookupEnv("MASTER_ADDR"); ok && master != "" {
+			*host = bootstrap.ListenHost(ctx, strings.Trim(master, "[]"), os.LookupEnv)
+		}
+	}
+	opts, _ := bootstrap.TokenOptions(os.LookupEnv)
+	opts = append(opts, tcpstore.WithLogger(log.logger(stderr)))
+	srv, err := tcpstore.Listen(ctx, net.JoinHostPort(*host, strconv.Itoa(*port)), opts...)
 	if err != nil {
 		fmt.Fprintln(stderr, "commnode store:", err)
 		return 1

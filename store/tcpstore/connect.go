@@ -145,12 +145,19 @@ func (c *Client) dialTCP(ctx context.Context, p proto) (*clientConn, error) {
 // greeting.
 func (c *Client) hello(ctx context.Context, cc *clientConn, p proto) error {
 	if p.version == Version1 {
-		return nil
+		if c.cfg.token == "" {
+			return nil
+		}
+		cc.arm()
+		defer cc.watch(ctx)()
+		c.presentToken(cc)
+		return cc.send()
 	}
 	cc.arm()
 	defer cc.watch(ctx)()
 	cc.query(opValidate)
 	cc.enc.u32(validateMagic)
+	c.presentToken(cc) // before PING, whose echo then confirms it
 	if !p.ping {
 		return cc.send()
 	}
@@ -175,12 +182,23 @@ func (c *Client) hello(ctx context.Context, cc *clientConn, p proto) error {
 func (c *Client) numKeysProbe(ctx context.Context, cc *clientConn) error {
 	cc.nc.SetDeadline(time.Now().Add(min(probeSilence, c.cfg.timeout)))
 	defer cc.watch(ctx)()
+	c.presentToken(cc)
 	cc.query(opNumKeys)
 	if err := cc.send(); err != nil {
 		return err
 	}
 	_, err := cc.dec.i64()
 	return err
+}
+
+// presentToken queues the SET that presents the token, if there is one.
+func (c *Client) presentToken(cc *clientConn) {
+	if c.cfg.token == "" {
+		return
+	}
+	cc.query(opSet)
+	cc.enc.str(TokenKey)
+	cc.enc.str(c.cfg.token)
 }
 
 // isDropped reports the ways a connection closed by the server shows.

@@ -42,7 +42,7 @@ func Listen(ctx context.Context, addr string, opts ...ServerOption) (*Server, er
 
 func newServer(cfg serverConfig) *Server {
 	return &Server{
-		st:    newState(),
+		st:    newState(cfg.limits),
 		cfg:   cfg,
 		done:  make(chan struct{}),
 		conns: make(map[net.Conn]struct{}),
@@ -111,16 +111,26 @@ func (s *Server) serveConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
+	if n, limit := len(s.conns), s.cfg.limits.MaxConns; n >= limit {
+		s.mu.Unlock()
+		nc.Close()
+		s.cfg.logger.Warn("tcpstore: refused a connection", "remote", nc.RemoteAddr(), "err", overLimit("connections", n+1, "MaxConns", limit))
+		return
+	}
 	s.conns[nc] = struct{}{}
 	s.mu.Unlock()
 
-	err := newServerConn(s.st, nc, s.cfg.limits).run()
+	err := newServerConn(s.st, nc, s.cfg).run()
 
 	s.mu.Lock()
 	delete(s.conns, nc)
 	closing := s.closed
 	s.mu.Unlock()
-	if err != nil && !closing {
+	switch {
+	case err == nil || closing:
+	case errors.Is(err, errLimit), errors.Is(err, errToken):
+		s.cfg.logger.Warn("tcpstore: closed a connection at a limit or without the token", "remote", nc.RemoteAddr(), "err", err)
+	default:
 		s.cfg.logger.Debug("tcpstore: closed a connection", "remote", nc.RemoteAddr(), "err", err)
 	}
 }

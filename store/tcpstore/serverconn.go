@@ -3,20 +3,25 @@ package tcpstore
 import (
 	"bufio"
 	"bytes"
+	"crypto/subtle"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // serverConn is one client's connection. Its reader decodes requests and
 // answers them in order; a notifier goroutine writes the STOP_WAITING bytes
 // that other connections' writes release, between whole replies.
 type serverConn struct {
-	st  *state
-	nc  net.Conn
-	dec decoder
+	st    *state
+	nc    net.Conn
+	dec   decoder // its limits are the server's
+	token string  // still to be presented, if not empty
 
 	wmu   sync.Mutex // held for each whole reply
 	enc   encoder
@@ -25,11 +30,12 @@ type serverConn struct {
 	done  chan struct{} // closed when the reader stops
 }
 
-func newServerConn(st *state, nc net.Conn, limits Limits) *serverConn {
+func newServerConn(st *state, nc net.Conn, cfg serverConfig) *serverConn {
 	return &serverConn{
 		st:    st,
 		nc:    nc,
-		dec:   decoder{r: bufio.NewReader(nc), limits: limits},
+		dec:   decoder{r: bufio.NewReader(nc), limits: cfg.limits},
+		token: cfg.token,
 		enc:   encoder{w: bufio.NewWriter(nc)},
 		nudge: make(chan struct{}, 1),
 		done:  make(chan struct{}),
@@ -43,6 +49,9 @@ func (c *serverConn) run() error {
 	var notifier sync.WaitGroup
 	notifier.Go(c.notify)
 	err := c.serve()
+	if errors.Is(err, errLeft) {
+		err = nil
+	}
 	c.st.cancel(c)
 	close(c.done)
 	c.nc.Close()
@@ -80,6 +89,8 @@ func (c *serverConn) notify() {
 func (c *serverConn) reply(f func(encoder)) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	// A peer that does not take its replies must not hold this goroutine.
+	c.nc.SetWriteDeadline(time.Now().Add(c.dec.limits.ReadTimeout))
 	for n := c.owed.Swap(0); n > 0; n-- {
 		c.enc.u8(stopWaiting)
 	}
@@ -88,29 +99,100 @@ func (c *serverConn) reply(f func(encoder)) error {
 }
 
 // serve reads the dialect, then requests, until one fails. An end of
-// stream between requests is the peer leaving, not an error.
+// stream between requests is the peer leaving: errLeft.
 func (c *serverConn) serve() error {
-	codes, err := c.detect()
-	if err == io.EOF {
-		return nil
+	if err := c.awaitRequest(); err != nil {
+		return err
 	}
+	codes, err := c.detect()
 	if err != nil {
-		return unexpectedEOF(err)
+		return c.late(unexpectedEOF(err))
 	}
 	for {
-		b, err := c.dec.u8()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
+		if err := c.awaitRequest(); err != nil {
 			return err
+		}
+		b, err := c.dec.u8()
+		if err != nil {
+			return c.late(err)
 		}
 		o := codes.op(b)
 		c.dec.budget = c.dec.limits.requestBudget()
+		if c.token != "" {
+			if err := c.checkToken(o); err != nil {
+				return c.late(unexpectedEOF(err))
+			}
+			continue
+		}
 		if err := c.handle(o); err != nil {
-			return fmt.Errorf("query %d (%v): %w", b, o, unexpectedEOF(err))
+			err = c.late(unexpectedEOF(err))
+			return fmt.Errorf("query %d (%v): %w", b, o, err)
 		}
 	}
+}
+
+// errToken is a connection that did not present the token it must.
+var errToken = errors.New("no valid token presented")
+
+// checkToken takes the first request of a server that requires a token,
+// which must be a SET of TokenKey to it, and forgets the token once it has
+// been presented.
+func (c *serverConn) checkToken(o op) error {
+	if o != opSet {
+		return fmt.Errorf("%w: the first request is %v", errToken, o)
+	}
+	key, value, err := c.keyValue()
+	if err != nil {
+		return err
+	}
+	if key != TokenKey || subtle.ConstantTimeCompare(value, []byte(c.token)) != 1 {
+		return errToken
+	}
+	c.token = ""
+	return nil
+}
+
+// errLeft is the peer leaving between requests.
+var errLeft = errors.New("the peer left")
+
+// awaitRequest waits for the first byte of a request, for IdleTimeout at
+// most unless the connection waits for keys, and then gives the whole
+// request ReadTimeout to arrive, so a peer that stalls part-way is dropped.
+func (c *serverConn) awaitRequest() error {
+	for {
+		var deadline time.Time
+		if c.dec.limits.IdleTimeout > 0 {
+			deadline = time.Now().Add(c.dec.limits.IdleTimeout)
+		}
+		c.nc.SetReadDeadline(deadline)
+		_, err := c.dec.r.Peek(1)
+		if err == nil {
+			c.nc.SetReadDeadline(time.Now().Add(c.dec.limits.ReadTimeout))
+			return nil
+		}
+		if err == io.EOF {
+			return errLeft
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		if !c.st.waiting(c) {
+			return c.timeout(err, "IdleTimeout", c.dec.limits.IdleTimeout)
+		}
+	}
+}
+
+// late names ReadTimeout as the limit that err enforced, if it did.
+func (c *serverConn) late(err error) error {
+	return c.timeout(err, "ReadTimeout", c.dec.limits.ReadTimeout)
+}
+
+// timeout names the limit that a read deadline err enforced.
+func (c *serverConn) timeout(err error, name string, limit time.Duration) error {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w %s=%v: %w", errLimit, name, limit, err)
 }
 
 // detect tells a 2.2+ client, whose first bytes are VALIDATE and its magic,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/gocomms/gocomms/store"
@@ -19,7 +20,10 @@ import (
 // keys that were missing and not written since, which every write wakes.
 type state struct {
 	mu       sync.Mutex
+	limits   Limits
 	mem      *store.Memory
+	sizes    map[string]int             // len(key)+len(value) of each key in mem
+	stored   int                        // bytes of keys, values, queued values and waited keys
 	waits    map[string][]*registration // by missing key
 	barriers map[string][]*registration // by barrier key
 	queues   map[string][][]byte
@@ -41,9 +45,11 @@ type registration struct {
 // bg is the context of Memory calls, which never wait here.
 var bg = context.Background()
 
-func newState() *state {
+func newState(limits Limits) *state {
 	return &state{
+		limits:   limits,
 		mem:      store.NewMemory(),
+		sizes:    make(map[string]int),
 		waits:    make(map[string][]*registration),
 		barriers: make(map[string][]*registration),
 		queues:   make(map[string][][]byte),
@@ -64,6 +70,51 @@ func (s *state) exists(key string) (bool, error) {
 	return ok || len(s.queues[key]) > 0, err
 }
 
+// fits checks that key holding size bytes of key and value would keep the
+// store within its limits. Sizes are worked out before a write, from
+// lengths, so that nothing is stored to be refused.
+func (s *state) fits(key string, size int) error {
+	old, had := s.sizes[key]
+	if !had && len(s.sizes)+len(s.queues) >= s.limits.MaxStoredKeys {
+		return overLimit("keys stored", len(s.sizes)+len(s.queues)+1, "MaxStoredKeys", s.limits.MaxStoredKeys)
+	}
+	return s.fitsBytes(size - old)
+}
+
+// fitsBytes checks that growing the store by n bytes keeps it within
+// MaxStoredBytes.
+func (s *state) fitsBytes(n int) error {
+	if s.stored+n > s.limits.MaxStoredBytes {
+		return overLimit("bytes stored", s.stored+n, "MaxStoredBytes", s.limits.MaxStoredBytes)
+	}
+	return nil
+}
+
+// account records that key now holds size bytes of key and value.
+func (s *state) account(key string, size int) {
+	s.stored += size - s.sizes[key]
+	s.sizes[key] = size
+}
+
+// fitsReply checks that a reply of n bytes is within MaxResponse.
+func (s *state) fitsReply(what string, n int) error {
+	if n > s.limits.MaxResponse {
+		return overLimit(what+" reply", n, "MaxResponse", s.limits.MaxResponse)
+	}
+	return nil
+}
+
+// valueLen is the length of key's value, 0 if it is missing.
+func (s *state) valueLen(key string) int {
+	if size, ok := s.sizes[key]; ok {
+		return size - len(key)
+	}
+	return 0
+}
+
+// counterSize bounds the size of a key holding a decimal int64.
+func counterSize(key string) int { return len(key) + len("-9223372036854775808") }
+
 // wake counts key as written for every registration waiting on it.
 func (s *state) wake(key string) {
 	for _, r := range s.waits[key] {
@@ -77,6 +128,7 @@ func (s *state) progress(r *registration) {
 	if r.missing--; r.missing > 0 {
 		return
 	}
+	s.stored -= r.cost()
 	delete(s.live[r.w], r)
 	if len(s.live[r.w]) == 0 {
 		delete(s.live, r.w)
@@ -84,8 +136,31 @@ func (s *state) progress(r *registration) {
 	r.w.release()
 }
 
-// register makes r wait on its keys in table.
-func (s *state) register(table map[string][]*registration, r *registration) {
+// cost is the bytes of keys r holds, which count as stored: a peer must
+// not hold more memory in waits than it could in keys.
+func (r *registration) cost() int {
+	n := 0
+	for _, k := range r.keys {
+		n += len(k)
+	}
+	return n
+}
+
+// roomToWait checks that w may register a wait holding cost bytes of keys.
+func (s *state) roomToWait(w waker, cost int) error {
+	if n := len(s.live[w]); n >= s.limits.MaxWaits {
+		return overLimit("outstanding waits", n+1, "MaxWaits", s.limits.MaxWaits)
+	}
+	return s.fitsBytes(cost)
+}
+
+// register makes r wait on its keys in table, if the store has room for
+// them and r's connection may wait once more.
+func (s *state) register(table map[string][]*registration, r *registration) error {
+	if err := s.roomToWait(r.w, r.cost()); err != nil {
+		return err
+	}
+	s.stored += r.cost()
 	for _, k := range r.keys {
 		table[k] = append(table[k], r)
 	}
@@ -93,14 +168,20 @@ func (s *state) register(table map[string][]*registration, r *registration) {
 		s.live[r.w] = make(map[*registration]struct{})
 	}
 	s.live[r.w][r] = struct{}{}
+	return nil
 }
 
 func (s *state) set(key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	size := len(key) + len(value)
+	if err := s.fits(key, size); err != nil {
+		return err
+	}
 	if err := s.mem.Set(bg, key, value); err != nil {
 		return err
 	}
+	s.account(key, size)
 	s.wake(key)
 	return nil
 }
@@ -110,19 +191,28 @@ func (s *state) set(key string, value []byte) error {
 func (s *state) get(key string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fitsReply("get", 8+s.valueLen(key)); err != nil {
+		return nil, err
+	}
 	return s.getLocked(key)
 }
 
+// getLocked returns key's value uncopied: replies only read it.
 func (s *state) getLocked(key string) ([]byte, error) {
-	if ok, err := s.mem.Check(bg, key); !ok || err != nil {
-		return nil, err
-	}
-	return s.mem.Get(bg, key) // present, so it does not wait
+	v, _, err := s.mem.View(bg, key)
+	return v, err
 }
 
 func (s *state) multiGet(keys []string) ([][]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 0
+	for _, k := range keys {
+		n += 8 + s.valueLen(k)
+	}
+	if err := s.fitsReply("multi-get", n); err != nil {
+		return nil, err
+	}
 	values := make([][]byte, len(keys))
 	for i, k := range keys {
 		v, err := s.getLocked(k)
@@ -137,11 +227,24 @@ func (s *state) multiGet(keys []string) ([][]byte, error) {
 func (s *state) add(key string, delta int64) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, err := s.mem.Add(bg, key, delta)
+	n, err := s.addLocked(key, delta)
 	if err != nil {
 		return 0, err
 	}
 	s.wake(key)
+	return n, nil
+}
+
+// addLocked runs ADD, within the store's limits.
+func (s *state) addLocked(key string, delta int64) (int64, error) {
+	if err := s.fits(key, counterSize(key)); err != nil {
+		return 0, err
+	}
+	n, err := s.mem.Add(bg, key, delta)
+	if err != nil {
+		return 0, err
+	}
+	s.account(key, len(key)+len(strconv.FormatInt(n, 10)))
 	return n, nil
 }
 
@@ -150,11 +253,17 @@ func (s *state) add(key string, delta int64) (int64, error) {
 func (s *state) compareSet(key string, expected, desired []byte) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fits(key, len(key)+len(desired)); err != nil {
+		return nil, err
+	}
 	v, err := s.mem.CompareSet(bg, key, expected, desired)
 	if err != nil {
 		return nil, err
 	}
+	// A present key holds what CompareSet returns: the value it kept or
+	// the one it stored.
 	if ok, _ := s.mem.Check(bg, key); ok {
+		s.account(key, len(key)+len(v))
 		s.wake(key)
 	}
 	return v, nil
@@ -172,6 +281,13 @@ func (s *state) check(keys []string) (bool, error) {
 		all = all && ok
 	}
 	return all, nil
+}
+
+// waiting reports whether w has a WAIT or BARRIER outstanding.
+func (s *state) waiting(w waker) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.live[w]) > 0
 }
 
 // wait reports whether all keys exist, and otherwise registers w to be
@@ -195,8 +311,7 @@ func (s *state) wait(w waker, keys []string) (now bool, err error) {
 	// A key listed twice is one key to wait for.
 	slices.Sort(missing)
 	missing = slices.Compact(missing)
-	s.register(s.waits, &registration{w: w, keys: missing, missing: len(missing)})
-	return false, nil
+	return false, s.register(s.waits, &registration{w: w, keys: missing, missing: len(missing)})
 }
 
 // cancel drops every registration of w, as CANCEL_WAIT and disconnecting
@@ -205,6 +320,7 @@ func (s *state) cancel(w waker) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for r := range s.live[w] {
+		s.stored -= r.cost()
 		table := s.waits
 		if r.barrier {
 			table = s.barriers
@@ -231,15 +347,25 @@ func (s *state) numKeys() (int64, error) {
 func (s *state) deleteKey(key string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.mem.Delete(bg, key)
+	ok, err := s.mem.Delete(bg, key)
+	if ok {
+		s.stored -= s.sizes[key]
+		delete(s.sizes, key)
+	}
+	return ok, err
 }
 
 func (s *state) append(key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	size := len(key) + s.valueLen(key) + len(value)
+	if err := s.fits(key, size); err != nil {
+		return err
+	}
 	if err := s.mem.Append(bg, key, value); err != nil {
 		return err
 	}
+	s.account(key, size)
 	s.wake(key)
 	return nil
 }
@@ -247,8 +373,30 @@ func (s *state) append(key string, value []byte) error {
 func (s *state) multiSet(keys []string, values [][]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The last value of a key listed twice is the one stored.
+	sizes := make(map[string]int, len(keys))
+	for i, k := range keys {
+		sizes[k] = len(k) + len(values[i])
+	}
+	grow, added := 0, 0
+	for k, size := range sizes {
+		old, had := s.sizes[k]
+		grow += size - old
+		if !had {
+			added++
+		}
+	}
+	if n := len(s.sizes) + len(s.queues) + added; n > s.limits.MaxStoredKeys {
+		return overLimit("keys stored", n, "MaxStoredKeys", s.limits.MaxStoredKeys)
+	}
+	if err := s.fitsBytes(grow); err != nil {
+		return err
+	}
 	if err := s.mem.MultiSet(bg, keys, values); err != nil {
 		return err
+	}
+	for k, size := range sizes {
+		s.account(k, size)
 	}
 	for _, k := range keys {
 		s.wake(k)
@@ -259,6 +407,13 @@ func (s *state) multiSet(keys []string, values [][]byte) error {
 func (s *state) listKeys() ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 8
+	for k := range s.sizes {
+		n += 8 + len(k)
+	}
+	if err := s.fitsReply("list-keys", n); err != nil {
+		return nil, err
+	}
 	return s.mem.Keys(bg)
 }
 
@@ -267,14 +422,17 @@ func (s *state) listKeys() ([]string, error) {
 func (s *state) barrier(w waker, key string, worldSize int64) (now bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, err := s.mem.Add(bg, key, 1)
+	// Refused, a barrier must not have counted its caller.
+	if err := s.roomToWait(w, len(key)+counterSize(key)); err != nil {
+		return false, err
+	}
+	n, err := s.addLocked(key, 1)
 	if err != nil {
 		return false, err
 	}
 	s.wake(key)
 	if n < worldSize {
-		s.register(s.barriers, &registration{w: w, keys: []string{key}, missing: 1, barrier: true})
-		return false, nil
+		return false, s.register(s.barriers, &registration{w: w, keys: []string{key}, missing: 1, barrier: true})
 	}
 	for _, r := range s.barriers[key] {
 		s.progress(r)
@@ -291,6 +449,17 @@ func (s *state) queuePush(key string, value []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	size := len(value)
+	if _, ok := s.queues[key]; !ok {
+		if n := len(s.sizes) + len(s.queues); n >= s.limits.MaxStoredKeys {
+			return overLimit("keys stored", n+1, "MaxStoredKeys", s.limits.MaxStoredKeys)
+		}
+		size += len(key)
+	}
+	if err := s.fitsBytes(size); err != nil {
+		return err
+	}
+	s.stored += size
 	s.queues[key] = append(s.queues[key], value)
 	if rs := s.waits[key]; len(rs) > 0 {
 		if len(rs) == 1 {
@@ -314,7 +483,9 @@ func (s *state) queuePop(key string) (n int64, head []byte) {
 	}
 	head = q[0]
 	q[0] = nil // the queue's array must not keep it alive
+	s.stored -= len(head)
 	if len(q) == 1 {
+		s.stored -= len(key)
 		delete(s.queues, key)
 	} else {
 		s.queues[key] = q[1:]

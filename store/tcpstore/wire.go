@@ -14,8 +14,13 @@ import (
 // host would not interoperate with its own kind on other hosts either.
 var order = binary.LittleEndian
 
-// errLimit reports a length or count over the limits.
+// errLimit reports a length, count or size over the limits.
 var errLimit = errors.New("over the limit")
+
+// overLimit reports n of what over the Limits field name, which is limit.
+func overLimit(what string, n int, name string, limit int) error {
+	return fmt.Errorf("%s of %d: %w %s=%d", what, n, errLimit, name, limit)
+}
 
 // decoder reads protocol fields. A length over its limits is refused before
 // anything is allocated, and a payload is read in growing chunks, so a
