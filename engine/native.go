@@ -206,7 +206,14 @@ func (n *native) DirectOps() uint64 {
 // needs no wake-up, and where the caller polls, its frames no transport
 // goroutine.
 func (n *native) Spin(seq uint64) {
-	if n.direct == nil || !n.direct.Runs(seq) {
+	if n.direct == nil {
+		return
+	}
+	if !n.direct.Runs(seq) {
+		// Its start may still wait among the events another goroutine
+		// handles: its timeout, which only a Park arms, must start all
+		// the same. A Park for an operation not run here does nothing.
+		n.direct.Park(seq)
 		return
 	}
 	var room [8]transport.Poller

@@ -246,7 +246,8 @@ func (d *Direct) handle(e directEvent) {
 			d.timedOut()
 		}
 	case dPark:
-		if e.seq == d.req.Seq && d.req.Parks && d.req.Timeout > 0 {
+		// A Park may come after the operation ended, whose request stays.
+		if d.Runs(e.seq) && e.seq == d.req.Seq && d.req.Parks && d.req.Timeout > 0 {
 			d.timer.Arm(d.req.Timeout)
 		}
 	case dFail:
