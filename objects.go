@@ -99,9 +99,9 @@ func decode[T any](cfg objectConfig, b []byte) (T, error) {
 // unencodable is the size a rank sends for a value it could not encode.
 const unencodable = -1
 
-// AllGatherObject returns every rank's v, indexed by rank, on every rank.
-func AllGatherObject[T any](ctx context.Context, c *Comm, v T, opts ...ObjectOption) ([]T, error) {
-	cfg := objectConfigOf(opts)
+// encodeEverywhere encodes v and gathers every rank's encoded size, so
+// that a value one rank cannot encode fails the operation on all.
+func encodeEverywhere[T any](ctx context.Context, c *Comm, cfg objectConfig, name OpName, v T) ([]byte, []int64, error) {
 	b, encErr := encode(cfg, v)
 	size := int64(len(b))
 	if encErr != nil {
@@ -109,9 +109,19 @@ func AllGatherObject[T any](ctx context.Context, c *Comm, v T, opts ...ObjectOpt
 	}
 	sizes, err := c.objectInts(ctx, []int64{size})
 	if err != nil {
-		return nil, c.objectError(OpAllGatherObject, err)
+		return nil, nil, c.objectError(name, err)
 	}
-	if err := c.encoded(OpAllGatherObject, sizes, encErr); err != nil {
+	if err := c.encoded(name, sizes, encErr); err != nil {
+		return nil, nil, err
+	}
+	return b, sizes, nil
+}
+
+// AllGatherObject returns every rank's v, indexed by rank, on every rank.
+func AllGatherObject[T any](ctx context.Context, c *Comm, v T, opts ...ObjectOption) ([]T, error) {
+	cfg := objectConfigOf(opts)
+	b, sizes, err := encodeEverywhere(ctx, c, cfg, OpAllGatherObject, v)
+	if err != nil {
 		return nil, err
 	}
 	strs, s, st, err := c.gatherStrings(sizes, b)
@@ -185,16 +195,8 @@ func GatherObject[T any](ctx context.Context, c *Comm, v T, root int, opts ...Ob
 	if err := c.checkRank("root", root); err != nil {
 		return nil, c.opError(&Op{Name: OpGatherObject}, err)
 	}
-	b, encErr := encode(cfg, v)
-	size := int64(len(b))
-	if encErr != nil {
-		size = unencodable
-	}
-	sizes, err := c.objectInts(ctx, []int64{size})
+	b, sizes, err := encodeEverywhere(ctx, c, cfg, OpGatherObject, v)
 	if err != nil {
-		return nil, c.objectError(OpGatherObject, err)
-	}
-	if err := c.encoded(OpGatherObject, sizes, encErr); err != nil {
 		return nil, err
 	}
 	// Gather moves equal counts: every value is padded to the largest.
