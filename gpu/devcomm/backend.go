@@ -1,6 +1,7 @@
 package devcomm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -158,7 +159,7 @@ func (b *Backend) enqueue() {
 		err := b.aborted
 		b.mu.Unlock()
 		j.mu.Lock()
-		err = cmpErr(err, j.canceled)
+		err = cmp.Or(err, j.canceled)
 		if err == nil {
 			j.cancel = func(error) {} // from now on the job runs to its end
 		}
@@ -177,15 +178,6 @@ func (b *Backend) enqueue() {
 			b.ending.push(j)
 		}
 	}
-}
-
-func cmpErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // end ends each job once the device has done its work: a staged job's
@@ -212,7 +204,7 @@ func (b *Backend) end() {
 		}
 		b.release(j)
 		if ps := j.pieces; ps != nil {
-			ps.err = cmpErr(ps.err, err)
+			ps.err = cmp.Or(ps.err, err)
 			if ps.left--; ps.left > 0 {
 				continue
 			}
