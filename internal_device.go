@@ -3,7 +3,6 @@ package gocomms
 import (
 	"errors"
 
-	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/gpu/cuda"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -14,7 +13,6 @@ import (
 // On other devices it passes tensors through.
 type hostStage struct {
 	c     *Comm
-	ctx   *cuda.Context
 	hosts []*Tensor // by the place of each copy in devs
 	devs  []*Tensor
 	outs  []bool // devs[i] is an output: copied back
@@ -29,11 +27,6 @@ func (st *hostStage) of(t *Tensor, out bool) *Tensor {
 	if st.c.cfg.Device.Type != tensor.DeviceCUDA || st.err != nil {
 		return t
 	}
-	if st.ctx == nil {
-		if st.ctx, st.err = cuda.Shared(st.c.cfg.Device.Index); st.err != nil {
-			return t
-		}
-	}
 	d, err := st.c.Alloc(t.DType(), t.Numel())
 	if err != nil {
 		st.err = err
@@ -47,20 +40,7 @@ func (st *hostStage) of(t *Tensor, out bool) *Tensor {
 }
 
 // copy moves the bytes of t to d, or back.
-func (st *hostStage) copy(d, t *Tensor, up bool) error {
-	if t.NBytes() == 0 {
-		return nil
-	}
-	mem, off := d.Memory()
-	dm, ok := mem.(*cuda.DeviceMemory)
-	if !ok {
-		return commerr.Invalid("the %s backend's tensors are not in CUDA memory", st.c.backendName)
-	}
-	if up {
-		return st.ctx.CopyHtoD(dm, off, t.Bytes())
-	}
-	return st.ctx.CopyDtoH(t.Bytes(), dm, off)
-}
+func (st *hostStage) copy(d, t *Tensor, up bool) error { return cuda.CopyTensor(d, t.Bytes(), up) }
 
 // done copies the outputs back when the operation succeeded, and frees
 // the copies; it returns err joined with what failed.

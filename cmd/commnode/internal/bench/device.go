@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/gocomms/gocomms"
@@ -13,23 +12,19 @@ import (
 // the ops run on, each shadowed by host bytes (bench.send, bench.recv)
 // that patterns are written to and results checked in.
 type device struct {
-	ctx        *cuda.Context
 	send, recv *gocomms.Tensor // of Uint8; nil where the host buffer is
 }
 
 // newDevice allocates the device buffers of b's host ones.
 func newDevice(c *gocomms.Comm, b *bench) (*device, error) {
-	ctx, err := cuda.Shared(c.Device().Index)
-	if err != nil {
-		return nil, err
-	}
-	d := &device{ctx: ctx}
+	d := &device{}
 	alloc := func(host []byte) (*gocomms.Tensor, error) {
 		if host == nil {
 			return nil, nil
 		}
 		return c.Alloc(gocomms.Uint8, len(host))
 	}
+	var err error
 	if d.send, err = alloc(b.send); err != nil {
 		return nil, err
 	}
@@ -52,18 +47,10 @@ func (d *device) view(dt gocomms.DType, host []byte, t *gocomms.Tensor, sub []by
 
 // copy moves a host buffer to its tensor, or back.
 func (d *device) copy(t *gocomms.Tensor, host []byte, up bool) error {
-	if t == nil || len(host) == 0 {
+	if t == nil {
 		return nil
 	}
-	mem, off := t.Memory()
-	dm, ok := mem.(*cuda.DeviceMemory)
-	if !ok {
-		return fmt.Errorf("a %v tensor whose memory is %T", t.Device(), mem)
-	}
-	if up {
-		return d.ctx.CopyHtoD(dm, off, host)
-	}
-	return d.ctx.CopyDtoH(host, dm, off)
+	return cuda.CopyTensor(t, host, up)
 }
 
 // free lets go of the device buffers.
