@@ -54,9 +54,8 @@ func deviceRange(t *tensor.Tensor) (*cuda.DeviceMemory, int, bool) {
 	if t == nil {
 		return nil, 0, false
 	}
-	mem, off := t.Memory()
-	dm, ok := mem.(*cuda.DeviceMemory)
-	return dm, off, ok || t.NBytes() == 0 && mem == nil
+	dm, off, err := cuda.TensorMemory(t)
+	return dm, off, err == nil || t.NBytes() == 0
 }
 
 // runGroup queues j's collective on the stream: each rank copies what it

@@ -2,7 +2,6 @@ package devcomm
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/gocomms/gocomms/backend"
@@ -32,10 +31,9 @@ func (m *mirror) cover(t *tensor.Tensor, write bool) error {
 	if t == nil || t.NBytes() == 0 {
 		return nil
 	}
-	mem, off := t.Memory()
-	dm, ok := mem.(*cuda.DeviceMemory)
-	if !ok {
-		return fmt.Errorf("a %v tensor whose memory is %T, not gpu/cuda's DeviceMemory", t.Device(), mem)
+	dm, off, err := cuda.TensorMemory(t)
+	if err != nil {
+		return err
 	}
 	m.spans = append(m.spans, span{mem: dm, off: off, end: off + t.NBytes(), write: write})
 	return nil
