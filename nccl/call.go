@@ -199,10 +199,9 @@ func (p *planner) ptr(t *tensor.Tensor) uint64 {
 		p.err = commerr.Invalid("nccl: a tensor on %v in a communicator on %v", t.Device(), p.c.dev)
 		return 0
 	}
-	mem, off := t.Memory()
-	m, ok := mem.(*cuda.DeviceMemory)
-	if !ok {
-		p.err = commerr.Invalid("nccl: a tensor on %v views %T, not gpu/cuda's DeviceMemory", t.Device(), mem)
+	m, off, err := cuda.TensorMemory(t)
+	if err != nil {
+		p.err = commerr.Invalid("nccl: %v", err)
 		return 0
 	}
 	return m.Ptr() + uint64(off)
