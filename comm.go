@@ -39,6 +39,7 @@ type Comm struct {
 	// on every member however each got there.
 	family string
 	quorum []int // the ranks Reconfigure found in the quorum
+	checks bool  // WithCollectiveChecks: collectives first compare calls
 
 	mu        sync.Mutex // orders issue: sequence numbers and submission
 	seq       uint64
@@ -101,6 +102,7 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 func newComm(o *options, backendName string, b Backend, owns bool, ranks []int, family string) *Comm {
 	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, logger: o.logger, ranks: ranks,
 		membership: o.cfg.Name, family: family, abortCh: make(chan struct{})}
+	c.checks = o.checks
 	c.pooled, _ = b.(backend.Pooled)
 	c.spinner, _ = b.(backend.Spinner)
 	c.timeout.Store(int64(o.cfg.Timeout))
@@ -379,6 +381,9 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 				break
 			}
 		}
+	}
+	if invalid == nil && c.checks && !cc.internal && op.Kind != 0 {
+		invalid = c.checkCall(ctx, op)
 	}
 
 	c.mu.Lock()

@@ -39,6 +39,7 @@ type options struct {
 	logger     *slog.Logger     // WithLogger's, before the communicator's attributes
 	metrics    *metrics.Metrics // WithMetrics'
 	metricsErr error
+	checks     bool // WithCollectiveChecks'
 }
 
 // WithRank sets this process's rank. Without WithRank and WithSize, the
@@ -181,6 +182,13 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 		}
 		c.AbortProcessOnError = on
 	}
+	if !o.checks {
+		on, err := envChecks()
+		if err != nil {
+			return nil, err
+		}
+		o.checks = on
+	}
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 		if c.Runtime != nil {
@@ -206,6 +214,19 @@ func envTimeout() (time.Duration, error) {
 		return 0, commerr.Invalid("TORCHCOMM_TIMEOUT_SECONDS=%q is not a positive number", v)
 	}
 	return time.Duration(s * float64(time.Second)), nil
+}
+
+// envChecks reports whether GOCOMMS_CHECK_COLLECTIVES or
+// TORCH_DISTRIBUTED_DEBUG=DETAIL ask for WithCollectiveChecks.
+func envChecks() (bool, error) {
+	if v, ok := os.LookupEnv("GOCOMMS_CHECK_COLLECTIVES"); ok && strings.TrimSpace(v) != "" {
+		on, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return false, commerr.Invalid("GOCOMMS_CHECK_COLLECTIVES=%q is not a boolean", v)
+		}
+		return on, nil
+	}
+	return strings.EqualFold(strings.TrimSpace(os.Getenv("TORCH_DISTRIBUTED_DEBUG")), "DETAIL"), nil
 }
 
 // CallOption configures one operation.

@@ -134,6 +134,9 @@ func (c *Comm) splitGroup(ctx context.Context, opName OpName, name string, group
 	me := max(slices.Index(group, c.cfg.Rank), 0)
 	base := []Option{WithRank(me), WithSize(max(len(group), 1)), WithNetwork(c.cfg.Network),
 		WithRuntime(c.cfg.Runtime), WithLogger(c.logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence), WithAlgorithms(c.cfg.Registry), c.metricsOption()}
+	if c.checks {
+		base = append(base, WithCollectiveChecks())
+	}
 	o, err := resolve(name, c.cfg.Device, append(base, opts...))
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ const (
 	ControlProbeReply = 3
 	// ControlBye says the sender is finalizing: the end of its connection
 	// that follows is no failure. It has no payload.
-	ControlBye = 4
+	ControlBye = link.ControlBye
 	// ControlPeerFailed says a rank failed: the payload is its rank and
 	// the rank that found it, as little-endian uint32s.
 	ControlPeerFailed = 5
@@ -252,4 +252,16 @@ func DecodeProbeReply(peer, size int, p []byte) (*ProbeReply, error) {
 		rest = rest[n:]
 	}
 	return reply, nil
+}
+
+// LostPeerError is the error of req, which waited on peer when err ended peer's
+// connection: ErrPeerFailed naming it, unless the peer finalized before
+// this collective (link.PeerLeft): then the ranks called different numbers
+// of collectives, a mismatch like any other.
+func LostPeerError(peer int, req *Request, err error) error {
+	var left *link.PeerLeft
+	if errors.As(err, &left) && req.P2P == nil && req.CollSeq >= left.Collectives {
+		return fmt.Errorf("%w: rank %d finalized after %d collectives, so collective #%d has no partner there", commerr.ErrInvalidArgument, peer, left.Collectives, req.CollSeq)
+	}
+	return fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err)
 }

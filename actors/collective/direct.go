@@ -89,6 +89,7 @@ type directEvent struct {
 	step   int
 	seq    uint64 // dFail, dPark: the operation's Seq, or anySeq
 	fail   *Fail
+	err    error // dPeerFailed: what ended the peer's connection
 	// reported says a dFail is a peer's report about collective collSeq.
 	reported bool
 	collSeq  uint64
@@ -181,11 +182,17 @@ func (d *Direct) Deliver(peer int, f transport.Frame) {
 }
 
 func (d *Direct) Failed(peer int, err error) {
-	d.post(directEvent{kind: dPeerFailed, peer: peer, fail: &Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err), Ranks: []int{peer}}})
+	d.post(directEvent{kind: dPeerFailed, peer: peer, err: err})
 }
 
 func (d *Direct) Broke(peer int, err error) {
-	d.post(directEvent{kind: dPeerFailed, peer: peer, fail: &Fail{Err: fmt.Errorf("%w: rank %d: the connection broke under a collective run off the actors: %v", commerr.ErrPeerFailed, peer, err), Ranks: []int{peer}}})
+	d.post(directEvent{kind: dPeerFailed, peer: peer, err: fmt.Errorf("the connection broke under a collective run off the actors: %w", err)})
+}
+
+// lost is the failure of the running operation, whose peer's connection
+// err ended.
+func (d *Direct) lost(peer int, err error) *Fail {
+	return &Fail{Err: LostPeerError(peer, d.req, err), Ranks: []int{peer}}
 }
 
 // post queues e, and handles the queue unless another goroutine is.
@@ -239,7 +246,7 @@ func (d *Direct) handle(e directEvent) {
 		// Frames the peer sent before it went came first: fail only if one
 		// is still missing, or the peer was reading this rank's memory.
 		if slices.Contains(d.prog.Waiting(nil), e.peer) || d.readBy(e.peer) {
-			d.end(e.fail)
+			d.end(d.lost(e.peer, e.err))
 		}
 	case dTimeout:
 		if d.timer.Fired() {
@@ -286,7 +293,7 @@ func (d *Direct) start(req *Request, done func()) {
 		var err error
 		d.early, err = p.Attach(req.CollSeq, d, d.early[:0])
 		if err != nil {
-			d.end(&Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, p.Peer(), err), Ranks: []int{p.Peer()}})
+			d.end(d.lost(p.Peer(), err))
 			return
 		}
 		for j, f := range d.early {
@@ -361,7 +368,7 @@ func (d *Direct) run() {
 		peer := d.req.Schedule.Steps[i].Peer
 		k, _ := slices.BinarySearch(d.req.Peers(), peer)
 		if err := d.planes[k].Send(d.readDone(i)); err != nil {
-			d.end(&Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err), Ranks: []int{peer}})
+			d.end(d.lost(peer, err))
 			return
 		}
 	}
@@ -377,7 +384,7 @@ func (d *Direct) execute(i int) (bool, *Fail) {
 		d.local(i)
 		if f, ok := d.readFrame(i); ok {
 			if err := d.planes[k].Send(f); err != nil {
-				return false, &Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, s.Peer, err), Ranks: []int{s.Peer}}
+				return false, d.lost(s.Peer, err)
 			}
 		}
 		return true, nil
@@ -396,7 +403,7 @@ func (d *Direct) execute(i int) (bool, *Fail) {
 		d.lent++ // until the transport has
 	}
 	if err := d.planes[k].Send(f); err != nil {
-		return false, &Fail{Err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, s.Peer, err), Ranks: []int{s.Peer}}
+		return false, d.lost(s.Peer, err)
 	}
 	return f.Sent == nil && !registered, nil
 }

@@ -671,6 +671,9 @@ func (h handler) HandleFrame(f transport.Frame) {
 		h.plane.arrive(f)
 		return
 	}
+	if f.Header.Kind == transport.Control && f.Header.Tag == ControlBye {
+		h.plane.saidBye(f.Header.Seq) // before the connection's end, which may overtake the link's mailbox
+	}
 	d := h.pool.get()
 	d.Peer, d.Frame, d.epoch = h.peer, f, h.epoch
 	h.rt.System().Root.Send(h.self, d)

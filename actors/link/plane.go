@@ -50,6 +50,39 @@ type Plane struct {
 
 	strays     *Strays // nil: early frames of ended collectives are dropped unanswered
 	registered bool    // in strays' holding; guarded by strays' lock
+
+	// left is 1 + the collectives the peer ran before it said goodbye
+	// (ControlBye), 0 while it has not: its connection's end then wraps
+	// in a PeerLeft.
+	left atomic.Uint64
+}
+
+// ControlBye is the tag of the control frame a rank sends each peer as it
+// finalizes, its header's Seq the collectives it ran. The link notes it
+// before the connection that follows ends, so that the failure the end
+// causes says the peer finalized, not crashed.
+const ControlBye = 4
+
+// PeerLeft is the error a collective's Sink is told when the peer's
+// connection ended after the peer finalized: a collective numbered
+// Collectives or later has no partner there.
+type PeerLeft struct {
+	Collectives uint64
+	Err         error
+}
+
+func (e *PeerLeft) Error() string { return e.Err.Error() }
+func (e *PeerLeft) Unwrap() error { return e.Err }
+
+// saidBye notes the peer finalized after collectives.
+func (p *Plane) saidBye(collectives uint64) { p.left.Store(collectives + 1) }
+
+// ended wraps err, if any, in a PeerLeft if the peer said goodbye.
+func (p *Plane) ended(err error) error {
+	if n := p.left.Load(); n > 0 && err != nil {
+		return &PeerLeft{Collectives: n - 1, Err: err}
+	}
+	return err
 }
 
 type planeConn struct{ c transport.Conn }
@@ -124,7 +157,7 @@ func (p *Plane) Send(f transport.Frame) error {
 		return ErrNotDirect
 	}
 	f.Header.Kind |= direct
-	return pc.c.Send(f)
+	return p.ended(pc.c.Send(f))
 }
 
 // Attach makes s the sink of collective seq's frames, and appends to dst
@@ -229,13 +262,14 @@ func (p *Plane) connected(c transport.Conn) { p.conn.Store(&planeConn{c: c}) }
 func (p *Plane) broke(err error) {
 	p.conn.Store(nil)
 	if s := p.current(); s != nil {
-		s.Broke(p.peer, err)
+		s.Broke(p.peer, p.ended(err))
 	}
 }
 
 // fail says the link failed for good.
 func (p *Plane) fail(err error) {
 	p.conn.Store(nil)
+	err = p.ended(err)
 	p.mu.Lock()
 	p.err = err
 	s := p.sink

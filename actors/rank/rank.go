@@ -356,9 +356,9 @@ func (r *rankActor) perform(ctx actor.Context, a action) {
 	case actRefuseAgreement:
 		a.agree.Done(agree.Value{}, a.err)
 	case actSpreadFailure:
-		r.tellPeers(ctx, collective.ControlPeerFailed, collective.EncodePeerFailed(a.rank, a.accuser), a.rank, a.skip)
+		r.tellPeers(ctx, collective.ControlPeerFailed, 0, collective.EncodePeerFailed(a.rank, a.accuser), a.rank, a.skip)
 	case actSpreadRevoke:
-		r.tellPeers(ctx, collective.ControlRevoked, collective.EncodeRevoked(a.rank), a.skip)
+		r.tellPeers(ctx, collective.ControlRevoked, 0, collective.EncodeRevoked(a.rank), a.skip)
 	case actConnect:
 		r.connect(ctx, a.rank)
 	case actHangUp:
@@ -366,7 +366,7 @@ func (r *rankActor) perform(ctx actor.Context, a action) {
 			conn.Close()
 		}
 	case actCloseLinks:
-		r.tellPeers(ctx, collective.ControlBye, nil)
+		r.tellPeers(ctx, collective.ControlBye, a.seq, nil)
 		r.stopLinks(ctx, true)
 		r.stopGrace = r.rt.After(linkCloseGrace, ctx.Self(), closeGraceOver{})
 		r.closed(ctx)
@@ -536,10 +536,10 @@ func (r *rankActor) opError(req *collective.Request, err error, ranks []int) err
 }
 
 // tellPeers sends a control frame to every live link but those to skip.
-func (r *rankActor) tellPeers(ctx actor.Context, tag uint32, payload []byte, skip ...int) {
+func (r *rankActor) tellPeers(ctx actor.Context, tag uint32, collSeq uint64, payload []byte, skip ...int) {
 	for _, l := range r.links.order {
 		if l.live && !slices.Contains(skip, l.peer) {
-			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, 0, tag, payload))
+			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, collSeq, tag, payload))
 		}
 	}
 }

@@ -254,7 +254,7 @@ func (s *sequencer) step(ev event, acts []action) []action {
 		// failure is the one to name.
 		err, ranks := s.broken, s.brokenRanks
 		if err == nil {
-			err, ranks = fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, ev.rank, ev.err), []int{ev.rank}
+			err, ranks = collective.LostPeerError(ev.rank, s.running, ev.err), []int{ev.rank}
 		}
 		s.emit(action{kind: actFail, seq: ev.seq, err: err, ranks: ranks})
 	case evConnected:
@@ -331,7 +331,7 @@ func (s *sequencer) next() {
 		s.start(req)
 	case s.finalizing && !s.closing:
 		s.closing = true
-		s.emit(action{kind: actCloseLinks})
+		s.emit(action{kind: actCloseLinks, seq: s.collSeq})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gocomms/gocomms/actors/collective"
+	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/commerr"
 )
 
@@ -170,6 +171,9 @@ func (h *transcript) do(line string, w *strings.Builder) error {
 		ev = event{kind: evCollFailed, seq: args.seqNum("coll"), rank: rank, err: collective.ReportedFailure(rank, collective.FailedMismatch, reason), payload: []byte(reason)}
 	case "peer-lost":
 		ev = event{kind: evPeerLost, seq: args.seqNum("seq"), rank: args.number("rank", -1), err: args.cause("err", "connection reset")}
+		if args.has("left-after") {
+			ev.err = &link.PeerLeft{Collectives: args.seqNum("left-after"), Err: ev.err}
+		}
 	case "connected":
 		ev = event{kind: evConnected, rank: args.number("rank", -1)}
 	case "agree":
@@ -280,7 +284,7 @@ func (a action) String() string {
 	case actHangUp:
 		fmt.Fprintf(&b, "hang-up rank=%d", a.rank)
 	case actCloseLinks:
-		b.WriteString("close-links")
+		fmt.Fprintf(&b, "close-links coll=%d", a.seq)
 	case actStopLinks:
 		b.WriteString("stop-links")
 	case actFinalized:
