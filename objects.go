@@ -99,6 +99,21 @@ func decode[T any](cfg objectConfig, b []byte) (T, error) {
 // unencodable is the size a rank sends for a value it could not encode.
 const unencodable = -1
 
+// maxObjectBytes bounds the encoded size of a value a peer announces, so
+// that a corrupt or hostile size fails the call instead of the process
+// allocating it; encoding/gob refuses messages of more than 1 GiB itself.
+const maxObjectBytes = 1 << 32
+
+// checkSize returns an error if n, the size rank announced for the bytes
+// it is about to send, is not one this rank may allocate (unencodable
+// neither: callers look for it first).
+func checkSize(rank int, n int64) error {
+	if n >= 0 && n <= maxObjectBytes {
+		return nil
+	}
+	return commerr.Invalid("rank %d announced %d bytes (at most %d)", rank, n, int64(maxObjectBytes))
+}
+
 // encodeEverywhere encodes v and gathers every rank's encoded size, so
 // that a value one rank cannot encode fails the operation on all.
 func encodeEverywhere[T any](ctx context.Context, c *Comm, cfg objectConfig, name OpName, v T) ([]byte, []int64, error) {
@@ -167,6 +182,9 @@ func BroadcastObject[T any](ctx context.Context, c *Comm, v T, root int, opts ..
 			return zero, c.opError(&Op{Name: OpBroadcastObject}, encErr)
 		}
 		return zero, c.opError(&Op{Name: OpBroadcastObject}, commerr.Invalid("root %d could not encode its value", root))
+	}
+	if err := checkSize(root, head[0]); err != nil {
+		return zero, c.opError(&Op{Name: OpBroadcastObject}, err)
 	}
 	if c.Rank() != root {
 		b = make([]byte, head[0])
@@ -267,6 +285,11 @@ func ScatterObject[T any](ctx context.Context, c *Comm, vs []T, root int, opts .
 		}
 		return zero, c.opError(&Op{Name: OpScatterObject}, commerr.Invalid("root %d could not encode its values", root))
 	}
+	for _, n := range sizes {
+		if err := checkSize(root, n); err != nil {
+			return zero, c.opError(&Op{Name: OpScatterObject}, err)
+		}
+	}
 	width := int(slices.Max(sizes))
 	mine := make([]byte, width)
 	if width > 0 {
@@ -347,6 +370,9 @@ func RecvObject[T any](ctx context.Context, c *Comm, src int, opts ...ObjectOpti
 	if head[0] == unencodable {
 		return zero, c.opError(&Op{Name: OpRecvObject}, commerr.Invalid("rank %d could not encode its value", src))
 	}
+	if err := checkSize(src, head[0]); err != nil {
+		return zero, c.opError(&Op{Name: OpRecvObject}, err)
+	}
 	b := make([]byte, head[0])
 	if len(b) > 0 {
 		if err := c.hostOp(ctx, func(s *roomOp, st *hostStage) error {
@@ -396,6 +422,8 @@ func (c *Comm) encoded(name OpName, sizes []int64, mine error) error {
 	for q, n := range sizes {
 		if n == unencodable {
 			bad = append(bad, q)
+		} else if err := checkSize(q, n); err != nil {
+			return c.opError(&Op{Name: name}, err)
 		}
 	}
 	switch {

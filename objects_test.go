@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -301,4 +302,32 @@ func TestObjectScatterWrongCount(t *testing.T) {
 		_, err := gocomms.ScatterObject(ctx, c, []string{"a", "b"}, 1)
 		return wantEveryone(err, want)
 	})
+}
+
+// TestObjectHostileSizes: a peer that announces a negative or absurd size
+// where SendObject and BroadcastObject send one fails the receiver's call
+// with ErrInvalidArgument naming it, instead of a panic or an allocation
+// of that size.
+func TestObjectHostileSizes(t *testing.T) {
+	for _, size := range []int64{-2, math.MinInt64, 1 << 50} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			local(t, 2, func(ctx context.Context, c *gocomms.Comm) error {
+				if c.Rank() == 0 {
+					if err := c.Send(ctx, gocomms.FromSlice([]int64{size}), 1); err != nil {
+						return err
+					}
+					return c.Broadcast(ctx, gocomms.FromSlice([]int64{size}), 0)
+				}
+				_, err := gocomms.RecvObject[string](ctx, c, 0)
+				if !errors.Is(err, gocomms.ErrInvalidArgument) || !strings.Contains(err.Error(), fmt.Sprintf("rank 0 announced %d bytes", size)) {
+					return fmt.Errorf("recv_object: got %v", err)
+				}
+				_, err = gocomms.BroadcastObject(ctx, c, "", 0)
+				if !errors.Is(err, gocomms.ErrInvalidArgument) || !strings.Contains(err.Error(), fmt.Sprintf("rank 0 announced %d bytes", size)) {
+					return fmt.Errorf("broadcast_object: got %v", err)
+				}
+				return nil
+			})
+		})
+	}
 }

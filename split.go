@@ -173,6 +173,11 @@ func (c *Comm) exchange(ctx context.Context, mine []byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	for q, n := range lens {
+		if err := checkSize(q, n); err != nil {
+			return nil, err
+		}
+	}
 	strs, s, st, err := c.gatherStrings(lens, mine)
 	if err := c.internal(ctx, &s.Op, err, st); err != nil {
 		return nil, err
