@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -190,9 +191,11 @@ func (d *Direct) Broke(peer int, err error) {
 }
 
 // lost is the failure of the running operation, whose peer's connection
-// err ended.
+// err ended. A peer that finalized early is a mismatch, which the ranks
+// waiting on this one learn from it: they see no failure.
 func (d *Direct) lost(peer int, err error) *Fail {
-	return &Fail{Err: LostPeerError(peer, d.req, err), Ranks: []int{peer}}
+	err = LostPeerError(peer, d.req, err)
+	return &Fail{Err: err, Ranks: []int{peer}, Tell: errors.Is(err, commerr.ErrInvalidArgument)}
 }
 
 // post queues e, and handles the queue unless another goroutine is.

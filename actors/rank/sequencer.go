@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -125,8 +126,9 @@ const (
 	actRefuse
 	// actFail: ask the running operation seq to fail with err naming
 	// ranks; canceled says the caller cancelled it, which it reports to
-	// its peers (they fail with ErrPeerCanceled), and forward
-	// is a peer's report for it to pass on instead.
+	// its peers (they fail with ErrPeerCanceled), tell that it reports
+	// err to them, and forward is a peer's report for it to pass on
+	// instead.
 	actFail
 	// actReject: end req, which never started, with err naming ranks, and
 	// let go of it.
@@ -179,6 +181,7 @@ type action struct {
 	err      error
 	ranks    []int
 	canceled bool
+	tell     bool
 	forward  []byte
 }
 
@@ -256,7 +259,9 @@ func (s *sequencer) step(ev event, acts []action) []action {
 		if err == nil {
 			err, ranks = collective.LostPeerError(ev.rank, s.running, ev.err), []int{ev.rank}
 		}
-		s.emit(action{kind: actFail, seq: ev.seq, err: err, ranks: ranks})
+		// A peer that finalized early is a mismatch, which the ranks
+		// waiting on this one learn from it: they see no failure.
+		s.emit(action{kind: actFail, seq: ev.seq, err: err, ranks: ranks, tell: errors.Is(err, commerr.ErrInvalidArgument)})
 	case evConnected:
 		switch {
 		case s.finalizing:

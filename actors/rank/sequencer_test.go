@@ -247,6 +247,9 @@ func (a action) String() string {
 		if a.canceled {
 			b.WriteString(" canceled")
 		}
+		if a.tell {
+			b.WriteString(" tell")
+		}
 		if a.forward != nil {
 			fmt.Fprintf(&b, " forward=%q", a.forward)
 		}

@@ -144,7 +144,10 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 // runRanks runs rank on local in-process ranks, or, with local 0, as this
 // process's rank of the launcher's job (validate checks the job's size).
 // A rank whose run fails aborts the communicator, so that the others stop
-// waiting on it. It returns rank 0's wrong count, the same on every rank,
+// waiting on it, unless its call was invalid: the ranks that meet a
+// mismatch learn of it themselves, and those that wait on a rank that
+// finalizes hear how many collectives it ran, where an abort would read
+// to them as a failure. It returns rank 0's wrong count, the same on every rank,
 // and the job's error.
 func runRanks(ctx context.Context, local int, job *jobFlags, stderr io.Writer, validate func(int) error,
 	rank func(ctx context.Context, c *gocomms.Comm) (wrong int64, err error)) (int64, error) {
@@ -152,7 +155,9 @@ func runRanks(ctx context.Context, local int, job *jobFlags, stderr io.Writer, v
 	run := func(ctx context.Context, c *gocomms.Comm) error {
 		w, err := rank(ctx, c)
 		if err != nil {
-			c.Abort(err)
+			if !errors.Is(err, gocomms.ErrInvalidArgument) {
+				c.Abort(err)
+			}
 			return err
 		}
 		if c.Rank() == 0 {
