@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,18 +98,12 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "commnode bench: -cpuprofile: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "commnode bench: -cpuprofile: %v\n", err)
+		return 1
 	}
+	defer stopProfile()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	progress := newProgressLine(stderr, job.verbose)

@@ -79,9 +79,16 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	fs.StringVar(&f.trace, "trace", "", "write the run's timeline to this file in Chrome trace format (open it in Perfetto)")
 	f.chaos.register(fs)
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "commnode sim: -cpuprofile: %v\n", err)
+		return 1
+	}
+	defer stopProfile()
 	if err := f.chaos.check(); err != nil {
 		fmt.Fprintf(stderr, "commnode sim: %v\n", err)
 		return 2
