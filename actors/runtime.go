@@ -32,16 +32,41 @@ type Runtime struct {
 	system     *actor.ActorSystem
 	dispatcher actor.Dispatcher
 	mailbox    actor.MailboxProducer // nil: protoactor's unbounded mailbox
+	spawner    Spawner               // nil: protoactor spawns and dispatches
 }
 
 // Actors is where a runtime runs its actors: protoactor's system, the
 // dispatcher of their mailboxes' turns, and the mailboxes (nil:
 // protoactor's unbounded one). NewRuntime makes its own; the simulator
-// brings its event loop.
+// brings its event loop, and may bring a Spawner that delivers to the
+// actors itself.
 type Actors struct {
 	System     *actor.ActorSystem
 	Dispatcher actor.Dispatcher
 	Mailbox    actor.MailboxProducer
+	Spawner    Spawner
+}
+
+// Spawner spawns and runs actors in place of protoactor's actor
+// contexts, processes and registry, for a runtime that dispatches its
+// actors itself: the simulator, whose single loop needs none of their
+// synchronisation. It keeps protoactor's semantics (system messages
+// first, nothing while suspended, failures to the supervisor, Started,
+// Stopping, Stopped, Restarting and Terminated) for the same actor code.
+type Spawner interface {
+	// SpawnFunc returns how to spawn an actor of producer, supervised so;
+	// its turns go through dispatcher.
+	SpawnFunc(producer actor.Producer, s Supervision, dispatcher actor.Dispatcher) actor.SpawnFunc
+}
+
+// Supervision says who handles an actor's failures and its children's.
+type Supervision struct {
+	// Children handles the failures of the actor's children; nil:
+	// protoactor's default strategy.
+	Children actor.SupervisorStrategy
+	// Guardian handles the actor's own failures when it is spawned at the
+	// root; nil: protoactor's default strategy.
+	Guardian actor.SupervisorStrategy
 }
 
 // New returns a runtime over a's actors, clock and randomness; a nil
@@ -50,7 +75,7 @@ func New(a Actors, clock Clock, rand Rand, logger *slog.Logger) *Runtime {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runtime{Clock: clock, Rand: rand, Logger: logger, system: a.System, dispatcher: a.Dispatcher, mailbox: a.Mailbox}
+	return &Runtime{Clock: clock, Rand: rand, Logger: logger, system: a.System, dispatcher: a.Dispatcher, mailbox: a.Mailbox, spawner: a.Spawner}
 }
 
 // System returns the actor system.
@@ -80,16 +105,30 @@ func (rt *Runtime) WithLogger(l *slog.Logger) *Runtime {
 	return &cp
 }
 
-// Props is the one way to build Props: it always applies the runtime's
-// dispatcher (and mailbox), so no actor can escape the event loop.
-func (rt *Runtime) Props(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
-	all := make([]actor.PropsOption, 0, len(opts)+2)
-	all = append(all, actor.WithDispatcher(rt.dispatcher))
+// Props is the Props of an actor of producer that supervises no children
+// of its own.
+func (rt *Runtime) Props(producer actor.Producer) *actor.Props {
+	return rt.SupervisedProps(producer, Supervision{})
+}
+
+// SupervisedProps is the one way to build Props: it always applies the
+// runtime's dispatcher (and mailbox, or spawner), so no actor can escape
+// the event loop.
+func (rt *Runtime) SupervisedProps(producer actor.Producer, s Supervision) *actor.Props {
+	opts := []actor.PropsOption{actor.WithDispatcher(rt.dispatcher)}
 	if rt.mailbox != nil {
-		all = append(all, actor.WithMailbox(rt.mailbox))
+		opts = append(opts, actor.WithMailbox(rt.mailbox))
 	}
-	all = append(all, opts...)
-	return actor.PropsFromProducer(producer, all...)
+	if s.Children != nil {
+		opts = append(opts, actor.WithSupervisor(s.Children))
+	}
+	if s.Guardian != nil {
+		opts = append(opts, actor.WithGuardian(s.Guardian))
+	}
+	if rt.spawner != nil {
+		opts = append(opts, actor.WithSpawnFunc(rt.spawner.SpawnFunc(producer, s, rt.dispatcher)))
+	}
+	return actor.PropsFromProducer(producer, opts...)
 }
 
 // After delivers msg to pid after d, through the mailbox, and returns a

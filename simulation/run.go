@@ -76,6 +76,10 @@ type Config struct {
 	// long after the last fault healed (after time zero without faults),
 	// or it has hung.
 	Limit time.Duration
+	// Protoactor runs the actors through protoactor's contexts, processes
+	// and registry, as a process does, instead of the simulator's own
+	// dispatch (dispatch.go): slower, the same messages to each actor.
+	Protoactor bool
 }
 
 // Result is what a run did and what it broke.
@@ -229,11 +233,17 @@ func newRun(cfg *Config, logger *slog.Logger) *run {
 	loop := NewLoop(cfg.Seed)
 	trace := newTrace(loop)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	a := actors.Actors{System: sys, Dispatcher: loop}
+	if cfg.Protoactor {
+		a.Mailbox = trace.mailboxes()
+	} else {
+		a.Spawner = newDirect(sys, trace)
+	}
 	r := &run{
 		cfg:   cfg,
 		loop:  loop,
 		trace: trace,
-		rt:    actors.New(actors.Actors{System: sys, Dispatcher: loop, Mailbox: trace.mailboxes()}, loop, loop, logger),
+		rt:    actors.New(a, loop, loop, logger),
 		net:   newNetwork(loop, cfg.Topology, cfg.Ranks, cfg.Faults, cfg.Jitter),
 		comms: make([]*gocomms.Comm, cfg.Ranks),
 		ends:  make([][]opEnd, cfg.Ranks),

@@ -82,14 +82,14 @@ func Props(rt *actors.Runtime, cfg Config) *actor.Props {
 	strategy.Temporary = func(child *actor.PID) bool {
 		return strings.Contains(child.Id, "/"+opPrefix) || strings.Contains(child.Id, "/"+windowPrefix)
 	}
-	return rt.Props(func() actor.Actor { return newRank(rt, cfg) }, actor.WithSupervisor(strategy))
+	return rt.SupervisedProps(func() actor.Actor { return newRank(rt, cfg) },
+		actors.Supervision{Children: strategy, Guardian: supervisor.New(rt, supervisor.Policy{})})
 }
 
 // Spawn starts the rank actor at the root of rt's actor system, under a
 // guardian with the runtime's deterministic restart policy.
 func Spawn(rt *actors.Runtime, cfg Config) *actor.PID {
-	props := Props(rt, cfg).Configure(actor.WithGuardian(supervisor.New(rt, supervisor.Policy{})))
-	return rt.System().Root.SpawnPrefix(props, "comm-"+cfg.Comm+"-r"+strconv.Itoa(cfg.Rank)+"-")
+	return rt.System().Root.SpawnPrefix(Props(rt, cfg), "comm-"+cfg.Comm+"-r"+strconv.Itoa(cfg.Rank)+"-")
 }
 
 // Children's name prefixes: links are restarted when they fail, operations

@@ -73,8 +73,8 @@ func TestStrategyRestartsOnRuntimeClock(t *testing.T) {
 	var starts atomic.Int32
 	seen := make(chan int, 10)
 	strategy := New(rt, Policy{MaxRestarts: 1, Backoff: time.Second})
-	pid := rt.System().Root.Spawn(rt.Props(func() actor.Actor { return &panicky{starts: &starts, seen: seen} },
-		actor.WithGuardian(strategy)))
+	pid := rt.System().Root.Spawn(rt.SupervisedProps(func() actor.Actor { return &panicky{starts: &starts, seen: seen} },
+		actors.Supervision{Guardian: strategy}))
 
 	rt.System().Root.Send(pid, -1)
 	rt.System().Root.Send(pid, 7)

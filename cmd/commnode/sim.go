@@ -41,6 +41,7 @@ type simFlags struct {
 	survive      bool
 	agree        bool
 	windows      bool
+	protoactor   bool
 	afterShrink  int
 	heartbeat    time.Duration
 	silence      time.Duration
@@ -71,6 +72,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-operation timeout, virtual time")
 	fs.DurationVar(&f.limit, "limit", 10*time.Minute, "virtual-time bound: an operation pending after it has hung")
 	fs.BoolVar(&f.survive, "survive", false, "every operation must complete: the faults are ones the engine rides out (harmless kinds, and resets shorter than the links' restart budget)")
+	fs.BoolVar(&f.protoactor, "protoactor", false, "run the actors through protoactor's dispatch, as a process does, instead of the simulator's own: the same trace, slower")
 	fs.BoolVar(&f.windows, "windows", false, "after its operations (with --iters 0, alone), every rank opens a window, puts a value into the next rank's with a signal and waits for the previous rank's, each checked")
 	fs.BoolVar(&f.agree, "agree", false, "after its operations (with --iters 0, alone), every rank runs the fault-tolerant agreement that ULFM's agree and shrink rest on")
 	fs.IntVar(&f.afterShrink, "after-shrink", 0, "with --agree, the survivors then shrink to a communicator of their own and run this many all-reduces there, each checked")
@@ -186,7 +188,7 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 	cfg = simulation.Config{
 		Ranks: f.ranks, Topology: topo, Op: kind, Count: count, DType: dt,
 		Algorithm: f.algo, ChunkBytes: f.chunk, Root: f.root, Iterations: f.iters,
-		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit, Survive: f.survive, Agree: f.agree, Windows: f.windows,
+		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit, Survive: f.survive, Agree: f.agree, Windows: f.windows, Protoactor: f.protoactor,
 		AfterShrink: f.afterShrink, Heartbeat: f.heartbeat, Silence: f.silence,
 	}
 	switch f.data {
@@ -231,6 +233,9 @@ func (f simFlags) replay(seed uint64) string {
 	}
 	if f.agree {
 		args = append(args, "--agree")
+	}
+	if f.protoactor {
+		args = append(args, "--protoactor")
 	}
 	if f.windows {
 		args = append(args, "--windows")

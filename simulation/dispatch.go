@@ -1,0 +1,401 @@
+package simulation
+
+import (
+	"errors"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/ctxext"
+
+	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/internal/fifo"
+)
+
+// direct is the simulator's own dispatch of the engine's actors
+// (actors.Spawner): each actor is a cell, which is at once its mailbox,
+// its protoactor Process and the actor.Context its Receive is given, and
+// the loop runs its turns. A PID's RequestId indexes the cells, which the
+// process registry finds through an address resolver: no actor context,
+// process, registry entry or mailbox of protoactor's is made, and a Send
+// between actors is a slice index and a queue push.
+//
+// It keeps protoactor's semantics for the same actor code: system
+// messages first, no user message while suspended; Started on spawn and
+// restart; Stopping, the children stopped, Stopped and the parent's
+// Terminated on stop; a PoisonPill stops after what came before it; a
+// panic suspends the actor and goes to its parent's strategy (or its
+// guardian's, at the root), whose Restart makes a new actor from the
+// producer. Only what the engine uses is there: futures, requests,
+// watches, stashing, receive timeouts and extensions panic.
+type direct struct {
+	sys   *actor.ActorSystem
+	trace *Trace
+	cells []*cell // by PID.RequestId; nil once stopped
+	// spawning is the cell whose SpawnNamed is under way: protoactor
+	// calls the child's SpawnFunc through the root context, which knows
+	// no parent.
+	spawning *cell
+	// guardians are the guardian strategies met so far. Protoactor makes
+	// a guardian, which takes a number from the registry, for each: so
+	// does this dispatch, so that actors have the same names under both
+	// and a run the same trace.
+	guardians map[actor.SupervisorStrategy]bool
+}
+
+// cellAddress is the Address of every cell's PID: not the registry's
+// own, so that the registry asks the resolver.
+const cellAddress = "simulation"
+
+// newDirect makes the dispatch of sys's actors, tracing into trace.
+func newDirect(sys *actor.ActorSystem, trace *Trace) *direct {
+	d := &direct{sys: sys, trace: trace, guardians: map[actor.SupervisorStrategy]bool{}}
+	sys.ProcessRegistry.RegisterAddressResolver(d.resolve)
+	return d
+}
+
+func (d *direct) resolve(pid *actor.PID) (actor.Process, bool) {
+	if pid.Address != cellAddress || int(pid.RequestId) >= len(d.cells) || d.cells[pid.RequestId] == nil {
+		return nil, false
+	}
+	return d.cells[pid.RequestId], true
+}
+
+// cell returns the live cell of pid, or nil.
+func (d *direct) cell(pid *actor.PID) *cell {
+	if pid == nil || pid.Address != cellAddress || int(pid.RequestId) >= len(d.cells) {
+		return nil
+	}
+	return d.cells[pid.RequestId]
+}
+
+// send delivers a user message, to a cell directly; a message to an
+// actor gone is dropped, as protoactor's dead letters are.
+func (d *direct) send(pid *actor.PID, msg any) {
+	if c := d.cell(pid); c != nil {
+		c.SendUserMessage(pid, msg)
+	} else if pid != nil && pid.Address != cellAddress {
+		d.sys.Root.Send(pid, msg)
+	}
+}
+
+func (d *direct) sendSystem(pid *actor.PID, msg any) {
+	if c := d.cell(pid); c != nil {
+		c.SendSystemMessage(pid, msg)
+	}
+}
+
+// SpawnFunc implements actors.Spawner.
+func (d *direct) SpawnFunc(producer actor.Producer, s actors.Supervision, dispatcher actor.Dispatcher) actor.SpawnFunc {
+	return func(_ *actor.ActorSystem, id string, _ *actor.Props, _ actor.SpawnerContext) (*actor.PID, error) {
+		if len(d.cells) >= 1<<32-1 {
+			return nil, errors.New("simulation: more actors spawned than PIDs can number")
+		}
+		c := &cell{d: d, producer: producer, sup: s, loop: dispatcher, self: nameHash(id)}
+		c.pid = &actor.PID{Address: cellAddress, Id: id, RequestId: uint32(len(d.cells))}
+		c.turn = c.drain
+		if d.spawning != nil {
+			c.parent = d.spawning.pid
+		} else if g := s.Guardian; g != nil && !d.guardians[g] {
+			d.guardians[g] = true
+			d.sys.ProcessRegistry.NextId()
+		}
+		d.cells = append(d.cells, c)
+		c.actor = producer()
+		c.SendSystemMessage(c.pid, started)
+		return c.pid, nil
+	}
+}
+
+// The lifecycle messages, one of each, as protoactor's.
+var (
+	started    = &actor.Started{}
+	stopping   = &actor.Stopping{}
+	stopped    = &actor.Stopped{}
+	restarting = &actor.Restarting{}
+	stopMsg    = &actor.Stop{}
+	restartMsg = &actor.Restart{}
+	suspend    = &actor.SuspendMailbox{}
+	resume     = &actor.ResumeMailbox{}
+)
+
+type cellState uint8
+
+const (
+	alive cellState = iota
+	restartingState
+	stoppingState
+	stoppedState
+)
+
+// cell is one actor under direct dispatch.
+type cell struct {
+	d        *direct
+	pid      *actor.PID
+	parent   *actor.PID // nil at the root
+	producer actor.Producer
+	sup      actors.Supervision
+	loop     actor.Dispatcher
+	self     uint64 // the hash of its name, for the trace
+	turn     func()
+
+	actor    actor.Actor
+	msg      any
+	children []*actor.PID
+	stats    *actor.RestartStatistics
+	state    cellState
+
+	system, user         fifo.Queue[any]
+	scheduled, suspended bool
+}
+
+// SendUserMessage, SendSystemMessage and Stop make a cell the Process its
+// PID resolves to.
+func (c *cell) SendUserMessage(_ *actor.PID, msg any) {
+	c.user.Push(msg)
+	c.schedule()
+}
+
+func (c *cell) SendSystemMessage(_ *actor.PID, msg any) {
+	c.system.Push(msg)
+	c.schedule()
+}
+
+// Stop stops the actor at pid: this one, as its Process, or any, as an
+// actor.Context.
+func (c *cell) Stop(pid *actor.PID) { c.d.sendSystem(pid, stopMsg) }
+
+func (c *cell) schedule() {
+	if !c.scheduled {
+		c.scheduled = true
+		c.loop.Schedule(c.turn)
+	}
+}
+
+// drain is one turn, as the simulator's mailbox takes it: messages until
+// none can be handed over, going on past a handler that panicked once the
+// panic is escalated.
+func (c *cell) drain() {
+	for !c.run() {
+	}
+	c.scheduled = false
+}
+
+func (c *cell) run() (finished bool) {
+	var msg any
+	defer func() {
+		if r := recover(); r != nil {
+			c.EscalateFailure(r, msg)
+			finished = false
+		}
+	}()
+	for {
+		var ok bool
+		if msg, ok = c.system.Pop(); ok {
+			switch msg.(type) {
+			case *actor.SuspendMailbox:
+				c.suspended = true
+			case *actor.ResumeMailbox:
+				c.suspended = false
+			default:
+				c.d.trace.add(c.self, msg)
+				c.invokeSystem(msg)
+			}
+			continue
+		}
+		if c.suspended {
+			return true
+		}
+		if msg, ok = c.user.Pop(); !ok {
+			return true
+		}
+		c.d.trace.add(c.self, msg)
+		c.invoke(msg)
+	}
+}
+
+// invoke hands msg to the actor's Receive, as protoactor's
+// InvokeUserMessage does.
+func (c *cell) invoke(msg any) {
+	if c.state == stoppedState {
+		return
+	}
+	if _, ok := msg.(*actor.PoisonPill); ok {
+		c.Stop(c.pid)
+		return
+	}
+	c.msg = msg
+	c.actor.Receive(c)
+	c.msg = nil
+}
+
+func (c *cell) invokeSystem(msg any) {
+	switch m := msg.(type) {
+	case *actor.Started:
+		c.invoke(m)
+	case *actor.Stop:
+		if c.state >= stoppingState {
+			return
+		}
+		c.state = stoppingState
+		c.invoke(stopping)
+		c.stopChildren()
+		c.restartOrTerminate()
+	case *actor.Restart:
+		c.state = restartingState
+		c.invoke(restarting)
+		c.stopChildren()
+		c.restartOrTerminate()
+	case *actor.Terminated:
+		if i := slices.IndexFunc(c.children, func(p *actor.PID) bool { return p.Equal(m.Who) }); i >= 0 {
+			c.children = slices.Delete(c.children, i, i+1)
+		}
+		c.invoke(m)
+		c.restartOrTerminate()
+	case *actor.Failure:
+		strategy := c.sup.Children
+		if strategy == nil {
+			strategy = actor.DefaultSupervisorStrategy()
+		}
+		strategy.HandleFailure(c.d.sys, c, m.Who, m.RestartStats, m.Reason, m.Message)
+	default:
+		c.d.sys.Logger().Error("simulation: unknown system message", slog.Any("message", msg))
+	}
+}
+
+func (c *cell) stopChildren() {
+	for _, p := range slices.Backward(c.children) {
+		c.d.sendSystem(p, stopMsg)
+	}
+}
+
+// restartOrTerminate finishes a restart or a stop once the children are
+// gone.
+func (c *cell) restartOrTerminate() {
+	if len(c.children) > 0 {
+		return
+	}
+	switch c.state {
+	case restartingState:
+		c.state = alive
+		c.actor = c.producer()
+		c.SendSystemMessage(c.pid, resume)
+		c.invoke(started)
+	case stoppingState:
+		c.d.cells[c.pid.RequestId] = nil
+		c.invoke(stopped)
+		if c.parent != nil {
+			c.d.sendSystem(c.parent, &actor.Terminated{Who: c.pid})
+		}
+		c.state = stoppedState
+		c.actor = nil
+	}
+}
+
+// EscalateFailure, RestartChildren, StopChildren and ResumeChildren make a
+// cell the Supervisor a strategy acts through.
+func (c *cell) EscalateFailure(reason, msg any) {
+	if c.stats == nil {
+		c.stats = actor.NewRestartStatistics()
+	}
+	failure := &actor.Failure{Reason: reason, Who: c.pid, RestartStats: c.stats, Message: msg}
+	c.SendSystemMessage(c.pid, suspend)
+	if c.parent != nil {
+		c.d.sendSystem(c.parent, failure)
+		return
+	}
+	strategy := c.sup.Guardian
+	if strategy == nil {
+		strategy = actor.DefaultSupervisorStrategy()
+	}
+	strategy.HandleFailure(c.d.sys, c, c.pid, c.stats, reason, msg)
+}
+
+func (c *cell) RestartChildren(pids ...*actor.PID) {
+	for _, p := range pids {
+		c.d.sendSystem(p, restartMsg)
+	}
+}
+
+func (c *cell) StopChildren(pids ...*actor.PID) {
+	for _, p := range pids {
+		c.d.sendSystem(p, stopMsg)
+	}
+}
+
+func (c *cell) ResumeChildren(pids ...*actor.PID) {
+	for _, p := range pids {
+		c.d.sendSystem(p, resume)
+	}
+}
+
+// The actor.Context a cell's actor receives: what the engine uses.
+
+func (c *cell) Parent() *actor.PID              { return c.parent }
+func (c *cell) Self() *actor.PID                { return c.pid }
+func (c *cell) Actor() actor.Actor              { return c.actor }
+func (c *cell) ActorSystem() *actor.ActorSystem { return c.d.sys }
+func (c *cell) Logger() *slog.Logger            { return c.d.sys.Logger() }
+func (c *cell) Children() []*actor.PID          { return c.children }
+func (c *cell) Message() any                    { return c.msg }
+func (c *cell) Sender() *actor.PID              { return nil }
+
+func (c *cell) MessageHeader() actor.ReadonlyMessageHeader { return nil }
+
+func (c *cell) Send(pid *actor.PID, msg any) { c.d.send(pid, msg) }
+
+func (c *cell) Spawn(props *actor.Props) *actor.PID {
+	return c.SpawnPrefix(props, "")
+}
+
+func (c *cell) SpawnPrefix(props *actor.Props, prefix string) *actor.PID {
+	pid, err := c.SpawnNamed(props, prefix+c.d.sys.ProcessRegistry.NextId())
+	if err != nil {
+		panic(err)
+	}
+	return pid
+}
+
+func (c *cell) SpawnNamed(props *actor.Props, name string) (*actor.PID, error) {
+	c.d.spawning = c
+	pid, err := c.d.sys.Root.SpawnNamed(props, c.pid.Id+"/"+name)
+	c.d.spawning = nil
+	if err != nil {
+		return nil, err
+	}
+	c.children = append(c.children, pid)
+	return pid, nil
+}
+
+func (c *cell) Poison(pid *actor.PID) { c.d.send(pid, &actor.PoisonPill{}) }
+
+// unsupported is what a cell says to the parts of actor.Context the
+// engine does not use.
+func unsupported(what string) { panic("simulation: direct dispatch has no " + what) }
+
+func (c *cell) ReceiveTimeout() time.Duration                       { unsupported("receive timeout"); return 0 }
+func (c *cell) Respond(any)                                         { unsupported("Respond") }
+func (c *cell) Stash()                                              { unsupported("Stash") }
+func (c *cell) Watch(*actor.PID)                                    { unsupported("Watch") }
+func (c *cell) Unwatch(*actor.PID)                                  { unsupported("Unwatch") }
+func (c *cell) SetReceiveTimeout(time.Duration)                     { unsupported("receive timeout") }
+func (c *cell) CancelReceiveTimeout()                               { unsupported("receive timeout") }
+func (c *cell) Forward(*actor.PID)                                  { unsupported("Forward") }
+func (c *cell) Request(*actor.PID, any)                             { unsupported("Request") }
+func (c *cell) RequestWithCustomSender(*actor.PID, any, *actor.PID) { unsupported("Request") }
+func (c *cell) StopFuture(*actor.PID) *actor.Future                 { unsupported("futures"); return nil }
+func (c *cell) PoisonFuture(*actor.PID) *actor.Future               { unsupported("futures"); return nil }
+func (c *cell) Receive(*actor.MessageEnvelope)                      { unsupported("envelopes") }
+func (c *cell) Get(ctxext.ContextExtensionID) ctxext.ContextExtension {
+	unsupported("extensions")
+	return nil
+}
+func (c *cell) Set(ctxext.ContextExtension) { unsupported("extensions") }
+func (c *cell) ReenterAfter(*actor.Future, func(any, error)) {
+	unsupported("futures")
+}
+func (c *cell) RequestFuture(*actor.PID, any, time.Duration) *actor.Future {
+	unsupported("futures")
+	return nil
+}
