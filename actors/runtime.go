@@ -59,6 +59,12 @@ type Spawner interface {
 	SpawnFunc(producer actor.Producer, s Supervision, dispatcher actor.Dispatcher) actor.SpawnFunc
 }
 
+// ChildSpawner is the actor.Context of a Spawner's actors: it spawns a
+// child with no Props, which a Spawner has no use for.
+type ChildSpawner interface {
+	SpawnChild(producer actor.Producer, dispatcher actor.Dispatcher, prefix string) *actor.PID
+}
+
 // Supervision says who handles an actor's failures and its children's.
 type Supervision struct {
 	// Children handles the failures of the actor's children; nil:
@@ -103,6 +109,16 @@ func (rt *Runtime) WithLogger(l *slog.Logger) *Runtime {
 	cp := *rt
 	cp.Logger = l
 	return &cp
+}
+
+// SpawnChild spawns an actor of producer, which supervises no children of
+// its own, as a child of ctx's actor, named prefix and a number: as
+// ctx.SpawnPrefix with Props, which a Spawner's actors go without.
+func (rt *Runtime) SpawnChild(ctx actor.Context, producer actor.Producer, prefix string) *actor.PID {
+	if c, ok := ctx.(ChildSpawner); ok && rt.spawner != nil {
+		return c.SpawnChild(producer, rt.dispatcher, prefix)
+	}
+	return ctx.SpawnPrefix(rt.Props(producer), prefix)
 }
 
 // Props is the Props of an actor of producer that supervises no children

@@ -89,23 +89,30 @@ func (d *direct) sendSystem(pid *actor.PID, msg any) {
 // SpawnFunc implements actors.Spawner.
 func (d *direct) SpawnFunc(producer actor.Producer, s actors.Supervision, dispatcher actor.Dispatcher) actor.SpawnFunc {
 	return func(_ *actor.ActorSystem, id string, _ *actor.Props, _ actor.SpawnerContext) (*actor.PID, error) {
-		if len(d.cells) >= 1<<32-1 {
-			return nil, errors.New("simulation: more actors spawned than PIDs can number")
-		}
-		c := &cell{d: d, producer: producer, sup: s, loop: dispatcher, self: nameHash(id)}
-		c.pid = &actor.PID{Address: cellAddress, Id: id, RequestId: uint32(len(d.cells))}
-		c.turn = c.drain
+		var parent *actor.PID
 		if d.spawning != nil {
-			c.parent = d.spawning.pid
+			parent = d.spawning.pid
 		} else if g := s.Guardian; g != nil && !d.guardians[g] {
 			d.guardians[g] = true
 			d.sys.ProcessRegistry.NextId()
 		}
-		d.cells = append(d.cells, c)
-		c.actor = producer()
-		c.SendSystemMessage(c.pid, started)
-		return c.pid, nil
+		return d.spawn(id, parent, producer, s, dispatcher)
 	}
+}
+
+// spawn starts the actor of producer named id, a child of parent (nil:
+// at the root).
+func (d *direct) spawn(id string, parent *actor.PID, producer actor.Producer, s actors.Supervision, dispatcher actor.Dispatcher) (*actor.PID, error) {
+	if len(d.cells) >= 1<<32-1 {
+		return nil, errors.New("simulation: more actors spawned than PIDs can number")
+	}
+	c := &cell{d: d, parent: parent, producer: producer, sup: s, loop: dispatcher, self: nameHash(id)}
+	c.pid = &actor.PID{Address: cellAddress, Id: id, RequestId: uint32(len(d.cells))}
+	c.turn = c.drain
+	d.cells = append(d.cells, c)
+	c.actor = producer()
+	c.SendSystemMessage(c.pid, started)
+	return c.pid, nil
 }
 
 // The lifecycle messages, one of each, as protoactor's.
@@ -366,6 +373,16 @@ func (c *cell) SpawnNamed(props *actor.Props, name string) (*actor.PID, error) {
 	}
 	c.children = append(c.children, pid)
 	return pid, nil
+}
+
+// SpawnChild implements actors.ChildSpawner: SpawnPrefix without Props.
+func (c *cell) SpawnChild(producer actor.Producer, dispatcher actor.Dispatcher, prefix string) *actor.PID {
+	pid, err := c.d.spawn(c.pid.Id+"/"+prefix+c.d.sys.ProcessRegistry.NextId(), c.pid, producer, actors.Supervision{}, dispatcher)
+	if err != nil {
+		panic(err)
+	}
+	c.children = append(c.children, pid)
+	return pid
 }
 
 func (c *cell) Poison(pid *actor.PID) { c.d.send(pid, &actor.PoisonPill{}) }

@@ -12,7 +12,7 @@ import (
 	"github.com/gocomms/gocomms/transport"
 )
 
-// Props returns the Props of the actor that runs req. Once req has
+// Producer returns the producer of the actor that runs req. Once req has
 // succeeded, the actor runs each *Request its parent sends it, one at a
 // time, keeping its buffers and the Progress of recent schedules: an
 // operation then costs no spawn. After an operation that failed it stops,
@@ -20,8 +20,8 @@ import (
 // their way to it; the parent runs the next one on a new actor. A
 // successful operation leaves only its timeout behind, which Timer.Fired
 // tells apart.
-func Props(rt *actors.Runtime, req *Request) *actor.Props {
-	return rt.Props(func() actor.Actor { return &runner{rt: rt, first: req} })
+func Producer(rt *actors.Runtime, req *Request) actor.Producer {
+	return func() actor.Actor { return &runner{rt: rt, first: req} }
 }
 
 type timedOut struct{}
@@ -127,10 +127,10 @@ func (c *runner) start(ctx actor.Context, req *Request) {
 	c.run(ctx)
 }
 
-// AdoptProps returns the Props of an actor that carries on with a, as
-// Props does with a request.
-func AdoptProps(rt *actors.Runtime, a *Adoption) *actor.Props {
-	return rt.Props(func() actor.Actor { return &runner{rt: rt, adopted: a} })
+// AdoptProducer returns the producer of an actor that carries on with a,
+// as Producer's does with a request.
+func AdoptProducer(rt *actors.Runtime, a *Adoption) actor.Producer {
+	return func() actor.Actor { return &runner{rt: rt, adopted: a} }
 }
 
 // adopt carries on with an operation that timed out off the actors: it

@@ -283,8 +283,8 @@ type state struct {
 	delivered  deliveries // the messages frames come in, for reuse
 }
 
-// Props returns the Props of the link actor described by cfg.
-func Props(rt *actors.Runtime, cfg Config) *actor.Props {
+// Producer returns the producer of the link actor described by cfg.
+func Producer(rt *actors.Runtime, cfg Config) actor.Producer {
 	st := &state{
 		rt:    rt,
 		cfg:   cfg,
@@ -294,7 +294,7 @@ func Props(rt *actors.Runtime, cfg Config) *actor.Props {
 	if st.plane == nil {
 		st.plane = NewPlane(cfg.Peer)
 	}
-	return rt.Props(func() actor.Actor { return &linkActor{state: st} })
+	return func() actor.Actor { return &linkActor{state: st} }
 }
 
 type linkActor struct{ *state }

@@ -25,7 +25,7 @@ func (f *forwarder) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		for _, cfg := range f.links {
-			f.pids <- c.Spawn(Props(f.rt, cfg))
+			f.pids <- f.rt.SpawnChild(c, Producer(f.rt, cfg), "link")
 		}
 	case *Delivered:
 		f.out <- m

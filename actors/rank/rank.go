@@ -384,7 +384,7 @@ func (r *rankActor) perform(ctx actor.Context, a action) {
 		if r.runner != nil {
 			ctx.Send(r.runner, adoption)
 		} else {
-			r.runner = ctx.SpawnPrefix(collective.AdoptProps(r.rt, adoption), opPrefix)
+			r.runner = r.rt.SpawnChild(ctx, collective.AdoptProducer(r.rt, adoption), opPrefix)
 		}
 	case actFinalized:
 		r.stopGrace()
@@ -453,12 +453,12 @@ func (r *rankActor) connectOr(ctx actor.Context, peer int, failed event) (*peerL
 		heartbeat = min(heartbeat, silence)
 	}
 	plane := r.strays.NewPlane(peer)
-	props := link.Props(r.rt, link.Config{
+	producer := link.Producer(r.rt, link.Config{
 		Comm: r.cfg.CommID, Peer: peer, Conn: conn,
 		Redial:    func() (transport.Conn, error) { return r.cfg.Connect(peer) },
 		Heartbeat: heartbeat, Silence: silence, Plane: plane,
 	})
-	l := r.links.add(peer, ctx.SpawnPrefix(props, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend, plane)
+	l := r.links.add(peer, r.rt.SpawnChild(ctx, producer, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend, plane)
 	if r.cfg.Lease != nil {
 		r.cfg.Lease.addPlane(plane)
 	}
@@ -481,7 +481,7 @@ func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
 	if r.runner != nil {
 		ctx.Send(r.runner, req)
 	} else {
-		r.runner = ctx.SpawnPrefix(collective.Props(r.rt, req), opPrefix)
+		r.runner = r.rt.SpawnChild(ctx, collective.Producer(r.rt, req), opPrefix)
 	}
 }
 

@@ -42,7 +42,7 @@ func (r *rankActor) openWindow(ctx actor.Context, m *OpenWindow) {
 	}
 	cfg := m.Config
 	cfg.Comm, cfg.CommID, cfg.Rank, cfg.Size = r.cfg.Comm, r.cfg.CommID, r.cfg.Rank, r.cfg.Size
-	pid := ctx.SpawnPrefix(window.Props(r.rt, cfg), fmt.Sprintf("%s%d-", windowPrefix, cfg.ID))
+	pid := r.rt.SpawnChild(ctx, window.Producer(r.rt, cfg), fmt.Sprintf("%s%d-", windowPrefix, cfg.ID))
 	r.windows = append(r.windows, openWindow{id: cfg.ID, pid: pid})
 	for _, l := range r.links.order {
 		if l.live {

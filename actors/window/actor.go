@@ -112,9 +112,9 @@ type Link struct {
 	Err  error
 }
 
-// Props returns the Props of a window actor.
-func Props(rt *actors.Runtime, cfg Config) *actor.Props {
-	return rt.Props(func() actor.Actor { return newWindow(rt, cfg) })
+// Producer returns the producer of a window actor.
+func Producer(rt *actors.Runtime, cfg Config) actor.Producer {
+	return func() actor.Actor { return newWindow(rt, cfg) }
 }
 
 // pending is an operation, or a chunk of one, waiting for its reply.
