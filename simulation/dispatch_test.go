@@ -43,3 +43,26 @@ func TestDirectDispatchMatchesProtoactor(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressChangesNothing: a run that reports its progress reports it
+// (virtual time, events and frames that only grow) and keeps the trace
+// of the same run without reports.
+func TestProgressChangesNothing(t *testing.T) {
+	cfg := config(algorithms.AllReduce, 512, 1<<12, 3)
+	cfg.Topology = DGXH100(64)
+	quiet := mustRun(t, cfg)
+	var reports []Progress
+	cfg.Progress, cfg.ProgressEvery = func(p Progress) { reports = append(reports, p) }, time.Nanosecond
+	told := mustRun(t, cfg)
+	if told.Hash != quiet.Hash || told.Events != quiet.Events {
+		t.Errorf("reporting changed the run: hash %x, %d events; without %x, %d", told.Hash, told.Events, quiet.Hash, quiet.Events)
+	}
+	if len(reports) == 0 {
+		t.Fatalf("%d events and no report", told.Events)
+	}
+	for i, p := range reports {
+		if p.Events > told.Events || p.Frames > told.Frames || i > 0 && (p.Events <= reports[i-1].Events || p.SimTime < reports[i-1].SimTime) {
+			t.Errorf("report %d: %+v after %+v, of a run of %d events, %d frames", i, p, reports[max(i-1, 0)], told.Events, told.Frames)
+		}
+	}
+}

@@ -22,7 +22,13 @@ type Loop struct {
 	armed  uint64 // timers armed so far: ties at one instant fire in arming order
 	rng    *rand.Rand
 	tasks  int64 // tasks run
+	// tick, if set, is called every tickEvery tasks: it may look, never
+	// touch, so that it changes nothing of the run.
+	tick func()
 }
+
+// tickEvery is how many tasks pass between calls of Loop.tick.
+const tickEvery = 1 << 12
 
 // NewLoop returns a loop at virtual time zero whose choices follow seed.
 func NewLoop(seed uint64) *Loop {
@@ -82,6 +88,9 @@ func (l *Loop) Run(limit time.Duration) (idle bool) {
 			l.ready = l.ready[:last]
 			l.tasks++
 			fn()
+			if l.tick != nil && l.tasks%tickEvery == 0 {
+				l.tick()
+			}
 		}
 		next, ok := l.nextTimer()
 		if !ok {

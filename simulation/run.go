@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -76,10 +77,42 @@ type Config struct {
 	// long after the last fault healed (after time zero without faults),
 	// or it has hung.
 	Limit time.Duration
+	// Progress, when set, is told how far the run has got, about every
+	// ProgressEvery of wall time: for long runs' operators, changing
+	// nothing of the run.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
 	// Protoactor runs the actors through protoactor's contexts, processes
 	// and registry, as a process does, instead of the simulator's own
 	// dispatch (dispatch.go): slower, the same messages to each actor.
 	Protoactor bool
+}
+
+// Progress is how far a run has got.
+type Progress struct {
+	SimTime time.Duration // virtual time
+	Events  int64         // messages actors received
+	Frames  int64         // frames the network carried
+	Wall    time.Duration // since the run began
+}
+
+// reportProgress arms cfg.Progress on the loop. It reads the wall clock,
+// which only the report sees.
+func (r *run) reportProgress() {
+	report, every := r.cfg.Progress, cmp.Or(r.cfg.ProgressEvery, time.Second)
+	if report == nil {
+		return
+	}
+	start := time.Now()
+	last := start
+	r.loop.tick = func() {
+		now := time.Now()
+		if now.Sub(last) < every {
+			return
+		}
+		last = now
+		report(Progress{SimTime: r.loop.Elapsed(), Events: r.trace.Events(), Frames: r.net.frames, Wall: now.Sub(start)})
+	}
 }
 
 // Result is what a run did and what it broke.
@@ -180,6 +213,7 @@ func Run(cfg Config) (*Result, error) {
 	}
 	r := newRun(&cfg, logger)
 	defer r.rt.System().Shutdown()
+	r.reportProgress()
 	r.data = newDataset(&cfg)
 	if cfg.Trace != nil {
 		r.chrome = newChromeTrace(cfg.Trace, cfg.Ranks, cfg.Iterations)

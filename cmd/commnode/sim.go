@@ -118,6 +118,11 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 		cfg.Trace = file
 	}
 	defer dumpFlightRecordsOnSignal(stderr)()
+	// A long run says how far it has got, every few seconds.
+	cfg.Progress, cfg.ProgressEvery = func(p simulation.Progress) {
+		fmt.Fprintf(stderr, "progress  %v simulated, %d events, %d frames, %.0f s (%.0f frames/s)\n",
+			p.SimTime, p.Events, p.Frames, p.Wall.Seconds(), float64(p.Frames)/p.Wall.Seconds())
+	}, 5*time.Second
 	start := time.Now()
 	res, err := simulation.Run(cfg)
 	if err != nil {
