@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/internal/spans"
 )
 
 // WithCollectiveChecks makes every collective first agree on what each
@@ -158,25 +159,8 @@ func compareFingerprints(all []int64, size int) error {
 
 // rankList writes ranks as "rank 3" or "ranks 0-2, 5".
 func rankList(ranks []int) string {
-	var b strings.Builder
 	if len(ranks) == 1 {
-		b.WriteString("rank ")
-	} else {
-		b.WriteString("ranks ")
+		return "rank " + strconv.Itoa(ranks[0])
 	}
-	for i := 0; i < len(ranks); {
-		j := i
-		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
-			j++
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Itoa(ranks[i]))
-		if j > i {
-			b.WriteString("-" + strconv.Itoa(ranks[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
+	return "ranks " + spans.Format(ranks, ", ")
 }

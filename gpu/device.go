@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gocomms/gocomms/internal/spans"
 )
 
 // Device is one NVIDIA GPU as NVML reports it.
@@ -94,32 +96,12 @@ func describeLinks(links []NVLink, byBus map[string]int) string {
 		if len(g.links) > 1 {
 			word = "links"
 		}
-		parts = append(parts, fmt.Sprintf("%s (%s %s)", g.peer, word, runs(g.links)))
+		parts = append(parts, fmt.Sprintf("%s (%s %s)", g.peer, word, spans.Format(g.links, ",")))
 	}
 	if inactive > 0 {
 		parts = append(parts, fmt.Sprintf("%d inactive", inactive))
 	}
 	return "NVLink: " + strings.Join(parts, ", ")
-}
-
-// runs writes link numbers with consecutive ones as a range: 0-3,5.
-func runs(nums []int) string {
-	var b strings.Builder
-	for i := 0; i < len(nums); {
-		j := i
-		for j+1 < len(nums) && nums[j+1] == nums[j]+1 {
-			j++
-		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(nums[i]))
-		if j > i {
-			b.WriteString("-" + strconv.Itoa(nums[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
 }
 
 // pciKey normalizes a PCI bus ID for comparison: NVML's legacy form gives

@@ -60,20 +60,3 @@ func TestDescribeNone(t *testing.T) {
 		t.Fatalf("Describe(nil) = %q, want no lines", got)
 	}
 }
-
-func TestRuns(t *testing.T) {
-	for _, c := range []struct {
-		nums []int
-		want string
-	}{
-		{nil, ""},
-		{[]int{7}, "7"},
-		{[]int{0, 1, 2, 3}, "0-3"},
-		{[]int{0, 2, 4}, "0,2,4"},
-		{[]int{0, 1, 3, 4, 5, 9}, "0-1,3-5,9"},
-	} {
-		if got := runs(c.nums); got != c.want {
-			t.Errorf("runs(%v) = %q, want %q", c.nums, got, c.want)
-		}
-	}
-}

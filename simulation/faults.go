@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/internal/spans"
 )
 
 // Plan is the faults a run injects.
@@ -247,7 +248,7 @@ func (f Fault) String() string {
 	case sc == linkScope && len(f.Ranks) == 2:
 		put("link", strconv.Itoa(f.Ranks[0])+"-"+strconv.Itoa(f.Ranks[1]))
 	case sc == groupScope:
-		put("ranks", spanList(f.Ranks))
+		put("ranks", spans.Format(f.Ranks, "+"))
 	}
 	put("at", f.At.String())
 	sh := shapes[f.Kind]
@@ -409,24 +410,6 @@ func parseSpans(s string) ([]int, error) {
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
-}
-
-// spanList writes sorted ranks as parseSpans reads them.
-func spanList(ranks []int) string {
-	var parts []string
-	for i := 0; i < len(ranks); {
-		j := i
-		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, strconv.Itoa(ranks[i])+"-"+strconv.Itoa(ranks[j]))
-		} else {
-			parts = append(parts, strconv.Itoa(ranks[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, "+")
 }
 
 func (p Plan) validate(ranks int) error {

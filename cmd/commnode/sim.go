@@ -17,6 +17,7 @@ import (
 	"github.com/gocomms/gocomms/cmd/commnode/internal/bench"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/gpu"
+	"github.com/gocomms/gocomms/internal/spans"
 	"github.com/gocomms/gocomms/simulation"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -378,7 +379,7 @@ func outcomes(res *simulation.Result) []string {
 	}
 	out := make([]string, len(order))
 	for i, k := range order {
-		out[i] = fmt.Sprintf("%s: %s", spans(groups[k]), k)
+		out[i] = fmt.Sprintf("%s: %s", spans.Format(groups[k], ","), k)
 	}
 	return out
 }
@@ -396,26 +397,6 @@ func why(err error) string {
 		}
 	}
 	return fmt.Sprintf("%s, naming ranks %v", kind, oe.Ranks)
-}
-
-// spans writes sorted ranks compactly: "0-6,8".
-func spans(ranks []int) string {
-	var b strings.Builder
-	for i := 0; i < len(ranks); {
-		j := i
-		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(ranks[i]))
-		if j > i {
-			b.WriteString("-" + strconv.Itoa(ranks[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
 }
 
 // sweep runs f.seeds seeds from cfg.Seed on every CPU, and prints each
