@@ -10,7 +10,6 @@ import (
 	"github.com/asynkron/protoactor-go/ctxext"
 
 	"github.com/gocomms/gocomms/actors"
-	"github.com/gocomms/gocomms/internal/fifo"
 )
 
 // direct is the simulator's own dispatch of the engine's actors
@@ -106,8 +105,9 @@ func (d *direct) spawn(id string, parent *actor.PID, producer actor.Producer, s 
 	if len(d.cells) >= 1<<32-1 {
 		return nil, errors.New("simulation: more actors spawned than PIDs can number")
 	}
-	c := &cell{d: d, parent: parent, producer: producer, sup: s, loop: dispatcher, self: nameHash(id)}
+	c := &cell{d: d, parent: parent, producer: producer, sup: s}
 	c.pid = &actor.PID{Address: cellAddress, Id: id, RequestId: uint32(len(d.cells))}
+	c.mailbox = mailbox{trace: d.trace, self: nameHash(id), invoker: c, loop: dispatcher}
 	c.turn = c.drain
 	d.cells = append(d.cells, c)
 	c.actor = producer()
@@ -136,95 +136,36 @@ const (
 	stoppedState
 )
 
-// cell is one actor under direct dispatch.
+// cell is one actor under direct dispatch: its mailbox is the
+// simulator's, whose invoker the cell is.
 type cell struct {
+	mailbox
 	d        *direct
 	pid      *actor.PID
 	parent   *actor.PID // nil at the root
 	producer actor.Producer
 	sup      actors.Supervision
-	loop     actor.Dispatcher
-	self     uint64 // the hash of its name, for the trace
-	turn     func()
 
 	actor    actor.Actor
 	msg      any
 	children []*actor.PID
 	stats    *actor.RestartStatistics
 	state    cellState
-
-	system, user         fifo.Queue[any]
-	scheduled, suspended bool
 }
 
 // SendUserMessage, SendSystemMessage and Stop make a cell the Process its
 // PID resolves to.
-func (c *cell) SendUserMessage(_ *actor.PID, msg any) {
-	c.user.Push(msg)
-	c.schedule()
-}
-
-func (c *cell) SendSystemMessage(_ *actor.PID, msg any) {
-	c.system.Push(msg)
-	c.schedule()
-}
+func (c *cell) SendUserMessage(_ *actor.PID, msg any)   { c.PostUserMessage(msg) }
+func (c *cell) SendSystemMessage(_ *actor.PID, msg any) { c.PostSystemMessage(msg) }
 
 // Stop stops the actor at pid: this one, as its Process, or any, as an
 // actor.Context.
 func (c *cell) Stop(pid *actor.PID) { c.d.sendSystem(pid, stopMsg) }
 
-func (c *cell) schedule() {
-	if !c.scheduled {
-		c.scheduled = true
-		c.loop.Schedule(c.turn)
-	}
-}
-
-// drain is one turn, as the simulator's mailbox takes it: messages until
-// none can be handed over, going on past a handler that panicked once the
-// panic is escalated.
-func (c *cell) drain() {
-	for !c.run() {
-	}
-	c.scheduled = false
-}
-
-func (c *cell) run() (finished bool) {
-	var msg any
-	defer func() {
-		if r := recover(); r != nil {
-			c.EscalateFailure(r, msg)
-			finished = false
-		}
-	}()
-	for {
-		var ok bool
-		if msg, ok = c.system.Pop(); ok {
-			switch msg.(type) {
-			case *actor.SuspendMailbox:
-				c.suspended = true
-			case *actor.ResumeMailbox:
-				c.suspended = false
-			default:
-				c.d.trace.add(c.self, msg)
-				c.invokeSystem(msg)
-			}
-			continue
-		}
-		if c.suspended {
-			return true
-		}
-		if msg, ok = c.user.Pop(); !ok {
-			return true
-		}
-		c.d.trace.add(c.self, msg)
-		c.invoke(msg)
-	}
-}
-
-// invoke hands msg to the actor's Receive, as protoactor's
-// InvokeUserMessage does.
-func (c *cell) invoke(msg any) {
+// InvokeUserMessage hands msg to the actor's Receive, as protoactor's
+// does; InvokeSystemMessage and EscalateFailure make the cell its
+// mailbox's MessageInvoker.
+func (c *cell) InvokeUserMessage(msg any) {
 	if c.state == stoppedState {
 		return
 	}
@@ -237,28 +178,28 @@ func (c *cell) invoke(msg any) {
 	c.msg = nil
 }
 
-func (c *cell) invokeSystem(msg any) {
+func (c *cell) InvokeSystemMessage(msg any) {
 	switch m := msg.(type) {
 	case *actor.Started:
-		c.invoke(m)
+		c.InvokeUserMessage(m)
 	case *actor.Stop:
 		if c.state >= stoppingState {
 			return
 		}
 		c.state = stoppingState
-		c.invoke(stopping)
+		c.InvokeUserMessage(stopping)
 		c.stopChildren()
 		c.restartOrTerminate()
 	case *actor.Restart:
 		c.state = restartingState
-		c.invoke(restarting)
+		c.InvokeUserMessage(restarting)
 		c.stopChildren()
 		c.restartOrTerminate()
 	case *actor.Terminated:
 		if i := slices.IndexFunc(c.children, func(p *actor.PID) bool { return p.Equal(m.Who) }); i >= 0 {
 			c.children = slices.Delete(c.children, i, i+1)
 		}
-		c.invoke(m)
+		c.InvokeUserMessage(m)
 		c.restartOrTerminate()
 	case *actor.Failure:
 		strategy := c.sup.Children
@@ -288,10 +229,10 @@ func (c *cell) restartOrTerminate() {
 		c.state = alive
 		c.actor = c.producer()
 		c.SendSystemMessage(c.pid, resume)
-		c.invoke(started)
+		c.InvokeUserMessage(started)
 	case stoppingState:
 		c.d.cells[c.pid.RequestId] = nil
-		c.invoke(stopped)
+		c.InvokeUserMessage(stopped)
 		if c.parent != nil {
 			c.d.sendSystem(c.parent, &actor.Terminated{Who: c.pid})
 		}

@@ -5,7 +5,9 @@ import (
 	"github.com/gocomms/gocomms/internal/fifo"
 )
 
-// mailbox is every simulated actor's mailbox. Its turns run on the loop,
+// mailbox is every simulated actor's mailbox: protoactor's actor context
+// is its invoker under protoactor's dispatch, the actor's cell under the
+// simulator's own (dispatch.go). Its turns run on the loop,
 // one goroutine, so it needs none of the default mailbox's atomics; it
 // keeps one turn function for its whole life, where the default one hands
 // the dispatcher a new method value on every wake; and it records each
