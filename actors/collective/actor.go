@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -49,6 +50,9 @@ type runner struct {
 	probe      *probe
 	lent       int   // sends whose payload the transport still reads
 	stuckOn    []int // the ranks it waited for when it timed out
+	// sentAround are the peers this operation sent frames to around their
+	// links (send): a connection that breaks may have lost those.
+	sentAround []int
 }
 
 func (c *runner) Receive(ctx actor.Context) {
@@ -88,6 +92,10 @@ func (c *runner) Receive(ctx actor.Context) {
 		m.Recycle()
 	case *Fail:
 		c.fail(ctx, m)
+	case *link.Broken:
+		if c.req != nil && slices.Contains(c.sentAround, m.Peer) {
+			c.fail(ctx, &Fail{Err: fmt.Errorf("%w: rank %d: the connection broke under a collective that sent around its link: %v", commerr.ErrPeerFailed, m.Peer, m.Err), Ranks: []int{m.Peer}, Tell: true})
+		}
 	case *link.Failed:
 		// Frames the peer sent before it went away came first: fail only if
 		// one is still missing. The rank knows best why the peer went (it
@@ -111,7 +119,7 @@ func (c *runner) Receive(ctx actor.Context) {
 }
 
 func (c *runner) start(ctx actor.Context, req *Request) {
-	c.probe, c.stuckOn = nil, nil
+	c.probe, c.stuckOn, c.sentAround = nil, nil, c.sentAround[:0]
 	c.begin(req)
 	c.findPeers()
 	c.routeFrames(ctx, true)
@@ -139,6 +147,8 @@ func AdoptProducer(rt *actors.Runtime, a *Adoption) actor.Producer {
 func (c *runner) adopt(ctx actor.Context, a *Adoption) {
 	c.execution = a.exec
 	c.probe, c.stuckOn = nil, nil
+	// Off the actors, it sent every frame around its links.
+	c.sentAround = append(c.sentAround[:0], a.exec.req.Peers()...)
 	c.findPeers()
 	c.routeFrames(ctx, true)
 	if c.timer == nil {
@@ -252,9 +262,26 @@ func (c *runner) run(ctx actor.Context) {
 	}
 	c.acks = c.letGo(c.acks[:0])
 	for _, i := range c.acks {
-		l, _ := c.req.link(c.req.Schedule.Steps[i].Peer)
-		ctx.Send(l, c.sends.Get(c.readDone(i)))
+		c.send(ctx, c.req.Schedule.Steps[i].Peer, c.readDone(i))
 	}
+}
+
+// send sends f to peer. Where the plane carries direct frames, f goes
+// around the link, onto the connection, as an operation run off the
+// actors sends: the link neither handles nor keeps it, the peer's plane
+// takes it from its transport, and its link no acknowledgement. Else the
+// link sends it and keeps it until acknowledged, resending it over a
+// connection that replaces a broken one.
+func (c *runner) send(ctx actor.Context, peer int, f transport.Frame) {
+	if sent, _ := c.req.plane(peer).TrySend(f); sent {
+		// A failed send is the link's to report, as Failed or Broken.
+		if !slices.Contains(c.sentAround, peer) {
+			c.sentAround = append(c.sentAround, peer)
+		}
+		return
+	}
+	l, _ := c.req.link(peer)
+	ctx.Send(l, c.sends.Get(f))
 }
 
 // execute runs step i and reports whether it is complete. A large send
@@ -266,17 +293,16 @@ func (c *runner) execute(ctx actor.Context, i int) bool {
 	if s.Prim != algorithms.Send {
 		c.local(i)
 		if f, ok := c.readFrame(i); ok {
-			l, _ := c.req.link(s.Peer)
-			ctx.Send(l, c.sends.Get(f))
+			c.send(ctx, s.Peer, f)
 		}
 		return true
 	}
-	l, lend := c.req.link(s.Peer)
+	_, lend := c.req.link(s.Peer)
 	f := c.sendFrame(i, lend, c.sentFunc)
 	if f.Sent != nil {
 		c.lent++
 	}
-	ctx.Send(l, c.sends.Get(f))
+	c.send(ctx, s.Peer, f)
 	return f.Sent == nil
 }
 

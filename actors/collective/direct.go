@@ -49,6 +49,7 @@ type Direct struct {
 	// its memory: no other may start until it has given it all back.
 	draining atomic.Bool
 	ran      atomic.Uint64 // operations started here
+	failed   atomic.Uint64 // of them, those that failed here
 	// polled holds the planes of the operation running, for Pollers,
 	// which reads them from the waiting goroutine: the first maxPolled.
 	polled  [maxPolled]atomic.Pointer[link.Plane]
@@ -127,6 +128,9 @@ func (d *Direct) Start(req *Request, planes []*link.Plane, done func()) {
 
 // Ran counts the operations started here.
 func (d *Direct) Ran() uint64 { return d.ran.Load() }
+
+// Failures counts the operations started here that failed here.
+func (d *Direct) Failures() uint64 { return d.failed.Load() }
 
 // maxPolled bounds the planes a waiting goroutine polls: an operation
 // with more peers (a tree's, a large all-to-all's) takes the frames of
@@ -455,6 +459,9 @@ func (a *Adoption) Request() *Request { return a.exec.req }
 func (d *Direct) end(f *Fail) {
 	req := d.req
 	d.timer.Stop()
+	if f != nil {
+		d.failed.Add(1)
+	}
 	var report []byte
 	if f != nil {
 		if report = f.Forward; report == nil && f.Tell {

@@ -51,16 +51,18 @@ type Plane struct {
 	strays     *Strays // nil: early frames of ended collectives are dropped unanswered
 	registered bool    // in strays' holding; guarded by strays' lock
 
-	// left is 1 + the collectives the peer ran before it said goodbye
-	// (ControlBye), 0 while it has not: its connection's end then wraps
-	// in a PeerLeft.
+	// left is 1 + the collectives the peer called before it said goodbye
+	// (ControlBye), 0 while it has not or could not count them: its
+	// connection's end then wraps in a PeerLeft.
 	left atomic.Uint64
 }
 
 // ControlBye is the tag of the control frame a rank sends each peer as it
-// finalizes, its header's Seq the collectives it ran. The link notes it
-// before the connection that follows ends, so that the failure the end
-// causes says the peer finalized, not crashed.
+// finalizes, its header's Seq 1 + the collectives it called if its
+// communicator is sound, 0 if it broke (some of its calls then never
+// started, and are not counted). The link notes it before the connection
+// that follows ends, so that the failure the end causes says the peer
+// finalized, not crashed.
 const ControlBye = 4
 
 // PeerLeft is the error a collective's Sink is told when the peer's
@@ -74,8 +76,8 @@ type PeerLeft struct {
 func (e *PeerLeft) Error() string { return e.Err.Error() }
 func (e *PeerLeft) Unwrap() error { return e.Err }
 
-// saidBye notes the peer finalized after collectives.
-func (p *Plane) saidBye(collectives uint64) { p.left.Store(collectives + 1) }
+// saidBye notes the peer finalized, as a ControlBye's Seq says.
+func (p *Plane) saidBye(seq uint64) { p.left.Store(seq) }
 
 // ended wraps err, if any, in a PeerLeft if the peer said goodbye.
 func (p *Plane) ended(err error) error {
@@ -146,6 +148,18 @@ func (p *Plane) Poller() transport.Poller {
 func (p *Plane) PeerMaps() bool {
 	pc := p.conn.Load()
 	return pc != nil && transport.PeerMaps(pc.c)
+}
+
+// TrySend sends f to the peer directly if the plane's connection carries
+// direct frames now (Direct), and reports whether it did; f is left to
+// the caller otherwise.
+func (p *Plane) TrySend(f transport.Frame) (sent bool, err error) {
+	pc := p.conn.Load()
+	if pc == nil || !transport.IsLossless(pc.c) {
+		return false, nil
+	}
+	f.Header.Kind |= direct
+	return true, p.ended(pc.c.Send(f))
 }
 
 // Send sends f to the peer directly, on the caller's goroutine: the
@@ -306,8 +320,9 @@ func (p *Plane) unwatch() bool {
 }
 
 // Forwarder is the Sink of an actor: it posts each frame as a
-// *Delivered, and a failure as a *Failed, to the actor's mailbox. Broken
-// connections are the link's to mend.
+// *Delivered, a failure as a *Failed and a broken connection, which may
+// have lost the direct frames the actor sent on it, as a *Broken, to the
+// actor's mailbox.
 type Forwarder struct {
 	rt        *actors.Runtime
 	to        *actor.PID
@@ -332,4 +347,14 @@ func (s *Forwarder) Failed(peer int, err error) {
 	s.rt.System().Root.Send(s.to, &Failed{Peer: peer, Err: err})
 }
 
-func (s *Forwarder) Broke(int, error) {}
+func (s *Forwarder) Broke(peer int, err error) {
+	s.rt.System().Root.Send(s.to, &Broken{Peer: peer, Err: err})
+}
+
+// Broken tells a Forwarder's actor that the connection to Peer broke and
+// the link mends it: what the link sent it resends, direct frames are
+// lost.
+type Broken struct {
+	Peer int
+	Err  error
+}

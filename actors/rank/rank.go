@@ -366,7 +366,11 @@ func (r *rankActor) perform(ctx actor.Context, a action) {
 			conn.Close()
 		}
 	case actCloseLinks:
-		r.tellPeers(ctx, collective.ControlBye, a.seq, nil)
+		bye := a.seq
+		if l := r.cfg.Lease; l != nil && l.Direct().Failures() > 0 {
+			bye = 0 // as for an operation that failed on the actors
+		}
+		r.tellPeers(ctx, collective.ControlBye, bye, nil)
 		r.stopLinks(ctx, true)
 		r.stopGrace = r.rt.After(linkCloseGrace, ctx.Self(), closeGraceOver{})
 		r.closed(ctx)
@@ -399,7 +403,7 @@ func (r *rankActor) finished(ctx actor.Context, m *collective.Finished) {
 	if req := r.sequencer.running; req != nil && req.Seq == m.Seq && m.Err != nil {
 		r.runner = nil // it stops after a failure
 	}
-	r.step(ctx, event{kind: evEnded, seq: m.Seq})
+	r.step(ctx, event{kind: evEnded, seq: m.Seq, err: m.Err})
 }
 
 // linkCloseGrace bounds how long Finalize waits for links to flush and stop.

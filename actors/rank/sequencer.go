@@ -29,6 +29,13 @@ type sequencer struct {
 	queue   fifo.Queue[*collective.Request] // waiting to start, oldest first
 	running *collective.Request             // started and not ended
 	collSeq uint64                          // collectives started
+	// unreached counts the collectives called that could not reach a
+	// peer, which the next one is numbered in place of: the goodbye
+	// counts them as called.
+	unreached uint64
+	// faulted says an operation failed here: the goodbye then counts
+	// nothing, since the caller may have given up on calls its peers make.
+	faulted bool
 
 	reported map[uint64]report // collective sequence number -> a peer's failure report
 	left     []int             // peers that said goodbye: their link's end is no failure
@@ -155,7 +162,7 @@ const (
 	actConnect
 	// actHangUp: close rank's connection, as a crashed process would.
 	actHangUp
-	// actCloseLinks: say goodbye, close every link after what it holds,
+	// actCloseLinks: say goodbye (seq: ControlBye's), close every link after what it holds,
 	// bound the wait, and step evClosed once no link is live.
 	actCloseLinks
 	// actStopLinks: stop every link after what its mailbox holds, without
@@ -214,6 +221,7 @@ func (s *sequencer) step(ev event, acts []action) []action {
 		s.queue.Push(ev.req)
 		s.next()
 	case evEnded:
+		s.faulted = s.faulted || ev.err != nil
 		if req := s.running; req != nil && req.Seq == ev.seq {
 			s.running = nil
 			s.emit(action{kind: actRelease, req: req})
@@ -306,7 +314,13 @@ func (s *sequencer) step(ev event, acts []action) []action {
 	return acts
 }
 
-func (s *sequencer) emit(a action) { s.out = append(s.out, a) }
+func (s *sequencer) emit(a action) {
+	switch a.kind {
+	case actFail, actReject, actRefuse:
+		s.faulted = true
+	}
+	s.out = append(s.out, a)
+}
 
 // usable reports why the rank takes no new work, or nil.
 func (s *sequencer) usable() error {
@@ -336,7 +350,14 @@ func (s *sequencer) next() {
 		s.start(req)
 	case s.finalizing && !s.closing:
 		s.closing = true
-		s.emit(action{kind: actCloseLinks, seq: s.collSeq})
+		// The goodbye counts the collectives called (ControlBye), unless
+		// one failed: the caller may have given up on calls its peers
+		// make, and a broken communicator refuses them unnumbered.
+		bye := s.collSeq + s.unreached + 1
+		if s.faulted || s.broken != nil || s.aborted != nil {
+			bye = 0
+		}
+		s.emit(action{kind: actCloseLinks, seq: bye})
 	}
 }
 
@@ -368,6 +389,7 @@ func (s *sequencer) unreachable(ev event) {
 	s.running = nil
 	if req.P2P == nil {
 		s.collSeq--
+		s.unreached++
 	}
 	s.peerFailed(ev.rank, ev.err)
 	s.emit(action{kind: actReject, req: req, err: fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, ev.rank, ev.err), ranks: []int{ev.rank}})
