@@ -266,19 +266,22 @@ func (c *runner) run(ctx actor.Context) {
 	}
 }
 
-// send sends f to peer. Where the plane carries direct frames, f goes
-// around the link, onto the connection, as an operation run off the
-// actors sends: the link neither handles nor keeps it, the peer's plane
-// takes it from its transport, and its link no acknowledgement. Else the
-// link sends it and keeps it until acknowledged, resending it over a
-// connection that replaces a broken one.
+// send sends f to peer. A collective's frame goes around the link where
+// the plane carries direct frames, onto the connection, as an operation
+// run off the actors sends: the link neither handles nor keeps it, the
+// peer's plane takes it from its transport, and its link no
+// acknowledgement. Else, and a point-to-point frame, which the peer's
+// link routes, the link sends it and keeps it until acknowledged,
+// resending it over a connection that replaces a broken one.
 func (c *runner) send(ctx actor.Context, peer int, f transport.Frame) {
-	if sent, _ := c.req.plane(peer).TrySend(f); sent {
-		// A failed send is the link's to report, as Failed or Broken.
-		if !slices.Contains(c.sentAround, peer) {
-			c.sentAround = append(c.sentAround, peer)
+	if c.req.P2P == nil {
+		if sent, _ := c.req.plane(peer).TrySend(f); sent {
+			// A failed send is the link's to report, as Failed or Broken.
+			if !slices.Contains(c.sentAround, peer) {
+				c.sentAround = append(c.sentAround, peer)
+			}
+			return
 		}
-		return
 	}
 	l, _ := c.req.link(peer)
 	ctx.Send(l, c.sends.Get(f))
