@@ -38,7 +38,8 @@ func (c *conn) Established() bool {
 // Lossless reports whether the connection is transport.Lossless: a
 // simulated one loses nothing short of ending, and ends for good unless
 // the run's faults reset connections that their ranks dial again (drops,
-// flaps and partitions), after which the links resend.
+// flaps, partitions and corrupt frames, which a checksum catches), after
+// which the links resend.
 func (c *conn) Lossless() bool { return !c.net.resets }
 
 func (c *conn) LocalAddr() string  { return "sim/" + strconv.Itoa(c.rank) }

@@ -94,7 +94,7 @@ func (c *runner) Receive(ctx actor.Context) {
 		c.fail(ctx, m)
 	case *link.Broken:
 		if c.req != nil && slices.Contains(c.sentAround, m.Peer) {
-			c.fail(ctx, &Fail{Err: fmt.Errorf("%w: rank %d: the connection broke under a collective that sent around its link: %v", commerr.ErrPeerFailed, m.Peer, m.Err), Ranks: []int{m.Peer}, Tell: true})
+			c.fail(ctx, &Fail{Err: fmt.Errorf("%w: rank %d: the connection broke under a collective that sent around its link: %v", commerr.ErrPeerFailed, m.Peer, m.Err), Ranks: []int{m.Peer}})
 		}
 	case *link.Failed:
 		// Frames the peer sent before it went away came first: fail only if
