@@ -49,7 +49,7 @@ type Direct struct {
 	// its memory: no other may start until it has given it all back.
 	draining atomic.Bool
 	ran      atomic.Uint64 // operations started here
-	failed   atomic.Uint64 // of them, those that failed here
+	failed   atomic.Uint64 // of them, those that failed here, but for a mismatch
 	// polled holds the planes of the operation running, for Pollers,
 	// which reads them from the waiting goroutine: the first maxPolled.
 	polled  [maxPolled]atomic.Pointer[link.Plane]
@@ -129,7 +129,8 @@ func (d *Direct) Start(req *Request, planes []*link.Plane, done func()) {
 // Ran counts the operations started here.
 func (d *Direct) Ran() uint64 { return d.ran.Load() }
 
-// Failures counts the operations started here that failed here.
+// Failures counts the operations started here that failed here for
+// another reason than a mismatch.
 func (d *Direct) Failures() uint64 { return d.failed.Load() }
 
 // maxPolled bounds the planes a waiting goroutine polls: an operation
@@ -459,7 +460,7 @@ func (a *Adoption) Request() *Request { return a.exec.req }
 func (d *Direct) end(f *Fail) {
 	req := d.req
 	d.timer.Stop()
-	if f != nil {
+	if f != nil && !errors.Is(f.Err, commerr.ErrInvalidArgument) {
 		d.failed.Add(1)
 	}
 	var report []byte

@@ -33,8 +33,10 @@ type sequencer struct {
 	// peer, which the next one is numbered in place of: the goodbye
 	// counts them as called.
 	unreached uint64
-	// faulted says an operation failed here: the goodbye then counts
-	// nothing, since the caller may have given up on calls its peers make.
+	// faulted says an operation failed here for another reason than a
+	// mismatch: the goodbye then counts nothing, since the caller may have
+	// given up on calls its peers make. After a mismatch, which is the
+	// program's, the count is what the peers need.
 	faulted bool
 
 	reported map[uint64]report // collective sequence number -> a peer's failure report
@@ -221,7 +223,7 @@ func (s *sequencer) step(ev event, acts []action) []action {
 		s.queue.Push(ev.req)
 		s.next()
 	case evEnded:
-		s.faulted = s.faulted || ev.err != nil
+		s.fault(ev.err)
 		if req := s.running; req != nil && req.Seq == ev.seq {
 			s.running = nil
 			s.emit(action{kind: actRelease, req: req})
@@ -317,9 +319,14 @@ func (s *sequencer) step(ev event, acts []action) []action {
 func (s *sequencer) emit(a action) {
 	switch a.kind {
 	case actFail, actReject, actRefuse:
-		s.faulted = true
+		s.fault(a.err)
 	}
 	s.out = append(s.out, a)
+}
+
+// fault records that an operation failed with err.
+func (s *sequencer) fault(err error) {
+	s.faulted = s.faulted || err != nil && !errors.Is(err, commerr.ErrInvalidArgument)
 }
 
 // usable reports why the rank takes no new work, or nil.
