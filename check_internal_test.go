@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocomms/gocomms/algorithms"
+
 	"pgregory.net/rapid"
 )
 
@@ -45,8 +47,8 @@ func TestSendSumsAgreeExactlyWhenCountsMatch(t *testing.T) {
 // TestCompareFingerprints: identical calls pass; different ones fail on
 // every rank with one message listing each call and its ranks.
 func TestCompareFingerprints(t *testing.T) {
-	reduceOp := func(name OpName, count, root int) *Op {
-		return &Op{Name: name, Kind: 1, DType: Float32, Root: root, Counts: []int{count}}
+	call := func(name OpName, count, root int) *Op {
+		return &Op{Name: name, Kind: algorithms.Broadcast, DType: Float32, Root: root, Counts: []int{count}}
 	}
 	gather := func(ops ...*Op) []int64 {
 		var all []int64
@@ -55,11 +57,11 @@ func TestCompareFingerprints(t *testing.T) {
 		}
 		return all
 	}
-	same := reduceOp(OpBroadcast, 4, 0)
+	same := call(OpBroadcast, 4, 0)
 	if err := compareFingerprints(gather(same, same, same), 3); err != nil {
 		t.Fatalf("identical calls: %v", err)
 	}
-	err := compareFingerprints(gather(same, same, reduceOp(OpBroadcast, 4, 1), same, same), 5)
+	err := compareFingerprints(gather(same, same, call(OpBroadcast, 4, 1), same, same), 5)
 	want := "ranks called different collectives: ranks 0-1, 3-4 called broadcast(root 0, 4 float32); rank 2 called broadcast(root 1, 4 float32)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v, want %q", err, want)
