@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gocomms/gocomms/algorithms"
-
 	"pgregory.net/rapid"
+
+	"github.com/gocomms/gocomms/algorithms"
 )
 
 // TestSendSumsAgreeExactlyWhenCountsMatch: over every rank, the sums of
