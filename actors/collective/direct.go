@@ -38,6 +38,9 @@ type Direct struct {
 	// handOver gives an operation that timed out to the actors, which find
 	// out whom it waits for (see Adoption).
 	handOver func(*Adoption)
+	// settle hands the rank a peer's connection that ended after the peer
+	// said goodbye (see Failed).
+	settle func(peer int, err error)
 
 	mu      sync.Mutex
 	events  fifo.Queue[directEvent]
@@ -100,10 +103,12 @@ type directEvent struct {
 // anySeq fails whichever operation runs.
 const anySeq = ^uint64(0)
 
-// NewDirect returns a Direct whose failures tell peers through tell, and
-// whose operations that time out go to handOver.
-func NewDirect(rt *actors.Runtime, tell func(req *Request, report []byte), handOver func(*Adoption)) *Direct {
-	d := &Direct{rt: rt, tell: tell, handOver: handOver}
+// NewDirect returns a Direct whose failures tell peers through tell,
+// whose operations that time out go to handOver, and whose peers'
+// connections that end after a goodbye go to settle, which calls Gone in
+// the order of what the peer sent before.
+func NewDirect(rt *actors.Runtime, tell func(req *Request, report []byte), handOver func(*Adoption), settle func(peer int, err error)) *Direct {
+	d := &Direct{rt: rt, tell: tell, handOver: handOver, settle: settle}
 	d.timer = rt.NewTimerFunc(func() { d.post(directEvent{kind: dTimeout}) })
 	return d
 }
@@ -187,12 +192,26 @@ func (d *Direct) Deliver(peer int, f transport.Frame) {
 	d.post(directEvent{kind: dFrame, peer: peer, frame: f})
 }
 
+// A connection that ends after the peer said goodbye goes through the
+// rank (settle), after what the peer said before it: its report of a
+// failure, which the rank hands this Direct (Reported) and which must
+// win over the end of the connection it came on.
 func (d *Direct) Failed(peer int, err error) {
-	d.post(directEvent{kind: dPeerFailed, peer: peer, err: err})
+	if left := new(link.PeerLeft); errors.As(err, &left) && d.settle != nil {
+		d.settle(peer, err)
+		return
+	}
+	d.Gone(peer, err)
 }
 
 func (d *Direct) Broke(peer int, err error) {
-	d.post(directEvent{kind: dPeerFailed, peer: peer, err: fmt.Errorf("the connection broke under a collective run off the actors: %w", err)})
+	d.Failed(peer, fmt.Errorf("the connection broke under a collective run off the actors: %w", err))
+}
+
+// Gone fails the operation running here if it still needs peer, whose
+// connection err ended.
+func (d *Direct) Gone(peer int, err error) {
+	d.post(directEvent{kind: dPeerFailed, peer: peer, err: err})
 }
 
 // lost is the failure of the running operation, whose peer's connection

@@ -52,8 +52,18 @@ type Reclaimed struct{}
 // NewLease returns the lease of a rank that runs on rt: Config.Lease.
 func NewLease(rt *actors.Runtime) *Lease {
 	l := &Lease{rt: rt}
-	l.direct = collective.NewDirect(rt, l.tellFailure, func(a *collective.Adoption) { rt.System().Root.Send(l.rank, a) })
+	l.direct = collective.NewDirect(rt, l.tellFailure,
+		func(a *collective.Adoption) { rt.System().Root.Send(l.rank, a) },
+		func(peer int, err error) { rt.System().Root.Send(l.rank, &peerLeft{peer: peer, err: err}) })
 	return l
+}
+
+// peerLeft is a connection that ended, after its peer said goodbye, under
+// a collective run off the rank: the rank passes it on (Direct.Gone)
+// after what the peer sent before, which its link handed on first.
+type peerLeft struct {
+	peer int
+	err  error
 }
 
 // Direct returns what runs the collectives issued while the turn is lent.

@@ -226,6 +226,8 @@ func (r *rankActor) receive(ctx actor.Context) {
 	case *collective.Adoption:
 		r.adopting = m
 		r.step(ctx, event{kind: evAdopt, req: m.Request()})
+	case *peerLeft:
+		r.cfg.Lease.direct.Gone(m.peer, m.err)
 	case *tellFailure:
 		for _, peer := range m.peers {
 			if l := r.links.of(peer); l != nil && l.live {
