@@ -150,10 +150,13 @@ func TestAbortWakesAnOperationOffTheActors(t *testing.T) {
 		before := directOps(c)
 		ended := make(chan error, 1)
 		go func() { ended <- c.AllReduce(ctx, x, gocomms.Sum, gocomms.OpTimeout(time.Minute)) }()
-		time.Sleep(50 * time.Millisecond)
-		if directOps(c) == before {
-			return errors.New("the all-reduce did not run off the actors")
+		// It starts off the actors at once, or the actors have it.
+		for wait := time.Now(); directOps(c) == before; time.Sleep(time.Millisecond) {
+			if time.Since(wait) > 5*time.Second {
+				return errors.New("the all-reduce did not run off the actors")
+			}
 		}
+		time.Sleep(20 * time.Millisecond) // it waits for rank 1 now
 		start := time.Now()
 		c.Abort(errors.New("test aborts"))
 		select {
