@@ -94,7 +94,8 @@ func (c *runner) Receive(ctx actor.Context) {
 		c.fail(ctx, m)
 	case *link.Broken:
 		if c.req != nil && slices.Contains(c.sentAround, m.Peer) {
-			c.fail(ctx, &Fail{Err: fmt.Errorf("%w: rank %d: the connection broke under a collective that sent around its link: %v", commerr.ErrPeerFailed, m.Peer, m.Err), Ranks: []int{m.Peer}})
+			err := fmt.Errorf("the connection broke under a collective that sent around its link: %w", m.Err)
+			c.fail(ctx, &Fail{Err: LostPeerError(m.Peer, c.req, err), Ranks: []int{m.Peer}})
 		}
 	case *link.Failed:
 		// Frames the peer sent before it went away came first: fail only if
@@ -332,10 +333,7 @@ func (c *runner) fail(ctx actor.Context, m *Fail) {
 	req := c.req
 	var report []byte
 	if req.P2P == nil {
-		if report = m.Forward; report == nil && m.Tell {
-			report = m.report(req.Rank)
-		}
-		if report != nil {
+		if report = m.reportFrom(req.Rank); report != nil {
 			TellFailure(ctx, req, report)
 		}
 	}

@@ -304,6 +304,7 @@ func (d *Direct) readBy(peer int) bool {
 }
 
 func (d *Direct) start(req *Request, done func()) {
+	req.Planes = d.planes // as the rank's links give them on the actors
 	d.begin(req)
 	d.done = done
 	d.borrow = resize(d.borrow, len(d.planes))
@@ -336,9 +337,7 @@ func (d *Direct) start(req *Request, done func()) {
 		}
 		clear(d.early)
 	}
-	if len(d.planes) > 0 { // Request.startedHere, once attached to every plane
-		d.planes[0].Started(req.CollSeq, req.Sig)
-	}
+	req.startedHere() // once attached to every plane
 	d.ready = d.prog.Start(d.ready)
 	d.run()
 }
@@ -484,13 +483,9 @@ func (d *Direct) end(f *Fail) {
 	}
 	var report []byte
 	if f != nil {
-		if report = f.Forward; report == nil && f.Tell {
-			report = f.report(req.Rank)
-		}
+		report = f.reportFrom(req.Rank)
 	}
-	if len(d.planes) > 0 { // Request.endedHere, before letting go of the planes
-		d.planes[0].Ended(req.CollSeq, req.Sig, f == nil, report)
-	}
+	req.endedHere(f == nil, report) // before letting go of the planes
 	for _, p := range d.planes {
 		p.Detach(d)
 	}

@@ -201,6 +201,18 @@ type Fail struct {
 	Canceled bool
 }
 
+// reportFrom is what rank's peers are told of f: the peer's report it
+// passes on, its own if it tells, else nil.
+func (f *Fail) reportFrom(rank int) []byte {
+	switch {
+	case f.Forward != nil:
+		return f.Forward
+	case f.Tell:
+		return f.report(rank)
+	}
+	return nil
+}
+
 // report is the ControlFailed payload that tells rank's peers of f.
 func (f *Fail) report(rank int) []byte {
 	kind, reason := FailedOther, f.Err.Error()
