@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/internal/calls"
 	"github.com/gocomms/gocomms/internal/spans"
 )
 
@@ -71,22 +72,19 @@ func fingerprint(op *Op, rank int) []int64 {
 // float32)", "all_gather_v(float32, counts [1 2 3])". All-to-all counts
 // differ across ranks by design, so they are left to sendSums.
 func describeCall(op *Op) string {
-	var args []string
+	var red string
 	if op.Reduce.Valid() {
-		args = append(args, op.Reduce.Kind().String())
+		red = op.Reduce.Kind().String()
 	}
-	if op.Root >= 0 {
-		args = append(args, "root "+strconv.Itoa(op.Root))
-	}
+	data := op.DType.String()
 	switch {
 	case op.Kind == algorithms.AllToAll || len(op.Counts) == 0:
-		args = append(args, op.DType.String())
 	case len(op.Counts) == 1:
-		args = append(args, fmt.Sprintf("%d %s", op.Counts[0], op.DType))
+		data = fmt.Sprintf("%d %s", op.Counts[0], op.DType)
 	default:
-		args = append(args, fmt.Sprintf("%s, counts %v", op.DType, op.Counts))
+		data = fmt.Sprintf("%s, counts %v", op.DType, op.Counts)
 	}
-	return string(op.Name) + "(" + strings.Join(args, ", ") + ")"
+	return calls.Describe(string(op.Name), red, op.Root, data)
 }
 
 // sendSums returns, over the pairs (rank, q), the wrapping sums of a hash

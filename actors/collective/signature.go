@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"strings"
 
 	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/internal/calls"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -65,19 +65,15 @@ func Mismatch(theirs, ours uint64, peer, rank int) string {
 // describe names the call a signature stands for, with its element count
 // if the signature holds it.
 func describe(sig uint64) string {
-	var args []string
+	var red string
 	if op := reduce.Kind(field(sig, 40, 8)); op != 0 {
-		args = append(args, op.String())
+		red = op.String()
 	}
-	if r := field(sig, sigCountBits, sigRootBits); r != 0 {
-		args = append(args, fmt.Sprintf("root %d", r-1))
-	}
-	dt := tensor.DType(field(sig, 48, 8)).String()
+	data := tensor.DType(field(sig, 48, 8)).String()
 	if c := field(sig, 0, sigCountBits); c&sigExact != 0 {
-		dt = fmt.Sprintf("%d %s", c&^sigExact, dt)
+		data = fmt.Sprintf("%d %s", c&^sigExact, data)
 	}
-	args = append(args, dt)
-	return kindName(field(sig, 56, 8)) + "(" + strings.Join(args, ", ") + ")"
+	return calls.Describe(kindName(field(sig, 56, 8)), red, int(field(sig, sigCountBits, sigRootBits))-1, data)
 }
 
 func field(sig uint64, shift, bits uint) uint64 { return sig >> shift & (1<<bits - 1) }
