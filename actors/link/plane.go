@@ -48,8 +48,10 @@ type Plane struct {
 	watched bool              // the link watches the peer, or has been asked to
 	watch   func()            // asks the link to watch the peer; nil until the link starts
 
-	strays     *Strays // nil: early frames of ended collectives are dropped unanswered
-	registered bool    // in strays' holding; guarded by strays' lock
+	strays *Strays // nil: early frames of ended collectives are dropped unanswered
+	// held says the plane is in strays' holding: written under both
+	// strays' lock and mu, read under either.
+	held bool
 
 	// left is 1 + the collectives the peer called before it said goodbye
 	// (ControlBye), 0 while it has not or could not count them: its
@@ -202,9 +204,13 @@ func (p *Plane) Attach(seq uint64, s Sink, dst []transport.Frame) ([]transport.F
 	p.attached.Add(1)
 	ask := !p.watched && p.watch != nil
 	p.watched = p.watched || ask
+	release := p.held && len(kept) == 0
 	p.mu.Unlock()
 	if ask {
 		p.watch()
+	}
+	if release {
+		p.strays.release(p)
 	}
 	return dst, nil
 }

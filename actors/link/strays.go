@@ -1,6 +1,7 @@
 package link
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/gocomms/gocomms/transport"
@@ -22,10 +23,13 @@ const strayKept = 16
 type Strays struct {
 	Report func(peer int, h transport.Header, ours uint64, failure []byte)
 
-	mu      sync.Mutex
+	mu      sync.Mutex // taken before a plane's own
 	running outcome
 	ended   [strayKept]outcome // by seq modulo strayKept
-	holding []*Plane           // planes that ever kept an early frame
+	// holding are the planes that keep early frames, which a collective's
+	// start or end may answer; a plane leaves once it keeps none, so that
+	// these walk only planes whose peers ran ahead.
+	holding []*Plane
 }
 
 // outcome is how a collective went here, for its stray frames' answer.
@@ -43,14 +47,10 @@ func (s *Strays) NewPlane(peer int) *Plane { return &Plane{peer: peer, strays: s
 // attached to the planes of every peer it hears from: a frame of seq on
 // any other plane is a stray. It answers those the planes hold.
 func (s *Strays) Started(seq, sig uint64) {
-	o := outcome{seq: seq, sig: sig, answer: true}
 	s.mu.Lock()
-	s.running = o
-	holding := s.holding
-	s.mu.Unlock()
-	for _, p := range holding {
-		p.answerStrays(o)
-	}
+	defer s.mu.Unlock()
+	s.running = outcome{seq: seq, sig: sig, answer: true}
+	s.answer(s.running)
 }
 
 // Ended records that collective seq, signed sig, ended here, before it
@@ -60,15 +60,24 @@ func (s *Strays) Started(seq, sig uint64) {
 func (s *Strays) Ended(seq, sig uint64, succeeded bool, failure []byte) {
 	o := outcome{seq: seq, sig: sig, failure: failure, answer: succeeded || failure != nil}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.running.seq == seq {
 		s.running.answer = false
 	}
 	s.ended[seq%strayKept] = o
-	holding := s.holding
-	s.mu.Unlock()
 	if o.answer {
-		for _, p := range holding {
-			p.answerStrays(o)
+		s.answer(o)
+	}
+}
+
+// answer answers the frames of o's collective that the planes hold, and
+// lets go of the planes that then hold none. Called with s.mu held.
+func (s *Strays) answer(o outcome) {
+	for i := 0; i < len(s.holding); {
+		p := s.holding[i]
+		p.answerStrays(o)
+		if !s.drop(i) {
+			i++
 		}
 	}
 }
@@ -76,19 +85,50 @@ func (s *Strays) Ended(seq, sig uint64, succeeded bool, failure []byte) {
 // kept says p keeps an early frame of collective seq: it returns how seq
 // goes here, if its strays are to be answered, for p to answer the frame
 // itself. Between them, kept, Started and Ended answer every stray frame
-// however they interleave: p appends the frame before it registers.
+// however they interleave: p appends the frame before it joins holding.
 func (s *Strays) kept(p *Plane, seq uint64) (outcome, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !p.registered {
-		p.registered = true
+	p.mu.Lock()
+	if !p.held {
+		p.held = true
 		s.holding = append(s.holding, p)
 	}
+	p.mu.Unlock()
 	if o := s.running; o.answer && o.seq == seq {
 		return o, true
 	}
 	o := s.ended[seq%strayKept]
 	return o, o.answer && o.seq == seq
+}
+
+// release lets go of p if it keeps no early frame.
+func (s *Strays) release(p *Plane) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.holding, p); i >= 0 {
+		s.drop(i)
+	}
+}
+
+// drop removes holding[i] if it keeps no early frame, and reports whether
+// it did; the last plane takes its place. Called with s.mu held.
+func (s *Strays) drop(i int) bool {
+	p := s.holding[i]
+	p.mu.Lock()
+	empty := len(p.early) == 0
+	if empty {
+		p.held = false
+	}
+	p.mu.Unlock()
+	if !empty {
+		return false
+	}
+	last := len(s.holding) - 1
+	s.holding[i] = s.holding[last]
+	s.holding[last] = nil
+	s.holding = s.holding[:last]
+	return true
 }
 
 // answerStrays answers and releases the early frames of the collective

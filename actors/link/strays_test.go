@@ -54,3 +54,39 @@ func TestStraysAnswersFramesNoStepTakes(t *testing.T) {
 		t.Fatalf("plane keeps %v, want the frames of collectives 6 and 7", other.early)
 	}
 }
+
+// TestStraysWalkOnlyPlanesThatKeepFrames: a plane that kept an early
+// frame leaves the planes a collective's start and end walk once it keeps
+// none, whether its collective took the frame or it was answered.
+func TestStraysWalkOnlyPlanesThatKeepFrames(t *testing.T) {
+	s := &Strays{Report: func(int, transport.Header, uint64, []byte) {}}
+	frame := func(seq uint64) transport.Frame {
+		return transport.Frame{Header: transport.Header{Kind: transport.Collective, Seq: seq}}
+	}
+	planes := []*Plane{s.NewPlane(1), s.NewPlane(2), s.NewPlane(3)}
+	for _, p := range planes {
+		p.arrive(frame(4)) // peers ran ahead into collective 4
+	}
+	planes[2].arrive(frame(5))
+	if len(s.holding) != 3 {
+		t.Fatalf("%d planes held, want 3", len(s.holding))
+	}
+	for _, p := range planes[:2] { // collective 4 hears from peers 1 and 2
+		if _, err := p.Attach(4, nopSink{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(s.holding) != 1 || s.holding[0] != planes[2] {
+		t.Fatalf("after the collective took their frames, %d planes held, want plane 3 alone", len(s.holding))
+	}
+	s.Started(4, 0) // plane 3's frame of 4 is a stray: answered; that of 5 waits
+	if len(s.holding) != 1 || len(planes[2].early) != 1 {
+		t.Fatalf("plane 3 keeps %d frames, %d planes held; want its frame of 5, itself", len(planes[2].early), len(s.holding))
+	}
+	if _, err := planes[2].Attach(5, nopSink{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.holding) != 0 {
+		t.Fatalf("%d planes held, none keeping a frame", len(s.holding))
+	}
+}
