@@ -3,7 +3,6 @@
 package nvl
 
 import (
-	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -37,9 +36,9 @@ func TestSealedFilesKeepTheirSize(t *testing.T) {
 	}
 }
 
-// hostileMemfd makes a memory file as a peer might: size bytes, shrunk to
-// shrunk bytes unless negative, then given seals.
-func hostileMemfd(t *testing.T, size, shrunk int64, seal int) int {
+// hostileMemfd makes a memory file as a peer might: size bytes, starting
+// with head, shrunk to shrunk bytes unless negative, then given seals.
+func hostileMemfd(t *testing.T, size int64, head []byte, shrunk int64, seal int) int {
 	t.Helper()
 	fd, err := unix.MemfdCreate("hostile", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
@@ -47,6 +46,9 @@ func hostileMemfd(t *testing.T, size, shrunk int64, seal int) int {
 	}
 	t.Cleanup(func() { unix.Close(fd) })
 	if err := unix.Ftruncate(fd, size); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Pwrite(fd, head, 0); err != nil {
 		t.Fatal(err)
 	}
 	if shrunk >= 0 {
@@ -68,17 +70,17 @@ func hostileMemfd(t *testing.T, size, shrunk int64, seal int) int {
 func TestHostileSharedRefused(t *testing.T) {
 	const n = 1 << 16
 	for name, fd := range map[string]int{
-		"unsealed":         hostileMemfd(t, n, -1, 0),
-		"unsealed, shrunk": hostileMemfd(t, n, 4096, 0),
-		"grow sealed only": hostileMemfd(t, n, -1, unix.F_SEAL_GROW),
-		"sealed, shrunk":   hostileMemfd(t, n, 4096, seals),
+		"unsealed":         hostileMemfd(t, n, nil, -1, 0),
+		"unsealed, shrunk": hostileMemfd(t, n, nil, 4096, 0),
+		"grow sealed only": hostileMemfd(t, n, nil, -1, unix.F_SEAL_GROW),
+		"sealed, shrunk":   hostileMemfd(t, n, nil, 4096, seals),
 	} {
 		mem, _, err := MapShared(SharedHandle{PID: unix.Getpid(), FD: fd}, n)
 		if !errors.Is(err, ErrProtocol) {
 			t.Errorf("%s: mapped %d bytes, err %v; want ErrProtocol", name, len(mem), err)
 		}
 	}
-	if _, unmap, err := MapShared(SharedHandle{PID: unix.Getpid(), FD: hostileMemfd(t, n, -1, seals)}, n); err != nil {
+	if _, unmap, err := MapShared(SharedHandle{PID: unix.Getpid(), FD: hostileMemfd(t, n, nil, -1, seals)}, n); err != nil {
 		t.Errorf("sealed at its size: %v", err)
 	} else {
 		unmap()
@@ -90,35 +92,13 @@ func TestHostileSharedRefused(t *testing.T) {
 // ErrProtocol.
 func TestHostileSegmentRefused(t *testing.T) {
 	l := layout{ringSize: MinRing, slots: 2, slotSize: 4096}
-	segmentFile := func(size, shrunk int64, seal int) int {
-		fd := hostileMemfd(t, size, -1, 0)
-		var head [24]byte
-		copy(head[:], segmentMagic)
-		binary.LittleEndian.PutUint32(head[8:], segmentVersion)
-		binary.LittleEndian.PutUint32(head[12:], uint32(l.ringSize))
-		binary.LittleEndian.PutUint32(head[16:], uint32(l.slotSize))
-		binary.LittleEndian.PutUint32(head[20:], uint32(l.slots))
-		if _, err := unix.Pwrite(fd, head[:], 0); err != nil {
-			t.Fatal(err)
-		}
-		if shrunk >= 0 {
-			if err := unix.Ftruncate(fd, shrunk); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if seal != 0 {
-			if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seal); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return fd
-	}
+	head := l.header()
 	size := int64(l.size())
 	for name, fd := range map[string]int{
-		"unsealed":       segmentFile(size, -1, 0),
-		"shrink sealed":  segmentFile(size, -1, unix.F_SEAL_SHRINK),
-		"sealed, shrunk": segmentFile(size, size-4096, seals),
-		"sealed, grown":  segmentFile(size, size+4096, seals),
+		"unsealed":       hostileMemfd(t, size, head[:], -1, 0),
+		"shrink sealed":  hostileMemfd(t, size, head[:], -1, unix.F_SEAL_SHRINK),
+		"sealed, shrunk": hostileMemfd(t, size, head[:], size-4096, seals),
+		"sealed, grown":  hostileMemfd(t, size, head[:], size+4096, seals),
 	} {
 		if seg, err := openSegment(fd); !errors.Is(err, ErrProtocol) {
 			if seg != nil {
@@ -127,7 +107,7 @@ func TestHostileSegmentRefused(t *testing.T) {
 			t.Errorf("%s: %v, want ErrProtocol", name, err)
 		}
 	}
-	seg, err := openSegment(segmentFile(size, -1, seals))
+	seg, err := openSegment(hostileMemfd(t, size, head[:], -1, seals))
 	if err != nil {
 		t.Fatalf("sealed at its size: %v", err)
 	}

@@ -93,6 +93,17 @@ type segment struct {
 
 func (l layout) size() int { return controlPage + 2*l.ringSize + 2*l.slots*l.slotSize }
 
+// header is the start of a segment of layout l: its magic, version and
+// layout.
+func (l layout) header() (head [24]byte) {
+	copy(head[:], segmentMagic)
+	binary.LittleEndian.PutUint32(head[8:], segmentVersion)
+	binary.LittleEndian.PutUint32(head[12:], uint32(l.ringSize))
+	binary.LittleEndian.PutUint32(head[16:], uint32(l.slotSize))
+	binary.LittleEndian.PutUint32(head[20:], uint32(l.slots))
+	return head
+}
+
 // createSegment makes and maps a segment of layout l. It returns the
 // memory file's descriptor, which the caller passes to the peer and
 // closes.
@@ -101,12 +112,7 @@ func createSegment(l layout) (*segment, int, error) {
 	if err != nil {
 		return nil, -1, fmt.Errorf("segment: %w", err)
 	}
-	var head [24]byte
-	copy(head[:], segmentMagic)
-	binary.LittleEndian.PutUint32(head[8:], segmentVersion)
-	binary.LittleEndian.PutUint32(head[12:], uint32(l.ringSize))
-	binary.LittleEndian.PutUint32(head[16:], uint32(l.slotSize))
-	binary.LittleEndian.PutUint32(head[20:], uint32(l.slots))
+	head := l.header()
 	if _, err := unix.Pwrite(fd, head[:], 0); err != nil {
 		unix.Close(fd)
 		return nil, -1, fmt.Errorf("write the segment's header: %w", err)
