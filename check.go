@@ -42,7 +42,7 @@ const (
 func (c *Comm) checkCall(ctx context.Context, op *Op) error {
 	all, s, st, err := c.gatherInts(fingerprint(op, c.cfg.Rank))
 	if err := c.internal(ctx, &s.Op, err, st); err != nil {
-		return fmt.Errorf("gocomms: checking %s: %w", op.Name, err)
+		return fmt.Errorf("the check of what every rank called: %w", err)
 	}
 	return compareFingerprints(all, c.cfg.Size)
 }
