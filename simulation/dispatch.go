@@ -36,11 +36,6 @@ type direct struct {
 	// calls the child's SpawnFunc through the root context, which knows
 	// no parent.
 	spawning *cell
-	// guardians are the guardian strategies met so far. Protoactor makes
-	// a guardian, which takes a number from the registry, for each: so
-	// does this dispatch, so that actors have the same names under both
-	// and a run the same trace.
-	guardians map[actor.SupervisorStrategy]bool
 }
 
 // cellAddress is the Address of every cell's PID: not the registry's
@@ -49,7 +44,7 @@ const cellAddress = "simulation"
 
 // newDirect makes the dispatch of sys's actors, tracing into trace.
 func newDirect(sys *actor.ActorSystem, trace *Trace) *direct {
-	d := &direct{sys: sys, trace: trace, guardians: map[actor.SupervisorStrategy]bool{}}
+	d := &direct{sys: sys, trace: trace}
 	sys.ProcessRegistry.RegisterAddressResolver(d.resolve)
 	return d
 }
@@ -91,8 +86,11 @@ func (d *direct) SpawnFunc(producer actor.Producer, s actors.Supervision, dispat
 		var parent *actor.PID
 		if d.spawning != nil {
 			parent = d.spawning.pid
-		} else if g := s.Guardian; g != nil && !d.guardians[g] {
-			d.guardians[g] = true
+		} else if s.Guardian != nil {
+			// Protoactor makes a guardian for each strategy, which takes a
+			// number from the registry; every root spawn brings a strategy
+			// of its own (rank.Props), so this takes one too, and actors
+			// have the same names under both dispatches.
 			d.sys.ProcessRegistry.NextId()
 		}
 		return d.spawn(id, parent, producer, s, dispatcher)
