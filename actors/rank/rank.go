@@ -343,7 +343,7 @@ func (r *rankActor) perform(ctx actor.Context, a action) {
 			r.step(ctx, event{kind: evEnded, seq: a.req.Seq})
 		}
 	case actFail:
-		r.tell(ctx, &collective.Fail{Err: a.err, Ranks: a.ranks, Tell: a.tell || a.canceled, Canceled: a.canceled, Forward: a.forward})
+		r.tell(ctx, &collective.Fail{Err: a.err, Ranks: a.ranks, Tell: a.tell, Canceled: a.canceled, Forward: a.forward})
 	case actReject:
 		a.req.End(r.opError(a.req, a.err, a.ranks))
 		a.req.Release()

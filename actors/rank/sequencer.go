@@ -134,10 +134,9 @@ const (
 	// step evEnded.
 	actRefuse
 	// actFail: ask the running operation seq to fail with err naming
-	// ranks; canceled says the caller cancelled it, which it reports to
-	// its peers (they fail with ErrPeerCanceled), tell that it reports
-	// err to them, and forward is a peer's report for it to pass on
-	// instead.
+	// ranks; tell says it reports err to its peers, canceled that err is
+	// its caller's cancellation (they fail with ErrPeerCanceled), and
+	// forward is a peer's report for it to pass on instead.
 	actFail
 	// actReject: end req, which never started, with err naming ranks, and
 	// let go of it.
@@ -470,7 +469,7 @@ func (s *sequencer) rejectQueued(err error, ranks []int) {
 // reports the failure to every rank.
 func (s *sequencer) cancel(seq uint64, err error) {
 	if s.running != nil && s.running.Seq == seq {
-		s.emit(action{kind: actFail, seq: seq, err: err, canceled: true})
+		s.emit(action{kind: actFail, seq: seq, err: err, canceled: true, tell: true})
 		return
 	}
 	for i := range s.queue.Len() {
