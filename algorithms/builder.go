@@ -149,7 +149,7 @@ func (b *Builder) Build(algorithm string) *Schedule {
 		Algorithm: algorithm,
 		Rank:      b.rank,
 		Size:      b.size,
-		Steps:     b.steps,
+		Steps:     b.compact(),
 		Scratch:   b.scratch,
 	}
 	if s.Scratch == nil {
@@ -157,6 +157,30 @@ func (b *Builder) Build(algorithm string) *Schedule {
 	}
 	s.ix = newIndex(s)
 	return s
+}
+
+// compact returns the steps in a slice of their own length, their
+// dependencies in one of theirs: a schedule lives as long as its
+// collective, and a simulation keeps a million at once, where Grow's
+// bounds and the arena's chunks leave room to spare.
+func (b *Builder) compact() []Step {
+	deps := 0
+	for i := range b.steps {
+		deps += len(b.steps[i].Deps)
+	}
+	steps := b.steps
+	if cap(steps) > len(steps) {
+		steps = slices.Clone(steps)
+	}
+	slab := make([]int32, 0, deps)
+	for i := range steps {
+		if d := steps[i].Deps; d != nil {
+			start := len(slab)
+			slab = append(slab, d...)
+			steps[i].Deps = slab[start:len(slab):len(slab)]
+		}
+	}
+	return steps
 }
 
 func (b *Builder) mustLive() {
