@@ -103,7 +103,10 @@ func (d *direct) spawn(id string, parent *actor.PID, producer actor.Producer, s 
 	if len(d.cells) >= 1<<32-1 {
 		return nil, errors.New("simulation: more actors spawned than PIDs can number")
 	}
-	c := &cell{d: d, parent: parent, producer: producer, sup: s}
+	c := &cell{d: d, parent: parent, producer: producer}
+	if s.Children != nil || s.Guardian != nil {
+		c.sup = &s
+	}
 	c.pid = &actor.PID{Address: cellAddress, Id: id, RequestId: uint32(len(d.cells))}
 	c.mailbox = mailbox{trace: d.trace, self: nameHash(id), invoker: c, loop: dispatcher}
 	c.turn = c.drain
@@ -142,7 +145,7 @@ type cell struct {
 	pid      *actor.PID
 	parent   *actor.PID // nil at the root
 	producer actor.Producer
-	sup      actors.Supervision
+	sup      *actors.Supervision // nil: protoactor's default strategies
 
 	actor    actor.Actor
 	msg      any
@@ -200,7 +203,10 @@ func (c *cell) InvokeSystemMessage(msg any) {
 		c.InvokeUserMessage(m)
 		c.restartOrTerminate()
 	case *actor.Failure:
-		strategy := c.sup.Children
+		var strategy actor.SupervisorStrategy
+		if c.sup != nil {
+			strategy = c.sup.Children
+		}
 		if strategy == nil {
 			strategy = actor.DefaultSupervisorStrategy()
 		}
@@ -251,7 +257,10 @@ func (c *cell) EscalateFailure(reason, msg any) {
 		c.d.sendSystem(c.parent, failure)
 		return
 	}
-	strategy := c.sup.Guardian
+	var strategy actor.SupervisorStrategy
+	if c.sup != nil {
+		strategy = c.sup.Guardian
+	}
 	if strategy == nil {
 		strategy = actor.DefaultSupervisorStrategy()
 	}

@@ -88,6 +88,11 @@ func (m *mailbox) run() (finished bool) {
 	for {
 		var ok bool
 		if msg, ok = m.system.Pop(); ok {
+			if m.system.Len() == 0 {
+				// System messages are rare (a spawn, a stop, a failure):
+				// a million idle actors keep no buffer for them.
+				m.system = fifo.Queue[any]{}
+			}
 			switch msg.(type) {
 			case *actor.SuspendMailbox:
 				m.suspended = true

@@ -19,10 +19,10 @@ type execution struct {
 	prog     *algorithms.Progress
 	progs    []*algorithms.Progress // of recent schedules, most recent first
 	ready    []int
-	held     []transport.Frame // the frame of each receiving step, from its arrival until the step runs
-	mapped   []bool            // by receiving step: held's payload is a peer's memory, mapped
-	unready  []int             // receiving steps that hold a peer's memory and could not run yet
-	reading  []bool            // by sending step: the peer reads this rank's memory, mapped
+	held     heldFrames
+	mapped   []bool // by receiving step: held's payload is a peer's memory, mapped
+	unready  []int  // receiving steps that hold a peer's memory and could not run yet
+	reading  []bool // by sending step: the peer reads this rank's memory, mapped
 	scratch  [][]byte
 	elemSize int
 }
@@ -45,7 +45,7 @@ func (e *execution) begin(req *Request) {
 	e.req = req
 	e.elemSize = req.DType.Size()
 	e.prog = e.progress(req.Schedule)
-	e.held = resize(e.held, len(req.Schedule.Steps))
+	e.held = e.held[:0]
 	e.mapped = resize(e.mapped, len(req.Schedule.Steps))
 	e.unready = e.unready[:0]
 	e.reading = resize(e.reading, len(req.Schedule.Steps))
@@ -138,7 +138,7 @@ func (e *execution) accept(peer int, f transport.Frame) (read int, fail *Fail) {
 	}
 	// A payload lent by the transport is read in place: the step runs
 	// from it and gives it back.
-	e.held[step] = f
+	e.held.put(step, f)
 	return -1, nil
 }
 
@@ -150,12 +150,13 @@ func (e *execution) accept(peer int, f transport.Frame) (read int, fail *Fail) {
 // an exchange in place would, each rank reducing into the buffer it sent).
 func (e *execution) letGo(acks []int) []int {
 	for _, i := range e.unready {
-		if !e.mapped[i] || e.held[i].Payload == nil {
+		f := e.held.of(i)
+		if !e.mapped[i] || f == nil {
 			continue // it ran in place
 		}
-		p := transport.GetBuffer(len(e.held[i].Payload))
-		copy(p, e.held[i].Payload)
-		e.held[i].Payload = p
+		p := transport.GetBuffer(len(f.Payload))
+		copy(p, f.Payload)
+		f.Payload = p
 		e.mapped[i] = false
 		acks = append(acks, i)
 	}
@@ -273,11 +274,11 @@ func (e *execution) local(i int) {
 	}
 	switch s.Prim {
 	case algorithms.Recv:
-		copy(e.region(s.Dst), e.held[i].Payload)
+		copy(e.region(s.Dst), e.held.of(i).Payload)
 		e.release(i)
 	case algorithms.RecvReduce:
 		dst := e.region(s.Dst)
-		reduce.Combine(e.req.Reduce, e.req.DType, dst, e.region(s.Src), e.held[i].Payload)
+		reduce.Combine(e.req.Reduce, e.req.DType, dst, e.region(s.Src), e.held.of(i).Payload)
 		e.release(i)
 	case algorithms.Copy:
 		copy(e.region(s.Dst), e.region(s.Src))
@@ -288,10 +289,10 @@ func (e *execution) local(i int) {
 }
 
 func (e *execution) release(i int) {
+	f := e.held.take(i)
 	if !e.mapped[i] {
-		transport.Release(e.held[i]) // a peer's mapped memory is nobody's to give back
+		transport.Release(f) // a peer's mapped memory is nobody's to give back
 	}
-	e.held[i] = transport.Frame{}
 }
 
 func (e *execution) region(r algorithms.Region) []byte {
@@ -324,10 +325,8 @@ func (e *execution) results() {
 // clear lets go of the frames still held and, unless a transport still
 // reads some of it (lent), of the scratch memory, and of the request.
 func (e *execution) clear(lent bool) {
-	for i, f := range e.held {
-		if f.Payload != nil || f.Sent != nil {
-			e.release(i)
-		}
+	for len(e.held) > 0 {
+		e.release(e.held[0].step)
 	}
 	if !lent { // else a transport may still read scratch: leave it to the collector
 		for _, s := range e.scratch {
