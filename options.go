@@ -2,6 +2,7 @@ package gocomms
 
 import (
 	"log/slog"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -83,14 +84,11 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // launcher. Every rank must give the same.
 func WithLocalSize(n int) Option { return func(o *options) { o.cfg.LocalSize = n } }
 
-// WithHints sets free-form backend hints.
+// WithHints sets free-form backend hints. It copies h once: the
+// communicators made with the option share the copy, which none writes.
 func WithHints(h map[string]string) Option {
-	return func(o *options) {
-		o.cfg.Hints = make(map[string]string, len(h))
-		for k, v := range h {
-			o.cfg.Hints[k] = v
-		}
-	}
+	hints := maps.Clone(h)
+	return func(o *options) { o.cfg.Hints = hints }
 }
 
 // WithFailureDetector sets how a rank watches the peers it waits on:

@@ -25,7 +25,9 @@ type Strays struct {
 
 	mu      sync.Mutex // taken before a plane's own
 	running outcome
-	ended   [strayKept]outcome // by seq modulo strayKept
+	// ended is by seq modulo strayKept, grown as far as seqs reach: a
+	// communicator that ran one collective keeps room for one.
+	ended []outcome
 	// holding are the planes that keep early frames, which a collective's
 	// start or end may answer; a plane leaves once it keeps none, so that
 	// these walk only planes whose peers ran ahead.
@@ -64,7 +66,11 @@ func (s *Strays) Ended(seq, sig uint64, succeeded bool, failure []byte) {
 	if s.running.seq == seq {
 		s.running.answer = false
 	}
-	s.ended[seq%strayKept] = o
+	i := int(seq % strayKept)
+	if i >= len(s.ended) {
+		s.ended = append(s.ended, make([]outcome, i+1-len(s.ended))...)
+	}
+	s.ended[i] = o
 	if o.answer {
 		s.answer(o)
 	}
@@ -98,8 +104,11 @@ func (s *Strays) kept(p *Plane, seq uint64) (outcome, bool) {
 	if o := s.running; o.answer && o.seq == seq {
 		return o, true
 	}
-	o := s.ended[seq%strayKept]
-	return o, o.answer && o.seq == seq
+	if i := int(seq % strayKept); i < len(s.ended) {
+		o := s.ended[i]
+		return o, o.answer && o.seq == seq
+	}
+	return outcome{}, false
 }
 
 // release lets go of p if it keeps no early frame.
