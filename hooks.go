@@ -1,6 +1,8 @@
 package gocomms
 
 import (
+	"slices"
+
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -94,43 +96,32 @@ func NaNCheck(op *Op) error {
 }
 
 // hookSet keeps hooks in registration order; the caller serialises access.
+// It is two short slices, not a map, as every operation's Work carries
+// four: a simulation keeps a million of them.
 type hookSet[F any] struct {
 	next  int
-	hooks map[int]F
-	// listed is list's answer until the set changes: hooks run on every
-	// operation and rarely change.
-	listed []F
-	valid  bool
+	ids   []int // of hooks, ascending
+	hooks []F
 }
 
 func (s *hookSet[F]) add(f F) (id int) {
-	if s.hooks == nil {
-		s.hooks = map[int]F{}
-	}
 	id = s.next
 	s.next++
-	s.hooks[id] = f
-	s.listed, s.valid = nil, false
+	s.ids = append(s.ids, id)
+	s.hooks = append(s.hooks, f)
 	return id
 }
 
+// remove drops hook id into new slices: a list returned before keeps
+// what it had, and adding only writes past its end.
 func (s *hookSet[F]) remove(id int) {
-	delete(s.hooks, id)
-	s.listed, s.valid = nil, false
+	i, ok := slices.BinarySearch(s.ids, id)
+	if !ok {
+		return
+	}
+	s.ids = slices.Delete(slices.Clone(s.ids), i, i+1)
+	s.hooks = slices.Delete(slices.Clone(s.hooks), i, i+1)
 }
 
-// list returns the hooks in registration order. The slice is shared until
-// the set changes, which makes a new one: callers only read it.
-func (s *hookSet[F]) list() []F {
-	if s.valid {
-		return s.listed
-	}
-	fs := make([]F, 0, len(s.hooks))
-	for i := 0; i < s.next; i++ {
-		if f, ok := s.hooks[i]; ok {
-			fs = append(fs, f)
-		}
-	}
-	s.listed, s.valid = fs, true
-	return fs
-}
+// list returns the hooks in registration order, for callers to read only.
+func (s *hookSet[F]) list() []F { return s.hooks[:len(s.hooks):len(s.hooks)] }
