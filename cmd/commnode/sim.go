@@ -86,6 +86,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	limitSimMemory()
 	stopProfile, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		fmt.Fprintf(stderr, "commnode sim: -cpuprofile: %v\n", err)
