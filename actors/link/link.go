@@ -277,8 +277,11 @@ type state struct {
 	planeHeard uint64
 	plane      *Plane
 	ticker     *actors.Timer
-	routing    routing
-	out        outbound
+	// routing and out are made on first use: a link whose collectives'
+	// frames go around it (Plane.TrySend) routes and keeps nothing, and
+	// a simulation holds millions of links.
+	routing    *routing
+	out        *outbound
 	in         inbound
 	delivered  deliveries // the messages frames come in, for reuse
 }
@@ -311,6 +314,9 @@ func (l *linkActor) Receive(ctx actor.Context) {
 			transport.Release(m.Frame)
 			m.recycle()
 			return
+		}
+		if l.out == nil {
+			l.out = &outbound{}
 		}
 		l.out.addSend(m)
 		l.flush()
@@ -357,7 +363,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 // a routed operation or of a collective on the plane, for the
 // acknowledgement of a lent payload, or for an agreement (Watch).
 func (l *linkActor) waiting() bool {
-	return l.failed == nil && (l.routing.expecting() || l.out.lent > 0 || l.watched || l.plane.waiting())
+	return l.failed == nil && (l.routing.expecting() || l.out.lending() || l.watched || l.plane.waiting())
 }
 
 // watch starts watching the peer when the link comes to wait on it, and
@@ -437,12 +443,12 @@ func (l *linkActor) connect(ctx actor.Context) {
 		}
 		l.conn = conn
 		stats.reconnects.Add(1)
-		stats.retransmitted.Add(uint64(l.out.transmitted))
+		stats.retransmitted.Add(uint64(l.out.onConnection()))
 	}
 	l.epoch++
 	l.out.reconnected()
 	l.askedRoom = false
-	l.resumed, l.broken, l.peerUp, l.resumeSent, l.finSent = len(l.out.unacked) == 0, false, false, false, false
+	l.resumed, l.broken, l.peerUp, l.resumeSent, l.finSent = !l.out.stalled(), false, false, false, false
 	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, epoch: l.epoch, pool: &l.delivered, plane: l.plane})
 	l.plane.connected(l.conn)
 	if l.epoch > 1 {
@@ -593,6 +599,9 @@ func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
 		}
 		return
 	}
+	if l.routing == nil {
+		l.routing = &routing{}
+	}
 	l.routing.keep(key, m.Frame)
 	m.Recycle()
 }
@@ -602,6 +611,9 @@ func (l *linkActor) route(ctx actor.Context, m *Route) {
 	// Route to discard: a peer sent more than this rank's schedule
 	// expects, so their arguments differ, which the signature of the
 	// frames handed over reports.
+	if l.routing == nil {
+		l.routing = &routing{}
+	}
 	for _, f := range l.routing.add(m.Key, m.To, m.Frames) {
 		d := l.delivered.get()
 		d.Peer, d.Frame = l.cfg.Peer, f
@@ -628,8 +640,10 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 	}
 	failed := &Failed{Peer: l.cfg.Peer, Err: err}
 	ctx.Send(ctx.Parent(), failed)
-	for _, r := range l.routing.routes {
-		ctx.Send(r.to, failed)
+	if l.routing != nil {
+		for _, r := range l.routing.routes {
+			ctx.Send(r.to, failed)
+		}
 	}
 }
 

@@ -85,7 +85,8 @@ func (o *outFrame) release() {
 }
 
 // outbound is what a link has sent: data frames number from 1, and those
-// the peer has not acknowledged stay in unacked, oldest first.
+// the peer has not acknowledged stay in unacked, oldest first. A nil
+// outbound has sent nothing: its methods that only read work on it.
 type outbound struct {
 	next    uint64 // data frames handed to the link so far
 	acked   uint64 // of them, those the peer acknowledged
@@ -119,6 +120,12 @@ func (o *outbound) addSend(m *Send) {
 
 // ack forgets the frames up to n, which the peer confirmed.
 func (o *outbound) ack(n uint64) error {
+	if o == nil {
+		if n != 0 {
+			return fmt.Errorf("%w: the peer acknowledged %d frames; none were sent", errProtocol, n)
+		}
+		return nil
+	}
 	if n < o.acked || n > o.next {
 		return fmt.Errorf("%w: the peer acknowledged %d frames; %d were sent and %d acknowledged before", errProtocol, n, o.next, o.acked)
 	}
@@ -146,11 +153,26 @@ func (o *outbound) ack(n uint64) error {
 }
 
 // reconnected starts a new connection, on which nothing is transmitted yet.
-func (o *outbound) reconnected() { o.transmitted, o.wire = 0, 0 }
+func (o *outbound) reconnected() {
+	if o != nil {
+		o.transmitted, o.wire = 0, 0
+	}
+}
+
+// onConnection counts the frames given to the current connection.
+func (o *outbound) onConnection() int {
+	if o == nil {
+		return 0
+	}
+	return o.transmitted
+}
+
+// lending reports whether an operation waits for a payload back.
+func (o *outbound) lending() bool { return o != nil && o.lent > 0 }
 
 // pending is the next frame to transmit, if the Window has room for it.
 func (o *outbound) pending() (*outFrame, bool) {
-	if o.transmitted == len(o.unacked) {
+	if !o.stalled() {
 		return nil, false
 	}
 	of := o.unacked[o.transmitted]
@@ -161,7 +183,7 @@ func (o *outbound) pending() (*outFrame, bool) {
 }
 
 // stalled reports whether a frame waits for room in the Window.
-func (o *outbound) stalled() bool { return o.transmitted < len(o.unacked) }
+func (o *outbound) stalled() bool { return o != nil && o.transmitted < len(o.unacked) }
 
 // transmitting records that pending's frame goes to the connection.
 func (o *outbound) transmitting(of *outFrame) {
@@ -172,6 +194,9 @@ func (o *outbound) transmitting(of *outFrame) {
 
 // releaseAll gives back every frame kept, when the link ends.
 func (o *outbound) releaseAll() {
+	if o == nil {
+		return
+	}
 	kept := o.unacked
 	o.unacked, o.transmitted, o.wire, o.lent = nil, 0, 0, 0
 	for _, of := range kept {

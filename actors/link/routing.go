@@ -10,7 +10,9 @@ import (
 // the operations running, and the stash of frames that came before their
 // operation's route. A link has a route or two at a time, so both are
 // slices searched in order rather than maps: smaller (a simulation keeps
-// millions of links), and walked in one order on every run.
+// millions of links), and walked in one order on every run. A nil
+// routing has nothing routed or stashed: its methods that only read or
+// drop work on it.
 type routing struct {
 	routes []route
 	stash  []stashed
@@ -41,6 +43,9 @@ type stashed struct {
 // take returns the route of key and counts one frame handed over on it;
 // the route ends with its last frame (ended).
 func (rt *routing) take(key Key) (to *actor.PID, ok, ended bool) {
+	if rt == nil {
+		return nil, false, false
+	}
 	for i := range rt.routes {
 		if r := &rt.routes[i]; r.key == key {
 			to = r.to
@@ -85,6 +90,9 @@ func (rt *routing) add(key Key, to *actor.PID, frames int) []transport.Frame {
 // expecting reports whether an operation waits for frames here: a route
 // that runs out, or a window's while it waits for replies.
 func (rt *routing) expecting() bool {
+	if rt == nil {
+		return false
+	}
 	for _, r := range rt.routes {
 		if r.left > 0 || r.waits {
 			return true
@@ -95,6 +103,9 @@ func (rt *routing) expecting() bool {
 
 // expect records whether the actor of key's route waits for frames.
 func (rt *routing) expect(key Key, on bool) {
+	if rt == nil {
+		return
+	}
 	for i := range rt.routes {
 		if rt.routes[i].key == key {
 			rt.routes[i].waits = on
@@ -105,6 +116,9 @@ func (rt *routing) expect(key Key, on bool) {
 
 // unroute ends the route of key, if there is one.
 func (rt *routing) unroute(key Key) {
+	if rt == nil {
+		return
+	}
 	for i := range rt.routes {
 		if rt.routes[i].key == key {
 			rt.routes = deleteAt(rt.routes, i)
@@ -148,6 +162,9 @@ func (rt *routing) stashed(key Key) int {
 // discard gives back the payloads of the stashed frames that drop says to
 // drop, and forgets them.
 func (rt *routing) discard(drop func(Key) bool) {
+	if rt == nil {
+		return
+	}
 	kept := rt.stash[:0]
 	for _, s := range rt.stash {
 		if !drop(s.key) {
