@@ -36,6 +36,9 @@ type direct struct {
 	// calls the child's SpawnFunc through the root context, which knows
 	// no parent.
 	spawning *cell
+	// msg is the message of the turn under way: the loop runs one at a
+	// time, so no cell keeps its own.
+	msg any
 }
 
 // cellAddress is the Address of every cell's PID: not the registry's
@@ -105,7 +108,7 @@ func (d *direct) spawn(id string, parent *actor.PID, producer actor.Producer, s 
 	}
 	c := &cell{d: d, parent: parent, producer: producer}
 	if s.Children != nil || s.Guardian != nil {
-		c.sup = &s
+		c.family().sup = s
 	}
 	c.pid = &actor.PID{Address: cellAddress, Id: id, RequestId: uint32(len(d.cells))}
 	c.mailbox = mailbox{trace: d.trace, self: nameHash(id), invoker: c, loop: dispatcher}
@@ -145,13 +148,42 @@ type cell struct {
 	pid      *actor.PID
 	parent   *actor.PID // nil at the root
 	producer actor.Producer
-	sup      *actors.Supervision // nil: protoactor's default strategies
-
 	actor    actor.Actor
-	msg      any
+	kin      *kin // nil until the cell supervises, has children or fails
+	state    cellState
+}
+
+// kin is what few cells have: the rank actors' supervision and children,
+// and a failed actor's restarts. Links, millions in a simulation, have
+// none until one fails.
+type kin struct {
+	sup      actors.Supervision // zero: protoactor's default strategies
 	children []*actor.PID
 	stats    *actor.RestartStatistics
-	state    cellState
+}
+
+// family returns c's kin, made on first use.
+func (c *cell) family() *kin {
+	if c.kin == nil {
+		c.kin = &kin{}
+	}
+	return c.kin
+}
+
+// children returns c's children.
+func (c *cell) children() []*actor.PID {
+	if c.kin == nil {
+		return nil
+	}
+	return c.kin.children
+}
+
+// strategies returns c's supervision.
+func (c *cell) strategies() actors.Supervision {
+	if c.kin == nil {
+		return actors.Supervision{}
+	}
+	return c.kin.sup
 }
 
 // SendUserMessage, SendSystemMessage and Stop make a cell the Process its
@@ -174,9 +206,10 @@ func (c *cell) InvokeUserMessage(msg any) {
 		c.Stop(c.pid)
 		return
 	}
-	c.msg = msg
+	prev := c.d.msg
+	c.d.msg = msg
 	c.actor.Receive(c)
-	c.msg = nil
+	c.d.msg = prev
 }
 
 func (c *cell) InvokeSystemMessage(msg any) {
@@ -197,16 +230,13 @@ func (c *cell) InvokeSystemMessage(msg any) {
 		c.stopChildren()
 		c.restartOrTerminate()
 	case *actor.Terminated:
-		if i := slices.IndexFunc(c.children, func(p *actor.PID) bool { return p.Equal(m.Who) }); i >= 0 {
-			c.children = slices.Delete(c.children, i, i+1)
+		if i := slices.IndexFunc(c.children(), func(p *actor.PID) bool { return p.Equal(m.Who) }); i >= 0 {
+			c.kin.children = slices.Delete(c.kin.children, i, i+1)
 		}
 		c.InvokeUserMessage(m)
 		c.restartOrTerminate()
 	case *actor.Failure:
-		var strategy actor.SupervisorStrategy
-		if c.sup != nil {
-			strategy = c.sup.Children
-		}
+		strategy := c.strategies().Children
 		if strategy == nil {
 			strategy = actor.DefaultSupervisorStrategy()
 		}
@@ -217,7 +247,7 @@ func (c *cell) InvokeSystemMessage(msg any) {
 }
 
 func (c *cell) stopChildren() {
-	for _, p := range slices.Backward(c.children) {
+	for _, p := range slices.Backward(c.children()) {
 		c.d.sendSystem(p, stopMsg)
 	}
 }
@@ -225,7 +255,7 @@ func (c *cell) stopChildren() {
 // restartOrTerminate finishes a restart or a stop once the children are
 // gone.
 func (c *cell) restartOrTerminate() {
-	if len(c.children) > 0 {
+	if len(c.children()) > 0 {
 		return
 	}
 	switch c.state {
@@ -248,23 +278,21 @@ func (c *cell) restartOrTerminate() {
 // EscalateFailure, RestartChildren, StopChildren and ResumeChildren make a
 // cell the Supervisor a strategy acts through.
 func (c *cell) EscalateFailure(reason, msg any) {
-	if c.stats == nil {
-		c.stats = actor.NewRestartStatistics()
+	k := c.family()
+	if k.stats == nil {
+		k.stats = actor.NewRestartStatistics()
 	}
-	failure := &actor.Failure{Reason: reason, Who: c.pid, RestartStats: c.stats, Message: msg}
+	failure := &actor.Failure{Reason: reason, Who: c.pid, RestartStats: k.stats, Message: msg}
 	c.SendSystemMessage(c.pid, suspend)
 	if c.parent != nil {
 		c.d.sendSystem(c.parent, failure)
 		return
 	}
-	var strategy actor.SupervisorStrategy
-	if c.sup != nil {
-		strategy = c.sup.Guardian
-	}
+	strategy := k.sup.Guardian
 	if strategy == nil {
 		strategy = actor.DefaultSupervisorStrategy()
 	}
-	strategy.HandleFailure(c.d.sys, c, c.pid, c.stats, reason, msg)
+	strategy.HandleFailure(c.d.sys, c, c.pid, k.stats, reason, msg)
 }
 
 func (c *cell) RestartChildren(pids ...*actor.PID) {
@@ -292,8 +320,8 @@ func (c *cell) Self() *actor.PID                { return c.pid }
 func (c *cell) Actor() actor.Actor              { return c.actor }
 func (c *cell) ActorSystem() *actor.ActorSystem { return c.d.sys }
 func (c *cell) Logger() *slog.Logger            { return c.d.sys.Logger() }
-func (c *cell) Children() []*actor.PID          { return c.children }
-func (c *cell) Message() any                    { return c.msg }
+func (c *cell) Children() []*actor.PID          { return c.children() }
+func (c *cell) Message() any                    { return c.d.msg }
 func (c *cell) Sender() *actor.PID              { return nil }
 
 func (c *cell) MessageHeader() actor.ReadonlyMessageHeader { return nil }
@@ -319,7 +347,8 @@ func (c *cell) SpawnNamed(props *actor.Props, name string) (*actor.PID, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.children = append(c.children, pid)
+	k := c.family()
+	k.children = append(k.children, pid)
 	return pid, nil
 }
 
@@ -329,7 +358,8 @@ func (c *cell) SpawnChild(producer actor.Producer, dispatcher actor.Dispatcher, 
 	if err != nil {
 		panic(err)
 	}
-	c.children = append(c.children, pid)
+	k := c.family()
+	k.children = append(k.children, pid)
 	return pid
 }
 

@@ -133,6 +133,9 @@ const gaveUpKept = 64
 func (r *rankActor) answerProbes(ctx actor.Context, m *collective.Finished) {
 	if m.StuckOn != nil {
 		maps.DeleteFunc(r.gaveUp, func(seq uint64, _ []int) bool { return seq+gaveUpKept <= m.CollSeq })
+		if r.gaveUp == nil {
+			r.gaveUp = map[uint64][]int{}
+		}
 		r.gaveUp[m.CollSeq] = m.StuckOn
 	}
 	r.probes = slices.DeleteFunc(r.probes, func(p pendingProbe) bool {

@@ -174,8 +174,6 @@ func newRank(rt *actors.Runtime, cfg Config) *rankActor {
 		rt:        rt,
 		cfg:       cfg,
 		sequencer: sequencer{rank: cfg.Rank},
-		ordinals:  map[p2pKey]uint64{},
-		gaveUp:    map[uint64][]int{},
 	}
 }
 
@@ -482,6 +480,9 @@ func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
 		m := &req.P2P[i]
 		k := p2pKey{peer: m.Peer, send: m.Send, tag: m.Tag}
 		m.Ordinal = r.ordinals[k]
+		if r.ordinals == nil {
+			r.ordinals = map[p2pKey]uint64{} // made by the first point-to-point message: a rank of collectives only needs none
+		}
 		r.ordinals[k]++
 	}
 	if r.runner != nil {

@@ -38,7 +38,7 @@ type Strategy struct {
 
 // New returns a Strategy reading rt's clock.
 func New(rt *actors.Runtime, p Policy) *Strategy {
-	return &Strategy{rt: rt, policy: p, children: map[string]*budget{}}
+	return &Strategy{rt: rt, policy: p}
 }
 
 // HandleFailure implements actor.SupervisorStrategy.
@@ -52,6 +52,9 @@ func (s *Strategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chi
 	b := s.children[child.Id]
 	if b == nil {
 		b = &budget{policy: s.policy}
+		if s.children == nil {
+			s.children = map[string]*budget{} // made by the first failure: most strategies see none
+		}
 		s.children[child.Id] = b
 	}
 	restart, delay := b.fail(s.rt.Clock.Now())
