@@ -37,12 +37,28 @@ func NewBuilder(rank, size int) *Builder {
 	if size < 1 || rank < 0 || rank >= size {
 		panic(fmt.Sprintf("algorithms: NewBuilder(%d, %d): rank out of range", rank, size))
 	}
-	return &Builder{
-		rank:    rank,
-		size:    size,
-		sendTag: map[int]int{},
-		recvTag: map[int]int{},
-		token:   -1,
+	b := &Builder{}
+	b.reset(rank, size)
+	return b
+}
+
+// reset readies b to build rank's schedule among size ranks, keeping its
+// arrays. The Schedule b built last owns nothing of them.
+func (b *Builder) reset(rank, size int) {
+	clear(b.steps)
+	if b.sendTag == nil {
+		b.sendTag, b.recvTag = map[int]int{}, map[int]int{}
+	}
+	clear(b.sendTag)
+	clear(b.recvTag)
+	for i := range b.tracks {
+		clear(b.tracks[i])
+		b.tracks[i] = b.tracks[i][:0]
+	}
+	*b = Builder{
+		rank: rank, size: size, token: -1,
+		steps: b.steps[:0], sendTag: b.sendTag, recvTag: b.recvTag, tracks: b.tracks,
+		readers: b.readers[:0], tmp: b.tmp[:0], arena: b.arena[:0],
 	}
 }
 
@@ -160,18 +176,20 @@ func (b *Builder) Build(algorithm string) *Schedule {
 }
 
 // compact returns the steps in a slice of their own length, their
-// dependencies in one of theirs: a schedule lives as long as its
-// collective, and a simulation keeps a million at once, where Grow's
-// bounds and the arena's chunks leave room to spare.
+// dependencies in one of theirs, apart from the Builder's arrays, which
+// it may reuse: a schedule lives as long as its collective, and a
+// simulation keeps a million at once, where Grow's bounds and the arena's
+// chunks leave room to spare.
 func (b *Builder) compact() []Step {
+	if len(b.steps) == 0 {
+		return nil
+	}
 	deps := 0
 	for i := range b.steps {
 		deps += len(b.steps[i].Deps)
 	}
-	steps := b.steps
-	if cap(steps) > len(steps) {
-		steps = slices.Clone(steps)
-	}
+	steps := make([]Step, len(b.steps))
+	copy(steps, b.steps)
 	slab := make([]int32, 0, deps)
 	for i := range steps {
 		if d := steps[i].Deps; d != nil {

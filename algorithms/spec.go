@@ -226,7 +226,14 @@ func (s *Spec) checkCounts(name string, c []int, want int) error {
 // breaks the Builder's rules fails here with an error wrapping
 // ErrBadSchedule, not with a panic in the caller: a registered generator
 // is anyone's code.
-func Build(s Spec) (sc *Schedule, err error) {
+func Build(s Spec) (*Schedule, error) { return new(Builder).Rebuild(s) }
+
+// Rebuild is Build in b, which it resets first: its steps, dependency
+// arena, segment tracks and tag maps are kept from one build to the next,
+// and the schedule copies what it keeps out of them. A caller that builds
+// many schedules keeps Builders to spare that garbage (a simulation
+// builds one per rank, all at once).
+func (b *Builder) Rebuild(s Spec) (sc *Schedule, err error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -239,7 +246,7 @@ func Build(s Spec) (sc *Schedule, err error) {
 			sc, err = nil, fmt.Errorf("%w: %v %q on rank %d: %v", ErrBadSchedule, s.Kind, alg, s.Rank, r)
 		}
 	}()
-	b := NewBuilder(s.Rank, s.Size)
+	b.reset(s.Rank, s.Size)
 	b.Layout(Input, s.Blocks(Input))
 	b.Layout(Output, s.Blocks(Output))
 	s.Registry.generator(s.Kind, alg)(b, &s)

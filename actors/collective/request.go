@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -255,6 +256,10 @@ func (r *Request) link(peer int) (*actor.PID, bool) {
 	return r.Links[i], r.Lend[i]
 }
 
+// builders are the Builders Plan reuses: one per goroutine planning at
+// once, where a Builder per plan would leave its arrays to the collector.
+var builders = sync.Pool{New: func() any { return new(algorithms.Builder) }}
+
 // Plan builds the schedule of the collective spec describes, with every
 // one-way edge acknowledged (algorithms.Acknowledged), so that every rank
 // receives a frame from each of its peers; marks the Output blocks that
@@ -262,7 +267,9 @@ func (r *Request) link(peer int) (*actor.PID, bool) {
 // carries the signature, and every receiver checks it. DType and Reduce
 // must be set.
 func (r *Request) Plan(spec algorithms.Spec) error {
-	s, err := algorithms.Build(spec)
+	b := builders.Get().(*algorithms.Builder)
+	s, err := b.Rebuild(spec)
+	builders.Put(b)
 	if err != nil {
 		return err
 	}

@@ -280,10 +280,10 @@ type state struct {
 	// routing and out are made on first use: a link whose collectives'
 	// frames go around it (Plane.TrySend) routes and keeps nothing, and
 	// a simulation holds millions of links.
-	routing    *routing
-	out        *outbound
-	in         inbound
-	delivered  deliveries // the messages frames come in, for reuse
+	routing   *routing
+	out       *outbound
+	in        inbound
+	delivered deliveries // the messages frames come in, for reuse
 }
 
 // Producer returns the producer of the link actor described by cfg.
