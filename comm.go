@@ -21,7 +21,7 @@ var opIDs atomic.Uint64
 // Comm is one rank's handle on a communicator. Its methods are safe for
 // concurrent use; operations start in the order their calls were issued.
 type Comm struct {
-	cfg         Config
+	cfg         *Config // the backend's, which it shares
 	backendName string
 	backend     Backend
 	pooled      backend.Pooled  // the backend, if it issues into kept rooms
@@ -100,7 +100,7 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 }
 
 func newComm(o *options, backendName string, b Backend, owns bool, ranks []int, family string) *Comm {
-	c := &Comm{cfg: o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, logger: o.logger, ranks: ranks,
+	c := &Comm{cfg: &o.cfg, backendName: backendName, backend: b, ownsRuntime: owns, exit: o.exit, logger: o.logger, ranks: ranks,
 		membership: o.cfg.Name, family: family, abortCh: make(chan struct{})}
 	c.checks = o.checks
 	c.pooled, _ = b.(backend.Pooled)

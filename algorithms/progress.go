@@ -53,7 +53,9 @@ func (p *Progress) Schedule() *Schedule { return p.s }
 
 // Reset rewinds p for another run of the same schedule without allocating.
 func (p *Progress) Reset() {
-	copy(p.pending, p.ix.ndeps)
+	for i := range p.s.Steps {
+		p.pending[i] = int32(len(p.s.Steps[i].Deps))
+	}
 	clear(p.state)
 	p.done = 0
 	p.started = false

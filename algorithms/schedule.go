@@ -263,10 +263,9 @@ func (s *Schedule) Fits(input, output []int) error {
 	return nil
 }
 
-// index is what Progress needs and is computed once per Schedule: dependency
-// counts, dependents in CSR form, and the receiving step of each (peer, tag).
+// index is what Progress needs and is computed once per Schedule:
+// dependents in CSR form, and the receiving step of each (peer, tag).
 type index struct {
-	ndeps  []int32
 	outOff []int32 // dependents of step i are out[outOff[i]:outOff[i+1]]
 	out    []int32
 	// recv finds the receiving step of (peer, tag) by binary search: a
@@ -287,13 +286,9 @@ func (e recvEntry) compare(peer, tag int32) int {
 
 func newIndex(s *Schedule) *index {
 	n := len(s.Steps)
-	ix := &index{
-		ndeps:  make([]int32, n),
-		outOff: make([]int32, n+1),
-	}
+	ix := &index{outOff: make([]int32, n+1)}
 	for i := range s.Steps {
 		st := &s.Steps[i]
-		ix.ndeps[i] = int32(len(st.Deps))
 		for _, d := range st.Deps {
 			if d < 0 || int(d) >= i {
 				panic(fmt.Sprintf("algorithms: step %d depends on step %d, not an earlier one", i, d))

@@ -143,7 +143,9 @@ func (r *Request) Peers() []int {
 		}
 	}
 	slices.Sort(r.peers)
-	r.peers = slices.Compact(r.peers)
+	// A copy of their own length: the list had room for every step's
+	// peer, and the plan cache keeps it.
+	r.peers = slices.Clone(slices.Compact(r.peers))
 	return r.peers
 }
 
