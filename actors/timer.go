@@ -9,9 +9,10 @@ import (
 
 // Timer delivers msg to an actor once a delay has passed (or calls a
 // function: NewTimerFunc), and is armed again and again by its owner, for
-// one delay at a time. On the real
-// clock it keeps one time.Timer and resets it, so arming allocates
-// nothing; other clocks arm with AfterFunc each time.
+// one delay at a time. On the real clock it keeps one time.Timer and
+// resets it, so arming allocates nothing; on an AlarmClock each arming is
+// one alarm, with no callback of its own; other clocks arm with AfterFunc
+// each time.
 //
 // A delivery can outlive Stop (it was on its way), so the actor asks
 // Fired, on receiving msg, whether it comes from the current arming.
@@ -23,9 +24,20 @@ type Timer struct {
 	gen      uint64     // armings so far
 	armed    bool       // armed, and not stopped or reported fired since
 	sent     bool       // the current arming's message is on its way
-	deadline time.Time  // the real clock's: when the current arming fires
+	deadline time.Time  // the real clock's and an AlarmClock's: when the current arming fires
 	wall     *time.Timer
-	stop     func() bool
+	due      func()      // fireDue, bound once, for an AlarmClock
+	stop     func() bool // the current arming's, on other clocks
+}
+
+// An AlarmClock calls f once d has passed on it, with no way to cancel the
+// call: a Timer on it checks its own deadline when called, so that an
+// arming costs no callback and no stop function of its own, which a
+// simulation of millions of links would keep. Its Now reads at least the
+// deadline when f runs. The simulator's loop is one.
+type AlarmClock interface {
+	Clock
+	Alarm(d time.Duration, f func())
 }
 
 // NewTimer returns a timer that delivers msg to pid, not yet armed.
@@ -47,17 +59,24 @@ func (t *Timer) Arm(d time.Duration) {
 	t.stopLocked()
 	t.gen++
 	t.armed, t.sent = true, false
-	if _, ok := t.rt.Clock.(wallClock); ok {
-		t.deadline = time.Now().Add(d) // nondeterministic: the real clock
+	switch clock := t.rt.Clock.(type) {
+	case wallClock:
+		t.deadline = clock.Now().Add(d)
 		if t.wall == nil {
-			t.wall = time.AfterFunc(d, t.fireWall) // nondeterministic: the real clock
+			t.wall = time.AfterFunc(d, t.fireDue) // nondeterministic: the real clock
 		} else {
 			t.wall.Reset(d) // nondeterministic: the real clock
 		}
-		return
+	case AlarmClock:
+		t.deadline = clock.Now().Add(d)
+		if t.due == nil {
+			t.due = t.fireDue
+		}
+		clock.Alarm(d, t.due)
+	default:
+		gen := t.gen
+		t.stop = clock.AfterFunc(d, func() { t.fire(gen) })
 	}
-	gen := t.gen
-	t.stop = t.rt.Clock.AfterFunc(d, func() { t.fire(gen) })
 }
 
 // Stop disarms the timer.
@@ -93,12 +112,14 @@ func (t *Timer) Fired() bool {
 	return true
 }
 
-// fireWall is the real clock's callback. A callback of an earlier arming
-// may run after the timer was reset, and cannot tell from its arguments:
-// before the current deadline, it is that one.
-func (t *Timer) fireWall() {
+// fireDue is the real clock's and an AlarmClock's callback. A callback of
+// an earlier arming may run after the timer was armed again, and cannot
+// tell from its arguments: before the current deadline, it is that one;
+// at or after it, the current arming is due anyway.
+func (t *Timer) fireDue() {
+	now := t.rt.Clock.Now()
 	t.mu.Lock()
-	send := t.armed && !t.sent && !time.Now().Before(t.deadline) // nondeterministic: the real clock
+	send := t.armed && !t.sent && !now.Before(t.deadline)
 	t.sent = t.sent || send
 	t.mu.Unlock()
 	if send { // outside the lock: a dispatcher may run the actor's turn at once

@@ -12,7 +12,7 @@ import (
 // which ready task goes next, so that a seed is one interleaving of the
 // actors, replayed bit for bit.
 //
-// Loop implements actor.Dispatcher, actors.Clock and actors.Rand. It is not
+// Loop implements actor.Dispatcher, actors.AlarmClock and actors.Rand. It is not
 // safe for concurrent use: everything that touches it runs on the loop.
 type Loop struct {
 	epoch  time.Time
@@ -60,6 +60,11 @@ func (l *Loop) AfterFunc(d time.Duration, f func()) (stop func() bool) {
 	l.arm(armed{at: l.now + max(d, 0), t: t})
 	return t.stop
 }
+
+// Alarm runs f on the loop once d of virtual time has passed, for good
+// (actors.AlarmClock): the engine's timers arm it without a callback or
+// a stop function per arming.
+func (l *Loop) Alarm(d time.Duration, f func()) { l.At(l.now+max(d, 0), f) }
 
 // At runs f on the loop at virtual time at (now, if at has passed). It
 // cannot be cancelled, and costs no allocation of its own: the network
