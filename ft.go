@@ -126,37 +126,49 @@ func (c *Comm) ShrinkAsync(ctx context.Context, done func(*Comm, error), opts ..
 	})
 }
 
-// shrinkTo makes the communicator of the ranks not in failed, which every
-// survivor has agreed on.
-func (c *Comm) shrinkTo(ctx context.Context, failed []int, opts []Option) (*Comm, error) {
-	if slices.Contains(failed, c.cfg.Rank) {
-		return nil, c.opError(&Op{Name: OpShrink}, fmt.Errorf("%w: the survivors found this rank failed too (failed ranks %v)", ErrPeerFailed, failed))
-	}
-	var group []int
+// shrinkMembership is the membership of the shrink that leaves out
+// failed.
+func (c *Comm) shrinkMembership(suffix string, failed []int) *membership {
+	m := &membership{}
 	for r := range c.cfg.Size {
-		if !slices.Contains(failed, r) {
-			group = append(group, r)
+		if slices.Contains(failed, r) {
+			continue
 		}
+		m.group = append(m.group, r)
+		m.ranks = append(m.ranks, c.globalRank(r))
 	}
-	c.mu.Lock()
-	suffix := ".shrink" + strconv.Itoa(c.shrinks)
-	c.shrinks++
-	c.mu.Unlock()
-	name := c.cfg.Name + suffix
 	// Every survivor derives the same id from the membership they share
 	// (names can differ after a Reconfigure: each keeps its own); no
 	// exchange is possible over a broken communicator, and none is needed.
 	h := fnv.New64a()
 	h.Write([]byte(c.membership + suffix))
 	id := binary.LittleEndian.AppendUint64(nil, h.Sum64())
-	agreed := func(context.Context, []byte) ([][]byte, error) {
-		all := make([][]byte, c.cfg.Size)
-		for _, g := range group {
-			all[g] = id
-		}
-		return all, nil
+	m.all = make([][]byte, c.cfg.Size)
+	for _, g := range m.group {
+		m.all[g] = id
 	}
-	s, err := c.splitGroup(ctx, OpShrink, name, group, agreed, opts)
+	return m
+}
+
+// shrinkTo makes the communicator of the ranks not in failed, which every
+// survivor has agreed on.
+func (c *Comm) shrinkTo(ctx context.Context, failed []int, opts []Option) (*Comm, error) {
+	if slices.Contains(failed, c.cfg.Rank) {
+		return nil, c.opError(&Op{Name: OpShrink}, fmt.Errorf("%w: the survivors found this rank failed too (failed ranks %v)", ErrPeerFailed, failed))
+	}
+	c.mu.Lock()
+	suffix := ".shrink" + strconv.Itoa(c.shrinks)
+	c.shrinks++
+	c.mu.Unlock()
+	name := c.cfg.Name + suffix
+	key := membershipKey{name: c.membership + suffix, size: c.cfg.Size, failed: fmt.Sprint(failed)}
+	if len(c.ranks) > 0 {
+		key.parent = &c.ranks[0]
+	}
+	m := membershipOf(key, func() *membership { return c.shrinkMembership(suffix, failed) })
+	me, _ := slices.BinarySearch(m.group, c.cfg.Rank)
+	agreed := func(context.Context, []byte) ([][]byte, error) { return m.all, nil }
+	s, err := c.splitGroupAt(ctx, OpShrink, name, m.group, m.ranks, me, agreed, opts)
 	if err != nil {
 		return nil, err
 	}

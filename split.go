@@ -131,7 +131,20 @@ func (c *Comm) SplitByColor(ctx context.Context, color, key int, opts ...Option)
 // splitGroup creates the child communicator name of group (nil: none) on
 // every rank of this one, the backend rendezvousing through exchange.
 func (c *Comm) splitGroup(ctx context.Context, opName OpName, name string, group []int, exchange Exchange, opts []Option) (*Comm, error) {
-	me := max(slices.Index(group, c.cfg.Rank), 0)
+	var ranks []int
+	if group != nil {
+		ranks = make([]int, len(group))
+		for i, g := range group {
+			ranks[i] = c.globalRank(g)
+		}
+	}
+	return c.splitGroupAt(ctx, opName, name, group, ranks, max(slices.Index(group, c.cfg.Rank), 0), exchange, opts)
+}
+
+// splitGroupAt is splitGroup given the global rank of each of group's
+// ranks and this rank's place in group, which a shrink works out once
+// for all the survivors a process runs.
+func (c *Comm) splitGroupAt(ctx context.Context, opName OpName, name string, group, ranks []int, me int, exchange Exchange, opts []Option) (*Comm, error) {
 	base := []Option{WithRank(me), WithSize(max(len(group), 1)), WithNetwork(c.cfg.Network),
 		WithRuntime(c.cfg.Runtime), WithLogger(c.logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence), WithAlgorithms(c.cfg.Registry), c.metricsOption()}
 	if c.checks {
@@ -158,10 +171,6 @@ func (c *Comm) splitGroup(ctx context.Context, opName OpName, name string, group
 	}
 	if group == nil {
 		return nil, nil
-	}
-	ranks := make([]int, len(group))
-	for i, g := range group {
-		ranks[i] = c.globalRank(g)
 	}
 	return newComm(o, c.backendName, b, false, ranks, c.family), nil
 }

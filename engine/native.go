@@ -458,7 +458,7 @@ func (n *native) Finalize(ctx context.Context) error {
 }
 
 func (n *native) Split(ctx context.Context, group []int, cfg *backend.Config, exchange backend.Exchange) (backend.Backend, error) {
-	m, err := splitMesh(ctx, n.mesh, cfg.Name, n.cfg.Rank, group, exchange)
+	m, err := splitMesh(ctx, n.mesh, cfg.Name, cfg.Rank, group, exchange)
 	if err != nil || m == nil {
 		return nil, err
 	}

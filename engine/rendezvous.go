@@ -173,11 +173,13 @@ func missingText(missing []int) string {
 }
 
 // splitMesh gives the members of group, a split named name of the parent
-// whose mesh is parent and whose rank is rank, connections over the
-// parent's:
-// the members exchange fresh ids over the parent, and the group's first
-// member's names the new communicator.
-func splitMesh(ctx context.Context, parent *mesh, name string, rank int, group []int, exchange backend.Exchange) (*mesh, error) {
+// whose mesh is parent, connections over the parent's, this rank being
+// group's me-th member: the members exchange fresh ids over the parent,
+// and the group's first member's names the new communicator. Under a
+// parent that maps no ranks (a world), the new mesh maps through group
+// itself, which the caller leaves as it is: a shrink shares one group
+// among the survivors a process runs.
+func splitMesh(ctx context.Context, parent *mesh, name string, me int, group []int, exchange backend.Exchange) (*mesh, error) {
 	var mine []byte
 	if group != nil {
 		mine = binary.LittleEndian.AppendUint64(nil, newCommID())
@@ -186,18 +188,19 @@ func splitMesh(ctx context.Context, parent *mesh, name string, rank int, group [
 	if err != nil || group == nil {
 		return nil, err
 	}
-	at := make([]int, len(group))
+	at := group
+	if parent.at != nil {
+		at = make([]int, len(group))
+	}
 	for i, g := range group {
 		if len(all[g]) != 8 {
 			return nil, fmt.Errorf("split: rank %d did not join group %v", g, group)
 		}
-		at[i] = g
 		if parent.at != nil {
 			at[i] = parent.at[g]
 		}
 	}
 	id := binary.LittleEndian.Uint64(all[group[0]])
-	me := slices.Index(group, rank)
 	switch {
 	case parent.fabric != nil:
 		return joinFabric(parent.fabric, name, me, at), nil
