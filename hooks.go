@@ -96,8 +96,8 @@ func NaNCheck(op *Op) error {
 }
 
 // hookSet keeps hooks in registration order; the caller serialises access.
-// It is two short slices, not a map, as every operation's Work carries
-// four: a simulation keeps a million of them.
+// It is two short slices, not a map: every operation's Work carries one,
+// and a simulation keeps a million of them.
 type hookSet[F any] struct {
 	next  int
 	ids   []int // of hooks, ascending

@@ -66,7 +66,7 @@ type Work struct {
 	done    chan struct{} // closed once ended; made when first asked for
 	queued  chan struct{} // closed once end is set or the Work ended; made when first asked for
 	end     *cuda.Event   // recorded after the operation's work on a GPU stream
-	hooks   workHooks
+	hooks   hookSet[workHook]
 	started bool
 	ended   bool
 
@@ -78,9 +78,21 @@ type Work struct {
 	wake   chan struct{}
 }
 
-type workHooks struct {
-	start, waitBegin, waitEnd, end hookSet[func(*Work)]
+// workHook is a hook of a Work and the phase it runs in: one set holds
+// the four phases', as a simulation keeps a Work for every rank.
+type workHook struct {
+	phase workPhase
+	f     func(*Work)
 }
+
+type workPhase uint8
+
+const (
+	onStart workPhase = iota
+	onWaitBegin
+	onWaitEnd
+	onEnd
+)
 
 func newWork(op *Op, comm *Comm) *Work {
 	return &Work{op: op, comm: comm}
@@ -99,7 +111,7 @@ func (w *Work) clear() {
 	w.op, w.err, w.cancel, w.canceler, w.comm = nil, nil, nil, nil, nil
 	w.flight, w.flightSlot, w.metered = nil, 0, time.Time{}
 	w.status.Store(int32(NotStarted))
-	w.done, w.hooks, w.started, w.ended, w.pooled = nil, workHooks{}, false, false, false
+	w.done, w.hooks, w.started, w.ended, w.pooled = nil, hookSet[workHook]{}, false, false, false
 	w.queued, w.end = nil, nil
 }
 
@@ -146,8 +158,8 @@ func (w *Work) Err() error {
 // operation's error or ctx's. A ctx that ends first leaves the operation
 // running; its tensors stay in use.
 func (w *Work) Wait(ctx context.Context) error {
-	w.runHooks(&w.hooks.waitBegin)
-	defer w.runHooks(&w.hooks.waitEnd)
+	w.runHooks(onWaitBegin)
+	defer w.runHooks(onWaitEnd)
 	w.spin()
 	select {
 	case <-w.Done():
@@ -244,49 +256,51 @@ func (w *Work) spin() {
 // OnStart registers f to run when the operation starts running (at once if
 // it already has). The returned function removes it.
 func (w *Work) OnStart(f func(*Work)) (remove func()) {
-	return w.register(f, &w.hooks.start, func() bool { return w.started })
+	return w.register(f, onStart, func() bool { return w.started })
 }
 
 // OnEnd registers f to run once when the operation ends (at once if it
 // already has).
 func (w *Work) OnEnd(f func(*Work)) (remove func()) {
-	return w.register(f, &w.hooks.end, func() bool { return w.ended })
+	return w.register(f, onEnd, func() bool { return w.ended })
 }
 
 // OnWaitBegin registers f to run when Wait is entered.
 func (w *Work) OnWaitBegin(f func(*Work)) (remove func()) {
-	return w.register(f, &w.hooks.waitBegin, nil)
+	return w.register(f, onWaitBegin, nil)
 }
 
 // OnWaitEnd registers f to run when Wait returns.
 func (w *Work) OnWaitEnd(f func(*Work)) (remove func()) {
-	return w.register(f, &w.hooks.waitEnd, nil)
+	return w.register(f, onWaitEnd, nil)
 }
 
-// register adds f to set, or runs it at once if the phase it waits for
+// register adds f to run in phase, or runs it at once if the phase
 // (passed, checked under the lock) is already over.
-func (w *Work) register(f func(*Work), set *hookSet[func(*Work)], passed func() bool) func() {
+func (w *Work) register(f func(*Work), phase workPhase, passed func() bool) func() {
 	w.mu.Lock()
 	if passed != nil && passed() {
 		w.mu.Unlock()
 		f(w)
 		return func() {}
 	}
-	id := set.add(f)
+	id := w.hooks.add(workHook{phase, f})
 	w.mu.Unlock()
 	return func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		set.remove(id)
+		w.hooks.remove(id)
 	}
 }
 
-func (w *Work) runHooks(set *hookSet[func(*Work)]) {
+func (w *Work) runHooks(phase workPhase) {
 	w.mu.Lock()
-	fs := set.list()
+	hs := w.hooks.list()
 	w.mu.Unlock()
-	for _, f := range fs {
-		f(w)
+	for _, h := range hs {
+		if h.phase == phase {
+			h.f(w)
+		}
 	}
 }
 
@@ -306,7 +320,7 @@ func (w *Work) start() {
 		}
 		w.flight.update(w.flightSlot, start)
 	}
-	w.runHooks(&w.hooks.start)
+	w.runHooks(onStart)
 }
 
 func (w *Work) finish(err error) {
@@ -332,7 +346,7 @@ func (w *Work) finish(err error) {
 	if w.flight != nil {
 		w.flight.update(w.flightSlot, (*flightSlot).settle)
 	}
-	w.runHooks(&w.hooks.end)
+	w.runHooks(onEnd)
 	if w.comm != nil {
 		w.comm.ended(w)
 	}
