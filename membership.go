@@ -9,10 +9,9 @@ import (
 // membership is what every survivor of one shrink derives alike from
 // the ranks that failed: the survivors, in the old communicator's ranks
 // (group, ascending) and in the global ones (ranks), and the exchange's
-// answer, each survivor's share the new communicator's id. A process computes it
-// once per shrink, however many of the survivors it runs: a simulation
-// runs them all, and would otherwise keep a copy the size of the
-// communicator for every rank.
+// answer (the new communicator's id at each survivor's index). Survivors
+// that one process runs share one: a simulation runs them all, and would
+// otherwise build copies the size of the communicator for every rank.
 type membership struct {
 	group, ranks []int
 	all          [][]byte
@@ -30,22 +29,23 @@ type membershipKey struct {
 	failed string
 }
 
-// memberships holds the membership of each shrink under way for as long
-// as a survivor uses it.
+// memberships holds the membership of each shrink under way, weakly:
+// the survivors that shrink between two collections share one, and the
+// new communicators keep only its global ranks.
 var memberships = struct {
 	sync.Mutex
 	m map[membershipKey]weak.Pointer[membership]
 }{m: map[membershipKey]weak.Pointer[membership]{}}
 
 // membershipOf returns the membership of the shrink key names, made by
-// make if no survivor in this process holds it.
-func membershipOf(key membershipKey, make func() *membership) *membership {
+// build if no survivor in this process holds it.
+func membershipOf(key membershipKey, build func() *membership) *membership {
 	memberships.Lock()
 	defer memberships.Unlock()
 	if m := memberships.m[key].Value(); m != nil {
 		return m
 	}
-	m := make()
+	m := build()
 	memberships.m[key] = weak.Make(m)
 	runtime.AddCleanup(m, forgetMembership, key)
 	return m

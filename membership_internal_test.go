@@ -11,10 +11,10 @@ import (
 // its own; and once no survivor holds it, its entry goes.
 func TestMembershipIsSharedAndForgotten(t *testing.T) {
 	made := 0
-	make := func() *membership { made++; return &membership{group: []int{0, 2}} }
+	build := func() *membership { made++; return &membership{group: []int{0, 2}} }
 	key := membershipKey{name: "job.shrink0", size: 3, failed: "[1]"}
-	a := membershipOf(key, make)
-	if b := membershipOf(key, make); b != a || made != 1 {
+	a := membershipOf(key, build)
+	if b := membershipOf(key, build); b != a || made != 1 {
 		t.Fatalf("the same shrink made %d memberships", made)
 	}
 	parent := []int{4, 5, 6}
@@ -23,7 +23,7 @@ func TestMembershipIsSharedAndForgotten(t *testing.T) {
 		{name: key.name, size: 4, failed: "[1]"},
 		{name: key.name, size: 3, failed: "[1]", parent: &parent[0]},
 	} {
-		if membershipOf(other, make) == a {
+		if membershipOf(other, build) == a {
 			t.Errorf("%+v shares %+v's membership", other, key)
 		}
 	}
