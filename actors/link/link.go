@@ -198,8 +198,9 @@ type Config struct {
 	Comm uint64 // the communicator id that every frame of the link carries
 	Peer int
 	Conn transport.Conn // the first connection
-	// Redial returns a new connection to Peer once the last one broke.
-	Redial func() (transport.Conn, error)
+	// Dial returns a new connection to a peer, for Peer once the last one
+	// broke: a rank's one function serves all its links.
+	Dial func(peer int) (transport.Conn, error)
 	// Heartbeat and Silence watch the peer while the link waits on it (an
 	// operation expects its frames, or its acknowledgement of a lent
 	// payload): after Heartbeat without a frame from it the link asks it
@@ -436,7 +437,7 @@ func (l *linkActor) connect(ctx actor.Context) {
 		return
 	}
 	if l.epoch > 0 {
-		conn, err := l.cfg.Redial()
+		conn, err := l.cfg.Dial(l.cfg.Peer)
 		if err != nil {
 			l.lost(ctx, err)
 			return

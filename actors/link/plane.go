@@ -29,8 +29,6 @@ import (
 // the connection breaks or the link fails, and watches its peer while a
 // collective waits on the plane.
 type Plane struct {
-	peer int
-
 	conn  atomic.Pointer[planeConn]
 	heard atomic.Uint64 // direct frames that came, which the link's watch counts as word from the peer
 	// attached counts the collectives that attached; the link reads it
@@ -40,18 +38,20 @@ type Plane struct {
 	// whose own frames the plane, not the link, handed over.
 	attached atomic.Uint64
 
-	mu      sync.Mutex
-	sink    Sink
-	seq     uint64            // the collective sink takes
-	early   []transport.Frame // frames no sink took yet, payloads their own
-	err     error             // the link failed for good
-	watched bool              // the link watches the peer, or has been asked to
-	watch   func()            // asks the link to watch the peer; nil until the link starts
+	mu sync.Mutex
+	// peer (a rank: 31 bits are plenty), watched (the link watches the
+	// peer, or has been asked to) and held (the plane is in strays'
+	// holding: written under both strays' lock and mu, read under either)
+	// share a word beside mu: a simulation holds millions of planes.
+	peer          int32
+	watched, held bool
+	sink          Sink
+	seq           uint64            // the collective sink takes
+	early         []transport.Frame // frames no sink took yet, payloads their own
+	err           error             // the link failed for good
+	watch         func()            // asks the link to watch the peer; nil until the link starts
 
 	strays *Strays // nil: early frames of ended collectives are dropped unanswered
-	// held says the plane is in strays' holding: written under both
-	// strays' lock and mu, read under either.
-	held bool
 
 	// left is 1 + the collectives the peer called before it said goodbye
 	// (ControlBye), 0 while it has not or could not count them: its
@@ -103,10 +103,10 @@ type Sink interface {
 }
 
 // NewPlane returns the plane of a link to peer, for its Config.
-func NewPlane(peer int) *Plane { return &Plane{peer: peer} }
+func NewPlane(peer int) *Plane { return &Plane{peer: int32(peer)} }
 
 // Peer returns the rank the plane's frames come from.
-func (p *Plane) Peer() int { return p.peer }
+func (p *Plane) Peer() int { return int(p.peer) }
 
 // direct marks, in a frame's Kind, a collective frame sent around the
 // link actors: neither end counts it.
@@ -235,7 +235,7 @@ func (p *Plane) arrive(f transport.Frame) {
 	p.mu.Lock()
 	if s := p.sink; s != nil && f.Header.Seq == p.seq {
 		p.mu.Unlock()
-		s.Deliver(p.peer, f)
+		s.Deliver(p.Peer(), f)
 		return
 	}
 	if p.err != nil {
@@ -282,7 +282,7 @@ func (p *Plane) connected(c transport.Conn) { p.conn.Store(&planeConn{c: c}) }
 func (p *Plane) broke(err error) {
 	p.conn.Store(nil)
 	if s := p.current(); s != nil {
-		s.Broke(p.peer, p.ended(err))
+		s.Broke(p.Peer(), p.ended(err))
 	}
 }
 
@@ -300,7 +300,7 @@ func (p *Plane) fail(err error) {
 	p.early = p.early[:0]
 	p.mu.Unlock()
 	if s != nil {
-		s.Failed(p.peer, err)
+		s.Failed(p.Peer(), err)
 	}
 }
 

@@ -43,7 +43,7 @@ type outcome struct {
 
 // NewPlane returns the plane of a link to peer that answers its stray
 // frames through s.
-func (s *Strays) NewPlane(peer int) *Plane { return &Plane{peer: peer, strays: s} }
+func (s *Strays) NewPlane(peer int) *Plane { return &Plane{peer: int32(peer), strays: s} }
 
 // Started records that collective seq, signed sig, runs here and has
 // attached to the planes of every peer it hears from: a frame of seq on
@@ -158,6 +158,6 @@ func (p *Plane) answerStrays(o outcome) {
 	p.early = kept
 	p.mu.Unlock()
 	for _, h := range stray {
-		p.strays.Report(p.peer, h, o.sig, o.failure)
+		p.strays.Report(p.Peer(), h, o.sig, o.failure)
 	}
 }

@@ -459,7 +459,7 @@ func (r *rankActor) connectOr(ctx actor.Context, peer int, failed event) (*peerL
 	plane := r.strays.NewPlane(peer)
 	producer := link.Producer(r.rt, link.Config{
 		Comm: r.cfg.CommID, Peer: peer, Conn: conn,
-		Redial:    func() (transport.Conn, error) { return r.cfg.Connect(peer) },
+		Dial:      r.cfg.Connect,
 		Heartbeat: heartbeat, Silence: silence, Plane: plane,
 	})
 	l := r.links.add(peer, r.rt.SpawnChild(ctx, producer, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend, plane)
