@@ -239,14 +239,32 @@ type reconnect struct{ err error }
 
 func (r reconnect) String() string { return "connection lost: " + r.err.Error() }
 
-// state is what survives a restart of the link actor.
+// state is what survives a restart of the link actor. Its cfg.Conn is
+// the current connection, and cfg.Plane the link's plane.
 type state struct {
-	rt   *actors.Runtime
-	cfg  Config
-	conn transport.Conn
+	rt  *actors.Runtime
+	cfg Config
 	// epoch numbers the connections: frames and errors of an older one
 	// are stale.
-	epoch uint64
+	epoch  uint64
+	failed error // for good: later sends are dropped
+	// heard is when a frame of the current connection last came, or the
+	// watch began.
+	heard time.Time
+	// planeHeard is the count of the plane's direct frames at the last
+	// tick: more since then are word from the peer.
+	planeHeard uint64
+	ticker     *actors.Timer
+	// routing and out are made on first use: a link whose collectives'
+	// frames go around it (Plane.TrySend) routes and keeps nothing, and
+	// a simulation holds millions of links.
+	routing   *routing
+	out       *outbound
+	in        inbound
+	delivered deliveries // the messages frames come in, for reuse
+
+	// The flags, side by side: a simulation holds millions of links.
+	//
 	// resumed says the current connection may carry data frames: the
 	// peer's resume came, or there was nothing to send again.
 	resumed bool
@@ -257,8 +275,7 @@ type state struct {
 	// askedRoom says the current stall of the Window asked the peer to
 	// acknowledge (flush).
 	askedRoom bool
-	finished  bool  // the peer sent tagFin: its connection ends on purpose
-	failed    error // for good: later sends are dropped
+	finished  bool // the peer sent tagFin: its connection ends on purpose
 	// peerUp says a frame of the peer's link came on the current
 	// connection: silence counts from then on, since a peer still joining,
 	// or whose connection is still being made, is no silent one.
@@ -269,35 +286,15 @@ type state struct {
 	// connection.
 	closing, finSent bool
 	watched          bool // Watch asked
-	// heard is when a frame of the current connection last came, or the
-	// watch began; watching says a tick is armed.
-	heard    time.Time
-	watching bool
-	// planeHeard is the count of the plane's direct frames at the last
-	// tick: more since then are word from the peer.
-	planeHeard uint64
-	plane      *Plane
-	ticker     *actors.Timer
-	// routing and out are made on first use: a link whose collectives'
-	// frames go around it (Plane.TrySend) routes and keeps nothing, and
-	// a simulation holds millions of links.
-	routing   *routing
-	out       *outbound
-	in        inbound
-	delivered deliveries // the messages frames come in, for reuse
+	watching         bool // a tick is armed
 }
 
 // Producer returns the producer of the link actor described by cfg.
 func Producer(rt *actors.Runtime, cfg Config) actor.Producer {
-	st := &state{
-		rt:    rt,
-		cfg:   cfg,
-		conn:  cfg.Conn,
-		plane: cfg.Plane,
+	if cfg.Plane == nil {
+		cfg.Plane = NewPlane(cfg.Peer)
 	}
-	if st.plane == nil {
-		st.plane = NewPlane(cfg.Peer)
-	}
+	st := &state{rt: rt, cfg: cfg}
 	return func() actor.Actor { return &linkActor{state: st} }
 }
 
@@ -353,7 +350,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		}
 	case *actor.Started:
 		self, root := ctx.Self(), l.rt.System().Root
-		l.plane.setWatch(func() { root.Send(self, watchPlane{}) })
+		l.cfg.Plane.setWatch(func() { root.Send(self, watchPlane{}) })
 		l.connect(ctx)
 	case *actor.Stopping:
 		l.stop()
@@ -364,7 +361,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 // a routed operation or of a collective on the plane, for the
 // acknowledgement of a lent payload, or for an agreement (Watch).
 func (l *linkActor) waiting() bool {
-	return l.failed == nil && (l.routing.expecting() || l.out.lending() || l.watched || l.plane.waiting())
+	return l.failed == nil && (l.routing.expecting() || l.out.lending() || l.watched || l.cfg.Plane.waiting())
 }
 
 // watch starts watching the peer when the link comes to wait on it, and
@@ -373,7 +370,7 @@ func (l *linkActor) waiting() bool {
 // in less than a heartbeat costs no tick.
 func (l *linkActor) watch(ctx actor.Context) {
 	waiting := l.cfg.Silence > 0 && l.waiting()
-	if !waiting && l.cfg.Silence > 0 && !l.plane.unwatch() {
+	if !waiting && l.cfg.Silence > 0 && !l.cfg.Plane.unwatch() {
 		waiting = l.failed == nil // a collective attached meanwhile
 	}
 	switch {
@@ -401,17 +398,17 @@ func (l *linkActor) armTick(ctx actor.Context) {
 // waits.
 func (l *linkActor) tick(ctx actor.Context) {
 	l.watching = false
-	if !l.waiting() && l.plane.unwatch() {
+	if !l.waiting() && l.cfg.Plane.unwatch() {
 		return
 	}
-	if n := l.plane.heard.Load(); n != l.planeHeard {
+	if n := l.cfg.Plane.heard.Load(); n != l.planeHeard {
 		l.planeHeard, l.heard = n, l.rt.Clock.Now()
 	}
 	// A peer counts as joined once its link sent a frame, or once the
 	// connection to its process is made (a process that hangs before its
 	// first frame reaches this one is found so); until then, its silence
 	// means nothing.
-	if !l.peerUp && !l.watched && (l.conn == nil || !transport.Established(l.conn)) {
+	if !l.peerUp && !l.watched && (l.cfg.Conn == nil || !transport.Established(l.cfg.Conn)) {
 		l.heard = l.rt.Clock.Now()
 	}
 	silent := l.rt.Clock.Now().Sub(l.heard)
@@ -442,7 +439,7 @@ func (l *linkActor) connect(ctx actor.Context) {
 			l.lost(ctx, err)
 			return
 		}
-		l.conn = conn
+		l.cfg.Conn = conn
 		stats.reconnects.Add(1)
 		stats.retransmitted.Add(uint64(l.out.onConnection()))
 	}
@@ -450,8 +447,8 @@ func (l *linkActor) connect(ctx actor.Context) {
 	l.out.reconnected()
 	l.askedRoom = false
 	l.resumed, l.broken, l.peerUp, l.resumeSent, l.finSent = !l.out.stalled(), false, false, false, false
-	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, epoch: l.epoch, pool: &l.delivered, plane: l.plane})
-	l.plane.connected(l.conn)
+	l.cfg.Conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, epoch: l.epoch, pool: &l.delivered, plane: l.cfg.Plane})
+	l.cfg.Plane.connected(l.cfg.Conn)
 	if l.epoch > 1 {
 		l.resume()
 	}
@@ -481,7 +478,7 @@ func (l *linkActor) flush() {
 		if of.lent() {
 			h.Kind |= askAck // the operation waits for its payload back
 		}
-		l.broken = l.conn.Send(transport.Frame{Header: h, Payload: f.Payload, Sent: of.sent}) != nil
+		l.broken = l.cfg.Conn.Send(transport.Frame{Header: h, Payload: f.Payload, Sent: of.sent}) != nil
 	}
 }
 
@@ -505,7 +502,7 @@ func (l *linkActor) resume() {
 func (l *linkActor) sendLink(tag uint32) {
 	l.in.acknowledged()
 	if !l.broken {
-		l.broken = l.conn.Send(linkFrame(l.cfg.Comm, tag, l.in.received)) != nil
+		l.broken = l.cfg.Conn.Send(linkFrame(l.cfg.Comm, tag, l.in.received)) != nil
 	}
 }
 
@@ -571,24 +568,24 @@ func (l *linkActor) lost(ctx actor.Context, err error) {
 	if l.failed != nil {
 		return
 	}
-	l.conn.Close()
+	l.cfg.Conn.Close()
 	if l.finished || errors.Is(err, transport.ErrRefused) {
 		l.fail(ctx, err)
 		return
 	}
-	l.plane.broke(err)
+	l.cfg.Plane.broke(err)
 	ctx.Send(ctx.Parent(), &Lost{Peer: l.cfg.Peer, Err: err})
 	panic(reconnect{err: err})
 }
 
 func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
-	l.plane.ordered()
+	l.cfg.Plane.ordered()
 	switch m.Frame.Header.Kind {
 	case transport.Control:
 		ctx.Send(ctx.Parent(), m)
 		return
 	case transport.Collective:
-		l.plane.arrive(m.Frame)
+		l.cfg.Plane.arrive(m.Frame)
 		m.Recycle()
 		return
 	}
@@ -631,10 +628,10 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 		return
 	}
 	l.failed = err
-	l.plane.fail(err)
+	l.cfg.Plane.fail(err)
 	// Nothing more can arrive; closing lets a peer that is finalizing see
 	// its connection drained now rather than after its close timeout.
-	l.conn.Close()
+	l.cfg.Conn.Close()
 	l.out.releaseAll()
 	if l.closing {
 		ctx.Stop(ctx.Self())
@@ -654,16 +651,16 @@ func (l *linkActor) stop() {
 	if l.ticker != nil {
 		l.ticker.Stop()
 	}
-	if l.failed == nil && l.conn != nil {
+	if l.failed == nil && l.cfg.Conn != nil {
 		if !l.finSent && !l.broken {
-			l.conn.Send(linkFrame(l.cfg.Comm, tagFin, l.in.received))
+			l.cfg.Conn.Send(linkFrame(l.cfg.Comm, tagFin, l.in.received))
 		}
-		l.conn.Close()
+		l.cfg.Conn.Close()
 	}
 	l.out.releaseAll()
 	l.routing.discard(func(Key) bool { return true })
 	if l.failed == nil {
-		l.plane.fail(errStopped)
+		l.cfg.Plane.fail(errStopped)
 	}
 }
 
