@@ -50,9 +50,10 @@ type runner struct {
 	probe      *probe
 	lent       int   // sends whose payload the transport still reads
 	stuckOn    []int // the ranks it waited for when it timed out
-	// sentAround are the peers this operation sent frames to around their
-	// links (send): a connection that breaks may have lost those.
-	sentAround []int
+	// sentAround says, by the index of a peer in Request.Peers, that this
+	// operation sent it frames around its link (send): a connection that
+	// breaks may have lost those.
+	sentAround []bool
 }
 
 func (c *runner) Receive(ctx actor.Context) {
@@ -93,7 +94,10 @@ func (c *runner) Receive(ctx actor.Context) {
 	case *Fail:
 		c.fail(ctx, m)
 	case *link.Broken:
-		if c.req != nil && slices.Contains(c.sentAround, m.Peer) {
+		if c.req == nil {
+			return
+		}
+		if p, ok := c.req.peerIndex(m.Peer); ok && c.sentAround[p] {
 			err := fmt.Errorf("the connection broke under a collective that sent around its link: %w", m.Err)
 			c.fail(ctx, &Fail{Err: LostPeerError(m.Peer, c.req, err), Ranks: []int{m.Peer}})
 		}
@@ -120,8 +124,9 @@ func (c *runner) Receive(ctx actor.Context) {
 }
 
 func (c *runner) start(ctx actor.Context, req *Request) {
-	c.probe, c.stuckOn, c.sentAround = nil, nil, c.sentAround[:0]
+	c.probe, c.stuckOn = nil, nil
 	c.begin(req)
+	c.sentAround = resize(c.sentAround, len(req.Peers()))
 	c.findPeers()
 	c.routeFrames(ctx, true)
 	req.startedHere()
@@ -149,7 +154,10 @@ func (c *runner) adopt(ctx actor.Context, a *Adoption) {
 	c.execution = a.exec
 	c.probe, c.stuckOn = nil, nil
 	// Off the actors, it sent every frame around its links.
-	c.sentAround = append(c.sentAround[:0], a.exec.req.Peers()...)
+	c.sentAround = resize(c.sentAround, len(a.exec.req.Peers()))
+	for i := range c.sentAround {
+		c.sentAround[i] = true
+	}
 	c.findPeers()
 	c.routeFrames(ctx, true)
 	if c.timer == nil {
@@ -263,29 +271,28 @@ func (c *runner) run(ctx actor.Context) {
 	}
 	c.acks = c.letGo(c.acks[:0])
 	for _, i := range c.acks {
-		c.send(ctx, c.req.Schedule.Steps[i].Peer, c.readDone(i))
+		p, _ := c.req.peerIndex(c.req.Schedule.Steps[i].Peer)
+		c.send(ctx, p, c.readDone(i))
 	}
 }
 
-// send sends f to peer. A collective's frame goes around the link where
+// send sends f to the p-th of the request's peers. A collective's frame
+// goes around the link where
 // the plane carries direct frames, onto the connection, as an operation
 // run off the actors sends: the link neither handles nor keeps it, the
 // peer's plane takes it from its transport, and its link no
 // acknowledgement. Else, and a point-to-point frame, which the peer's
 // link routes, the link sends it and keeps it until acknowledged,
 // resending it over a connection that replaces a broken one.
-func (c *runner) send(ctx actor.Context, peer int, f transport.Frame) {
+func (c *runner) send(ctx actor.Context, p int, f transport.Frame) {
 	if c.req.P2P == nil {
-		if sent, _ := c.req.plane(peer).TrySend(f); sent {
+		if sent, _ := c.req.Planes[p].TrySend(f); sent {
 			// A failed send is the link's to report, as Failed or Broken.
-			if !slices.Contains(c.sentAround, peer) {
-				c.sentAround = append(c.sentAround, peer)
-			}
+			c.sentAround[p] = true
 			return
 		}
 	}
-	l, _ := c.req.link(peer)
-	ctx.Send(l, c.sends.Get(f))
+	ctx.Send(c.req.Links[p], c.sends.Get(f))
 }
 
 // execute runs step i and reports whether it is complete. A large send
@@ -297,16 +304,17 @@ func (c *runner) execute(ctx actor.Context, i int) bool {
 	if s.Prim != algorithms.Send {
 		c.local(i)
 		if f, ok := c.readFrame(i); ok {
-			c.send(ctx, s.Peer, f)
+			p, _ := c.req.peerIndex(s.Peer)
+			c.send(ctx, p, f)
 		}
 		return true
 	}
-	_, lend := c.req.link(s.Peer)
-	f := c.sendFrame(i, lend, c.sentFunc)
+	p, _ := c.req.peerIndex(s.Peer)
+	f := c.sendFrame(i, c.req.Lend[p], c.sentFunc)
 	if f.Sent != nil {
 		c.lent++
 	}
-	c.send(ctx, s.Peer, f)
+	c.send(ctx, p, f)
 	return f.Sent == nil
 }
 

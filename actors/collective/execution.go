@@ -268,18 +268,22 @@ func (e *execution) sendFrame(i int, lend bool, sent func(int) func()) transport
 // local runs step i, which does not send.
 func (e *execution) local(i int) {
 	s := &e.req.Schedule.Steps[i]
+	if s.Prim.Receives() {
+		f := e.held.take(i)
+		switch {
+		case e.req.Phantom: // a phantom payload carries nothing to copy or reduce
+		case s.Prim == algorithms.Recv:
+			copy(e.region(s.Dst), f.Payload)
+		default:
+			reduce.Combine(e.req.Reduce, e.req.DType, e.region(s.Dst), e.region(s.Src), f.Payload)
+		}
+		e.giveBack(i, f)
+		return
+	}
 	if e.req.Phantom {
-		e.release(i) // a phantom payload carries nothing to copy or reduce
 		return
 	}
 	switch s.Prim {
-	case algorithms.Recv:
-		copy(e.region(s.Dst), e.held.of(i).Payload)
-		e.release(i)
-	case algorithms.RecvReduce:
-		dst := e.region(s.Dst)
-		reduce.Combine(e.req.Reduce, e.req.DType, dst, e.region(s.Src), e.held.of(i).Payload)
-		e.release(i)
 	case algorithms.Copy:
 		copy(e.region(s.Dst), e.region(s.Src))
 	case algorithms.Accumulate:
@@ -288,10 +292,11 @@ func (e *execution) local(i int) {
 	}
 }
 
-func (e *execution) release(i int) {
-	f := e.held.take(i)
+// giveBack returns f, receiving step i's frame, to its transport, unless
+// it is a peer's mapped memory, which is nobody's to give back.
+func (e *execution) giveBack(i int, f transport.Frame) {
 	if !e.mapped[i] {
-		transport.Release(f) // a peer's mapped memory is nobody's to give back
+		transport.Release(f)
 	}
 }
 
@@ -325,9 +330,11 @@ func (e *execution) results() {
 // clear lets go of the frames still held and, unless a transport still
 // reads some of it (lent), of the scratch memory, and of the request.
 func (e *execution) clear(lent bool) {
-	for len(e.held) > 0 {
-		e.release(e.held[0].step)
+	for _, h := range e.held {
+		e.giveBack(h.step, h.frame)
 	}
+	clear(e.held)
+	e.held = e.held[:0]
 	if !lent { // else a transport may still read scratch: leave it to the collector
 		for _, s := range e.scratch {
 			transport.PutBuffer(s)

@@ -245,16 +245,20 @@ func (r *Request) endedHere(succeeded bool, failure []byte) {
 	}
 }
 
+// peerIndex returns where peer is in Peers, and so in Links, Lend and
+// Planes, and whether it is there.
+func (r *Request) peerIndex(peer int) (int, bool) { return slices.BinarySearch(r.Peers(), peer) }
+
 // plane returns the data plane of the link to peer, one of Peers.
 func (r *Request) plane(peer int) *link.Plane {
-	i, _ := slices.BinarySearch(r.Peers(), peer)
+	i, _ := r.peerIndex(peer)
 	return r.Planes[i]
 }
 
 // link returns the link actor to peer, one of Peers, and whether its
 // connection borrows large payloads.
 func (r *Request) link(peer int) (*actor.PID, bool) {
-	i, _ := slices.BinarySearch(r.Peers(), peer)
+	i, _ := r.peerIndex(peer)
 	return r.Links[i], r.Lend[i]
 }
 

@@ -289,6 +289,22 @@ type state struct {
 	watching         bool // a tick is armed
 }
 
+// outbound returns the link's record of frames sent, made on first use.
+func (st *state) outbound() *outbound {
+	if st.out == nil {
+		st.out = &outbound{}
+	}
+	return st.out
+}
+
+// routes returns the link's routing, made on first use.
+func (st *state) routes() *routing {
+	if st.routing == nil {
+		st.routing = &routing{}
+	}
+	return st.routing
+}
+
 // Producer returns the producer of the link actor described by cfg.
 func Producer(rt *actors.Runtime, cfg Config) actor.Producer {
 	if cfg.Plane == nil {
@@ -313,10 +329,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 			m.recycle()
 			return
 		}
-		if l.out == nil {
-			l.out = &outbound{}
-		}
-		l.out.addSend(m)
+		l.outbound().addSend(m)
 		l.flush()
 		l.watch(ctx)
 	case *Route:
@@ -597,10 +610,7 @@ func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
 		}
 		return
 	}
-	if l.routing == nil {
-		l.routing = &routing{}
-	}
-	l.routing.keep(key, m.Frame)
+	l.routes().keep(key, m.Frame)
 	m.Recycle()
 }
 
@@ -609,10 +619,7 @@ func (l *linkActor) route(ctx actor.Context, m *Route) {
 	// Route to discard: a peer sent more than this rank's schedule
 	// expects, so their arguments differ, which the signature of the
 	// frames handed over reports.
-	if l.routing == nil {
-		l.routing = &routing{}
-	}
-	for _, f := range l.routing.add(m.Key, m.To, m.Frames) {
+	for _, f := range l.routes().add(m.Key, m.To, m.Frames) {
 		d := l.delivered.get()
 		d.Peer, d.Frame = l.cfg.Peer, f
 		ctx.Send(m.To, d)
@@ -638,10 +645,8 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 	}
 	failed := &Failed{Peer: l.cfg.Peer, Err: err}
 	ctx.Send(ctx.Parent(), failed)
-	if l.routing != nil {
-		for _, r := range l.routing.routes {
-			ctx.Send(r.to, failed)
-		}
+	for _, r := range l.routing.routed() {
+		ctx.Send(r.to, failed)
 	}
 }
 

@@ -87,6 +87,14 @@ func (rt *routing) add(key Key, to *actor.PID, frames int) []transport.Frame {
 	return taken
 }
 
+// routed returns the routes of the operations running.
+func (rt *routing) routed() []route {
+	if rt == nil {
+		return nil
+	}
+	return rt.routes
+}
+
 // expecting reports whether an operation waits for frames here: a route
 // that runs out, or a window's while it waits for replies.
 func (rt *routing) expecting() bool {
