@@ -24,21 +24,33 @@ type Timer struct {
 	gen      uint64     // armings so far
 	armed    bool       // armed, and not stopped or reported fired since
 	sent     bool       // the current arming's message is on its way
-	deadline time.Time  // the real clock's and an AlarmClock's: when the current arming fires
+	// deadline is when the current arming fires, on the real clock and
+	// an AlarmClock, as the time since clockBase: a simulation keeps
+	// millions of timers, and a time.Time is three words.
+	deadline time.Duration
 	wall     *time.Timer
-	due      func()      // fireDue, bound once, for an AlarmClock
 	stop     func() bool // the current arming's, on other clocks
 }
 
-// An AlarmClock calls f once d has passed on it, with no way to cancel the
-// call: a Timer on it checks its own deadline when called, so that an
+// clockBase is what a Timer counts its deadline from. Only differences
+// from it are compared, so its value changes no outcome.
+var clockBase = time.Now() // nondeterministic: a reference point only
+
+// since is now on clock, as the time since clockBase.
+func since(clock Clock) time.Duration { return clock.Now().Sub(clockBase) }
+
+// An AlarmClock rings a once d has passed on it, with no way to cancel
+// the call: a Timer on it checks its own deadline when rung, so that an
 // arming costs no callback and no stop function of its own, which a
 // simulation of millions of links would keep. Its Now reads at least the
-// deadline when f runs. The simulator's loop is one.
+// deadline when a rings. The simulator's loop is one.
 type AlarmClock interface {
 	Clock
-	Alarm(d time.Duration, f func())
+	Alarm(d time.Duration, a Alarm)
 }
+
+// An Alarm is what an AlarmClock rings: a Timer.
+type Alarm interface{ Ring() }
 
 // NewTimer returns a timer that delivers msg to pid, not yet armed.
 func (rt *Runtime) NewTimer(pid *actor.PID, msg any) *Timer {
@@ -61,18 +73,15 @@ func (t *Timer) Arm(d time.Duration) {
 	t.armed, t.sent = true, false
 	switch clock := t.rt.Clock.(type) {
 	case wallClock:
-		t.deadline = clock.Now().Add(d)
+		t.deadline = since(clock) + d
 		if t.wall == nil {
-			t.wall = time.AfterFunc(d, t.fireDue) // nondeterministic: the real clock
+			t.wall = time.AfterFunc(d, t.Ring) // nondeterministic: the real clock
 		} else {
 			t.wall.Reset(d) // nondeterministic: the real clock
 		}
 	case AlarmClock:
-		t.deadline = clock.Now().Add(d)
-		if t.due == nil {
-			t.due = t.fireDue
-		}
-		clock.Alarm(d, t.due)
+		t.deadline = since(clock) + d
+		clock.Alarm(d, t)
 	default:
 		gen := t.gen
 		t.stop = clock.AfterFunc(d, func() { t.fire(gen) })
@@ -112,14 +121,14 @@ func (t *Timer) Fired() bool {
 	return true
 }
 
-// fireDue is the real clock's and an AlarmClock's callback. A callback of
-// an earlier arming may run after the timer was armed again, and cannot
+// Ring is the real clock's and an AlarmClock's call (Alarm). A call of
+// an earlier arming may come after the timer was armed again, and cannot
 // tell from its arguments: before the current deadline, it is that one;
 // at or after it, the current arming is due anyway.
-func (t *Timer) fireDue() {
-	now := t.rt.Clock.Now()
+func (t *Timer) Ring() {
+	now := since(t.rt.Clock)
 	t.mu.Lock()
-	send := t.armed && !t.sent && !now.Before(t.deadline)
+	send := t.armed && !t.sent && now >= t.deadline
 	t.sent = t.sent || send
 	t.mu.Unlock()
 	if send { // outside the lock: a dispatcher may run the actor's turn at once

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/gocomms/gocomms/actors"
 )
 
 // Loop is the simulator's runtime: every actor task runs on the goroutine
@@ -57,20 +59,22 @@ func (l *Loop) Uint64() uint64 { return l.rng.Uint64() }
 // AfterFunc runs f on the loop once d of virtual time has passed.
 func (l *Loop) AfterFunc(d time.Duration, f func()) (stop func() bool) {
 	t := &Timer{f: f}
-	l.arm(armed{at: l.now + max(d, 0), t: t})
+	l.arm(armed{at: l.now + max(d, 0), do: t})
 	return t.stop
 }
 
-// Alarm runs f on the loop once d of virtual time has passed, for good
+// Alarm rings a on the loop once d of virtual time has passed, for good
 // (actors.AlarmClock): the engine's timers arm it without a callback or
 // a stop function per arming.
-func (l *Loop) Alarm(d time.Duration, f func()) { l.At(l.now+max(d, 0), f) }
+func (l *Loop) Alarm(d time.Duration, a actors.Alarm) {
+	l.arm(armed{at: l.now + max(d, 0), do: a})
+}
 
 // At runs f on the loop at virtual time at (now, if at has passed). It
 // cannot be cancelled, and costs no allocation of its own: the network
 // arms one for every frame.
 func (l *Loop) At(at time.Duration, f func()) {
-	l.arm(armed{at: at, f: f})
+	l.arm(armed{at: at, do: task(f)})
 }
 
 func (l *Loop) arm(a armed) {
@@ -106,19 +110,15 @@ func (l *Loop) Run(limit time.Duration) (idle bool) {
 		}
 		l.timers.pop()
 		l.now = next.at
-		if next.t == nil {
-			next.f()
-			continue
-		}
-		next.t.fired = true
-		next.t.f()
+		next.do.Ring()
 	}
 }
 
 // nextTimer is the earliest timer not stopped, if any.
 func (l *Loop) nextTimer() (armed, bool) {
 	for len(l.timers) > 0 {
-		if a := l.timers[0]; a.t == nil || !a.t.stopped {
+		a := l.timers[0]
+		if t, ok := a.do.(*Timer); !ok || !t.stopped {
 			return a, true
 		}
 		l.timers.pop()
@@ -133,15 +133,25 @@ type Timer struct {
 	fired   bool
 }
 
-// armed is a timer in the queue: a cancellable Timer, or a plain f. Its
-// firing time and arming order sit in the queue itself: a run keeps
-// hundreds of thousands of timers, and ordering them through pointers
-// would touch one cold cache line per comparison.
+// armed is a timer in the queue: a cancellable Timer, a task, or an
+// engine's timer. Its firing time and arming order sit in the queue
+// itself: a run keeps hundreds of thousands of timers, and ordering them
+// through pointers would touch one cold cache line per comparison.
 type armed struct {
 	at  time.Duration
 	seq uint64
-	t   *Timer
-	f   func() // when t is nil
+	do  actors.Alarm
+}
+
+// task is a plain function armed on the loop (At).
+type task func()
+
+func (f task) Ring() { f() }
+
+// Ring fires the timer, which nextTimer found not stopped.
+func (t *Timer) Ring() {
+	t.fired = true
+	t.f()
 }
 
 // stop cancels the timer and reports whether it had neither fired nor been

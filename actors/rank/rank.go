@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -122,9 +123,10 @@ type rankActor struct {
 
 	// sequencer decides what becomes of the operations and the
 	// communicator; acts holds the actions of the steps being performed,
-	// a nested step's after its caller's.
+	// a nested step's after its caller's, borrowed for the outermost step:
+	// a simulation's million idle ranks keep none.
 	sequencer sequencer
-	acts      []action
+	acts      *[]action
 
 	links links
 	// strays is shared by the links' planes: it answers the frames of a
@@ -321,14 +323,25 @@ func (r *rankActor) receive(ctx actor.Context) {
 // order. Performing one may step another event, whose actions are
 // appended after these and performed before the rest of these.
 func (r *rankActor) step(ctx actor.Context, ev event) {
-	n := len(r.acts)
-	r.acts = r.sequencer.step(ev, r.acts)
-	for i := n; i < len(r.acts); i++ {
-		r.perform(ctx, r.acts[i])
+	if r.acts == nil {
+		r.acts = actionLists.Get().(*[]action)
+		defer func() {
+			actionLists.Put(r.acts)
+			r.acts = nil
+		}()
 	}
-	clear(r.acts[n:]) // keep no request alive
-	r.acts = r.acts[:n]
+	acts := r.acts
+	n := len(*acts)
+	*acts = r.sequencer.step(ev, *acts)
+	for i := n; i < len(*acts); i++ {
+		r.perform(ctx, (*acts)[i])
+	}
+	clear((*acts)[n:]) // keep no request alive
+	*acts = (*acts)[:n]
 }
+
+// actionLists lends the outermost steps their lists of actions.
+var actionLists = sync.Pool{New: func() any { return new([]action) }}
 
 func (r *rankActor) perform(ctx actor.Context, a action) {
 	switch a.kind {
