@@ -20,10 +20,10 @@ type Timer struct {
 	rt      *Runtime
 	deliver func()
 
-	mu       sync.Mutex // the actor against the clock's callbacks
-	gen      uint64     // armings so far
-	armed    bool       // armed, and not stopped or reported fired since
-	sent     bool       // the current arming's message is on its way
+	mu    sync.Mutex // the actor against the clock's callbacks
+	gen   uint64     // armings so far
+	armed bool       // armed, and not stopped or reported fired since
+	sent  bool       // the current arming's message is on its way
 	// deadline is when the current arming fires, on the real clock and
 	// an AlarmClock, as the time since clockBase: a simulation keeps
 	// millions of timers, and a time.Time is three words.
