@@ -21,7 +21,7 @@ func Acknowledged(s *Schedule) *Schedule {
 		}
 	}
 	var extra []Step
-	token := Region{Buf: Scratch, Block: len(s.Scratch)}
+	token := Region{Buf: Scratch, Block: int32(len(s.Scratch))}
 	// In step order, so that the result does not depend on map order.
 	seen := map[int]bool{}
 	for _, st := range s.Steps {

@@ -45,7 +45,7 @@ func allToAllBruck(b *Builder, s *Spec) {
 	if p == 1 {
 		return
 	}
-	slot := func(block, j int) Region { return Region{Buf: Scratch, Block: block, Off: j * n, Len: n} }
+	slot := func(block int32, j int) Region { return Region{Buf: Scratch, Block: block, Off: j * n, Len: n} }
 	at := make([]Region, p) // where block i is now
 	for i := 1; i < p; i++ {
 		at[i] = whole(Input, (r+i)%p, n)

@@ -24,7 +24,7 @@ type Builder struct {
 	scratch  []int
 	layout   [2][]int // declared Input and Output blocks
 	declared [2]bool
-	token    int
+	token    int32
 	tracks   [3][]*track // Input is never written, so never tracked
 	readers  []readerNode
 	tmp      []int32
@@ -74,12 +74,12 @@ func (b *Builder) Layout(buf Buffer, blocks []int) {
 }
 
 // Scratch allocates a scratch block of n elements and returns its index.
-func (b *Builder) Scratch(n int) int {
+func (b *Builder) Scratch(n int) int32 {
 	if n < 0 {
 		panic(fmt.Sprintf("algorithms: Scratch(%d): negative size", n))
 	}
 	b.scratch = append(b.scratch, n)
-	return len(b.scratch) - 1
+	return int32(len(b.scratch) - 1)
 }
 
 // Token returns the zero-length region that zero-byte messages (barrier
@@ -231,13 +231,13 @@ func (b *Builder) checkRegion(r Region, message bool) {
 	switch r.Buf {
 	case Input, Output:
 		if b.declared[r.Buf] {
-			if r.Block >= len(b.layout[r.Buf]) {
+			if int(r.Block) >= len(b.layout[r.Buf]) {
 				panic(fmt.Sprintf("algorithms: rank %d: region %v names a missing block (%v has %d)", b.rank, r, r.Buf, len(b.layout[r.Buf])))
 			}
 			limit = b.layout[r.Buf][r.Block]
 		}
 	case Scratch:
-		if r.Block >= len(b.scratch) {
+		if int(r.Block) >= len(b.scratch) {
 			panic(fmt.Sprintf("algorithms: rank %d: region %v names an unallocated scratch block", b.rank, r))
 		}
 		limit = b.scratch[r.Block]
@@ -311,7 +311,7 @@ func (b *Builder) track(r Region) *track {
 		return nil
 	}
 	ts := b.tracks[r.Buf]
-	for len(ts) <= r.Block {
+	for len(ts) <= int(r.Block) {
 		ts = append(ts, nil)
 	}
 	b.tracks[r.Buf] = ts

@@ -12,7 +12,7 @@ import (
 )
 
 func out(off, n int) Region     { return Region{Buf: Output, Off: off, Len: n} }
-func outB(b, off, n int) Region { return Region{Buf: Output, Block: b, Off: off, Len: n} }
+func outB(b, off, n int) Region { return Region{Buf: Output, Block: int32(b), Off: off, Len: n} }
 func in(off, n int) Region      { return Region{Buf: Input, Off: off, Len: n} }
 
 func deps(s *Schedule, i int) []int32 { return s.Steps[i].Deps }
@@ -219,7 +219,7 @@ func TestBuilderProperty(t *testing.T) {
 			r := Region{Buf: buf, Off: off, Len: n}
 			switch buf {
 			case Output:
-				r.Block = rapid.IntRange(0, 1).Draw(t, label+".block")
+				r.Block = int32(rapid.IntRange(0, 1).Draw(t, label+".block"))
 			case Scratch:
 				r.Block = scr
 			}
@@ -340,7 +340,7 @@ func naiveDeps(steps []Step) [][]int32 {
 	}
 	mem := map[[2]int][]elem{}
 	cells := func(r Region) []elem {
-		key := [2]int{int(r.Buf), r.Block}
+		key := [2]int{int(r.Buf), int(r.Block)}
 		m := mem[key]
 		for len(m) < r.Off+max(r.Len, 1) {
 			m = append(m, elem{writer: -1})
@@ -422,7 +422,7 @@ func TestBuilderMatchesNaive(t *testing.T) {
 				n = 1 + rng.IntN(600)
 			}
 			off := rng.IntN(blockLen - n + 1)
-			r := Region{Buf: Output, Block: rng.IntN(2), Off: off, Len: n}
+			r := Region{Buf: Output, Block: rng.Int32N(2), Off: off, Len: n}
 			if rng.IntN(3) == 0 {
 				r.Buf, r.Block = Scratch, scr
 			}
@@ -446,7 +446,7 @@ func TestBuilderMatchesNaive(t *testing.T) {
 				src := region()
 				dst := Region{Buf: Output, Block: 1 - src.Block, Off: src.Off, Len: src.Len}
 				if src.Buf == Scratch {
-					dst.Block = rng.IntN(2)
+					dst.Block = rng.Int32N(2)
 				}
 				b.Copy(dst, src)
 			}

@@ -531,7 +531,7 @@ func checkStatic(specs []Spec, scheds []*Schedule) error {
 		used := make([]int, len(sc.Scratch))
 		for _, st := range sc.Steps {
 			for _, reg := range []Region{st.Src, st.Dst} {
-				if reg.Buf == Scratch && reg.Block >= 0 && reg.Block < len(used) {
+				if reg.Buf == Scratch && reg.Block >= 0 && int(reg.Block) < len(used) {
 					used[reg.Block] = max(used[reg.Block], reg.End())
 				}
 			}

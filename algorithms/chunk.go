@@ -22,8 +22,10 @@ func piece(r Region, j, c int) Region {
 	return Region{Buf: r.Buf, Block: r.Block, Off: r.Off + o, Len: min(c, r.Len-o)}
 }
 
-func whole(buf Buffer, block, n int) Region {
-	return Region{Buf: buf, Block: block, Len: n}
+// whole is block of buf, n elements long: a block numbered as a rank is
+// an int, one Builder.Scratch made an int32.
+func whole[B int | int32](buf Buffer, block B, n int) Region {
+	return Region{Buf: buf, Block: int32(block), Len: n}
 }
 
 // sendAll sends r to peer chunk by chunk.

@@ -27,7 +27,7 @@ func CheckPart(s *Schedule, input, output []int) error {
 	used := make([]int, len(s.Scratch))
 	for _, st := range s.Steps {
 		for _, reg := range []Region{st.Src, st.Dst} {
-			if reg.Buf == Scratch && reg.Block >= 0 && reg.Block < len(used) {
+			if reg.Buf == Scratch && reg.Block >= 0 && int(reg.Block) < len(used) {
 				used[reg.Block] = max(used[reg.Block], reg.End())
 			}
 		}

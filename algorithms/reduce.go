@@ -100,8 +100,9 @@ func reduceHalving(b *Builder, s *Spec) {
 // base on, so that a rank can keep part of a tensor without storing all of
 // it.
 type window struct {
-	buf         Buffer
-	block, base int
+	buf   Buffer
+	block int32
+	base  int
 }
 
 // at is the region of the tensor's elements [lo, hi).

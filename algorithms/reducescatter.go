@@ -85,7 +85,7 @@ func newPartials(b *Builder, s *Spec, blocks iter.Seq[int]) func(q int) Region {
 			total += cs[q]
 		}
 	}
-	scratch := -1
+	scratch := int32(-1)
 	if total > 0 {
 		scratch = b.Scratch(total)
 	}

@@ -131,7 +131,7 @@ func reduceScatterRing(b *Builder, s *Spec) {
 	for k := range p - 2 {
 		need[k%2] = max(need[k%2], cs[mod(r-k-2, p)])
 	}
-	scratch := [2]int{-1, -1}
+	scratch := [2]int32{-1, -1}
 	for i, n := range need {
 		if n > 0 {
 			scratch[i] = b.Scratch(n)

@@ -95,8 +95,11 @@ func (b Buffer) String() string {
 // Len is positive everywhere except in token regions (see Builder.Token),
 // which name a zero-length Scratch block and carry zero-byte messages.
 type Region struct {
-	Buf             Buffer
-	Block, Off, Len int
+	Buf Buffer
+	// Block is an int32 so that a region is three words: a rank holds
+	// one in and one out per step, and a simulation millions of ranks.
+	Block    int32
+	Off, Len int
 }
 
 // End is the element just past r.
@@ -238,7 +241,7 @@ type Schedule struct {
 func (s *Schedule) Fits(input, output []int) error {
 	blocks := [3][]int{input, output, s.Scratch}
 	inBounds := func(r Region) error {
-		if r.Buf > Scratch || r.Block < 0 || r.Block >= len(blocks[r.Buf]) {
+		if r.Buf > Scratch || r.Block < 0 || int(r.Block) >= len(blocks[r.Buf]) {
 			return fmt.Errorf("%v block %d does not exist", r.Buf, r.Block)
 		}
 		if size := blocks[r.Buf][r.Block]; r.Off < 0 || r.Len < 0 || r.End() > size {

@@ -70,7 +70,7 @@ func broadcastTree(b *Builder, s *Spec) {
 type staging struct {
 	v, root, size int
 	counts        []int
-	block         int
+	block         int32
 	offs          []int // offs[u-v-1] is the offset of virtual rank u's block
 }
 

@@ -81,7 +81,7 @@ func (p *Plans) PlanMessages(r *Request, rank, size int, msgs []Message) {
 		if m.Bytes == 0 {
 			continue
 		}
-		reg := algorithms.Region{Block: i, Len: m.Bytes}
+		reg := algorithms.Region{Block: int32(i), Len: m.Bytes}
 		if m.Send {
 			reg.Buf = algorithms.Input
 			b.Send(m.Peer, reg)

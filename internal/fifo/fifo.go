@@ -3,28 +3,32 @@ package fifo
 // Queue is a first-in, first-out queue on a ring that doubles when full
 // (its size a power of two, so that a position is a mask, not a division):
 // pushing and popping take constant time and, once it has grown, allocate
-// nothing, however long it stays non-empty. The zero value is empty. It
-// is not safe for concurrent use: its owner (an actor, a mailbox under
-// its lock) serializes access.
+// nothing, however long it stays non-empty. It holds fewer than 1<<32
+// items, which keeps it four words: a simulation has millions of
+// mailboxes. The zero value is empty. It is not safe for concurrent use:
+// its owner (an actor, a mailbox under its lock) serializes access.
 type Queue[T any] struct {
 	buf  []T
-	head int // index of the oldest item
-	n    int
+	head uint32 // index of the oldest item
+	n    uint32
 }
 
 // Len returns the number of items queued.
-func (q *Queue[T]) Len() int { return q.n }
+func (q *Queue[T]) Len() int { return int(q.n) }
 
 // Push appends v.
 func (q *Queue[T]) Push(v T) {
-	if q.n == len(q.buf) {
+	if int(q.n) == len(q.buf) {
+		if q.n == 1<<31 {
+			panic("fifo: queue full") // 1<<32 items: no mailbox gets there
+		}
 		grown := make([]T, max(2, 2*len(q.buf)))
-		for i := range q.n {
+		for i := range q.Len() {
 			grown[i] = q.At(i)
 		}
 		q.buf, q.head = grown, 0
 	}
-	q.buf[(q.head+q.n)&(len(q.buf)-1)] = v
+	q.buf[q.at(int(q.n))] = v
 	q.n++
 }
 
@@ -36,20 +40,23 @@ func (q *Queue[T]) Pop() (T, bool) {
 	}
 	v := q.buf[q.head]
 	q.buf[q.head] = zero // keep nothing alive
-	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.head = uint32(q.at(1))
 	q.n--
 	return v, true
 }
 
 // At returns the i-th oldest item, 0 <= i < Len.
-func (q *Queue[T]) At(i int) T { return q.buf[(q.head+i)&(len(q.buf)-1)] }
+func (q *Queue[T]) At(i int) T { return q.buf[q.at(i)] }
+
+// at is the index in buf of the i-th oldest item.
+func (q *Queue[T]) at(i int) int { return (int(q.head) + i) & (len(q.buf) - 1) }
 
 // Remove removes the i-th oldest item, keeping the others' order.
 func (q *Queue[T]) Remove(i int) {
-	for ; i+1 < q.n; i++ {
-		q.buf[(q.head+i)&(len(q.buf)-1)] = q.At(i + 1)
+	for ; i+1 < q.Len(); i++ {
+		q.buf[q.at(i)] = q.At(i + 1)
 	}
 	var zero T
-	q.buf[(q.head+q.n-1)&(len(q.buf)-1)] = zero
+	q.buf[q.at(q.Len()-1)] = zero
 	q.n--
 }
