@@ -11,8 +11,13 @@ import (
 // conn is one rank's end of a simulated connection: frames reach the
 // other end at the times the network gives, in order, on the loop.
 type conn struct {
-	net        *network
-	rank, peer int
+	net *network
+	// rank is this end's; the peer's is other.rank. With the flags below
+	// it fills one word: a simulation keeps millions of ends.
+	rank       int32
+	errPending bool // err arrived before Start
+	shut       bool // this end's rank crashed: it neither sends nor receives
+	held       bool // its rank asked for it (network.connect)
 	other      *conn
 
 	handler transport.Handler
@@ -22,10 +27,11 @@ type conn struct {
 	lastArrival time.Duration
 	openAt      time.Duration // no frame leaves before the dial completes
 	err         error         // ended: no more frames either way
-	errPending  bool          // err arrived before Start
-	shut        bool          // this end's rank crashed: it neither sends nor receives
-	held        bool          // its rank asked for it (network.connect)
 }
+
+// me and peer are the ranks of this end and the other.
+func (c *conn) me() int   { return int(c.rank) }
+func (c *conn) peer() int { return int(c.other.rank) }
 
 var _ transport.Conn = (*conn)(nil)
 
@@ -42,8 +48,8 @@ func (c *conn) Established() bool {
 // which the links resend.
 func (c *conn) Lossless() bool { return !c.net.resets }
 
-func (c *conn) LocalAddr() string  { return "sim/" + strconv.Itoa(c.rank) }
-func (c *conn) RemoteAddr() string { return "sim/" + strconv.Itoa(c.peer) }
+func (c *conn) LocalAddr() string  { return "sim/" + strconv.Itoa(c.me()) }
+func (c *conn) RemoteAddr() string { return "sim/" + strconv.Itoa(c.peer()) }
 
 // Send schedules f's arrival at the other end. A lent payload is copied
 // at once (the simulated wire reads it now), unless it is phantom, and
@@ -54,7 +60,7 @@ func (c *conn) Send(f transport.Frame) error {
 		if c.err != nil {
 			return c.err
 		}
-		return fmt.Errorf("simulation: rank %d is down: %w", c.rank, transport.ErrClosed)
+		return fmt.Errorf("simulation: rank %d is down: %w", c.me(), transport.ErrClosed)
 	}
 	if f.Sent != nil {
 		p := f.Payload
@@ -65,11 +71,11 @@ func (c *conn) Send(f transport.Frame) error {
 		f.Sent()
 		f.Payload, f.Sent = p, nil
 	}
-	t := c.net.send(c.rank, c.peer, len(f.Payload), c.openAt)
+	t := c.net.send(c.me(), c.peer(), len(f.Payload), c.openAt)
 	at := max(t.arrival, c.lastArrival)
 	c.lastArrival = at
 	if c.net.onFrame != nil {
-		c.net.onFrame(c.rank, c.peer, len(f.Payload), c.net.loop.Elapsed(), at)
+		c.net.onFrame(c.me(), c.peer(), len(f.Payload), c.net.loop.Elapsed(), at)
 	}
 	other := c.other
 	c.net.loop.At(at, func() { other.arrive(f, t.corrupt) })
@@ -82,8 +88,8 @@ func (c *conn) arrive(f transport.Frame, corrupt bool) {
 	if c.err != nil || c.shut || corrupt {
 		transport.PutBuffer(f.Payload)
 		if corrupt && c.err == nil && !c.shut {
-			c.fail(fmt.Errorf("simulation: frame from rank %d: %w", c.peer, errChecksum))
-			c.other.resetAfterInFlight(fmt.Errorf("simulation: rank %d reset the connection: %w", c.rank, errDropped))
+			c.fail(fmt.Errorf("simulation: frame from rank %d: %w", c.peer(), errChecksum))
+			c.other.resetAfterInFlight(fmt.Errorf("simulation: rank %d reset the connection: %w", c.me(), errDropped))
 		}
 		return
 	}
@@ -115,8 +121,8 @@ func (c *conn) Close() error {
 	if c.err != nil {
 		return nil
 	}
-	c.fail(fmt.Errorf("simulation: connection rank %d -> %d closed locally: %w", c.rank, c.peer, transport.ErrClosed))
-	c.other.resetAfterInFlight(fmt.Errorf("simulation: connection rank %d -> %d closed by peer: %w", c.other.rank, c.rank, transport.ErrClosed))
+	c.fail(fmt.Errorf("simulation: connection rank %d -> %d closed locally: %w", c.me(), c.peer(), transport.ErrClosed))
+	c.other.resetAfterInFlight(fmt.Errorf("simulation: connection rank %d -> %d closed by peer: %w", c.other.rank, c.me(), transport.ErrClosed))
 	return nil
 }
 
@@ -124,8 +130,8 @@ func (c *conn) Close() error {
 // ends, since the peer may already hold the other one, had it asked for
 // the pair's connection meanwhile.
 func (c *conn) failDial(err error) {
-	c.fail(fmt.Errorf("dial rank %d: %w", c.peer, err))
-	c.other.fail(fmt.Errorf("rank %d dialled, and failed: %w", c.rank, err))
+	c.fail(fmt.Errorf("dial rank %d: %w", c.peer(), err))
+	c.other.fail(fmt.Errorf("rank %d dialled, and failed: %w", c.me(), err))
 }
 
 // resetAfterInFlight fails c once the frames its peer already sent have

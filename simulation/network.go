@@ -171,12 +171,12 @@ func (n *network) connect(comm, rank, peer int) (transport.Conn, error) {
 		}
 		n.redials++
 	}
-	lo := &conn{net: n, rank: key.lo, peer: key.hi}
-	hi := &conn{net: n, rank: key.hi, peer: key.lo, other: lo}
+	lo := &conn{net: n, rank: int32(key.lo)}
+	hi := &conn{net: n, rank: int32(key.hi), other: lo}
 	lo.other = hi
 	n.pairs[key] = lo
-	n.byRank[lo.rank] = append(n.byRank[lo.rank], lo)
-	n.byRank[hi.rank] = append(n.byRank[hi.rank], hi)
+	n.byRank[key.lo] = append(n.byRank[key.lo], lo)
+	n.byRank[key.hi] = append(n.byRank[key.hi], hi)
 	end := n.end(rank, lo)
 	now := n.loop.Elapsed()
 	// A first dial reads the peer's address from the store, which may be
@@ -227,7 +227,7 @@ func (n *network) refusal(rank, peer int, t time.Duration) error {
 // end returns rank's end of the pair lo, now that rank holds it.
 func (n *network) end(rank int, lo *conn) *conn {
 	end := lo
-	if lo.rank != rank {
+	if lo.me() != rank {
 		end = lo.other
 	}
 	end.held = true
@@ -358,7 +358,7 @@ func (n *network) connected(a, b int) bool {
 func (n *network) cut(f *Fault, err error) {
 	for a := range n.byRank {
 		for _, c := range n.byRank[a] {
-			if c.rank < c.peer && c.err == nil && c.other.err == nil && f.touches(c.rank, c.peer) {
+			if c.rank < c.other.rank && c.err == nil && c.other.err == nil && f.touches(c.me(), c.peer()) {
 				c.resetAfterInFlight(err)
 				c.other.resetAfterInFlight(err)
 			}

@@ -57,13 +57,13 @@ type countedConn struct {
 
 func (c countedConn) Send(f transport.Frame) error {
 	if isWindowFrame(f.Header) {
-		c.j.sent[frameKey{c.rank, c.peer, f.Header.Tag, f.Header.Sig}]++
+		c.j.sent[frameKey{c.me(), c.peer(), f.Header.Tag, f.Header.Sig}]++
 	}
 	return c.conn.Send(f)
 }
 
 func (c countedConn) Start(h transport.Handler) {
-	c.conn.Start(countedHandler{h, c.j, c.peer, c.rank})
+	c.conn.Start(countedHandler{h, c.j, c.peer(), c.me()})
 }
 
 type countedHandler struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -146,7 +147,7 @@ func (r *Result) OK() bool { return len(r.Violations) == 0 }
 
 func (c *Config) validate() error {
 	switch {
-	case c.Ranks < 1:
+	case c.Ranks < 1 || c.Ranks > math.MaxInt32:
 		return fmt.Errorf("simulation: %d ranks", c.Ranks)
 	case c.Count < 0:
 		return fmt.Errorf("simulation: count %d", c.Count)
