@@ -17,8 +17,12 @@ import (
 // A delivery can outlive Stop (it was on its way), so the actor asks
 // Fired, on receiving msg, whether it comes from the current arming.
 type Timer struct {
-	rt      *Runtime
-	deliver func()
+	rt *Runtime
+	// pid and msg are what the timer delivers; with no pid, msg is the
+	// function it calls. Kept apart, not bound in a closure: a simulation
+	// keeps millions of timers.
+	pid *actor.PID
+	msg any
 
 	mu    sync.Mutex // the actor against the clock's callbacks
 	gen   uint64     // armings so far
@@ -54,14 +58,14 @@ type Alarm interface{ Ring() }
 
 // NewTimer returns a timer that delivers msg to pid, not yet armed.
 func (rt *Runtime) NewTimer(pid *actor.PID, msg any) *Timer {
-	return rt.NewTimerFunc(func() { rt.system.Root.Send(pid, msg) })
+	return &Timer{rt: rt, pid: pid, msg: msg}
 }
 
 // NewTimerFunc returns a timer that calls f, from the clock's goroutine,
 // not yet armed: f must not block, and its caller asks Fired, as an
 // actor would on receiving the message.
 func (rt *Runtime) NewTimerFunc(f func()) *Timer {
-	return &Timer{rt: rt, deliver: f}
+	return &Timer{rt: rt, msg: f}
 }
 
 // Arm stops the timer and arms it to deliver its message after d.
@@ -144,4 +148,13 @@ func (t *Timer) fire(gen uint64) {
 	if send {
 		t.deliver()
 	}
+}
+
+// deliver sends the timer's message, or calls its function.
+func (t *Timer) deliver() {
+	if t.pid == nil {
+		t.msg.(func())()
+		return
+	}
+	t.rt.system.Root.Send(t.pid, t.msg)
 }
