@@ -31,6 +31,28 @@ type agreement struct {
 	done func(agree.Value, error) // nil once called
 }
 
+// agreements is what a rank keeps of its agreements: the latest and the
+// one before it, what they have yet to send, and the messages of ones it
+// has not started. Made on the first, since most ranks of a simulation
+// never agree.
+type agreements struct {
+	started  uint64 // agreements started, which numbers the next
+	latest   *agreement
+	prev     *agreement
+	out      []agreeMsg
+	flushing bool
+	early    map[uint64][]agree.Msg
+	watched  map[int]bool // peers whose links watch them for the agreement
+}
+
+// agreeState returns the rank's agreements, made on first use.
+func (r *rankActor) agreeState() *agreements {
+	if r.agrees == nil {
+		r.agrees = &agreements{}
+	}
+	return r.agrees
+}
+
 // agreeMsg is a message an agreement has yet to send.
 type agreeMsg struct {
 	a *agreement
@@ -38,25 +60,26 @@ type agreeMsg struct {
 }
 
 // agreeQueue adds what agreement a sends to what the rank has yet to send.
-func (r *rankActor) agreeQueue(a *agreement, ms []agree.Msg) {
+func (g *agreements) queue(a *agreement, ms []agree.Msg) {
 	for _, m := range ms {
-		r.agreeOut = append(r.agreeOut, agreeMsg{a, m})
+		g.out = append(g.out, agreeMsg{a, m})
 	}
 }
 
 func (r *rankActor) startAgree(ctx actor.Context, m *Agree) {
-	seq := r.agreeSeq
-	r.agreeSeq++
+	g := r.agreeState()
+	seq := g.started
+	g.started++
 	node, out := agree.New(r.cfg.Rank, r.cfg.Size, m.Flags, r.failedRanks())
-	r.agreePrev = r.agreement
-	r.agreement = &agreement{seq: seq, node: node, done: m.Done}
-	r.agreeQueue(r.agreement, out)
-	for _, early := range r.agreeEarly[seq] {
-		r.agreeQueue(r.agreement, node.Receive(early))
+	g.prev = g.latest
+	g.latest = &agreement{seq: seq, node: node, done: m.Done}
+	g.queue(g.latest, out)
+	for _, early := range g.early[seq] {
+		g.queue(g.latest, node.Receive(early))
 	}
-	for s := range r.agreeEarly {
+	for s := range g.early {
 		if s <= seq {
-			delete(r.agreeEarly, s)
+			delete(g.early, s)
 		}
 	}
 	r.agreeFlush(ctx)
@@ -69,18 +92,19 @@ func (r *rankActor) agreeFrame(ctx actor.Context, peer int, seq uint64, payload 
 		r.rt.Logger.Warn("malformed agreement message", "peer", peer, "err", err)
 		return
 	}
-	switch a, prev := r.agreement, r.agreePrev; {
+	g := r.agreeState()
+	switch a, prev := g.latest, g.prev; {
 	case a != nil && a.seq == seq:
-		r.agreeQueue(a, a.node.Receive(m))
+		g.queue(a, a.node.Receive(m))
 		r.agreeFlush(ctx)
 	case prev != nil && prev.seq == seq:
-		r.agreeQueue(prev, prev.node.Receive(m))
+		g.queue(prev, prev.node.Receive(m))
 		r.agreeFlush(ctx)
-	case seq >= r.agreeSeq:
-		if r.agreeEarly == nil {
-			r.agreeEarly = map[uint64][]agree.Msg{}
+	case seq >= g.started:
+		if g.early == nil {
+			g.early = map[uint64][]agree.Msg{}
 		}
-		r.agreeEarly[seq] = append(r.agreeEarly[seq], m) // this rank has yet to call it
+		g.early[seq] = append(g.early[seq], m) // this rank has yet to call it
 	}
 }
 
@@ -110,12 +134,14 @@ func (r *rankActor) markFailed(ctx actor.Context, peer int, why error) {
 	if r.cfg.PeerFailed != nil {
 		r.cfg.PeerFailed(peer)
 	}
-	for _, a := range []*agreement{r.agreePrev, r.agreement} {
-		if a != nil {
-			r.agreeQueue(a, a.node.Fail(peer))
+	if g := r.agrees; g != nil {
+		for _, a := range []*agreement{g.prev, g.latest} {
+			if a != nil {
+				g.queue(a, a.node.Fail(peer))
+			}
 		}
+		r.agreeFlush(ctx)
 	}
-	r.agreeFlush(ctx)
 }
 
 // agreeFlush sends what the agreement has to send, feeding its messages
@@ -123,23 +149,24 @@ func (r *rankActor) markFailed(ctx actor.Context, peer int, why error) {
 // Connecting to a peer may find it failed, which feeds the agreement
 // more: a flush under way takes that too.
 func (r *rankActor) agreeFlush(ctx actor.Context) {
-	a := r.agreement
-	if a == nil || r.agreeFlushing {
+	g := r.agrees
+	if g == nil || g.latest == nil || g.flushing {
 		return
 	}
-	r.agreeFlushing = true
-	for len(r.agreeOut) > 0 {
-		out := r.agreeOut[0]
-		r.agreeOut = r.agreeOut[1:]
+	a := g.latest
+	g.flushing = true
+	for len(g.out) > 0 {
+		out := g.out[0]
+		g.out = g.out[1:]
 		if out.m.To == r.cfg.Rank {
-			r.agreeQueue(out.a, out.a.node.Receive(out.m))
+			g.queue(out.a, out.a.node.Receive(out.m))
 			continue
 		}
 		if l, err := r.connect(ctx, out.m.To); err == nil {
 			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, out.a.seq, collective.ControlAgree, agree.Encode(out.m)))
 		}
 	}
-	r.agreeFlushing = false
+	g.flushing = false
 	r.agreeWatch(ctx, a.node.WaitingOn())
 	if v, ok := a.node.Decided(); ok && a.done != nil {
 		done := a.done
@@ -150,7 +177,8 @@ func (r *rankActor) agreeFlush(ctx actor.Context) {
 
 // abortAgreement fails an agreement still waiting to decide.
 func (r *rankActor) abortAgreement(err error) {
-	if a := r.agreement; a != nil && a.done != nil {
+	if g := r.agrees; g != nil && g.latest != nil && g.latest.done != nil {
+		a := g.latest
 		done := a.done
 		a.done = nil
 		done(agree.Value{}, err)
@@ -161,23 +189,24 @@ func (r *rankActor) abortAgreement(err error) {
 // and the others stop: a rank that fails silently, or before this one
 // ever talked to it, is found, and the agreement goes on without it.
 func (r *rankActor) agreeWatch(ctx actor.Context, peers []int) {
-	for p := range r.agreeWatched {
+	g := r.agreeState()
+	for p := range g.watched {
 		if !slices.Contains(peers, p) {
-			delete(r.agreeWatched, p)
+			delete(g.watched, p)
 			if l := r.links.of(p); l != nil {
 				ctx.Send(l.pid, &link.Watch{On: false})
 			}
 		}
 	}
 	for _, p := range peers {
-		if r.agreeWatched[p] || r.failed[p] {
+		if g.watched[p] || r.failed[p] {
 			continue
 		}
 		if l, err := r.connect(ctx, p); err == nil {
-			if r.agreeWatched == nil {
-				r.agreeWatched = map[int]bool{}
+			if g.watched == nil {
+				g.watched = map[int]bool{}
 			}
-			r.agreeWatched[p] = true
+			g.watched[p] = true
 			ctx.Send(l.pid, &link.Watch{On: true})
 		}
 	}

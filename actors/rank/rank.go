@@ -146,17 +146,9 @@ type rankActor struct {
 	probes []pendingProbe
 
 	// failed marks the peers this rank knows failed or left, for
-	// agreements; agreement is the latest one, agreePrev the one before,
-	// agreeOut what they have yet to send, agreeEarly the messages of
-	// ones this rank has not started.
-	failed        map[int]bool
-	agreeSeq      uint64
-	agreement     *agreement
-	agreePrev     *agreement
-	agreeOut      []agreeMsg
-	agreeFlushing bool
-	agreeEarly    map[uint64][]agree.Msg
-	agreeWatched  map[int]bool // peers whose links watch them for the agreement
+	// agreements, whose state agrees keeps: nil until the first.
+	failed map[int]bool
+	agrees *agreements
 
 	windows []openWindow
 
