@@ -296,22 +296,20 @@ func (n *native) Cancel(seq uint64, err error) {
 }
 
 // room holds an operation's request and what it points to, so that
-// issuing one allocates once, and reusing it not at all.
+// reusing it allocates nothing. Its lists are made on first use, not
+// held inline: a simulation keeps a room for each of a million ranks,
+// which run collectives only.
 type room struct {
 	req    collective.Request
 	submit rank.Submit
 	// in and out hold the blocks of In and Out, kept with their capacity
-	// across uses; they start in one, room for a tensor each.
+	// across uses; they start with room for a tensor each.
 	in, out [][]byte
-	one     [2][]byte
 	// msgs and wire hold a point-to-point operation's message shapes
-	// and identities, kept with their capacity; they start in oneMsg
-	// and oneWire.
-	msgs    []collective.Message
-	wire    []collective.P2PMessage
-	oneWire [1]collective.P2PMessage
-	oneMsg  [1]collective.Message
-	planes  []*link.Plane // a collective's that runs off the actors
+	// and identities, kept with their capacity.
+	msgs   []collective.Message
+	wire   []collective.P2PMessage
+	planes []*link.Plane // a collective's that runs off the actors
 }
 
 // Clear empties o for reuse, keeping no tensor or completion alive.
@@ -320,8 +318,8 @@ func (o *room) Clear() {
 	o.submit = rank.Submit{}
 	clear(o.in)
 	clear(o.out)
-	o.in, o.out, o.one = o.in[:0], o.out[:0], [2][]byte{} // one may hold what in or out had before growing
-	o.msgs, o.wire = o.msgs[:0], o.wire[:0]               // hold no pointers
+	o.in, o.out = o.in[:0], o.out[:0]
+	o.msgs, o.wire = o.msgs[:0], o.wire[:0] // hold no pointers
 	clear(o.planes)
 	o.planes = o.planes[:0]
 }
@@ -335,7 +333,7 @@ func (n *native) request(op *backend.Op, done backend.Completion, o *room) (*col
 		Completion: done, Phantom: n.cfg.Device == tensor.Meta, Memory: &n.mem,
 	}
 	if o.in == nil {
-		o.in, o.out = o.one[:0:1], o.one[1:1:2]
+		o.in, o.out = make([][]byte, 0, 1), make([][]byte, 0, 1)
 	}
 	o.in, o.out = tensorBytes(o.in[:0], op.Inputs), tensorBytes(o.out[:0], op.Outputs)
 	req.In, req.Out = o.in, o.out
@@ -372,9 +370,6 @@ func (n *native) request(op *backend.Op, done backend.Completion, o *room) (*col
 // message i reads or writes block i, so a batch may mix dtypes. Its
 // lists go in o's room; request has emptied In and Out there.
 func (n *native) p2pRequest(op *backend.Op, req *collective.Request, o *room) {
-	if o.wire == nil {
-		o.msgs, o.wire = o.oneMsg[:0], o.oneWire[:0]
-	}
 	for _, m := range op.P2P {
 		data := m.Tensor.Bytes()
 		o.in, o.out = append(o.in, data), append(o.out, data)
