@@ -59,7 +59,7 @@ func (p *SendPool) Get(f transport.Frame) *Send {
 // recycle gives m back to its pool, if it came from one.
 func (m *Send) recycle() {
 	if p := m.pool; p != nil {
-		m.Frame, m.out.frame = transport.Frame{}, transport.Frame{}
+		m.Frame = transport.Frame{}
 		p.free.put(m)
 	}
 }
@@ -486,7 +486,7 @@ func (l *linkActor) flush() {
 		}
 		l.askedRoom = false
 		l.out.transmitting(of)
-		f := of.frame
+		f := of.msg.Frame
 		h := f.Header
 		if of.lent() {
 			h.Kind |= askAck // the operation waits for its payload back

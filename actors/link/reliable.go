@@ -63,23 +63,23 @@ var (
 
 // lent reports whether the operation that sent the frame waits for it
 // back: until the peer acknowledges it, the link watches the peer.
-func (o *outFrame) lent() bool { return o.frame.Sent != nil }
+func (o *outFrame) lent() bool { return o.msg.Frame.Sent != nil }
 
 // outFrame is a data frame kept until the peer acknowledges it, so that
 // it can be sent again on a new connection. It lives in the Send message
-// that brought the frame.
+// that brought the frame, whose Frame, as the operation handed it, is the
+// one kept: its Sent is the operation's, for a lent payload.
 type outFrame struct {
-	frame transport.Frame // as the operation handed it: Sent is the operation's, for a lent payload
-	refs  atomic.Int32    // the retransmit buffer's hold, plus one per transport still reading the payload
-	sent  func()          // release, made once per message: the transport's Sent for every copy it is lent
-	msg   *Send
+	refs atomic.Int32 // the retransmit buffer's hold, plus one per transport still reading the payload
+	sent func()       // release, made once per message: the transport's Sent for every copy it is lent
+	msg  *Send
 }
 
 // release drops one hold; the last gives the payload back to the
 // operation (lent) or to the pool (owned), and the message to its pool.
 func (o *outFrame) release() {
 	if o.refs.Add(-1) == 0 {
-		transport.Release(o.frame)
+		transport.Release(o.msg.Frame)
 		o.msg.recycle()
 	}
 }
@@ -107,7 +107,7 @@ func (o *outbound) add(f transport.Frame) { o.addSend(&Send{Frame: f}) }
 func (o *outbound) addSend(m *Send) {
 	o.next++
 	of := &m.out
-	of.frame, of.msg = m.Frame, m
+	of.msg = m
 	of.refs.Store(1)
 	if of.sent == nil {
 		of.sent = of.release
@@ -136,7 +136,7 @@ func (o *outbound) ack(n uint64) error {
 	clear(o.unacked[len(o.unacked) : len(o.unacked)+drop])
 	for i, of := range acked {
 		if i < o.transmitted {
-			o.wire -= len(of.frame.Payload)
+			o.wire -= len(of.msg.Frame.Payload)
 		}
 		if of.lent() {
 			o.lent--
@@ -176,7 +176,7 @@ func (o *outbound) pending() (*outFrame, bool) {
 		return nil, false
 	}
 	of := o.unacked[o.transmitted]
-	if o.wire > 0 && o.wire+len(of.frame.Payload) > Window {
+	if o.wire > 0 && o.wire+len(of.msg.Frame.Payload) > Window {
 		return nil, false
 	}
 	return of, true
@@ -188,7 +188,7 @@ func (o *outbound) stalled() bool { return o != nil && o.transmitted < len(o.una
 // transmitting records that pending's frame goes to the connection.
 func (o *outbound) transmitting(of *outFrame) {
 	o.transmitted++
-	o.wire += len(of.frame.Payload)
+	o.wire += len(of.msg.Frame.Payload)
 	of.refs.Add(1)
 }
 

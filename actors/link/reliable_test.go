@@ -77,7 +77,7 @@ func TestOutboundKeepsAndReleases(t *testing.T) {
 					lent++
 				}
 				if k < o.transmitted {
-					wire += len(of.frame.Payload)
+					wire += len(of.msg.Frame.Payload)
 				}
 			}
 			if lent != o.lent || wire != o.wire || len(o.unacked) != int(o.next-o.acked) {
