@@ -1,7 +1,6 @@
 package rank
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -110,7 +109,13 @@ func (r *rankActor) agreeFrame(ctx actor.Context, peer int, seq uint64, payload 
 
 // failedRanks lists the peers this rank knows have failed or left.
 func (r *rankActor) failedRanks() []int {
-	return slices.Sorted(maps.Keys(r.failed))
+	return slices.Clone(r.failed)
+}
+
+// knowsFailed reports whether this rank knows peer failed or left.
+func (r *rankActor) knowsFailed(peer int) bool {
+	_, ok := slices.BinarySearch(r.failed, peer)
+	return ok
 }
 
 // markFailed records that peer failed, or left, and tells the agreement.
@@ -119,7 +124,7 @@ func (r *rankActor) failedRanks() []int {
 // said goodbye, or any peer once this rank closes or aborts, only ends
 // its connection.
 func (r *rankActor) markFailed(ctx actor.Context, peer int, why error) {
-	if peer < 0 || peer >= r.cfg.Size || peer == r.cfg.Rank || r.failed[peer] {
+	if peer < 0 || peer >= r.cfg.Size || peer == r.cfg.Rank || r.knowsFailed(peer) {
 		return
 	}
 	if s := &r.sequencer; slices.Contains(s.left, peer) || s.closing || s.aborted != nil {
@@ -127,10 +132,8 @@ func (r *rankActor) markFailed(ctx actor.Context, peer int, why error) {
 	} else {
 		r.rt.Logger.Warn("peer failed", "peer", peer, "err", why)
 	}
-	if r.failed == nil {
-		r.failed = map[int]bool{} // made on the first failure: most ranks never see one
-	}
-	r.failed[peer] = true
+	i, _ := slices.BinarySearch(r.failed, peer)
+	r.failed = slices.Insert(r.failed, i, peer)
 	if r.cfg.PeerFailed != nil {
 		r.cfg.PeerFailed(peer)
 	}
@@ -199,7 +202,7 @@ func (r *rankActor) agreeWatch(ctx actor.Context, peers []int) {
 		}
 	}
 	for _, p := range peers {
-		if g.watched[p] || r.failed[p] {
+		if g.watched[p] || r.knowsFailed(p) {
 			continue
 		}
 		if l, err := r.connect(ctx, p); err == nil {

@@ -145,9 +145,11 @@ type rankActor struct {
 	// Probes handed to the running collective and not yet answered.
 	probes []pendingProbe
 
-	// failed marks the peers this rank knows failed or left, for
-	// agreements, whose state agrees keeps: nil until the first.
-	failed map[int]bool
+	// failed lists, sorted, the peers this rank knows failed or left,
+	// for agreements, whose state agrees keeps: nil until the first. A
+	// list, not a set: a rank learns of few, and a simulation keeps a
+	// million ranks that each learned of one.
+	failed []int
 	agrees *agreements
 
 	windows []openWindow
