@@ -602,3 +602,45 @@ func TestSplitsReuseConnections(t *testing.T) {
 		return nil
 	}, gocomms.WithNetwork(nw))
 }
+
+// TestEmptyPointToPoint issues batches in which rank 1's messages are
+// all empty and the others' are not: rank 1's batch is point-to-point
+// messages too, not a collective, which would number itself among the
+// collectives on rank 1 alone, and the all-reduces between them pair on
+// every rank.
+func TestEmptyPointToPoint(t *testing.T) {
+	const ranks = 3
+	local(t, ranks, func(ctx context.Context, c *gocomms.Comm) error {
+		r := c.Rank()
+		for i := range 3 {
+			b := c.NewBatch()
+			got := make([]int32, ranks)
+			for q := range ranks {
+				if q == r {
+					continue
+				}
+				n := 1
+				if q == 1 || r == 1 {
+					n = 0
+				}
+				b.Send(gocomms.FromSlice([]int32{int32(10*r + i)}[:n]), q).Recv(gocomms.FromSlice(got[q:q+n]), q)
+			}
+			if err := b.Issue(ctx); err != nil {
+				return err
+			}
+			if r != 1 {
+				if q := 2 - r; got[q] != int32(10*q+i) {
+					return fmt.Errorf("rank %d, round %d: received %d from rank %d, want %d", r, i, got[q], q, 10*q+i)
+				}
+			}
+			x := gocomms.FromSlice([]int32{int32(r)})
+			if err := c.AllReduce(ctx, x, gocomms.Sum); err != nil {
+				return err
+			}
+			if got := x.Int64At(0); got != 0+1+2 {
+				return fmt.Errorf("rank %d, round %d: all-reduce gave %d, want 3", r, i, got)
+			}
+		}
+		return nil
+	}, gocomms.WithTimeout(10*time.Second))
+}

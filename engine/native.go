@@ -370,6 +370,11 @@ func (n *native) request(op *backend.Op, done backend.Completion, o *room) (*col
 // message i reads or writes block i, so a batch may mix dtypes. Its
 // lists go in o's room; request has emptied In and Out there.
 func (n *native) p2pRequest(op *backend.Op, req *collective.Request, o *room) {
+	if o.wire == nil {
+		// Non-nil even when no message carries bytes: P2P set is what
+		// marks the request point-to-point.
+		o.msgs, o.wire = make([]collective.Message, 0, 1), make([]collective.P2PMessage, 0, 1)
+	}
 	for _, m := range op.P2P {
 		data := m.Tensor.Bytes()
 		o.in, o.out = append(o.in, data), append(o.out, data)
