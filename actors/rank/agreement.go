@@ -58,7 +58,7 @@ type agreeMsg struct {
 	m agree.Msg
 }
 
-// agreeQueue adds what agreement a sends to what the rank has yet to send.
+// queue adds what agreement a sends to what the rank has yet to send.
 func (g *agreements) queue(a *agreement, ms []agree.Msg) {
 	for _, m := range ms {
 		g.out = append(g.out, agreeMsg{a, m})
