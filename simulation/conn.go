@@ -122,7 +122,7 @@ func (c *conn) Close() error {
 		return nil
 	}
 	c.fail(fmt.Errorf("simulation: connection rank %d -> %d closed locally: %w", c.me(), c.peer(), transport.ErrClosed))
-	c.other.resetAfterInFlight(fmt.Errorf("simulation: connection rank %d -> %d closed by peer: %w", c.other.rank, c.me(), transport.ErrClosed))
+	c.other.resetAfterInFlight(fmt.Errorf("simulation: connection rank %d -> %d closed by peer: %w", c.peer(), c.me(), transport.ErrClosed))
 	return nil
 }
 

@@ -232,7 +232,7 @@ type peerFrames struct{ peer, frames int }
 // runner. An array that grows leaves the messages sent from the old one
 // alone.
 func (c *runner) toLink(ctx actor.Context, peer int, key link.Key, frames int, on bool) {
-	l, _ := c.req.link(peer)
+	l := c.req.link(peer)
 	if !on {
 		ctx.Send(l, &link.Unroute{Key: key})
 		return

@@ -255,11 +255,10 @@ func (r *Request) plane(peer int) *link.Plane {
 	return r.Planes[i]
 }
 
-// link returns the link actor to peer, one of Peers, and whether its
-// connection borrows large payloads.
-func (r *Request) link(peer int) (*actor.PID, bool) {
+// link returns the link actor to peer, one of Peers.
+func (r *Request) link(peer int) *actor.PID {
 	i, _ := r.peerIndex(peer)
-	return r.Links[i], r.Lend[i]
+	return r.Links[i]
 }
 
 // builders are the Builders Plan reuses: one per goroutine planning at

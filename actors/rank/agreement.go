@@ -124,7 +124,8 @@ func (r *rankActor) knowsFailed(peer int) bool {
 // said goodbye, or any peer once this rank closes or aborts, only ends
 // its connection.
 func (r *rankActor) markFailed(ctx actor.Context, peer int, why error) {
-	if peer < 0 || peer >= r.cfg.Size || peer == r.cfg.Rank || r.knowsFailed(peer) {
+	at, known := slices.BinarySearch(r.failed, peer)
+	if peer < 0 || peer >= r.cfg.Size || peer == r.cfg.Rank || known {
 		return
 	}
 	if s := &r.sequencer; slices.Contains(s.left, peer) || s.closing || s.aborted != nil {
@@ -132,8 +133,7 @@ func (r *rankActor) markFailed(ctx actor.Context, peer int, why error) {
 	} else {
 		r.rt.Logger.Warn("peer failed", "peer", peer, "err", why)
 	}
-	i, _ := slices.BinarySearch(r.failed, peer)
-	r.failed = slices.Insert(r.failed, i, peer)
+	r.failed = slices.Insert(r.failed, at, peer)
 	if r.cfg.PeerFailed != nil {
 		r.cfg.PeerFailed(peer)
 	}
