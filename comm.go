@@ -61,6 +61,10 @@ type Comm struct {
 
 	recMu   sync.Mutex
 	records []*opRecord // free, for blocking calls over one tensor
+	// rooms are free rooms of the Pooled backend, which async calls'
+	// records take and give back once the backend let go of them: their
+	// records live on with the Work the caller holds.
+	rooms []backend.Room
 
 	flight  *FlightRecorder
 	files   flightFiles
@@ -300,16 +304,49 @@ type opRecord struct {
 	holds atomic.Int32 // of a pooled Work: the caller and the backend
 }
 
-// roomFor returns r's room for p, made on first use; a new one without r.
+// roomFor returns r's room for p: a free one of the communicator's, or
+// one made, on first use; a new one without r.
 func (r *opRecord) roomFor(p backend.Pooled) backend.Room {
 	if r == nil {
 		return p.NewRoom()
 	}
 	if r.room == nil {
-		r.room = p.NewRoom()
+		c := r.comm
+		c.recMu.Lock()
+		if n := len(c.rooms); n > 0 {
+			r.room = c.rooms[n-1]
+			c.rooms[n-1] = nil
+			c.rooms = c.rooms[:n-1]
+		}
+		c.recMu.Unlock()
+		if r.room == nil {
+			r.room = p.NewRoom()
+		}
 	}
 	return r.room
 }
+
+// giveRoom gives the communicator r's room, which the backend let go of,
+// for another record: r's Work, which the caller may hold on to, keeps
+// the record.
+func (r *opRecord) giveRoom() {
+	room := r.room
+	if room == nil {
+		return
+	}
+	r.room = nil
+	room.Clear()
+	c := r.comm
+	c.recMu.Lock()
+	if len(c.rooms) < roomsKept {
+		c.rooms = append(c.rooms, room)
+	}
+	c.recMu.Unlock()
+}
+
+// roomsKept bounds the free rooms a communicator keeps: as many as async
+// calls a loop keeps in flight, within reason.
+const roomsKept = 64
 
 // recordsKept bounds the free records a communicator keeps: one per
 // goroutine calling at once.

@@ -375,9 +375,13 @@ func (c completion) Finished(err error) {
 func (c completion) Queued(end *cuda.Event) { c.w.queue(end) }
 
 // Released is a Pooled backend's word that it let go of the operation's
-// room, which a pooled Work's record holds.
+// room, which the Work's record holds: a pooled Work's record is free
+// once its caller is done too; any other's room is free now.
 func (c completion) Released() {
-	if c.w.pooled {
+	switch {
+	case c.w.pooled:
 		c.w.rec.release()
+	case c.w.rec != nil:
+		c.w.rec.giveRoom()
 	}
 }

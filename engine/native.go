@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -102,7 +103,7 @@ func startNative(cfg *backend.Config, m *mesh) *native {
 	n := &native{cfg: cfg, commID: m.id, mesh: m, yieldAfter: yieldsAfter(cfg)}
 	if cfg.Device != tensor.Meta { // a phantom collective moves no bytes to move off the actors
 		n.lease = rank.NewLease(rt)
-		n.direct, n.giveBack = n.lease.Direct(), func() { n.lease.Release(true) }
+		n.direct, n.giveBack = n.lease.Direct(), n.lease.Release
 	}
 	n.pid = rank.Spawn(rt, rank.Config{
 		Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn, PeerFailed: m.peerFailed,
@@ -148,22 +149,44 @@ func (n *native) IssueIn(op *backend.Op, done backend.Completion, r backend.Room
 
 // runDirect runs req off the actors if it is a collective, the rank lends
 // its turn, and every peer's connection carries direct frames: it
-// reports whether it did.
+// reports whether it did. It runs after the collectives that hold the
+// turn already.
 func (n *native) runDirect(req *collective.Request, o *room) bool {
 	if req.P2P != nil || req.Phantom || n.lease == nil {
 		return false
 	}
-	collSeq, ok := n.lease.Acquire()
+	var ok bool
+	if o.planes, ok = n.lease.Planes(req.Peers(), o.planes[:0]); !ok {
+		return false
+	}
+	collSeq, first, ok := n.lease.Acquire()
 	if !ok {
 		return false
 	}
-	if o.planes, ok = n.lease.Planes(req.Peers(), o.planes[:0]); !ok {
-		n.lease.Release(false)
-		return false
-	}
 	req.CollSeq = collSeq
-	n.direct.Start(req, o.planes, n.giveBack)
+	n.direct.Start(req, o.planes, first, n.giveBack)
+	if !first {
+		n.progress(req.Seq)
+	}
 	return true
+}
+
+// progress polls once the connections of the collective that runs off
+// the actors ahead of operation seq, which an async call queued behind
+// it: the issuing goroutine moves the queue on, as Open MPI's calls
+// progress its requests, rather than leave it to the transports'
+// goroutines, which would compete with it for the cores.
+func (n *native) progress(seq uint64) {
+	var room [8]transport.Poller
+	pollers, _ := n.direct.Pollers(seq, room[:0])
+	for _, p := range pollers {
+		p.Polling(true)
+		p.Poll()
+		p.Paused()
+	}
+	if len(pollers) > 0 {
+		n.lease.Paused()
+	}
 }
 
 // Alloc returns a zeroed tensor in memory registered with the
@@ -200,30 +223,47 @@ func (n *native) DirectOps() uint64 {
 	return n.direct.Ran()
 }
 
-// Spin waits on the caller's goroutine for operation seq while it runs
-// off the actors, until spinFor passes without a frame, polling the connections its frames
-// come on where they can be polled (transport.Poller): its end then
-// needs no wake-up, and where the caller polls, its frames no transport
-// goroutine.
+// Spin waits on the caller's goroutine for operation seq while it is off
+// the actors (running, or queued behind others that run first), until
+// spinFor passes without a frame, polling the connections the running
+// operation's frames come on where they can be polled
+// (transport.Poller): its end then needs no wake-up, and where the
+// caller polls, its frames no transport goroutine. The operations before
+// it end, and the next start, on this goroutine.
 func (n *native) Spin(seq uint64) {
 	if n.direct == nil {
 		return
 	}
-	if !n.direct.Runs(seq) {
+	if !n.direct.Holds(seq) {
 		// Its start may still wait among the events another goroutine
 		// handles: its timeout, which only a Park arms, must start all
 		// the same. A Park for an operation not run here does nothing.
 		n.direct.Park(seq)
 		return
 	}
-	var room [8]transport.Poller
-	pollers := n.direct.Pollers(seq, room[:0])
+	var room, next [8]transport.Poller
+	pollers, running := n.direct.Pollers(seq, room[:0])
 	for _, p := range pollers {
 		p.Polling(true)
 	}
 	var deadline time.Time // read once the operation outlasts a few polls
 	idle := 0              // polls in a row that took nothing
-	for i := 1; n.direct.Runs(seq); i++ {
+	for i := 1; n.direct.Holds(seq); i++ {
+		if r := n.direct.Running(); r != running && r != 0 {
+			// The next operation runs: poll its connections. (Between two,
+			// none runs: keep polling the last one's, the likely next.)
+			var now []transport.Poller
+			now, running = n.direct.Pollers(seq, next[:0])
+			if !slices.Equal(now, pollers) {
+				for _, p := range pollers {
+					p.Paused()
+				}
+				for _, p := range now {
+					p.Polling(true)
+				}
+				pollers = append(room[:0], now...)
+			}
+		}
 		moved := false
 		for _, p := range pollers {
 			moved = p.Poll() || moved
@@ -247,7 +287,7 @@ func (n *native) Spin(seq uint64) {
 			runtime.Gosched()
 		}
 	}
-	done := !n.direct.Runs(seq)
+	done := !n.direct.Holds(seq)
 	if !done {
 		n.direct.Park(seq)
 	}

@@ -19,11 +19,16 @@ import (
 // the rank lends it its turn (see rank.Lease): on the goroutine that issues
 // one, then on whichever goroutine brings what it waits for — a
 // transport's, delivering a frame to a plane; the clock's, for its
-// timeout. It is an actor without a goroutine of its own: the events of
-// its operation queue, and whoever posts one while nobody handles them
-// handles them all, in order, one at a time, so that a send that delivers
-// at once to a peer in the same process, whose reply comes back on the
-// same goroutine, only queues.
+// timeout; a caller's that waits and polls. It is an actor without a
+// goroutine of its own: the events of its operations queue, and whoever
+// posts one while nobody handles them handles them all, in order, one at
+// a time, so that a send that delivers at once to a peer in the same
+// process, whose reply comes back on the same goroutine, only queues.
+//
+// Collectives issued while one runs here queue behind it, numbered in
+// issue order, and each starts as the one before it ends, on whichever
+// goroutine ended that: an async loop runs back to back with no mailbox
+// in between, as a stream of NCCL kernels does.
 //
 // Its frames go to the peers' planes and come from them (link.Plane), past
 // the link actors, over lossless connections only. Whatever leaves that
@@ -31,16 +36,8 @@ import (
 // there: a peer's connection that fails or breaks, a mismatched frame, a
 // timeout, a cancel, the rank's word that the communicator broke.
 type Direct struct {
-	rt *actors.Runtime
-	// tell reports the failure of a collective to its peers, through the
-	// rank's links, so that they fail rather than wait.
-	tell func(req *Request, report []byte)
-	// handOver gives an operation that timed out to the actors, which find
-	// out whom it waits for (see Adoption).
-	handOver func(*Adoption)
-	// settle hands the rank a peer's connection that ended after the peer
-	// said goodbye (see Failed).
-	settle func(peer int, err error)
+	rt    *actors.Runtime
+	owner Owner
 
 	mu      sync.Mutex
 	events  fifo.Queue[directEvent]
@@ -48,6 +45,9 @@ type Direct struct {
 
 	// running is Seq+1 of the operation running, 0 between operations.
 	running atomic.Uint64
+	// The operations given to Start whose Seq+1 lie in (ended, last] are
+	// here, running or queued: those between start one after another.
+	last, ended atomic.Uint64
 	// draining says a failed operation's transport still reads some of
 	// its memory: no other may start until it has given it all back.
 	draining atomic.Bool
@@ -60,16 +60,49 @@ type Direct struct {
 
 	// The driver's.
 	execution
-	planes []*link.Plane // of the operation's peers, in Request.Peers order
-	borrow []bool        // whether each plane's connection borrows payloads
-	maps   []bool        // whether each plane's peer may map registered memory
-	early  []transport.Frame
-	timer  *actors.Timer
-	sent   []func() // by step: a lent send's Frame.Sent, made once
-	lent   int      // sends whose region a transport reads
-	reads  int      // registered sends whose memory a peer reads
-	acks   []int    // steps whose peers are to hear their memory was read
-	done   func()   // gives the rank's turn back, before the Work completes
+	queued fifo.Queue[queuedOp] // started after the one running, oldest first
+	// broken fails every operation from the Break on: the communicator
+	// broke, or the rank aborted, for good.
+	broken *Fail
+	// adoption is an operation that timed out, on its way to the rank
+	// once Start has been given every operation numbered behind it.
+	adoption *Adoption
+	planes   []*link.Plane // of the operation's peers, in Request.Peers order
+	borrow   []bool        // whether each plane's connection borrows payloads
+	maps     []bool        // whether each plane's peer may map registered memory
+	early    []transport.Frame
+	timer    *actors.Timer
+	sent     []func() // by step: a lent send's Frame.Sent, made once
+	lent     int      // sends whose region a transport reads
+	reads    int      // registered sends whose memory a peer reads
+	acks     []int    // steps whose peers are to hear their memory was read
+	done     func()   // gives the rank's turn back, before the Work completes
+}
+
+// Owner is the rank whose turn a Direct runs on: it hears what the
+// Direct cannot settle alone. Its methods must not block.
+type Owner interface {
+	// TellFailure reports the failure of req to its peers, through the
+	// rank's links, so that they fail rather than wait.
+	TellFailure(req *Request, report []byte)
+	// Withdraw takes the turn back from Direct, for an operation that
+	// timed out: no other is numbered after the call. It returns the
+	// operations that hold the turn, each of which Start has been, or is
+	// about to be, given.
+	Withdraw() int
+	// HandOver gives an operation that timed out, and those queued behind
+	// it, to the rank, which finds out whom it waits for (see Adoption).
+	HandOver(*Adoption)
+	// Settle hands the rank a peer's connection that ended (see Failed),
+	// for Gone or Break.
+	Settle(peer int, err error)
+}
+
+// queuedOp is an operation given to Start while another ran.
+type queuedOp struct {
+	req    *Request
+	planes []*link.Plane
+	done   func()
 }
 
 type directKind uint8
@@ -103,32 +136,46 @@ type directEvent struct {
 // anySeq fails whichever operation runs.
 const anySeq = ^uint64(0)
 
-// NewDirect returns a Direct whose failures tell peers through tell,
-// whose operations that time out go to handOver, and whose peers'
-// connections that end after a goodbye go to settle, which calls Gone in
-// the order of what the peer sent before.
-func NewDirect(rt *actors.Runtime, tell func(req *Request, report []byte), handOver func(*Adoption), settle func(peer int, err error)) *Direct {
-	d := &Direct{rt: rt, tell: tell, handOver: handOver, settle: settle}
+// NewDirect returns a Direct that runs on owner's turn.
+func NewDirect(rt *actors.Runtime, owner Owner) *Direct {
+	d := &Direct{rt: rt, owner: owner}
 	d.timer = rt.NewTimerFunc(func() { d.post(directEvent{kind: dTimeout}) })
 	return d
 }
 
-// Ready reports whether an operation may start: none is running, and no
-// transport still reads a failed one's memory.
+// Ready reports whether an operation may start at once: none is running,
+// and no transport still reads a failed one's memory.
 func (d *Direct) Ready() bool { return d.running.Load() == 0 && !d.draining.Load() }
 
 // Start runs req, a collective numbered (CollSeq) by the rank's lease,
-// over planes, the planes of req.Peers in order, each Direct. done is
-// called once it ends, before req's Completion is told.
-func (d *Direct) Start(req *Request, planes []*link.Plane, done func()) {
+// over planes, the planes of req.Peers in order, each Direct, once the
+// operations started before it have ended: first says none has not.
+// done is called once it ends, before req's Completion is told.
+func (d *Direct) Start(req *Request, planes []*link.Plane, first bool, done func()) {
+	if first {
+		// Every operation before it has ended, here or on the actors.
+		d.ended.Store(req.Seq)
+		d.poll(req.Seq, planes)
+	} else {
+		// A blocking call's timeout starts when its wait parks, which
+		// may come before it starts here: it starts when the operation
+		// does.
+		req.Parks = false
+	}
+	d.last.Store(req.Seq + 1)
+	d.ran.Add(1)
+	d.post(directEvent{kind: dStart, req: req, planes: planes, done: done})
+}
+
+// poll marks operation seq, over planes, as the one running, for
+// Pollers.
+func (d *Direct) poll(seq uint64, planes []*link.Plane) {
 	n := min(len(planes), maxPolled)
 	for i := range n {
 		d.polled[i].Store(planes[i])
 	}
 	d.npolled.Store(int32(n))
-	d.running.Store(req.Seq + 1)
-	d.ran.Add(1)
-	d.post(directEvent{kind: dStart, req: req, planes: planes, done: done})
+	d.running.Store(seq + 1)
 }
 
 // Ran counts the operations started here.
@@ -144,11 +191,14 @@ func (d *Direct) Failures() uint64 { return d.failed.Load() }
 const maxPolled = 8
 
 // Pollers appends to dst the connections a goroutine waiting for
-// operation seq may poll (link.Plane.Poller), if it runs here.
-func (d *Direct) Pollers(seq uint64, dst []transport.Poller) []transport.Poller {
+// operation seq may poll (link.Plane.Poller), if it is here: those of
+// the operation running, which runs before it, or is it. It returns the
+// Seq+1 of the one running, 0 if none is.
+func (d *Direct) Pollers(seq uint64, dst []transport.Poller) ([]transport.Poller, uint64) {
 	n := int(d.npolled.Load())
-	if !d.Runs(seq) {
-		return dst
+	running := d.running.Load()
+	if running == 0 || !d.Holds(seq) {
+		return dst, 0
 	}
 	for i := range n {
 		if p := d.polled[i].Load(); p != nil {
@@ -157,13 +207,23 @@ func (d *Direct) Pollers(seq uint64, dst []transport.Poller) []transport.Poller 
 			}
 		}
 	}
-	return dst
+	return dst, running
 }
 
 // Runs reports whether the operation numbered seq runs here.
 func (d *Direct) Runs(seq uint64) bool { return d.running.Load() == seq+1 }
 
-// Cancel fails the operation numbered seq with err, if it runs here, and
+// Running returns the Seq+1 of the operation running here, 0 if none is.
+func (d *Direct) Running() uint64 { return d.running.Load() }
+
+// Holds reports whether the operation numbered seq is here and has not
+// ended: it runs, or waits for those before it. (One canceled while it
+// waited may read as held until they end.)
+func (d *Direct) Holds(seq uint64) bool {
+	return d.ended.Load() <= seq && seq < d.last.Load()
+}
+
+// Cancel fails the operation numbered seq with err, if it is here, and
 // tells its peers.
 func (d *Direct) Cancel(seq uint64, err error) {
 	d.post(directEvent{kind: dFail, seq: seq, fail: &Fail{Err: err, Tell: true, Canceled: true}})
@@ -175,13 +235,13 @@ func (d *Direct) Park(seq uint64) {
 	d.post(directEvent{kind: dPark, seq: seq})
 }
 
-// Break fails the operation running here, if any, with err naming ranks:
-// the communicator broke, or the rank aborts.
+// Break fails the operations here, and every one started after, with err
+// naming ranks: the communicator broke, or the rank aborts.
 func (d *Direct) Break(err error, ranks []int) {
 	d.post(directEvent{kind: dFail, seq: anySeq, fail: &Fail{Err: err, Ranks: ranks}})
 }
 
-// Reported fails the operation running here if it is collective collSeq,
+// Reported fails the operation here that is collective collSeq, if any,
 // which a peer reported failed with err; report is passed on.
 func (d *Direct) Reported(collSeq uint64, err error, ranks []int, report []byte) {
 	d.post(directEvent{kind: dFail, seq: anySeq, collSeq: collSeq, reported: true, fail: &Fail{Err: err, Ranks: ranks, Forward: report}})
@@ -192,17 +252,11 @@ func (d *Direct) Deliver(peer int, f transport.Frame) {
 	d.post(directEvent{kind: dFrame, peer: peer, frame: f})
 }
 
-// A connection that ends after the peer said goodbye goes through the
-// rank (settle), after what the peer said before it: its report of a
-// failure, which the rank hands this Direct (Reported) and which must
-// win over the end of the connection it came on.
-func (d *Direct) Failed(peer int, err error) {
-	if left := new(link.PeerLeft); errors.As(err, &left) && d.settle != nil {
-		d.settle(peer, err)
-		return
-	}
-	d.Gone(peer, err)
-}
+// A connection that ends goes through the rank (Owner.Settle), after
+// what the rank heard before it: a peer's report of a failure, which
+// must win over the end of the connection it came on, or the failure of
+// another rank, which may be why this peer went and is the one to name.
+func (d *Direct) Failed(peer int, err error) { d.owner.Settle(peer, err) }
 
 func (d *Direct) Broke(peer int, err error) {
 	d.Failed(peer, fmt.Errorf("the connection broke under a collective run off the actors: %w", err))
@@ -244,11 +298,33 @@ func (d *Direct) post(e directEvent) {
 	}
 }
 
+// handle handles e, then starts the queued operations, one after
+// another, while none runs and no transport reads a failed one's memory,
+// unless they go to the rank with one that timed out.
 func (d *Direct) handle(e directEvent) {
+	d.step(e)
+	if d.adoption != nil {
+		d.handOver()
+		return
+	}
+	for d.req == nil && !d.draining.Load() {
+		op, ok := d.queued.Pop()
+		if !ok {
+			return
+		}
+		if d.broken != nil {
+			d.drop(op, d.broken)
+			continue
+		}
+		d.planes = op.planes
+		d.start(op.req, op.done)
+	}
+}
+
+func (d *Direct) step(e directEvent) {
 	switch e.kind {
 	case dStart:
-		d.planes = e.planes
-		d.start(e.req, e.done)
+		d.queued.Push(queuedOp{req: e.req, planes: e.planes, done: e.done})
 		return
 	case dSent:
 		d.lent--
@@ -260,6 +336,9 @@ func (d *Direct) handle(e directEvent) {
 		}
 		d.ready = d.prog.Complete(e.step, d.ready)
 		d.run()
+		return
+	case dFail:
+		d.fail(e)
 		return
 	}
 	if d.req == nil {
@@ -280,17 +359,65 @@ func (d *Direct) handle(e directEvent) {
 			d.timedOut()
 		}
 	case dPark:
-		// A Park may come after the operation ended, whose request stays.
-		if d.Runs(e.seq) && e.seq == d.req.Seq && d.req.Parks && d.req.Timeout > 0 {
+		// A Park may come after the operation ended.
+		if e.seq == d.req.Seq && d.req.Parks && d.req.Timeout > 0 {
 			d.timer.Arm(d.req.Timeout)
 		}
-	case dFail:
-		switch {
-		case e.reported && e.collSeq != d.req.CollSeq: // about another collective
-		case e.seq == anySeq, e.seq == d.req.Seq:
+	}
+}
+
+// fail ends what a dFail names: the operation e.seq, if here; every one,
+// from now on (anySeq); or the one that is collective e.collSeq, which a
+// peer reported.
+func (d *Direct) fail(e directEvent) {
+	if e.seq == anySeq && !e.reported {
+		d.broken = e.fail
+		if d.req != nil {
 			d.end(e.fail)
 		}
+		for op, ok := d.queued.Pop(); ok; op, ok = d.queued.Pop() {
+			d.drop(op, e.fail)
+		}
+		return
 	}
+	is := func(req *Request) bool {
+		if e.reported {
+			return req.CollSeq == e.collSeq
+		}
+		return req.Seq == e.seq
+	}
+	if d.req != nil && is(d.req) {
+		d.end(e.fail)
+		return
+	}
+	for i := range d.queued.Len() {
+		if op := d.queued.At(i); is(op.req) {
+			d.queued.Remove(i)
+			d.drop(op, e.fail)
+			return
+		}
+	}
+}
+
+// drop ends a queued operation that never started, with f's failure,
+// which its peers hear of if f says to tell them, as end does.
+func (d *Direct) drop(op queuedOp, f *Fail) {
+	req := op.req
+	req.Planes = op.planes
+	if !errors.Is(f.Err, commerr.ErrInvalidArgument) {
+		d.failed.Add(1)
+	}
+	report := f.reportFrom(req.Rank)
+	req.endedHere(false, report)
+	if report != nil {
+		d.owner.TellFailure(req, report)
+	}
+	if d.req == nil && d.queued.Len() == 0 {
+		d.ended.Store(req.Seq + 1) // nothing before it is left here
+	}
+	op.done()
+	req.End(&commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: f.Ranks, Err: f.Err})
+	req.Release()
 }
 
 // readBy reports whether peer still reads a registered send's memory.
@@ -304,6 +431,7 @@ func (d *Direct) readBy(peer int) bool {
 }
 
 func (d *Direct) start(req *Request, done func()) {
+	d.poll(req.Seq, d.planes)
 	req.Planes = d.planes // as the rank's links give them on the actors
 	d.begin(req)
 	d.done = done
@@ -445,8 +573,9 @@ func (d *Direct) sentFunc(i int) func() {
 }
 
 // timedOut hands the operation to the actors, which ask its peers how far
-// they got and name the rank it is stuck on; one whose sends the
-// transport still reads fails here, naming the ranks it waits for.
+// they got and name the rank it is stuck on, with the operations queued
+// behind it, which run there after it. One whose sends the transport
+// still reads fails here instead, naming the ranks it waits for.
 func (d *Direct) timedOut() {
 	if d.lent > 0 || d.reads > 0 {
 		waiting := d.prog.Waiting(nil)
@@ -456,21 +585,42 @@ func (d *Direct) timedOut() {
 	for _, p := range d.planes {
 		p.Detach(d)
 	}
-	a := &Adoption{exec: d.execution}
+	d.adoption = &Adoption{exec: d.execution}
 	d.execution = execution{}
 	d.planes, d.done = nil, nil
 	d.running.Store(0)
-	d.handOver(a)
+}
+
+// handOver gives the rank the operation that timed out and those queued
+// behind it, once Start has been given every one numbered before the
+// turn was withdrawn.
+func (d *Direct) handOver() {
+	if d.owner.Withdraw() != 1+d.queued.Len() {
+		return // the issuers of the rest are in Start: their dStart comes
+	}
+	a := d.adoption
+	d.adoption = nil
+	for op, ok := d.queued.Pop(); ok; op, ok = d.queued.Pop() {
+		a.queued = append(a.queued, op.req)
+	}
+	d.ended.Store(d.last.Load())
+	d.owner.HandOver(a)
 }
 
 // Adoption is an operation that ran off the actors and timed out, on its
 // way to the collective actor, which carries on with it from where it
 // stopped: it holds the operation's execution. The rank's turn comes back
-// with it.
-type Adoption struct{ exec execution }
+// with it, and the operations queued behind it, which have not started.
+type Adoption struct {
+	exec   execution
+	queued []*Request
+}
 
 // Request returns the operation's request.
 func (a *Adoption) Request() *Request { return a.exec.req }
+
+// Queued returns the operations queued behind it, in issue order.
+func (a *Adoption) Queued() []*Request { return a.queued }
 
 // end completes the operation, with nil or f's failure, which its peers
 // hear of if f says to tell them. The rank gets its turn back first, so
@@ -492,7 +642,7 @@ func (d *Direct) end(f *Fail) {
 	var err error
 	if f != nil {
 		if report != nil {
-			d.tell(req, report)
+			d.owner.TellFailure(req, report)
 		}
 		err = &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: f.Ranks, Err: f.Err}
 	}
@@ -506,6 +656,7 @@ func (d *Direct) end(f *Fail) {
 	done := d.done
 	d.done = nil
 	d.running.Store(0)
+	d.ended.Store(req.Seq + 1)
 	done()
 	req.End(err)
 	req.Release()

@@ -15,15 +15,16 @@ import (
 // Lease lends the rank's turn to run collectives to whoever issues one
 // while the rank is idle: the collective then runs on a
 // collective.Direct, on the caller's goroutine and the transports', with
-// no mailbox in between. The rank stays the control plane: it lends only
-// when nothing is queued or running and the communicator is sound, takes
-// its turn back before anything it must order (a submission, a Finalize,
-// a peer's report), and fails the collective running off it when the
-// communicator breaks.
+// no mailbox in between, and so do the collectives issued after it, queued
+// there in issue order, until the rank takes its turn back. The rank
+// stays the control plane: it lends only when nothing is queued or
+// running with it and the communicator is sound, takes its turn back
+// before anything it must order (a submission, a Finalize, a peer's
+// report), and fails the collectives off it when the communicator breaks.
 //
-// Its word packs the sequence number of the next collective with the
-// lending flags, so that taking the turn and numbering the collective
-// are one compare-and-swap.
+// Its word packs the sequence number of the next collective, the count
+// of collectives on Direct and the lending flags, so that taking the turn
+// and numbering the collective are one compare-and-swap.
 type Lease struct {
 	word   atomic.Uint64
 	direct *collective.Direct
@@ -38,30 +39,38 @@ type Lease struct {
 	rt     *actors.Runtime
 }
 
+// The word, from its low bits: the flags, the count of collectives that
+// hold the turn (running or queued on Direct), the next collective's
+// sequence number.
 const (
-	lent   uint64 = 1 << iota // the rank is idle and lends its turn
-	held                      // a collective runs off the rank
-	wanted                    // the rank wants its turn back
-	flags  = 8                // bits the flags take below the sequence number
+	lent       uint64 = 1 << iota // the rank is idle and lends its turn
+	wanted                        // the rank wants its turn back
+	countShift = 2
+	countBits  = 22 // a queue of up to 4 Mi collectives: more go to the rank
+	one        = 1 << countShift
+	countMask  = (1<<countBits - 1) << countShift
+	flags      = countShift + countBits // bits below the sequence number
 )
 
-// Reclaimed tells the rank that the collective that held its turn when it
-// wanted it back has ended.
+// held returns the count of collectives that hold the turn in w.
+func held(w uint64) uint64 { return w & countMask >> countShift }
+
+// Reclaimed tells the rank that the collectives that held its turn when
+// it wanted it back have ended.
 type Reclaimed struct{}
 
 // NewLease returns the lease of a rank that runs on rt: Config.Lease.
 func NewLease(rt *actors.Runtime) *Lease {
 	l := &Lease{rt: rt}
-	l.direct = collective.NewDirect(rt, l.tellFailure,
-		func(a *collective.Adoption) { rt.System().Root.Send(l.rank, a) },
-		func(peer int, err error) { rt.System().Root.Send(l.rank, &peerLeft{peer: peer, err: err}) })
+	l.direct = collective.NewDirect(rt, owner{l})
 	return l
 }
 
-// peerLeft is a connection that ended, after its peer said goodbye, under
-// a collective run off the rank: the rank passes it on (Direct.Gone)
-// after what the peer sent before, which its link handed on first.
-type peerLeft struct {
+// peerLost is a connection that ended under a collective run off the
+// rank: the rank passes it on (Direct.Gone) after what it heard before,
+// which its links handed on first, unless the communicator broke, which
+// is the failure to name.
+type peerLost struct {
 	peer int
 	err  error
 }
@@ -69,16 +78,19 @@ type peerLeft struct {
 // Direct returns what runs the collectives issued while the turn is lent.
 func (l *Lease) Direct() *collective.Direct { return l.direct }
 
-// Acquire takes the rank's turn if it is lent and free, and no
-// submission is on its way to the rank, for a collective to run on
-// Direct: it returns the collective's sequence number. Calls to Acquire
-// and Submitting must not overlap.
-func (l *Lease) Acquire() (uint64, bool) {
+// Acquire takes the rank's turn if it is lent, and no submission is on
+// its way to the rank, for a collective to run on Direct: it returns the
+// collective's sequence number, and whether it is the first that holds
+// the turn, which the others queue behind. Calls to Acquire and
+// Submitting must not overlap.
+func (l *Lease) Acquire() (collSeq uint64, first, ok bool) {
 	w := l.word.Load()
-	if w&(1<<flags-1) != lent || l.submitted.Load() != 0 || !l.direct.Ready() || !l.word.CompareAndSwap(w, w|held) {
-		return 0, false
+	n := held(w)
+	if w&(lent|wanted) != lent || n == countMask>>countShift || l.submitted.Load() != 0 ||
+		n == 0 && !l.direct.Ready() || !l.word.CompareAndSwap(w, w+1<<flags+one) {
+		return 0, false, false
 	}
-	return w >> flags, true
+	return w >> flags, n == 0, true
 }
 
 // Submitting records that a Submit is on its way to the rank: a
@@ -87,21 +99,11 @@ func (l *Lease) Acquire() (uint64, bool) {
 // the two.
 func (l *Lease) Submitting() { l.submitted.Add(1) }
 
-// Release gives the turn back; ran says the collective numbered at
-// Acquire ran, so that the next is numbered after it.
-func (l *Lease) Release(ran bool) {
-	for {
-		w := l.word.Load()
-		next := w &^ held
-		if ran {
-			next += 1 << flags
-		}
-		if l.word.CompareAndSwap(w, next) {
-			if w&wanted != 0 {
-				l.rt.System().Root.Send(l.rank, &Reclaimed{})
-			}
-			return
-		}
+// Release ends a collective's hold on the turn: it ended.
+func (l *Lease) Release() {
+	w := l.word.Add(^uint64(one - 1)) // less one
+	if held(w) == 0 && w&wanted != 0 {
+		l.rt.System().Root.Send(l.rank, &Reclaimed{})
 	}
 }
 
@@ -165,12 +167,12 @@ func (l *Lease) addPlane(p *link.Plane) {
 func (l *Lease) lend(collSeq uint64) { l.word.Store(collSeq<<flags | lent) }
 
 // reclaim takes the turn back: it returns the number of the next
-// collective, or, while a collective holds the turn, reports that a
-// Reclaimed follows once it ends (a Reclaimed may also come after the
+// collective, or, while collectives hold the turn, reports that a
+// Reclaimed follows once they end (a Reclaimed may also come after the
 // turn is back: reclaim tells).
 func (l *Lease) reclaim() (uint64, bool) {
 	w := l.word.Or(wanted)
-	if w&held != 0 {
+	if held(w) != 0 {
 		return 0, false
 	}
 	l.word.Store(w >> flags << flags)
@@ -181,9 +183,22 @@ func (l *Lease) reclaim() (uint64, bool) {
 // and came back to the rank, which runs it now.
 func (l *Lease) adopted() { l.word.Store(0) }
 
-// tellFailure reports, through the rank, that req failed off it.
-func (l *Lease) tellFailure(req *collective.Request, report []byte) {
-	l.rt.System().Root.Send(l.rank, &tellFailure{req: req.CollSeq, peers: slices.Clone(req.Peers()), report: report})
+// owner is the rank as a Direct's collective.Owner.
+type owner struct{ l *Lease }
+
+// TellFailure reports, through the rank, that req failed off it.
+func (o owner) TellFailure(req *collective.Request, report []byte) {
+	o.l.rt.System().Root.Send(o.l.rank, &tellFailure{req: req.CollSeq, peers: slices.Clone(req.Peers()), report: report})
+}
+
+// Withdraw takes the turn back from Direct, whose collective timed out:
+// no other takes it until the rank lends it again.
+func (o owner) Withdraw() int { return int(held(o.l.word.Or(wanted))) }
+
+func (o owner) HandOver(a *collective.Adoption) { o.l.rt.System().Root.Send(o.l.rank, a) }
+
+func (o owner) Settle(peer int, err error) {
+	o.l.rt.System().Root.Send(o.l.rank, &peerLost{peer: peer, err: err})
 }
 
 // tellFailure asks the rank to report that a collective that ran off it

@@ -219,9 +219,20 @@ func (r *rankActor) receive(ctx actor.Context) {
 		}
 	case *collective.Adoption:
 		r.adopting = m
-		r.step(ctx, event{kind: evAdopt, req: m.Request()})
-	case *peerLeft:
-		r.cfg.Lease.direct.Gone(m.peer, m.err)
+		r.step(ctx, event{kind: evAdopt, req: m.Request(), queued: m.Queued()})
+	case *peerLost:
+		switch left := new(link.PeerLeft); {
+		case r.sequencer.usable() != nil:
+			// settleLease fails what runs off the rank, naming why the
+			// communicator broke, as evPeerLost does on the actors.
+		case errors.As(m.err, &left):
+			r.cfg.Lease.direct.Gone(m.peer, m.err)
+		default:
+			// A lossless connection that ended lost what it carried: its
+			// peer failed, and the word spreads before what runs off the
+			// rank fails naming it (settleLease), as when a link fails.
+			r.lost(ctx, event{kind: evPeerFailed, rank: m.peer, err: m.err})
+		}
 	case *tellFailure:
 		for _, peer := range m.peers {
 			if l := r.links.of(peer); l != nil && l.live {

@@ -104,13 +104,16 @@ const (
 	// evReclaimed: the turn is back; seq numbers the next collective.
 	evReclaimed
 	// evAdopt: req, a collective that ran off the rank, timed out and
-	// comes back to run here; the turn comes back with it.
+	// comes back to run here; the turn comes back with it, and queued,
+	// the collectives issued after it off the rank, which start here
+	// after it, before any submitted here.
 	evAdopt
 )
 
 type event struct {
 	kind    eventKind
 	req     *collective.Request
+	queued  []*collective.Request
 	agree   *Agree
 	seq     uint64
 	rank    int
@@ -295,9 +298,11 @@ func (s *sequencer) step(ev event, acts []action) []action {
 	case evAdopt:
 		s.takeTurn(ev.req.CollSeq + 1)
 		s.running = ev.req
+		s.queueFirst(ev.queued)
 		s.emit(action{kind: actAdopt, req: ev.req})
 		if err := s.usable(); err != nil {
 			s.emit(action{kind: actFail, seq: ev.req.Seq, err: err, ranks: s.brokenRanks})
+			s.rejectQueued(err, s.brokenRanks)
 		}
 	case evAgree:
 		// A broken or revoked communicator still agrees: that is how its
@@ -457,6 +462,22 @@ func (s *sequencer) abort(err error) {
 	}
 	s.rejectQueued(err, nil)
 	s.emit(action{kind: actStopLinks})
+}
+
+// queueFirst queues reqs, in order, ahead of those queued already: they
+// were issued first.
+func (s *sequencer) queueFirst(reqs []*collective.Request) {
+	if len(reqs) == 0 {
+		return
+	}
+	var q fifo.Queue[*collective.Request]
+	for _, req := range reqs {
+		q.Push(req)
+	}
+	for req, ok := s.queue.Pop(); ok; req, ok = s.queue.Pop() {
+		q.Push(req)
+	}
+	s.queue = q
 }
 
 func (s *sequencer) rejectQueued(err error, ranks []int) {

@@ -183,7 +183,11 @@ func (h *transcript) do(line string, w *strings.Builder) error {
 	case "reclaimed":
 		ev = event{kind: evReclaimed, seq: args.seqNum("coll")}
 	case "adopt":
-		ev = event{kind: evAdopt, req: &collective.Request{Seq: args.seqNum("seq"), Op: args.text("op", "all_reduce"), CollSeq: args.seqNum("coll")}}
+		seq, coll := args.seqNum("seq"), args.seqNum("coll")
+		ev = event{kind: evAdopt, req: &collective.Request{Seq: seq, Op: args.text("op", "all_reduce"), CollSeq: coll}}
+		for i := range uint64(args.number("queued", 0)) {
+			ev.queued = append(ev.queued, &collective.Request{Seq: seq + 1 + i, Op: "all_reduce", CollSeq: coll + 1 + i})
+		}
 	default:
 		return fmt.Errorf("unknown command %q", cmd)
 	}

@@ -54,8 +54,8 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	local := fs.Int("local", 0, "run N ranks in this process instead of joining a job")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to `file` (one file per process: add the rank, as in prof.$RANK)")
 	fs.Bool("ft", false, "run a training loop in worker processes under a fault plan instead (Linux; see commnode bench --ft -h)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	usage := func(err error) int {
 		fmt.Fprintf(stderr, "commnode bench: %v\n%s\n", err, benchUsage)

@@ -92,8 +92,8 @@ func parseFTOptions(args []string, stderr io.Writer) (ftOptions, int) {
 	fs.DurationVar(&o.growEvery, "grow-every", 100*time.Millisecond, "how often rank 0 looks for replacements waiting to grow in")
 	fs.BoolVar(&o.json, "json", false, "print the report as one JSON object instead of the table")
 	fs.StringVar(&o.steps, "steps", "", "write every step record the workers emitted to `FILE`, one JSON line each")
-	if err := fs.Parse(args); err != nil {
-		return o, 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return o, code
 	}
 	var problems []string
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }

@@ -35,8 +35,8 @@ func ftWorkerCommand(args []string, stdout, stderr io.Writer) int {
 	growEvery := fs.Duration("grow-every", 100*time.Millisecond, "how often rank 0 looks for newcomers")
 	expect := fs.Int("expect", 0, "members of the first round (0: a replacement)")
 	minMembers := fs.Int("min", 1, "fewest members a round closes with")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if size < 4 || size%4 != 0 || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "commnode bench --ft-worker: bad -b or arguments")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -16,12 +15,11 @@ import (
 // and time all-reduce (bench) through shared memory (GOCOMMS_TRANSPORT
 // chooses).
 func demoCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("demo", "usage: commnode demo [-ranks N] [-timeout D]", stderr)
 	ranks := fs.Int("ranks", 4, "local processes to start")
 	timeout := fs.Duration("timeout", 2*time.Minute, "bound on each step")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *ranks < 1 || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "usage: commnode demo [-ranks N] [-timeout D]")

@@ -26,8 +26,8 @@ func frTraceCommand(args []string, stdout, stderr io.Writer) int {
 	fs := commandFlags("fr-trace", frTraceUsage, stderr)
 	jsonOut := fs.Bool("json", false, "print the report as one JSON object")
 	prefix := fs.String("prefix", "", "read only the files whose names start with this (the base of TORCHCOMM_FR_DUMP_TEMP_FILE)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, frTraceUsage)

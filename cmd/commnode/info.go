@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -21,10 +20,9 @@ import (
 // infoCommand runs `commnode info`: what this host offers (its GPUs
 // among it) and what a rank started here would use.
 func infoCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("info", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	fs := commandFlags("info", "usage: commnode info", stderr)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	host, _ := os.Hostname()

@@ -23,8 +23,8 @@ func launchCommand(args []string, stdout, stderr io.Writer) int {
 	port := fs.Int("master-port", 0, "MASTER_PORT given to every rank (0: a free port)")
 	timeout := fs.Duration("timeout", 0, "bound on the whole job (0: none)")
 	grace := fs.Duration("grace", launch.DefaultGrace, "time between SIGTERM and SIGKILL when stopping ranks")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	var problem string
 	switch {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,9 +37,17 @@ func commands() []command {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
 		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" { // help COMMAND: its flags
+			return run([]string{args[1], "-h"}, stdout, stderr)
+		}
+		usage(stdout)
+		return 0
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
@@ -55,6 +64,18 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
+}
+
+// parseFlags parses a command's flags: false with the exit status if the
+// command is not to run, 0 where help was asked for (-h), else 2.
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0, false
+	case err != nil:
+		return 2, false
+	}
+	return 0, true
 }
 
 // commandFlags returns the flag set of a command, which on a usage error

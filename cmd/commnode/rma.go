@@ -53,8 +53,8 @@ func rmaCommand(args []string, stdout, stderr io.Writer) int {
 	jsonOut := fs.Bool("json", false, "print one JSON object per row instead of the lines")
 	countsFlag := fs.String("counts", "", "with --verify, elements per rank's block, comma-separated (default 4,1024,1048576)")
 	adds := fs.Int("adds", 100, "with --verify, atomic increments of rank 0's counters per rank and atomic")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	usage := func(err error) int {
 		fmt.Fprintf(stderr, "commnode rma: %v\n%s\n", err, rmaUsage)

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -53,8 +52,7 @@ type simFlags struct {
 // over a simulated network, one seed or a sweep of them.
 func simCommand(args []string, stdout, stderr io.Writer) int {
 	var f simFlags
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("sim", "usage: commnode sim [--ranks N] [--nodes N] [--op OP] [--bytes B] [--algo A] [--faults PLAN] [--seed S] [flags]", stderr)
 	fs.IntVar(&f.ranks, "ranks", 8, "simulated ranks")
 	fs.IntVar(&f.nodes, "nodes", 1, "nodes the ranks spread over evenly")
 	fs.StringVar(&f.op, "op", "all_reduce", "collective: all_reduce, reduce, broadcast, all_gather, reduce_scatter or barrier")
@@ -83,8 +81,8 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.trace, "trace", "", "write the run's timeline to this file in Chrome trace format (open it in Perfetto)")
 	f.chaos.register(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	limitSimMemory()
 	stopProfile, err := startCPUProfile(*cpuProfile)

@@ -20,14 +20,13 @@ import (
 // gocomms ranks and PyTorch processes alike, until interrupted; with
 // GOCOMMS_STORE_TOKEN set, for gocomms processes given that token only.
 func storeCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("store", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("store", "usage: commnode store [-host H] [-port P] [-v]", stderr)
 	host := fs.String("host", "", "address to listen on (default: $GOCOMMS_STORE_BIND, else the interface address $MASTER_ADDR names, else every interface)")
 	port := fs.Int("port", 29500, "port to listen on (0: a free one)")
 	var log logFlags
 	log.register(fs, "log connections and bad requests")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *port < 0 || *port > 65535 {
 		fmt.Fprintln(stderr, "commnode store: -port must be in [0, 65535]")

@@ -32,8 +32,8 @@ func verifyCommand(args []string, stdout, stderr io.Writer) int {
 	countsFlag := fs.String("counts", "", "elements per rank, comma-separated (default 0,1,P-1,P+1,2P+1,1000 on P ranks)")
 	full := fs.Bool("full", false, fmt.Sprintf("also sweep %v elements per rank (minutes, not seconds)", fullCounts))
 	registered := fs.Bool("R", false, "take the tensors from Comm.Alloc: registered memory, which peers of this host read in place")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	counts, err := parseCounts(*countsFlag)
 	var problem string

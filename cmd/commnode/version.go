@@ -9,9 +9,9 @@ import (
 // versionCommand prints the module's version, the VCS revision it was
 // built from and the Go version that built it, as the binary records them.
 func versionCommand(args []string, stdout, stderr io.Writer) int {
-	fs := commandFlags("version", "commnode version", stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	fs := commandFlags("version", "usage: commnode version", stderr)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
