@@ -175,7 +175,9 @@ func (n *native) runDirect(req *collective.Request, o *room) bool {
 // the actors ahead of operation seq, which an async call queued behind
 // it: the issuing goroutine moves the queue on, as Open MPI's calls
 // progress its requests, rather than leave it to the transports'
-// goroutines, which would compete with it for the cores.
+// goroutines, which would compete with it for the cores (2 processes
+// over shared memory, async all-reduces: 3-7% faster at 8 B and 64 KiB,
+// docs/DATA-PLANE.md).
 func (n *native) progress(seq uint64) {
 	var room [8]transport.Poller
 	pollers, _ := n.direct.Pollers(seq, room[:0])

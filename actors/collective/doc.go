@@ -25,11 +25,13 @@
 // payloads whose ownership moves with the message, and regions are slices of
 // the caller's tensors, owned by this actor until it completes the Work.
 //
-// Direct runs a collective the same way outside any actor, while the rank
-// lends it its turn: on the goroutine that issues it and on those that
-// bring its frames (direct.go). Both drive an execution (execution.go),
+// Direct runs collectives the same way outside any actor, while the rank
+// lends it its turn: on the goroutine that issues one and on those that
+// bring its frames (direct.go); those issued meanwhile queue behind it
+// there and start as it ends. Both drive an execution (execution.go),
 // the memory, Progress and held frames of one operation; a Direct
-// operation that times out is adopted by the actor, which probes.
+// operation that times out is adopted by the actor, which probes, and
+// those queued behind it go to the rank with it.
 //
 // This package must not import net, and takes time only from the runtime.
 package collective
