@@ -147,23 +147,21 @@ func (n *native) IssueIn(op *backend.Op, done backend.Completion, r backend.Room
 	return true
 }
 
-// runDirect runs req off the actors if it is a collective, the rank lends
-// its turn, and every peer's connection carries direct frames: it
-// reports whether it did. It runs after the collectives that hold the
-// turn already.
+// runDirect runs req off the actors if the rank lends its turn and every
+// peer's connection carries direct frames: it reports whether it did. It
+// runs after the operations that hold the turn already.
 func (n *native) runDirect(req *collective.Request, o *room) bool {
-	if req.P2P != nil || req.Phantom || n.lease == nil {
+	if req.Phantom || n.lease == nil {
 		return false
 	}
 	var ok bool
 	if o.planes, ok = n.lease.Planes(req.Peers(), o.planes[:0]); !ok {
 		return false
 	}
-	collSeq, first, ok := n.lease.Acquire()
+	first, ok := n.lease.Acquire(req)
 	if !ok {
 		return false
 	}
-	req.CollSeq = collSeq
 	n.direct.Start(req, o.planes, first, n.giveBack)
 	if !first {
 		n.progress(req.Seq)

@@ -40,7 +40,6 @@ type runner struct {
 	// probeTimer bounds the wait for a probe's answers.
 	probeTimer *actors.Timer
 	recvFrom   []peerFrames      // found at start
-	routes     []link.Route      // the messages of this operation's routes
 	sink       *link.Forwarder   // the collective's frames come to it from the planes
 	acks       []int             // steps whose peers are to hear their memory was read
 	early      []transport.Frame // what a plane held, while it is handed on
@@ -128,7 +127,7 @@ func (c *runner) start(ctx actor.Context, req *Request) {
 	c.begin(req)
 	c.sentAround = resize(c.sentAround, len(req.Peers()))
 	c.findPeers()
-	c.routeFrames(ctx, true)
+	c.routeFrames(true)
 	req.startedHere()
 	if req.Timeout > 0 {
 		if c.timer == nil {
@@ -159,7 +158,7 @@ func (c *runner) adopt(ctx actor.Context, a *Adoption) {
 		c.sentAround[i] = true
 	}
 	c.findPeers()
-	c.routeFrames(ctx, true)
+	c.routeFrames(true)
 	if c.timer == nil {
 		c.timer = c.rt.NewTimer(ctx.Self(), timedOut{})
 	}
@@ -184,62 +183,50 @@ func (c *runner) findPeers() {
 	}
 }
 
-// routeFrames routes this operation's inbound frames to self (on): a
-// point-to-point operation's on every link it receives from, each route
-// counting the frames that will come, a collective's on the plane of every
-// peer it receives from, which hands on at once what it holds. Off ends
-// the routes before their frames have all come, and the collective's hold
-// on the planes, which lasts until then.
-func (c *runner) routeFrames(ctx actor.Context, on bool) {
+// routeFrames routes this operation's inbound frames to self (on): on the
+// plane of every peer it receives from, which hands on at once what it
+// holds. Off ends the operation's hold on the planes.
+func (c *runner) routeFrames(on bool) {
 	req := c.req
-	if on {
-		c.routes = c.routes[:0]
+	var keys [][]link.Key
+	if req.P2P != nil && on {
+		keys = c.inbound()
 	}
-	if req.P2P != nil {
-		for _, m := range req.P2P {
-			if !m.Send {
-				key := link.Key{Kind: transport.PointToPoint, Seq: m.Ordinal, Tag: m.Tag}
-				c.toLink(ctx, m.Peer, key, 1, on)
-			}
-		}
-		return
-	}
-	for _, p := range c.recvFrom {
-		plane := req.plane(p.peer)
+	for i, peer := range req.Peers() {
+		plane := req.Planes[i]
 		if !on {
 			plane.Detach(c.sink)
 			continue
 		}
 		var err error
-		c.early, err = plane.Attach(req.CollSeq, c.sink, c.early[:0])
+		switch {
+		case req.P2P != nil && len(keys[i]) == 0:
+			continue // it only sends to peer
+		case req.P2P != nil:
+			c.early, err = plane.AttachMessages(keys[i], c.sink, c.early[:0])
+		case c.receivesFrom(peer):
+			c.early, err = plane.Attach(req.CollSeq, c.sink, c.early[:0])
+		default:
+			continue
+		}
 		if err != nil {
-			c.sink.Failed(p.peer, err)
+			c.sink.Failed(peer, err)
 		}
 		for _, f := range c.early {
-			c.sink.Deliver(p.peer, f)
+			c.sink.Deliver(peer, f)
 		}
 		clear(c.early)
 	}
 }
 
+// receivesFrom reports whether the collective receives a frame from peer.
+func (c *runner) receivesFrom(peer int) bool {
+	return slices.ContainsFunc(c.recvFrom, func(p peerFrames) bool { return p.peer == peer })
+}
+
 // peerFrames counts the frames an operation receives from one peer: one
 // per receiving step.
 type peerFrames struct{ peer, frames int }
-
-// toLink routes or unroutes key at the link to peer. The next operation
-// reuses the Route messages: by the time this one succeeded, the links
-// have read them (they delivered its frames), and a failed one ends the
-// runner. An array that grows leaves the messages sent from the old one
-// alone.
-func (c *runner) toLink(ctx actor.Context, peer int, key link.Key, frames int, on bool) {
-	l := c.req.link(peer)
-	if !on {
-		ctx.Send(l, &link.Unroute{Key: key})
-		return
-	}
-	c.routes = append(c.routes, link.Route{Key: key, To: ctx.Self(), Frames: frames})
-	ctx.Send(l, &c.routes[len(c.routes)-1])
-}
 
 func (c *runner) arrive(ctx actor.Context, d *link.Delivered) {
 	if c.req.P2P == nil && d.Frame.Header.Seq != c.req.CollSeq {
@@ -368,9 +355,7 @@ func (c *runner) end(ctx actor.Context, err error, failure []byte) {
 		c.probeTimer.Stop()
 	}
 	req.endedHere(err == nil, failure)
-	if err != nil || req.P2P == nil { // else every route has had its frames, and is gone
-		c.routeFrames(ctx, false)
-	}
+	c.routeFrames(false)
 	c.clear(c.lent > 0)
 	c.finished = Finished{Seq: req.Seq, Err: err, CollSeq: req.CollSeq, StuckOn: c.stuckOn}
 	req.End(err)

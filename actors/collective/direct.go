@@ -15,8 +15,9 @@ import (
 	"github.com/gocomms/gocomms/transport"
 )
 
-// Direct runs a rank's collectives outside the actors, one at a time, while
-// the rank lends it its turn (see rank.Lease): on the goroutine that issues
+// Direct runs a rank's operations (collectives, point-to-point operations
+// and batches) outside the actors, one at a time, while the rank lends it
+// its turn (see rank.Lease): on the goroutine that issues
 // one, then on whichever goroutine brings what it waits for — a
 // transport's, delivering a frame to a plane; the clock's, for its
 // timeout; a caller's that waits and polls. It is an actor without a
@@ -25,7 +26,7 @@ import (
 // a time, so that a send that delivers at once to a peer in the same
 // process, whose reply comes back on the same goroutine, only queues.
 //
-// Collectives issued while one runs here queue behind it, numbered in
+// Operations issued while one runs here queue behind it, numbered in
 // issue order, and each starts as the one before it ends, on whichever
 // goroutine ended that: an async loop runs back to back with no mailbox
 // in between, as a stream of NCCL kernels does.
@@ -88,8 +89,9 @@ type Owner interface {
 	// Withdraw takes the turn back from Direct, for an operation that
 	// timed out: no other is numbered after the call. It returns the
 	// operations that hold the turn, each of which Start has been, or is
-	// about to be, given.
-	Withdraw() int
+	// about to be, given, and the number the next collective would have
+	// had.
+	Withdraw() (held int, next uint64)
 	// HandOver gives an operation that timed out, and those queued behind
 	// it, to the rank, which finds out whom it waits for (see Adoption).
 	HandOver(*Adoption)
@@ -147,8 +149,8 @@ func NewDirect(rt *actors.Runtime, owner Owner) *Direct {
 // and no transport still reads a failed one's memory.
 func (d *Direct) Ready() bool { return d.running.Load() == 0 && !d.draining.Load() }
 
-// Start runs req, a collective numbered (CollSeq) by the rank's lease,
-// over planes, the planes of req.Peers in order, each Direct, once the
+// Start runs req, numbered by the rank's lease (its CollSeq, or its
+// messages' ordinals), over planes, the planes of req.Peers in order, each Direct, once the
 // operations started before it have ended: first says none has not.
 // done is called once it ends, before req's Completion is told.
 func (d *Direct) Start(req *Request, planes []*link.Plane, first bool, done func()) {
@@ -382,7 +384,7 @@ func (d *Direct) fail(e directEvent) {
 	}
 	is := func(req *Request) bool {
 		if e.reported {
-			return req.CollSeq == e.collSeq
+			return req.P2P == nil && req.CollSeq == e.collSeq
 		}
 		return req.Seq == e.seq
 	}
@@ -407,7 +409,10 @@ func (d *Direct) drop(op queuedOp, f *Fail) {
 	if !errors.Is(f.Err, commerr.ErrInvalidArgument) {
 		d.failed.Add(1)
 	}
-	report := f.reportFrom(req.Rank)
+	var report []byte
+	if req.P2P == nil {
+		report = f.reportFrom(req.Rank)
+	}
 	req.endedHere(false, report)
 	if report != nil {
 		d.owner.TellFailure(req, report)
@@ -445,9 +450,20 @@ func (d *Direct) start(req *Request, done func()) {
 	}
 	req.Begin()
 	d.ready = d.ready[:0]
-	for _, p := range d.planes {
+	var keys [][]link.Key
+	if req.P2P != nil {
+		keys = d.inbound()
+	}
+	for i, p := range d.planes {
 		var err error
-		d.early, err = p.Attach(req.CollSeq, d, d.early[:0])
+		switch {
+		case req.P2P == nil:
+			d.early, err = p.Attach(req.CollSeq, d, d.early[:0])
+		case len(keys[i]) > 0:
+			d.early, err = p.AttachMessages(keys[i], d, d.early[:0])
+		default:
+			continue // it only sends to this peer
+		}
 		if err != nil {
 			d.end(d.lost(p.Peer(), err))
 			return
@@ -471,7 +487,7 @@ func (d *Direct) start(req *Request, done func()) {
 }
 
 func (d *Direct) arrive(peer int, f transport.Frame) {
-	if f.Header.Seq != d.req.CollSeq {
+	if d.req.P2P == nil && f.Header.Seq != d.req.CollSeq {
 		// Handed on by a plane just before an earlier collective let go.
 		transport.Release(f)
 		return
@@ -544,7 +560,9 @@ func (d *Direct) execute(i int) (bool, *Fail) {
 		return true, nil
 	}
 	f, registered := transport.Frame{}, false
-	if d.maps[k] {
+	// A message goes as a payload: its receiver matches it, and would match
+	// the word that it read a descriptor, by ordinal and tag alone.
+	if d.maps[k] && d.req.P2P == nil {
 		f, registered = d.registeredFrame(i)
 	}
 	if !registered {
@@ -595,13 +613,18 @@ func (d *Direct) timedOut() {
 // behind it, once Start has been given every one numbered before the
 // turn was withdrawn.
 func (d *Direct) handOver() {
-	if d.owner.Withdraw() != 1+d.queued.Len() {
+	held, next := d.owner.Withdraw()
+	if held != 1+d.queued.Len() {
 		return // the issuers of the rest are in Start: their dStart comes
 	}
 	a := d.adoption
 	d.adoption = nil
+	a.next = next
 	for op, ok := d.queued.Pop(); ok; op, ok = d.queued.Pop() {
 		a.queued = append(a.queued, op.req)
+		if op.req.P2P == nil {
+			a.next--
+		}
 	}
 	d.ended.Store(d.last.Load())
 	d.owner.HandOver(a)
@@ -614,6 +637,7 @@ func (d *Direct) handOver() {
 type Adoption struct {
 	exec   execution
 	queued []*Request
+	next   uint64 // the number of the first collective after it
 }
 
 // Request returns the operation's request.
@@ -621,6 +645,10 @@ func (a *Adoption) Request() *Request { return a.exec.req }
 
 // Queued returns the operations queued behind it, in issue order.
 func (a *Adoption) Queued() []*Request { return a.queued }
+
+// Next returns the number the first collective after it has, queued or
+// not.
+func (a *Adoption) Next() uint64 { return a.next }
 
 // end completes the operation, with nil or f's failure, which its peers
 // hear of if f says to tell them. The rank gets its turn back first, so
@@ -632,7 +660,7 @@ func (d *Direct) end(f *Fail) {
 		d.failed.Add(1)
 	}
 	var report []byte
-	if f != nil {
+	if f != nil && req.P2P == nil { // a point-to-point failure is its own caller's
 		report = f.reportFrom(req.Rank)
 	}
 	req.endedHere(f == nil, report) // before letting go of the planes

@@ -7,8 +7,9 @@
 // The driving loop, around a pure algorithms.Progress:
 //
 //	Started, *Request
-//	            -> route this op's frames to self on each peer link; arm the
-//	               timeout; run the steps Progress says are ready
+//	            -> attach to the plane of each peer it receives from, which
+//	               hands it the op's frames; arm the timeout; run the steps
+//	               Progress says are ready
 //	*Delivered  -> check the frame against this op (signature, length), hand
 //	               it to Progress.Arrive, run what became ready
 //	run(step)   -> Send: copy the region into a pooled payload, give it to
@@ -25,7 +26,7 @@
 // payloads whose ownership moves with the message, and regions are slices of
 // the caller's tensors, owned by this actor until it completes the Work.
 //
-// Direct runs collectives the same way outside any actor, while the rank
+// Direct runs operations the same way outside any actor, while the rank
 // lends it its turn: on the goroutine that issues one and on those that
 // bring its frames (direct.go); those issued meanwhile queue behind it
 // there and start as it ends. Both drive an execution (execution.go),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/reduce"
@@ -25,6 +26,10 @@ type execution struct {
 	reading  []bool // by sending step: the peer reads this rank's memory, mapped
 	scratch  [][]byte
 	elemSize int
+	// keys holds, by peer in Request.Peers order, the keys of the
+	// point-to-point frames the operation receives from it (inbound).
+	keys     []link.Key
+	peerKeys [][]link.Key
 }
 
 // Frames of registered memory carry marks in the high bits of their tag:
@@ -229,6 +234,25 @@ func (e *execution) registeredFrame(i int) (transport.Frame, bool) {
 
 // descriptorMax bounds a registered memory's descriptor.
 const descriptorMax = 64
+
+// inbound returns, by peer in Request.Peers order, the keys of the frames
+// a point-to-point operation receives from it: none for a peer it only
+// sends to. They stay valid until the next operation's call.
+func (e *execution) inbound() [][]link.Key {
+	req := e.req
+	e.keys = slices.Grow(e.keys[:0], len(req.P2P)) // appends below keep the array
+	e.peerKeys = resize(e.peerKeys, len(req.Peers()))
+	for i, peer := range req.Peers() {
+		from := len(e.keys)
+		for _, m := range req.P2P {
+			if !m.Send && m.Peer == peer {
+				e.keys = append(e.keys, link.Key{Kind: transport.PointToPoint, Seq: m.Ordinal, Tag: m.Tag})
+			}
+		}
+		e.peerKeys[i] = e.keys[from:len(e.keys):len(e.keys)]
+	}
+	return e.peerKeys
+}
 
 // p2pTag maps an inbound point-to-point frame to the schedule tag of the
 // receiving step it was routed for.

@@ -597,7 +597,7 @@ func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
 	case transport.Control:
 		ctx.Send(ctx.Parent(), m)
 		return
-	case transport.Collective:
+	case transport.Collective, transport.PointToPoint:
 		l.cfg.Plane.arrive(m.Frame)
 		m.Recycle()
 		return

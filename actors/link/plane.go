@@ -2,6 +2,7 @@ package link
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -12,10 +13,10 @@ import (
 )
 
 // Plane is the data plane of a link: where the frames of its rank's
-// collectives from the peer go, whichever runs the collective, the
-// collective actor or a Direct run on the caller's goroutine. Frames of
-// a collective that nothing takes yet wait in the plane, so that either
-// finds the frames a peer sent ahead of it.
+// collectives and point-to-point messages from the peer go, whichever
+// runs the operation, the collective actor or a Direct run on the
+// caller's goroutine. Frames of an operation that nothing takes yet wait
+// in the plane, so that either finds the frames a peer sent ahead of it.
 //
 // A collective run outside the actors sends its frames through the plane
 // straight to the connection, marked direct: they skip the link's
@@ -47,7 +48,8 @@ type Plane struct {
 	watched, held bool
 	sink          Sink
 	seq           uint64            // the collective sink takes
-	early         []transport.Frame // frames no sink took yet, payloads their own
+	early         []transport.Frame // collective frames no sink took yet, payloads their own
+	msgs          *messages         // point-to-point frames, made on first use
 	err           error             // the link failed for good
 	watch         func()            // asks the link to watch the peer; nil until the link starts
 
@@ -215,13 +217,87 @@ func (p *Plane) Attach(seq uint64, s Sink, dst []transport.Frame) ([]transport.F
 	return dst, nil
 }
 
+// messages is where a plane's point-to-point frames go: the keys of the
+// frames its sink takes, those of a point-to-point operation that
+// receives from the peer, and the frames that came before the operation
+// that takes them. Their sequence numbers are the pair's message
+// ordinals, not collectives', so they wait apart.
+type messages struct {
+	keys  []Key
+	early []transport.Frame
+}
+
+// AttachMessages makes s the sink of the point-to-point frames of keys,
+// those of the messages a point-to-point operation receives from the
+// peer, and appends to dst those that came already, for s to take as
+// delivered. keys must not change until s detaches. It fails once the
+// link has.
+func (p *Plane) AttachMessages(keys []Key, s Sink, dst []transport.Frame) ([]transport.Frame, error) {
+	p.mu.Lock()
+	if p.err != nil {
+		err := p.err
+		p.mu.Unlock()
+		return dst, err
+	}
+	if p.msgs == nil {
+		p.msgs = &messages{}
+	}
+	m := p.msgs
+	kept := m.early[:0]
+	for _, f := range m.early {
+		if slices.Contains(keys, KeyOf(f.Header)) {
+			dst = append(dst, f)
+		} else {
+			kept = append(kept, f)
+		}
+	}
+	clear(m.early[len(kept):])
+	m.early, m.keys = kept, keys
+	p.sink, p.seq = s, noCollective
+	p.attached.Add(1)
+	ask := !p.watched && p.watch != nil
+	p.watched = p.watched || ask
+	p.mu.Unlock()
+	if ask {
+		p.watch()
+	}
+	return dst, nil
+}
+
+// noCollective is the seq of a sink that takes no collective's frames.
+const noCollective = ^uint64(0)
+
 // Detach ends s's hold on the plane: frames that come later wait for the
-// next collective.
+// next operation.
 func (p *Plane) Detach(s Sink) {
 	p.mu.Lock()
 	if p.sink == s {
 		p.sink = nil
+		if p.msgs != nil {
+			p.msgs.keys = nil
+		}
 	}
+	p.mu.Unlock()
+}
+
+// arriveMessage hands f, a point-to-point frame, to the sink that takes
+// it, or keeps it until one attaches.
+func (p *Plane) arriveMessage(f transport.Frame) {
+	p.mu.Lock()
+	if s := p.sink; s != nil && p.msgs != nil && slices.Contains(p.msgs.keys, KeyOf(f.Header)) {
+		p.mu.Unlock()
+		s.Deliver(p.Peer(), f)
+		return
+	}
+	if p.err != nil {
+		p.mu.Unlock()
+		transport.Release(f)
+		return
+	}
+	if p.msgs == nil {
+		p.msgs = &messages{}
+	}
+	p.msgs.early = append(p.msgs.early, transport.Detach(f))
 	p.mu.Unlock()
 }
 
@@ -229,9 +305,13 @@ func (p *Plane) Detach(s Sink) {
 // it (attached).
 func (p *Plane) ordered() { p.attached.Load() }
 
-// arrive hands f to the sink of its collective, or keeps it until one
+// arrive hands f to the sink of its operation, or keeps it until one
 // attaches.
 func (p *Plane) arrive(f transport.Frame) {
+	if f.Header.Kind == transport.PointToPoint {
+		p.arriveMessage(f)
+		return
+	}
 	p.mu.Lock()
 	if s := p.sink; s != nil && f.Header.Seq == p.seq {
 		p.mu.Unlock()
@@ -298,6 +378,12 @@ func (p *Plane) fail(err error) {
 	}
 	clear(p.early)
 	p.early = p.early[:0]
+	if m := p.msgs; m != nil {
+		for _, f := range m.early {
+			transport.Release(f)
+		}
+		m.early = nil
+	}
 	p.mu.Unlock()
 	if s != nil {
 		s.Failed(p.Peer(), err)

@@ -12,11 +12,12 @@ import (
 	"github.com/gocomms/gocomms/actors/link"
 )
 
-// Lease lends the rank's turn to run collectives to whoever issues one
-// while the rank is idle: the collective then runs on a
-// collective.Direct, on the caller's goroutine and the transports', with
-// no mailbox in between, and so do the collectives issued after it, queued
-// there in issue order, until the rank takes its turn back. The rank
+// Lease lends the rank's turn to run operations to whoever issues one
+// while the rank is idle: a collective, a point-to-point operation or a
+// batch then runs on a collective.Direct, on the caller's goroutine and
+// the transports', with no mailbox in between, and so do the operations
+// issued after it, queued there in issue order, until the rank takes its
+// turn back. The rank
 // stays the control plane: it lends only when nothing is queued or
 // running with it and the communicator is sound, takes its turn back
 // before anything it must order (a submission, a Finalize, a peer's
@@ -32,6 +33,10 @@ type Lease struct {
 	// may be overtaken by a collective that takes the turn.
 	submitted atomic.Int64
 	paused    atomic.Bool // a waiting caller paused its polling since the last HandBack
+
+	// ordinals is the rank's numbering of point-to-point messages, which
+	// issuers use while they hold the turn.
+	ordinals *ordinals
 
 	mu     sync.Mutex
 	planes []*link.Plane // sorted by peer; copied on write
@@ -78,19 +83,28 @@ type peerLost struct {
 // Direct returns what runs the collectives issued while the turn is lent.
 func (l *Lease) Direct() *collective.Direct { return l.direct }
 
-// Acquire takes the rank's turn if it is lent, and no submission is on
-// its way to the rank, for a collective to run on Direct: it returns the
-// collective's sequence number, and whether it is the first that holds
-// the turn, which the others queue behind. Calls to Acquire and
-// Submitting must not overlap.
-func (l *Lease) Acquire() (collSeq uint64, first, ok bool) {
+// Acquire takes the rank's turn for req, if it is lent and no submission
+// is on its way to the rank, to run on Direct, and numbers it: its
+// collective's sequence number, or its messages' ordinals. It reports
+// whether req is the first that holds the turn, which the others queue
+// behind. Calls to Acquire and Submitting must not overlap.
+func (l *Lease) Acquire(req *collective.Request) (first, ok bool) {
 	w := l.word.Load()
 	n := held(w)
-	if w&(lent|wanted) != lent || n == countMask>>countShift || l.submitted.Load() != 0 ||
-		n == 0 && !l.direct.Ready() || !l.word.CompareAndSwap(w, w+1<<flags+one) {
-		return 0, false, false
+	next := w + one
+	if req.P2P == nil {
+		next += 1 << flags
 	}
-	return w >> flags, n == 0, true
+	if w&(lent|wanted) != lent || n == countMask>>countShift || l.submitted.Load() != 0 ||
+		n == 0 && !l.direct.Ready() || !l.word.CompareAndSwap(w, next) {
+		return false, false
+	}
+	if req.P2P == nil {
+		req.CollSeq = w >> flags
+	} else {
+		l.ordinals.number(req)
+	}
+	return n == 0, true
 }
 
 // Submitting records that a Submit is on its way to the rank: a
@@ -148,10 +162,11 @@ func (l *Lease) HandBack() {
 	}
 }
 
-// bind tells the lease its rank.
-func (l *Lease) bind(rank *actor.PID) {
+// bind tells the lease its rank, and the rank's numbering of
+// point-to-point messages, before the rank first lends its turn.
+func (l *Lease) bind(rank *actor.PID, o *ordinals) {
 	l.mu.Lock()
-	l.rank = rank
+	l.rank, l.ordinals = rank, o
 	l.mu.Unlock()
 }
 
@@ -191,9 +206,12 @@ func (o owner) TellFailure(req *collective.Request, report []byte) {
 	o.l.rt.System().Root.Send(o.l.rank, &tellFailure{req: req.CollSeq, peers: slices.Clone(req.Peers()), report: report})
 }
 
-// Withdraw takes the turn back from Direct, whose collective timed out:
+// Withdraw takes the turn back from Direct, whose operation timed out:
 // no other takes it until the rank lends it again.
-func (o owner) Withdraw() int { return int(held(o.l.word.Or(wanted))) }
+func (o owner) Withdraw() (int, uint64) {
+	w := o.l.word.Or(wanted)
+	return int(held(w)), w >> flags
+}
 
 func (o owner) HandOver(a *collective.Adoption) { o.l.rt.System().Root.Send(o.l.rank, a) }
 

@@ -111,12 +111,6 @@ type pendingProbe struct {
 	at     uint64 // the running collective's sequence number
 }
 
-type p2pKey struct {
-	peer int
-	send bool
-	tag  uint32
-}
-
 type rankActor struct {
 	rt  *actors.Runtime
 	cfg Config
@@ -137,7 +131,7 @@ type rankActor struct {
 	// and lives on after each that succeeds; nil before the first, and
 	// after one failed (it stops then).
 	runner   *actor.PID
-	ordinals map[p2pKey]uint64
+	ordinals ordinals // whoever holds the turn numbers: the rank, or the lease's issuers
 
 	// The collectives that timed out here, among the last gaveUpKept
 	// started, and whom each waited for: peers stuck behind them ask.
@@ -219,7 +213,7 @@ func (r *rankActor) receive(ctx actor.Context) {
 		}
 	case *collective.Adoption:
 		r.adopting = m
-		r.step(ctx, event{kind: evAdopt, req: m.Request(), queued: m.Queued()})
+		r.step(ctx, event{kind: evAdopt, req: m.Request(), queued: m.Queued(), seq: m.Next()})
 	case *peerLost:
 		switch left := new(link.PeerLeft); {
 		case r.sequencer.usable() != nil:
@@ -300,7 +294,7 @@ func (r *rankActor) receive(ctx actor.Context) {
 			}
 		}}
 		if r.cfg.Lease != nil {
-			r.cfg.Lease.bind(ctx.Self())
+			r.cfg.Lease.bind(ctx.Self(), &r.ordinals)
 		}
 	case *actor.Terminated:
 		if r.windowStopped(m.Who) {
@@ -494,15 +488,7 @@ func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
 	if !r.linkUp(ctx, req) {
 		return
 	}
-	for i := range req.P2P {
-		m := &req.P2P[i]
-		k := p2pKey{peer: m.Peer, send: m.Send, tag: m.Tag}
-		m.Ordinal = r.ordinals[k]
-		if r.ordinals == nil {
-			r.ordinals = map[p2pKey]uint64{} // made by the first point-to-point message: a rank of collectives only needs none
-		}
-		r.ordinals[k]++
-	}
+	r.ordinals.number(req)
 	if r.runner != nil {
 		ctx.Send(r.runner, req)
 	} else {

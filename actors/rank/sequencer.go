@@ -103,10 +103,10 @@ const (
 	evLend
 	// evReclaimed: the turn is back; seq numbers the next collective.
 	evReclaimed
-	// evAdopt: req, a collective that ran off the rank, timed out and
-	// comes back to run here; the turn comes back with it, and queued,
-	// the collectives issued after it off the rank, which start here
-	// after it, before any submitted here.
+	// evAdopt: req, an operation that ran off the rank, timed out and
+	// comes back to run here; the turn comes back with it, the next
+	// collective numbered seq, and queued, the operations issued after it
+	// off the rank, which start here after it, before any submitted here.
 	evAdopt
 )
 
@@ -296,7 +296,7 @@ func (s *sequencer) step(ev event, acts []action) []action {
 			s.next()
 		}
 	case evAdopt:
-		s.takeTurn(ev.req.CollSeq + 1)
+		s.takeTurn(ev.seq)
 		s.running = ev.req
 		s.queueFirst(ev.queued)
 		s.emit(action{kind: actAdopt, req: ev.req})

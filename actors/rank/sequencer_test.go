@@ -184,7 +184,7 @@ func (h *transcript) do(line string, w *strings.Builder) error {
 		ev = event{kind: evReclaimed, seq: args.seqNum("coll")}
 	case "adopt":
 		seq, coll := args.seqNum("seq"), args.seqNum("coll")
-		ev = event{kind: evAdopt, req: &collective.Request{Seq: seq, Op: args.text("op", "all_reduce"), CollSeq: coll}}
+		ev = event{kind: evAdopt, req: &collective.Request{Seq: seq, Op: args.text("op", "all_reduce"), CollSeq: coll}, seq: coll + 1}
 		for i := range uint64(args.number("queued", 0)) {
 			ev.queued = append(ev.queued, &collective.Request{Seq: seq + 1 + i, Op: "all_reduce", CollSeq: coll + 1 + i})
 		}

@@ -1,0 +1,216 @@
+package gocomms_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/tensor"
+)
+
+// ringExchange has every rank send to the next and receive from the one
+// before, n messages each way per call: as a batch, or as separate async
+// sends and receives with tags that cross (the receives posted in the
+// other order), and checks what came.
+func ringExchange(ctx context.Context, c *gocomms.Comm, round, n int, batch bool) error {
+	p, r := c.Size(), c.Rank()
+	next, prev := (r+1)%p, (r+p-1)%p
+	outs := make([]*tensor.Tensor, n)
+	ins := make([]*tensor.Tensor, n)
+	for i := range n {
+		outs[i] = mustTensor(tensor.Int64, i) // message 0 is empty
+		for j := range i {
+			outs[i].SetInt64(j, int64(1000*r+100*round+10*i+j))
+		}
+		ins[i] = mustTensor(tensor.Int64, i)
+	}
+	if batch {
+		b := c.NewBatch()
+		for i := range n {
+			b.Send(outs[i], next, gocomms.Tag(i)).Recv(ins[i], prev, gocomms.Tag(i))
+		}
+		if err := b.IssueAsync().Wait(ctx); err != nil {
+			return err
+		}
+	} else {
+		var works []*gocomms.Work
+		for i := range n {
+			works = append(works, c.SendAsync(outs[i], next, gocomms.Tag(i)))
+		}
+		for i := n - 1; i >= 0; i-- {
+			works = append(works, c.RecvAsync(ins[i], prev, gocomms.Tag(i)))
+		}
+		for _, w := range works {
+			if err := w.Wait(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range n {
+		for j := range i {
+			if got, want := ins[i].Int64At(j), int64(1000*prev+100*round+10*i+j); got != want {
+				return fmt.Errorf("rank %d, round %d, message %d, element %d: %d, want %d", r, round, i, j, got, want)
+			}
+		}
+	}
+	return nil
+}
+
+// TestPointToPointRunsOffTheActors runs rounds of ring exchanges, as
+// pipeline stages pass activations: once the links are up and the turn
+// lent, sends, receives and batches all run off the actors, queued behind
+// each other, with the right data.
+func TestPointToPointRunsOffTheActors(t *testing.T) {
+	for _, n := range []int{2, 3, 5} {
+		for _, batch := range []bool{true, false} {
+			t.Run(fmt.Sprintf("ranks=%d/batch=%v", n, batch), func(t *testing.T) {
+				local(t, n, func(ctx context.Context, c *gocomms.Comm) error {
+					if err := ringExchange(ctx, c, 0, 4, batch); err != nil {
+						return err
+					}
+					if err := warmDirect(ctx, c); err != nil {
+						return err
+					}
+					before := directOps(c)
+					const rounds = 10
+					for round := 1; round <= rounds; round++ {
+						if err := ringExchange(ctx, c, round, 4, batch); err != nil {
+							return err
+						}
+					}
+					want := uint64(rounds) // one batch a round
+					if !batch {
+						want = rounds * 2 * 4 // a send and a receive per message
+					}
+					if ran := directOps(c) - before; ran != want {
+						return fmt.Errorf("rank %d ran %d of %d point-to-point operations off the actors", c.Rank(), ran, want)
+					}
+					return nil
+				})
+			})
+		}
+	}
+}
+
+// TestPropertyOperationsInterleaveOffTheActors runs random sequences of
+// all-reduces, broadcasts and ring exchanges, each blocking or async,
+// waited at random points: whichever run off the actors and whichever on
+// them, every result must be the reference's, in issue order.
+func TestPropertyOperationsInterleaveOffTheActors(t *testing.T) {
+	type step struct {
+		kind  int // 0 all-reduce, 1 broadcast, 2 ring exchange
+		async bool
+		drain bool
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(2, 4).Draw(rt, "ranks")
+		steps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) step {
+			return step{rapid.IntRange(0, 2).Draw(t, "kind"), rapid.Bool().Draw(t, "async"), rapid.Bool().Draw(t, "drain")}
+		}), 1, 24).Draw(rt, "steps")
+		err := gocomms.RunLocal(context.Background(), n, func(ctx context.Context, c *gocomms.Comm) error {
+			r := c.Rank()
+			prev := (r + n - 1) % n
+			xs := make([]*tensor.Tensor, len(steps))
+			var pending []*gocomms.Work
+			wait := func() error {
+				for _, w := range pending {
+					if err := w.Wait(ctx); err != nil {
+						return err
+					}
+				}
+				pending = pending[:0]
+				return nil
+			}
+			for i, s := range steps {
+				x := mustTensor(tensor.Int32, 3)
+				for j := range 3 {
+					x.SetInt64(j, int64((r+1)*100+i*10+j))
+				}
+				var w *gocomms.Work
+				switch s.kind {
+				case 0:
+					xs[i] = x
+					w = c.AllReduceAsync(x, gocomms.Sum)
+				case 1:
+					xs[i] = x
+					w = c.BroadcastAsync(x, i%n)
+				case 2:
+					xs[i] = mustTensor(tensor.Int32, 3)
+					w = c.NewBatch().Send(x, (r+1)%n, gocomms.Tag(i)).Recv(xs[i], prev, gocomms.Tag(i)).IssueAsync()
+				}
+				pending = append(pending, w)
+				if !s.async || s.drain {
+					if err := wait(); err != nil {
+						return err
+					}
+				}
+			}
+			if err := wait(); err != nil {
+				return err
+			}
+			for i, s := range steps {
+				for j := range 3 {
+					var want int64
+					switch s.kind {
+					case 0:
+						want = int64(n*(n+1)/2*100 + n*(i*10+j))
+					case 1:
+						want = int64((i%n+1)*100 + i*10 + j)
+					case 2:
+						want = int64((prev+1)*100 + i*10 + j)
+					}
+					if got := xs[i].Int64At(j); got != want {
+						return fmt.Errorf("rank %d, step %d %+v, element %d: %d, want %d", r, i, s, j, got, want)
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			rt.Fatal(err)
+		}
+	})
+}
+
+// TestQueuedReceiveTimesOut posts receives off the actors from a peer
+// that never sends: each times out with ErrTimeout.
+func TestQueuedReceiveTimesOut(t *testing.T) {
+	var waited sync.WaitGroup
+	waited.Add(1)
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		if err := ringExchange(ctx, c, 0, 2, true); err != nil {
+			return err
+		}
+		if err := warmDirect(ctx, c); err != nil {
+			return err
+		}
+		if c.Rank() == 1 {
+			waited.Wait()
+			return nil
+		}
+		before := directOps(c)
+		works := []*gocomms.Work{
+			c.RecvAsync(mustTensor(tensor.Int64, 3), 1, gocomms.OpTimeout(200*time.Millisecond)),
+			c.RecvAsync(mustTensor(tensor.Int64, 3), 1, gocomms.Tag(5), gocomms.OpTimeout(200*time.Millisecond)),
+		}
+		if ran := directOps(c) - before; ran != 2 {
+			return fmt.Errorf("%d of the 2 receives ran off the actors", ran)
+		}
+		defer waited.Done()
+		for i, w := range works {
+			if err := w.Wait(ctx); !errors.Is(err, gocomms.ErrTimeout) {
+				return fmt.Errorf("receive %d: got %v, want ErrTimeout", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, gocomms.ErrTimeout) {
+		t.Fatal(err)
+	}
+}
