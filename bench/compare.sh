@@ -18,9 +18,10 @@
 # See --help.
 set -euo pipefail
 
-all_peers=gocomms-shm,gocomms-tcp,mpi-shm,mpi-tcp,gloo,torch
+all_peers=gocomms-shm,gocomms-shm-async,gocomms-tcp,gocomms-tcp-async,mpi-shm,mpi-tcp,gloo,torch
 default_peers=gocomms-shm,gocomms-tcp,mpi-shm,mpi-tcp,gloo
-all_ops=all_reduce,all_gather,reduce_scatter,all_to_all,broadcast
+all_ops=all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,send_recv
+default_ops=all_reduce,all_gather,reduce_scatter,all_to_all,broadcast
 
 usage() {
 	cat <<EOF
@@ -34,8 +35,9 @@ usage: bench/compare.sh [options]
                      $all_peers
                    (default $default_peers;
                    gocomms and mpi stand for both their transports)
-  --ops LIST       collectives, comma-separated (default
-                     $all_ops)
+  --ops LIST       operations, comma-separated, from
+                     $all_ops
+                   (default $default_ops)
   --all-sizes-ops  every op runs all-reduce's full sweep, not the short one
   --out DIR        results dir (default bench/results/<date>T<time>[-quick])
   --timeout S      bound on each run in seconds (default 300); a run that
@@ -51,11 +53,17 @@ Implementations:
                GOCOMMS_TRANSPORT=shm (shared memory between the processes);
                -z waits for each op, as the peers' blocking calls do
   gocomms-tcp  the same with GOCOMMS_TRANSPORT=tcp (TCP on loopback)
+  gocomms-shm-async, gocomms-tcp-async
+               the same without -z: every op issued async, then all
+               waited, as a training loop overlaps its buckets
   mpi-shm      bench/peers/mpi_coll.c under mpirun --mca pml ob1
                --mca btl self,vader (Open MPI's shared memory)
   mpi-tcp      the same with --mca btl tcp,self
   gloo         bench/peers/gloo_coll.cc, TCP pairs on 127.0.0.1
   torch        bench/peers/torch_coll.py, torch.distributed's gloo backend
+
+send_recv (every rank sends to rank+1 and receives from rank-1) runs on
+gocomms (a batch) and Open MPI (MPI_Sendrecv) only.
                (no reduce-scatter; slow to start, so not in the default)
 
 Sweeps (bytes: from, to, factor; iterations, warm-ups), the same for all
@@ -76,7 +84,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rounds=3
 procs=2
 peers=$default_peers
-ops=$all_ops
+ops=$default_ops
 out=
 quick=0
 run_timeout=300
@@ -113,8 +121,9 @@ IFS=, read -ra asked <<<"$peers"
 for p in "${asked[@]}"; do
 	case $p in
 	gocomms) asked+=(gocomms-shm gocomms-tcp) ;;
+	gocomms-async) asked+=(gocomms-shm-async gocomms-tcp-async) ;;
 	mpi) asked+=(mpi-shm mpi-tcp) ;;
-	gocomms-shm | gocomms-tcp | mpi-shm | mpi-tcp | gloo | torch) ;;
+	gocomms-shm | gocomms-shm-async | gocomms-tcp | gocomms-tcp-async | mpi-shm | mpi-tcp | gloo | torch) ;;
 	*) die "unknown peer '$p' (from $all_peers)" ;;
 	esac
 done
@@ -185,6 +194,10 @@ supports() {
 		echo "torch.distributed's gloo backend has no reduce-scatter"
 		return 1
 	fi
+	if [[ ($1 == gloo || $1 == torch) && $2 == send_recv ]]; then
+		echo "no send_recv peer for $1"
+		return 1
+	fi
 }
 
 has_peer() { [[ ,$peers, == *,$1,* ]]; }
@@ -249,7 +262,7 @@ fi
 
 make_tmp compare
 
-if has_any gocomms-shm gocomms-tcp; then
+if has_any gocomms-shm gocomms-shm-async gocomms-tcp gocomms-tcp-async; then
 	build_commnode
 fi
 if has_any mpi-shm mpi-tcp; then
@@ -300,7 +313,7 @@ cpu_pressure() {
 	echo "memory: $(free -g | awk '/^Mem:/ {print $2 " GiB"}')"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	cpu_pressure start
-	if has_any gocomms-shm gocomms-tcp; then
+	if has_any gocomms-shm gocomms-shm-async gocomms-tcp gocomms-tcp-async; then
 		go version
 		echo "commnode: $(build_id "$tmp/commnode")"
 		# Settings that change what gocomms does (GOCOMMS_TRANSPORT is set
@@ -330,10 +343,12 @@ run_peer() {
 	local peer=$1 op=$2 p=$3 logf=$4
 	shift 4
 	case $peer in
-	gocomms-shm | gocomms-tcp)
+	gocomms-*)
 		# `commnode` after -- names the launcher's own binary.
-		bounded "$logf" env GOCOMMS_TRANSPORT="${peer#gocomms-}" "$tmp/commnode" launch -n "$p" -- commnode bench \
-			--op "$op" -b "$1" -e "$2" -f "$3" -n "$4" -w "$5" -z $registered -timeout "${op_timeout}s" --json
+		local transport=${peer#gocomms-} blocking=-z
+		[[ $transport == *-async ]] && blocking=
+		bounded "$logf" env GOCOMMS_TRANSPORT="${transport%-async}" "$tmp/commnode" launch -n "$p" -- commnode bench \
+			--op "$op" -b "$1" -e "$2" -f "$3" -n "$4" -w "$5" $blocking $registered -timeout "${op_timeout}s" --json
 		;;
 	mpi-shm | mpi-tcp)
 		# pml ob1 so that the btl choice holds (UCX, when present, would

@@ -37,20 +37,23 @@ import sys
 # Implementations, in table order, with their transport.
 PEERS = {
     "gocomms-shm": "shm",
+    "gocomms-shm-async": "shm",
     "mpi-shm": "shm",
     "gocomms-tcp": "tcp",
+    "gocomms-tcp-async": "tcp",
     "mpi-tcp": "tcp",
     "gloo": "tcp",
     "torch": "tcp",
 }
 PEER_ORDER = list(PEERS)
-OP_ORDER = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"]
+OP_ORDER = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"]
 OP_NAMES = {
     "all_reduce": "all-reduce (float32, sum)",
     "all_gather": "all-gather (float32)",
     "reduce_scatter": "reduce-scatter (float32, sum)",
     "all_to_all": "all-to-all (float32)",
     "broadcast": "broadcast (float32, root 0)",
+    "send_recv": "send_recv (float32, to rank+1, from rank-1)",
 }
 # Ratio columns: gocomms busbw / peer busbw. The first four compare like
 # with like (same transport); the last crosses transports: Gloo has no
@@ -58,7 +61,9 @@ OP_NAMES = {
 # clear at the least.
 RATIOS = [
     ("gocomms-shm", "mpi-shm", "shm"),
+    ("gocomms-shm-async", "mpi-shm", "shm async"),
     ("gocomms-tcp", "mpi-tcp", "tcp"),
+    ("gocomms-tcp-async", "mpi-tcp", "tcp async"),
     ("gocomms-tcp", "gloo", "tcp"),
     ("gocomms-tcp", "torch", "tcp"),
     ("gocomms-shm", "gloo", "shm vs tcp"),
@@ -76,7 +81,7 @@ MEMCPY_SIZE = 64 << 20
 def bus_factor(op, p):
     if op == "all_reduce":
         return 2 * (p - 1) / p
-    if op == "broadcast":
+    if op in ("broadcast", "send_recv"):
         return 1.0
     return (p - 1) / p
 

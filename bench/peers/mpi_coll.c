@@ -10,6 +10,8 @@
 //   reduce_scatter  MPI_Reduce_scatter_block, sum, out of place
 //   all_to_all      MPI_Alltoall, out of place
 //   broadcast       MPI_Bcast from rank 0
+//   send_recv       MPI_Sendrecv: every rank sends to rank+1 and receives
+//                   from rank-1, as `commnode bench --op send_recv`
 //
 // For each size from MINB to MAXB bytes (times FACTOR each step), every rank
 // runs WARMUP ops, a barrier, then ITERS ops back to back. Rank 0 prints one
@@ -24,16 +26,17 @@
 // sends and receives p), and size_bytes is the larger of one rank's send and
 // receive buffers. time_us is the largest over ranks of (elapsed / ITERS);
 // algbw = size / time; busbw = algbw * 2(p-1)/p for all-reduce, (p-1)/p for
-// all-gather, reduce-scatter and all-to-all, 1 for broadcast. After timing,
+// all-gather, reduce-scatter and all-to-all, 1 for broadcast and
+// send_recv. After timing,
 // one more op on a known pattern is checked; wrong is summed over ranks.
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum op { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, BROADCAST };
+enum op { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, BROADCAST, SEND_RECV };
 
-static const char *op_names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"};
+static const char *op_names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"};
 
 // parse_bytes reads a size with an optional K, M or G suffix (powers of 1024).
 static long parse_bytes(const char *s) {
@@ -66,7 +69,7 @@ static void counts(enum op o, long count, int p, long *send, long *recv, long *b
 static double bus_factor(enum op o, int p) {
   switch (o) {
   case ALL_REDUCE: return 2.0 * (p - 1) / p;
-  case BROADCAST: return 1.0;
+  case BROADCAST: case SEND_RECV: return 1.0;
   default: return (double)(p - 1) / p;
   }
 }
@@ -77,7 +80,14 @@ static float pat(int q, long i) { return (float)(q * 8 + 1 + i % 7); }
 
 // run issues one op on n elements per block.
 static void run(enum op o, float *send, float *recv, long n) {
+  int rank, p;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
   switch (o) {
+  case SEND_RECV:
+    MPI_Sendrecv(send, (int)n, MPI_FLOAT, (rank + 1) % p, 0, recv, (int)n, MPI_FLOAT, (rank + p - 1) % p, 0,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    break;
   case ALL_REDUCE: MPI_Allreduce(MPI_IN_PLACE, send, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
   case ALL_GATHER: MPI_Allgather(send, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, MPI_COMM_WORLD); break;
   case REDUCE_SCATTER: MPI_Reduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
@@ -117,6 +127,10 @@ static long check(enum op o, float *send, float *recv, long sendN, long recvN, l
     for (long i = 0; i < n; i++)
       if (send[i] != pat(0, i)) wrong++;
     break;
+  case SEND_RECV:  // what the rank before sent
+    for (long i = 0; i < n; i++)
+      if (recv[i] != pat((rank + p - 1) % p, i)) wrong++;
+    break;
   }
   return wrong;
 }
@@ -131,7 +145,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], op_names[i]) == 0) o = i;
   if (argc < 4 || o < 0) {
     if (rank == 0)
-      fprintf(stderr, "usage: mpi_coll all_reduce|all_gather|reduce_scatter|all_to_all|broadcast MINB MAXB [FACTOR [ITERS [WARMUP]]]\n");
+      fprintf(stderr, "usage: mpi_coll all_reduce|all_gather|reduce_scatter|all_to_all|broadcast|send_recv MINB MAXB [FACTOR [ITERS [WARMUP]]]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   long minb = parse_bytes(argv[2]), maxb = parse_bytes(argv[3]);
