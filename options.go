@@ -258,5 +258,6 @@ func OpHints(h map[string]string) CallOption { return func(c *call) { c.hints = 
 func Checked() CallOption { return func(c *call) { c.checked = true } }
 
 // Tag sets the tag of a point-to-point message: the k-th send with tag t
-// from a to b matches the k-th receive with tag t on b from a.
+// from a to b matches the k-th receive with tag t on b from a. A tag is
+// at least 0; the native backend takes tags up to 2^30-1.
 func Tag(t int) CallOption { return func(c *call) { c.tag = t } }

@@ -214,3 +214,37 @@ func TestQueuedReceiveTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTagsBeyondTheLargest: the native backend refuses a tag above 2^30-1,
+// whose frames would read as its own marks, before any byte moves, and
+// carries the largest one; the communicator stays usable.
+func TestTagsBeyondTheLargest(t *testing.T) {
+	const largest = 1<<30 - 1
+	local(t, 2, func(ctx context.Context, c *gocomms.Comm) error {
+		x := gocomms.FromSlice([]float32{float32(c.Rank() + 1)})
+		for _, tag := range []int{largest + 1, 1 << 31, 1 << 40} {
+			var err error
+			if c.Rank() == 0 {
+				err = c.Send(ctx, x, 1, gocomms.Tag(tag))
+			} else {
+				err = c.NewBatch().Recv(x, 0, gocomms.Tag(tag)).Issue(ctx)
+			}
+			if err := wantErr(err, gocomms.ErrInvalidArgument, fmt.Sprintf("tag %d", tag)); err != nil {
+				return err
+			}
+		}
+		if c.Rank() == 0 {
+			if err := c.Send(ctx, x, 1, gocomms.Tag(largest)); err != nil {
+				return err
+			}
+		} else {
+			if err := c.Recv(ctx, x, 0, gocomms.Tag(largest)); err != nil {
+				return err
+			}
+			if got := x.Float64At(0); got != 1 {
+				return fmt.Errorf("received %v under the largest tag, want 1", got)
+			}
+		}
+		return finalizeExpectingFailures(ctx, c)
+	})
+}

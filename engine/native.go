@@ -387,8 +387,7 @@ func (n *native) request(op *backend.Op, done backend.Completion, o *room) (*col
 		req.Sig = collective.Sig(0, op.DType, red, -1, nil)
 		return req, nil
 	case op.Kind == 0:
-		n.p2pRequest(op, req, o)
-		return req, nil
+		return req, n.p2pRequest(op, req, o)
 	}
 	chunk, err := n.intHint(op, HintChunkBytes)
 	if err != nil {
@@ -408,8 +407,15 @@ func (n *native) request(op *backend.Op, done backend.Completion, o *room) (*col
 
 // p2pRequest lays a point-to-point operation out as a schedule over bytes:
 // message i reads or writes block i, so a batch may mix dtypes. Its
-// lists go in o's room; request has emptied In and Out there.
-func (n *native) p2pRequest(op *backend.Op, req *collective.Request, o *room) {
+// lists go in o's room; request has emptied In and Out there. A tag
+// beyond collective.MaxTag is refused: its frames would read as the
+// engine's own.
+func (n *native) p2pRequest(op *backend.Op, req *collective.Request, o *room) error {
+	for _, m := range op.P2P {
+		if m.Tag > collective.MaxTag {
+			return commerr.Invalid("tag %d is beyond the largest, %d", m.Tag, collective.MaxTag)
+		}
+	}
 	if o.wire == nil {
 		// Non-nil even when no message carries bytes: P2P set is what
 		// marks the request point-to-point.
@@ -425,6 +431,7 @@ func (n *native) p2pRequest(op *backend.Op, req *collective.Request, o *room) {
 	}
 	req.DType, req.In, req.Out, req.P2P = tensor.Uint8, o.in, o.out, o.wire
 	n.plans.PlanMessages(req, n.cfg.Rank, n.cfg.Size, o.msgs)
+	return nil
 }
 
 func (n *native) hint(op *backend.Op, key string) string {

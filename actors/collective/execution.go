@@ -42,6 +42,10 @@ const (
 	tagMarks             = tagRegistered | tagRead
 )
 
+// MaxTag is the largest tag a point-to-point message may carry: the marks
+// take the bits above it.
+const MaxTag = 1<<30 - 1
+
 // progsKept bounds the Progress values an execution keeps for reuse.
 const progsKept = 8
 
