@@ -27,7 +27,7 @@ func demoCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	steps := [][]string{
 		{"verify", "-timeout", "30s"},
-		{"bench", "-b", "8", "-e", "4M", "-f", "8", "-n", "10", "-w", "3", "-timeout", "30s"},
+		{"bench", "-b", "8", "-e", "4M", "-f", "8", "-n", "100", "-w", "20", "-timeout", "30s"},
 	}
 	for _, step := range steps {
 		fmt.Fprintf(stdout, "$ commnode launch -n %d -- commnode %s\n", *ranks, strings.Join(step, " "))
