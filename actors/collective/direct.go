@@ -560,8 +560,10 @@ func (d *Direct) execute(i int) (bool, *Fail) {
 		return true, nil
 	}
 	f, registered := transport.Frame{}, false
-	// A message goes as a payload: its receiver matches it, and would match
-	// the word that it read a descriptor, by ordinal and tag alone.
+	// A message goes as a payload: sent as a descriptor, it would wait
+	// for its receiver to read it, a rendezvous that holds up the
+	// operations issued after it (a ring of sends, each followed by a
+	// receive, would deadlock).
 	if d.maps[k] && d.req.P2P == nil {
 		f, registered = d.registeredFrame(i)
 	}
