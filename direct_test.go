@@ -56,20 +56,33 @@ func TestCollectivesRunOffTheActors(t *testing.T) {
 }
 
 // TestPropertyDirectAndActorOperationsInterleave issues random sequences
-// of blocking and async all-reduces and broadcasts, waiting for the async
-// ones at random points: blocking ones issued while the rank is idle run
-// off the actors, the rest on them, and both kinds meet across ranks. Every
-// result must be the reference's, in issue order.
+// of all-reduces, broadcasts and ring exchanges (a batch sending to the
+// next rank and receiving from the one before), each blocking or async,
+// waiting for the async ones at random points: whichever run off the
+// actors and whichever on them meet across ranks, and every result must
+// be the reference's, in issue order.
 func TestPropertyDirectAndActorOperationsInterleave(t *testing.T) {
+	const (
+		allReduce = iota
+		broadcast
+		exchange
+	)
 	type step struct {
-		broadcast, async, drain bool
+		kind         int
+		async, drain bool
 	}
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(1, 5).Draw(rt, "ranks")
+		kinds := rapid.IntRange(allReduce, exchange)
+		if n == 1 {
+			kinds = rapid.IntRange(allReduce, broadcast) // a rank has no other to exchange with
+		}
 		steps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) step {
-			return step{rapid.Bool().Draw(t, "broadcast"), rapid.Bool().Draw(t, "async"), rapid.Bool().Draw(t, "drain")}
-		}), 1, 16).Draw(rt, "steps")
+			return step{kinds.Draw(t, "kind"), rapid.Bool().Draw(t, "async"), rapid.Bool().Draw(t, "drain")}
+		}), 1, 24).Draw(rt, "steps")
 		err := gocomms.RunLocal(context.Background(), n, func(ctx context.Context, c *gocomms.Comm) error {
+			r := c.Rank()
+			prev := (r + n - 1) % n
 			xs := make([]*tensor.Tensor, len(steps))
 			var pending []*gocomms.Work
 			wait := func() error {
@@ -84,21 +97,32 @@ func TestPropertyDirectAndActorOperationsInterleave(t *testing.T) {
 			for i, s := range steps {
 				x := mustTensor(tensor.Int32, 3)
 				for j := range 3 {
-					x.SetInt64(j, int64((c.Rank()+1)*100+i*10+j))
+					x.SetInt64(j, int64((r+1)*100+i*10+j))
 				}
 				xs[i] = x
-				root := i % n
+				var batch *gocomms.Batch
+				if s.kind == exchange {
+					xs[i] = mustTensor(tensor.Int32, 3)
+					batch = c.NewBatch().Send(x, (r+1)%n, gocomms.Tag(i)).Recv(xs[i], prev, gocomms.Tag(i))
+				}
 				switch {
-				case s.async && s.broadcast:
-					pending = append(pending, c.BroadcastAsync(x, root))
-				case s.async:
+				case s.async && s.kind == allReduce:
 					pending = append(pending, c.AllReduceAsync(x, gocomms.Sum))
-				case s.broadcast:
-					if err := c.Broadcast(ctx, x, root); err != nil {
-						return err
-					}
+				case s.async && s.kind == broadcast:
+					pending = append(pending, c.BroadcastAsync(x, i%n))
+				case s.async:
+					pending = append(pending, batch.IssueAsync())
 				default:
-					if err := c.AllReduce(ctx, x, gocomms.Sum); err != nil {
+					var err error
+					switch s.kind {
+					case allReduce:
+						err = c.AllReduce(ctx, x, gocomms.Sum)
+					case broadcast:
+						err = c.Broadcast(ctx, x, i%n)
+					default:
+						err = batch.Issue(ctx)
+					}
+					if err != nil {
 						return err
 					}
 				}
@@ -113,12 +137,15 @@ func TestPropertyDirectAndActorOperationsInterleave(t *testing.T) {
 			}
 			for i, s := range steps {
 				for j := range 3 {
-					want := int64((i%n+1)*100 + i*10 + j)
-					if !s.broadcast {
-						want = int64(n*(n+1)/2*100 + n*(i*10+j))
+					want := int64(n*(n+1)/2*100 + n*(i*10+j)) // all-reduce
+					switch s.kind {
+					case broadcast:
+						want = int64((i%n+1)*100 + i*10 + j)
+					case exchange:
+						want = int64((prev+1)*100 + i*10 + j)
 					}
 					if got := xs[i].Int64At(j); got != want {
-						return fmt.Errorf("rank %d, step %d %+v, element %d: %d, want %d", c.Rank(), i, s, j, got, want)
+						return fmt.Errorf("rank %d, step %d %+v, element %d: %d, want %d", r, i, s, j, got, want)
 					}
 				}
 			}

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"pgregory.net/rapid"
-
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -96,86 +94,6 @@ func TestPointToPointRunsOffTheActors(t *testing.T) {
 			})
 		}
 	}
-}
-
-// TestPropertyOperationsInterleaveOffTheActors runs random sequences of
-// all-reduces, broadcasts and ring exchanges, each blocking or async,
-// waited at random points: whichever run off the actors and whichever on
-// them, every result must be the reference's, in issue order.
-func TestPropertyOperationsInterleaveOffTheActors(t *testing.T) {
-	type step struct {
-		kind  int // 0 all-reduce, 1 broadcast, 2 ring exchange
-		async bool
-		drain bool
-	}
-	rapid.Check(t, func(rt *rapid.T) {
-		n := rapid.IntRange(2, 4).Draw(rt, "ranks")
-		steps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) step {
-			return step{rapid.IntRange(0, 2).Draw(t, "kind"), rapid.Bool().Draw(t, "async"), rapid.Bool().Draw(t, "drain")}
-		}), 1, 24).Draw(rt, "steps")
-		err := gocomms.RunLocal(context.Background(), n, func(ctx context.Context, c *gocomms.Comm) error {
-			r := c.Rank()
-			prev := (r + n - 1) % n
-			xs := make([]*tensor.Tensor, len(steps))
-			var pending []*gocomms.Work
-			wait := func() error {
-				for _, w := range pending {
-					if err := w.Wait(ctx); err != nil {
-						return err
-					}
-				}
-				pending = pending[:0]
-				return nil
-			}
-			for i, s := range steps {
-				x := mustTensor(tensor.Int32, 3)
-				for j := range 3 {
-					x.SetInt64(j, int64((r+1)*100+i*10+j))
-				}
-				var w *gocomms.Work
-				switch s.kind {
-				case 0:
-					xs[i] = x
-					w = c.AllReduceAsync(x, gocomms.Sum)
-				case 1:
-					xs[i] = x
-					w = c.BroadcastAsync(x, i%n)
-				case 2:
-					xs[i] = mustTensor(tensor.Int32, 3)
-					w = c.NewBatch().Send(x, (r+1)%n, gocomms.Tag(i)).Recv(xs[i], prev, gocomms.Tag(i)).IssueAsync()
-				}
-				pending = append(pending, w)
-				if !s.async || s.drain {
-					if err := wait(); err != nil {
-						return err
-					}
-				}
-			}
-			if err := wait(); err != nil {
-				return err
-			}
-			for i, s := range steps {
-				for j := range 3 {
-					var want int64
-					switch s.kind {
-					case 0:
-						want = int64(n*(n+1)/2*100 + n*(i*10+j))
-					case 1:
-						want = int64((i%n+1)*100 + i*10 + j)
-					case 2:
-						want = int64((prev+1)*100 + i*10 + j)
-					}
-					if got := xs[i].Int64At(j); got != want {
-						return fmt.Errorf("rank %d, step %d %+v, element %d: %d, want %d", r, i, s, j, got, want)
-					}
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			rt.Fatal(err)
-		}
-	})
 }
 
 // TestQueuedReceiveTimesOut posts receives off the actors from a peer

@@ -280,27 +280,6 @@ func (p *Plane) Detach(s Sink) {
 	p.mu.Unlock()
 }
 
-// arriveMessage hands f, a point-to-point frame, to the sink that takes
-// it, or keeps it until one attaches.
-func (p *Plane) arriveMessage(f transport.Frame) {
-	p.mu.Lock()
-	if s := p.sink; s != nil && p.msgs != nil && slices.Contains(p.msgs.keys, KeyOf(f.Header)) {
-		p.mu.Unlock()
-		s.Deliver(p.Peer(), f)
-		return
-	}
-	if p.err != nil {
-		p.mu.Unlock()
-		transport.Release(f)
-		return
-	}
-	if p.msgs == nil {
-		p.msgs = &messages{}
-	}
-	p.msgs.early = append(p.msgs.early, transport.Detach(f))
-	p.mu.Unlock()
-}
-
 // ordered joins the link's turn to the collectives that attached before
 // it (attached).
 func (p *Plane) ordered() { p.attached.Load() }
@@ -308,12 +287,9 @@ func (p *Plane) ordered() { p.attached.Load() }
 // arrive hands f to the sink of its operation, or keeps it until one
 // attaches.
 func (p *Plane) arrive(f transport.Frame) {
-	if f.Header.Kind == transport.PointToPoint {
-		p.arriveMessage(f)
-		return
-	}
+	message := f.Header.Kind == transport.PointToPoint
 	p.mu.Lock()
-	if s := p.sink; s != nil && f.Header.Seq == p.seq {
+	if s := p.sink; s != nil && p.takes(f.Header, message) {
 		p.mu.Unlock()
 		s.Deliver(p.Peer(), f)
 		return
@@ -321,6 +297,14 @@ func (p *Plane) arrive(f transport.Frame) {
 	if p.err != nil {
 		p.mu.Unlock()
 		transport.Release(f)
+		return
+	}
+	if message {
+		if p.msgs == nil {
+			p.msgs = &messages{}
+		}
+		p.msgs.early = append(p.msgs.early, transport.Detach(f))
+		p.mu.Unlock()
 		return
 	}
 	seq := f.Header.Seq
@@ -331,6 +315,15 @@ func (p *Plane) arrive(f transport.Frame) {
 			p.answerStrays(o)
 		}
 	}
+}
+
+// takes reports whether the sink takes the frame of h, a point-to-point
+// message's or a collective's. Called with p.mu held.
+func (p *Plane) takes(h transport.Header, message bool) bool {
+	if message {
+		return p.msgs != nil && slices.Contains(p.msgs.keys, KeyOf(h))
+	}
+	return h.Seq == p.seq
 }
 
 // Started and Ended tell the Strays of p's rank, if any, that collective
