@@ -45,8 +45,9 @@
 //	evAgree         an Agree
 //	evLend          after every message: lend the turn if idle and sound
 //	evReclaimed     the lent turn is back (at once, or with a Reclaimed)
-//	evAdopt         a collective that ran off the rank timed out and
-//	                comes back (collective.Adoption)
+//	evAdopt         an operation that ran off the rank timed out and
+//	                comes back, with those queued behind it there
+//	                (collective.Adoption)
 //
 // Actions (what the actor does):
 //
@@ -74,14 +75,17 @@
 //	actStopLinks        stop every link after what its mailbox holds
 //	actFinalized        call Finalize's Done, stop the rank
 //	actLend             lend the turn (Lease), numbering the next collective
-//	actAdopt            hand an adopted collective to the collective actor
+//	actAdopt            hand an adopted operation to the collective actor
 //
-// While the rank is idle it lends its turn (lease.go): collectives then run
-// off the actors, on a collective.Direct, numbered by the lease, and the
-// rank starts nothing until the turn is back. It takes the turn back when
-// it has work of its own (a submission, a Finalize, a peer's report or
-// probe) or the communicator breaks, which fails the collective that runs
-// off it.
+// While the rank is idle it lends its turn (lease.go): operations then run
+// off the actors, on a collective.Direct, numbered by the lease (a
+// collective's sequence number, a message's ordinal), queued there in
+// issue order, and the rank starts nothing until the turn is back. It
+// takes the turn back when it has work of its own (a submission, a
+// Finalize, a peer's report or probe) or the communicator breaks, which
+// fails the operations off it. A connection that ends under them reaches
+// it first: a peer's failure, which it spreads, before they fail naming
+// the peer.
 //
 // A peer's failure breaks the communicator, as with NCCL: the running and
 // queued operations fail naming that peer, whatever peers each needs, and
