@@ -318,11 +318,19 @@ func TestStoreLimits(t *testing.T) {
 		t.Errorf("Get = %q, %v", v, err)
 	}
 
-	// c holds one connection; three more fill MaxConns.
+	// c holds one connection; three more fill MaxConns. A connection the
+	// server ended above may count a moment longer: each is dialled until
+	// the server takes it.
 	var rs []*raw
 	for range 3 {
-		r := dialRaw2(t, srv)
-		r.sync()
+		var r *raw
+		waitFor(t, func() bool {
+			if r = dialRaw2(t, srv); served(r) {
+				return true
+			}
+			r.nc.Close()
+			return false
+		})
 		rs = append(rs, r)
 	}
 	over := dialRaw(t, srv)
@@ -331,12 +339,20 @@ func TestStoreLimits(t *testing.T) {
 	waitFor(t, func() bool {
 		r := dialRaw2(t, srv)
 		defer r.nc.Close()
-		r.nc.SetReadDeadline(time.Now().Add(time.Second))
-		r.send(q(v2Check).keys())
-		var b [1]byte
-		_, err := r.nc.Read(b[:])
-		return err == nil
+		return served(r)
 	})
+}
+
+// served reports whether the server answers a CHECK on r: it took the
+// connection rather than refuse it.
+func served(r *raw) bool {
+	r.nc.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := r.nc.Write(q(v2Check).keys()); err != nil {
+		return false
+	}
+	var b [1]byte
+	_, err := r.nc.Read(b[:])
+	return err == nil
 }
 
 // TestWaitsCountAsStored: the keys of outstanding WAITs count against
