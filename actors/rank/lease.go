@@ -17,20 +17,20 @@ import (
 // batch then runs on a collective.Direct, on the caller's goroutine and
 // the transports', with no mailbox in between, and so do the operations
 // issued after it, queued there in issue order, until the rank takes its
-// turn back. The rank
-// stays the control plane: it lends only when nothing is queued or
-// running with it and the communicator is sound, takes its turn back
-// before anything it must order (a submission, a Finalize, a peer's
-// report), and fails the collectives off it when the communicator breaks.
+// turn back. The rank stays the control plane: it lends only when nothing
+// is queued or running with it and the communicator is sound, takes its
+// turn back before anything it must order (a submission, a Finalize, a
+// peer's report), and fails the operations off it when the communicator
+// breaks.
 //
 // Its word packs the sequence number of the next collective, the count
-// of collectives on Direct and the lending flags, so that taking the turn
-// and numbering the collective are one compare-and-swap.
+// of operations on Direct and the lending flags, so that taking the turn
+// and numbering the operation are one compare-and-swap.
 type Lease struct {
 	word   atomic.Uint64
 	direct *collective.Direct
 	// submitted counts the submissions on their way to the rank: none
-	// may be overtaken by a collective that takes the turn.
+	// may be overtaken by an operation that takes the turn.
 	submitted atomic.Int64
 	paused    atomic.Bool // a waiting caller paused its polling since the last HandBack
 
@@ -44,23 +44,23 @@ type Lease struct {
 	rt     *actors.Runtime
 }
 
-// The word, from its low bits: the flags, the count of collectives that
+// The word, from its low bits: the flags, the count of operations that
 // hold the turn (running or queued on Direct), the next collective's
 // sequence number.
 const (
 	lent       uint64 = 1 << iota // the rank is idle and lends its turn
 	wanted                        // the rank wants its turn back
 	countShift = 2
-	countBits  = 22 // a queue of up to 4 Mi collectives: more go to the rank
+	countBits  = 22 // a queue of up to 4 Mi operations: more go to the rank
 	one        = 1 << countShift
 	countMask  = (1<<countBits - 1) << countShift
 	flags      = countShift + countBits // bits below the sequence number
 )
 
-// held returns the count of collectives that hold the turn in w.
+// held returns the count of operations that hold the turn in w.
 func held(w uint64) uint64 { return w & countMask >> countShift }
 
-// Reclaimed tells the rank that the collectives that held its turn when
+// Reclaimed tells the rank that the operations that held its turn when
 // it wanted it back have ended.
 type Reclaimed struct{}
 
@@ -71,16 +71,15 @@ func NewLease(rt *actors.Runtime) *Lease {
 	return l
 }
 
-// peerLost is a connection that ended under a collective run off the
-// rank: the rank passes it on (Direct.Gone) after what it heard before,
-// which its links handed on first, unless the communicator broke, which
-// is the failure to name.
+// peerLost is a connection that ended under an operation run off the
+// rank, which the rank handles after what it heard before, which its
+// links handed on first.
 type peerLost struct {
 	peer int
 	err  error
 }
 
-// Direct returns what runs the collectives issued while the turn is lent.
+// Direct returns what runs the operations issued while the turn is lent.
 func (l *Lease) Direct() *collective.Direct { return l.direct }
 
 // Acquire takes the rank's turn for req, if it is lent and no submission
@@ -107,13 +106,13 @@ func (l *Lease) Acquire(req *collective.Request) (first, ok bool) {
 	return n == 0, true
 }
 
-// Submitting records that a Submit is on its way to the rank: a
-// collective issued after it must not take the turn before the rank has
+// Submitting records that a Submit is on its way to the rank: an
+// operation issued after it must not take the turn before the rank has
 // queued it. Issues come one at a time, so none takes the turn between
 // the two.
 func (l *Lease) Submitting() { l.submitted.Add(1) }
 
-// Release ends a collective's hold on the turn: it ended.
+// Release ends an operation's hold on the turn: it ended.
 func (l *Lease) Release() {
 	w := l.word.Add(^uint64(one - 1)) // less one
 	if held(w) == 0 && w&wanted != 0 {
@@ -182,7 +181,7 @@ func (l *Lease) addPlane(p *link.Plane) {
 func (l *Lease) lend(collSeq uint64) { l.word.Store(collSeq<<flags | lent) }
 
 // reclaim takes the turn back: it returns the number of the next
-// collective, or, while collectives hold the turn, reports that a
+// collective, or, while operations hold the turn, reports that a
 // Reclaimed follows once they end (a Reclaimed may also come after the
 // turn is back: reclaim tells).
 func (l *Lease) reclaim() (uint64, bool) {
@@ -194,7 +193,7 @@ func (l *Lease) reclaim() (uint64, bool) {
 	return w >> flags, true
 }
 
-// adopted clears the word: the collective that held the turn timed out
+// adopted clears the word: the operation that held the turn timed out
 // and came back to the rank, which runs it now.
 func (l *Lease) adopted() { l.word.Store(0) }
 
