@@ -215,7 +215,7 @@ func (n *native) Free(t *tensor.Tensor) error { return n.mem.free(t.Bytes()) }
 // registered memory.
 func (n *native) RegisteredSends() uint64 { return n.mem.described.Load() }
 
-// DirectOps counts the collectives that ran off the actors.
+// DirectOps counts the operations that ran off the actors.
 func (n *native) DirectOps() uint64 {
 	if n.direct == nil {
 		return 0
