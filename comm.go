@@ -60,11 +60,11 @@ type Comm struct {
 	failures []error
 
 	recMu   sync.Mutex
-	records []*opRecord // free, for blocking calls over one tensor
+	records freeList[*opRecord] // for blocking calls over one tensor
 	// rooms are free rooms of the Pooled backend, which async calls'
 	// records take and give back once the backend let go of them: their
 	// records live on with the Work the caller holds.
-	rooms []backend.Room
+	rooms freeList[backend.Room]
 
 	flight  *FlightRecorder
 	files   flightFiles
@@ -313,15 +313,12 @@ func (r *opRecord) roomFor(p backend.Pooled) backend.Room {
 	if r.room == nil {
 		c := r.comm
 		c.recMu.Lock()
-		if n := len(c.rooms); n > 0 {
-			r.room = c.rooms[n-1]
-			c.rooms[n-1] = nil
-			c.rooms = c.rooms[:n-1]
-		}
+		room, ok := c.rooms.take()
 		c.recMu.Unlock()
-		if r.room == nil {
-			r.room = p.NewRoom()
+		if !ok {
+			room = p.NewRoom()
 		}
+		r.room = room
 	}
 	return r.room
 }
@@ -338,9 +335,7 @@ func (r *opRecord) giveRoom() {
 	room.Clear()
 	c := r.comm
 	c.recMu.Lock()
-	if len(c.rooms) < roomsKept {
-		c.rooms = append(c.rooms, room)
-	}
+	c.rooms.give(room, roomsKept)
 	c.recMu.Unlock()
 }
 
@@ -355,15 +350,12 @@ const recordsKept = 16
 // record returns a record to fill, free or new.
 func (c *Comm) record() *opRecord {
 	c.recMu.Lock()
-	if n := len(c.records); n > 0 {
-		r := c.records[n-1]
-		c.records[n-1] = nil
-		c.records = c.records[:n-1]
-		c.recMu.Unlock()
+	r, ok := c.records.take()
+	c.recMu.Unlock()
+	if ok {
 		return r
 	}
-	c.recMu.Unlock()
-	r := &opRecord{comm: c}
+	r = &opRecord{comm: c}
 	r.work.rec = r
 	return r
 }
@@ -381,10 +373,32 @@ func (r *opRecord) release() {
 	r.work.clear()
 	c := r.comm
 	c.recMu.Lock()
-	if len(c.records) < recordsKept {
-		c.records = append(c.records, r)
-	}
+	c.records.give(r, recordsKept)
 	c.recMu.Unlock()
+}
+
+// freeList keeps things for reuse, up to a bound; its owner's lock
+// guards it.
+type freeList[T any] []T
+
+// take returns the last thing given, if any.
+func (l *freeList[T]) take() (T, bool) {
+	var zero T
+	n := len(*l)
+	if n == 0 {
+		return zero, false
+	}
+	v := (*l)[n-1]
+	(*l)[n-1] = zero
+	*l = (*l)[:n-1]
+	return v, true
+}
+
+// give keeps v, unless keep things are kept already.
+func (l *freeList[T]) give(v T, keep int) {
+	if len(*l) < keep {
+		*l = append(*l, v)
+	}
 }
 
 // issue numbers op and hands it to the backend. With r, op is r's, and

@@ -9,7 +9,6 @@ import (
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/algorithms"
-	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -326,13 +325,11 @@ func (c *runner) finish(ctx actor.Context) {
 // message that will not come.
 func (c *runner) fail(ctx actor.Context, m *Fail) {
 	req := c.req
-	var report []byte
-	if req.P2P == nil {
-		if report = m.reportFrom(req.Rank); report != nil {
-			TellFailure(ctx, req, report)
-		}
+	report := m.reportFor(req)
+	if report != nil {
+		TellFailure(ctx, req, report)
 	}
-	c.end(ctx, &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: m.Ranks, Err: m.Err}, report)
+	c.end(ctx, m.errorOf(req), report)
 }
 
 // TellFailure sends a ControlFailed report about req to req's peers.

@@ -212,9 +212,6 @@ func (d *Direct) Pollers(seq uint64, dst []transport.Poller) ([]transport.Poller
 	return dst, running
 }
 
-// Runs reports whether the operation numbered seq runs here.
-func (d *Direct) Runs(seq uint64) bool { return d.running.Load() == seq+1 }
-
 // Running returns the Seq+1 of the operation running here, 0 if none is.
 func (d *Direct) Running() uint64 { return d.running.Load() }
 
@@ -406,13 +403,7 @@ func (d *Direct) fail(e directEvent) {
 func (d *Direct) drop(op queuedOp, f *Fail) {
 	req := op.req
 	req.Planes = op.planes
-	if !errors.Is(f.Err, commerr.ErrInvalidArgument) {
-		d.failed.Add(1)
-	}
-	var report []byte
-	if req.P2P == nil {
-		report = f.reportFrom(req.Rank)
-	}
+	report := d.failure(req, f)
 	req.endedHere(false, report)
 	if report != nil {
 		d.owner.TellFailure(req, report)
@@ -421,8 +412,17 @@ func (d *Direct) drop(op queuedOp, f *Fail) {
 		d.ended.Store(req.Seq + 1) // nothing before it is left here
 	}
 	op.done()
-	req.End(&commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: f.Ranks, Err: f.Err})
+	req.End(f.errorOf(req))
 	req.Release()
+}
+
+// failure counts f, a failure of req, unless it is a mismatch (the
+// program's, not this rank's), and returns what req's peers are told.
+func (d *Direct) failure(req *Request, f *Fail) []byte {
+	if !errors.Is(f.Err, commerr.ErrInvalidArgument) {
+		d.failed.Add(1)
+	}
+	return f.reportFor(req)
 }
 
 // readBy reports whether peer still reads a registered send's memory.
@@ -436,7 +436,9 @@ func (d *Direct) readBy(peer int) bool {
 }
 
 func (d *Direct) start(req *Request, done func()) {
-	d.poll(req.Seq, d.planes)
+	if d.running.Load() != req.Seq+1 { // else Start marked it, as the first
+		d.poll(req.Seq, d.planes)
+	}
 	req.Planes = d.planes // as the rank's links give them on the actors
 	d.begin(req)
 	d.done = done
@@ -658,12 +660,9 @@ func (a *Adoption) Next() uint64 { return a.next }
 func (d *Direct) end(f *Fail) {
 	req := d.req
 	d.timer.Stop()
-	if f != nil && !errors.Is(f.Err, commerr.ErrInvalidArgument) {
-		d.failed.Add(1)
-	}
 	var report []byte
-	if f != nil && req.P2P == nil { // a point-to-point failure is its own caller's
-		report = f.reportFrom(req.Rank)
+	if f != nil {
+		report = d.failure(req, f)
 	}
 	req.endedHere(f == nil, report) // before letting go of the planes
 	for _, p := range d.planes {
@@ -674,7 +673,7 @@ func (d *Direct) end(f *Fail) {
 		if report != nil {
 			d.owner.TellFailure(req, report)
 		}
-		err = &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: f.Ranks, Err: f.Err}
+		err = f.errorOf(req)
 	}
 	// A peer that still reads a registered send's memory reads the
 	// caller's tensor, which the failed operation leaves undefined; a

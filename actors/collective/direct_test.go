@@ -135,7 +135,7 @@ func TestDirectRunsQueuedOperationsInOrder(t *testing.T) {
 	h.start(0, 0, 0)
 	h.start(1, 1, 0)
 	h.start(2, 2, 0)
-	if !h.d.Runs(0) || !h.d.Holds(1) || !h.d.Holds(2) || h.d.Runs(1) {
+	if h.d.Running() != 1 || !h.d.Holds(1) || !h.d.Holds(2) {
 		t.Fatalf("running %d; want 0 running, 1 and 2 held", h.d.Running()-1)
 	}
 	if h.ops[1].started {
@@ -145,7 +145,7 @@ func TestDirectRunsQueuedOperationsInOrder(t *testing.T) {
 	h.want("an early frame", map[uint64]error{})
 	h.deliver(0)
 	h.want("the first frame", map[uint64]error{0: nil})
-	if !h.d.Runs(1) || !h.ops[1].started {
+	if h.d.Running() != 2 || !h.ops[1].started {
 		t.Fatal("the next did not start as the first ended")
 	}
 	h.deliver(1)

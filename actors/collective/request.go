@@ -204,16 +204,24 @@ type Fail struct {
 	Canceled bool
 }
 
-// reportFrom is what rank's peers are told of f: the peer's report it
-// passes on, its own if it tells, else nil.
-func (f *Fail) reportFrom(rank int) []byte {
+// reportFor is what req's peers are told of f: the peer's report it
+// forwards, or its own if it is to tell them, or nil. A point-to-point
+// operation's failure is its own caller's: its peers hear nothing.
+func (f *Fail) reportFor(req *Request) []byte {
 	switch {
+	case req.P2P != nil:
+		return nil
 	case f.Forward != nil:
 		return f.Forward
 	case f.Tell:
-		return f.report(rank)
+		return f.report(req.Rank)
 	}
 	return nil
+}
+
+// errorOf is the error req ends with, failing with f.
+func (f *Fail) errorOf(req *Request) error {
+	return &commerr.OpError{Comm: req.Comm, Op: req.Op, Seq: req.Seq, Rank: req.Rank, Ranks: f.Ranks, Err: f.Err}
 }
 
 // report is the ControlFailed payload that tells rank's peers of f.

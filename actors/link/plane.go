@@ -202,10 +202,7 @@ func (p *Plane) Attach(seq uint64, s Sink, dst []transport.Frame) ([]transport.F
 	}
 	clear(p.early[len(kept):])
 	p.early = kept
-	p.sink, p.seq = s, seq
-	p.attached.Add(1)
-	ask := !p.watched && p.watch != nil
-	p.watched = p.watched || ask
+	ask := p.hold(s, seq)
 	release := p.held && len(kept) == 0
 	p.mu.Unlock()
 	if ask {
@@ -253,10 +250,7 @@ func (p *Plane) AttachMessages(keys []Key, s Sink, dst []transport.Frame) ([]tra
 	}
 	clear(m.early[len(kept):])
 	m.early, m.keys = kept, keys
-	p.sink, p.seq = s, noCollective
-	p.attached.Add(1)
-	ask := !p.watched && p.watch != nil
-	p.watched = p.watched || ask
+	ask := p.hold(s, noCollective)
 	p.mu.Unlock()
 	if ask {
 		p.watch()
@@ -266,6 +260,17 @@ func (p *Plane) AttachMessages(keys []Key, s Sink, dst []transport.Frame) ([]tra
 
 // noCollective is the seq of a sink that takes no collective's frames.
 const noCollective = ^uint64(0)
+
+// hold makes s the sink, of collective seq's frames (noCollective: of
+// none), and reports whether the link is to be asked to watch the peer,
+// once p.mu is let go. Called with p.mu held.
+func (p *Plane) hold(s Sink, seq uint64) (ask bool) {
+	p.sink, p.seq = s, seq
+	p.attached.Add(1)
+	ask = !p.watched && p.watch != nil
+	p.watched = p.watched || ask
+	return ask
+}
 
 // Detach ends s's hold on the plane: frames that come later wait for the
 // next operation.
