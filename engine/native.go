@@ -162,9 +162,12 @@ func (n *native) runDirect(req *collective.Request, o *room) bool {
 	if !ok {
 		return false
 	}
+	// Once started, req may end on another goroutine, whose frame
+	// completes it, and its room be reused before Start returns.
+	seq := req.Seq
 	n.direct.Start(req, o.planes, first, n.giveBack)
 	if !first {
-		n.progress(req.Seq)
+		n.progress(seq)
 	}
 	return true
 }

@@ -150,9 +150,10 @@ func NewDirect(rt *actors.Runtime, owner Owner) *Direct {
 func (d *Direct) Ready() bool { return d.running.Load() == 0 && !d.draining.Load() }
 
 // Start runs req, numbered by the rank's lease (its CollSeq, or its
-// messages' ordinals), over planes, the planes of req.Peers in order, each Direct, once the
-// operations started before it have ended: first says none has not.
-// done is called once it ends, before req's Completion is told.
+// messages' ordinals), over planes, the planes of req.Peers in order,
+// each Direct, once the operations started before it have ended: first
+// says none has not. done is called once it ends, before req's
+// Completion is told; req may end before Start returns.
 func (d *Direct) Start(req *Request, planes []*link.Plane, first bool, done func()) {
 	if first {
 		// Every operation before it has ended, here or on the actors.
