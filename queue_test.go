@@ -14,18 +14,24 @@ import (
 	"github.com/gocomms/gocomms/tensor"
 )
 
-// warmDirect runs blocking all-reduces until every rank has run one off
-// the actors: its links are up and its turn lent. Every rank runs as many.
+// warmDirect runs blocking all-reduces until every rank ran the one
+// before the last off the actors: its links are up and its turn lent,
+// and an operation that ends off the actors leaves it lent, so the last
+// ran there too, and the next will. (One that ends on the actors may
+// return before its rank lends the turn again.) Every rank runs as many.
 func warmDirect(ctx context.Context, c *gocomms.Comm) error {
+	lastDirect := false
 	for range 100 {
-		notYet := int64(0)
-		if directOps(c) == 0 {
-			notYet = 1
+		notYet := int64(1)
+		if lastDirect {
+			notYet = 0
 		}
+		before := directOps(c)
 		x := gocomms.FromSlice([]int64{notYet})
 		if err := c.AllReduce(ctx, x, gocomms.Max); err != nil {
 			return err
 		}
+		lastDirect = directOps(c) > before
 		if x.Int64At(0) == 0 {
 			return nil
 		}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/transport/resume"
 )
 
 // Namespace prefixes every metric's name.
@@ -132,14 +132,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if _, err = register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: "link_reconnects_total",
 		Help: "New connections the process's links made after one broke."}, func() float64 {
-		n, _ := link.Stats()
+		n, _ := resume.Stats()
 		return float64(n)
 	})); err != nil {
 		return nil, err
 	}
 	if _, err = register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: "link_retransmitted_frames_total",
 		Help: "Frames the process's links sent again on a new connection: sent on a broken one and not acknowledged."}, func() float64 {
-		_, n := link.Stats()
+		_, n := resume.Stats()
 		return float64(n)
 	})); err != nil {
 		return nil, err

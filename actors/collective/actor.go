@@ -1,7 +1,6 @@
 package collective
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -48,10 +47,6 @@ type runner struct {
 	probe      *probe
 	lent       int   // sends whose payload the transport still reads
 	stuckOn    []int // the ranks it waited for when it timed out
-	// sentAround says, by the index of a peer in Request.Peers, that this
-	// operation sent it frames around its link (send): a connection that
-	// breaks may have lost those.
-	sentAround []bool
 }
 
 func (c *runner) Receive(ctx actor.Context) {
@@ -91,14 +86,6 @@ func (c *runner) Receive(ctx actor.Context) {
 		m.Recycle()
 	case *Fail:
 		c.fail(ctx, m)
-	case *link.Broken:
-		if c.req == nil {
-			return
-		}
-		if p, ok := c.req.peerIndex(m.Peer); ok && c.sentAround[p] {
-			err := fmt.Errorf("the connection broke under a collective that sent around its link: %w", m.Err)
-			c.fail(ctx, &Fail{Err: LostPeerError(m.Peer, c.req, err), Ranks: []int{m.Peer}})
-		}
 	case *link.Failed:
 		// Frames the peer sent before it went away came first: fail only if
 		// one is still missing. The rank knows best why the peer went (it
@@ -124,7 +111,6 @@ func (c *runner) Receive(ctx actor.Context) {
 func (c *runner) start(ctx actor.Context, req *Request) {
 	c.probe, c.stuckOn = nil, nil
 	c.begin(req)
-	c.sentAround = resize(c.sentAround, len(req.Peers()))
 	c.findPeers()
 	c.routeFrames(true)
 	req.startedHere()
@@ -151,11 +137,6 @@ func AdoptProducer(rt *actors.Runtime, a *Adoption) actor.Producer {
 func (c *runner) adopt(ctx actor.Context, a *Adoption) {
 	c.execution = a.exec
 	c.probe, c.stuckOn = nil, nil
-	// Off the actors, it sent every frame around its links.
-	c.sentAround = resize(c.sentAround, len(a.exec.req.Peers()))
-	for i := range c.sentAround {
-		c.sentAround[i] = true
-	}
 	c.findPeers()
 	c.routeFrames(true)
 	if c.timer == nil {
@@ -263,19 +244,14 @@ func (c *runner) run(ctx actor.Context) {
 }
 
 // send sends f to the p-th of the request's peers. A collective's frame
-// goes around the link where
-// the plane carries direct frames, onto the connection, as an operation
-// run off the actors sends: the link neither handles nor keeps it, the
-// peer's plane takes it from its transport, and its link no
-// acknowledgement. Else, and a point-to-point frame, which the peer's
-// link routes, the link sends it and keeps it until acknowledged,
-// resending it over a connection that replaces a broken one.
+// goes around the link where the plane carries direct frames, onto the
+// link's lossless connection, as an operation run off the actors sends:
+// the peer's plane takes it from its transport, and the link never sees
+// it. Else, and a point-to-point frame, the link sends it.
 func (c *runner) send(ctx actor.Context, p int, f transport.Frame) {
 	if c.req.P2P == nil {
 		if sent, _ := c.req.Planes[p].TrySend(f); sent {
-			// A failed send is the link's to report, as Failed or Broken.
-			c.sentAround[p] = true
-			return
+			return // a failed send is the link's to report, as Failed
 		}
 	}
 	ctx.Send(c.req.Links[p], c.sends.Get(f))

@@ -247,7 +247,7 @@ func (d *Direct) Reported(collSeq uint64, err error, ranks []int, report []byte)
 	d.post(directEvent{kind: dFail, seq: anySeq, collSeq: collSeq, reported: true, fail: &Fail{Err: err, Ranks: ranks, Forward: report}})
 }
 
-// Deliver, Failed and Broke make a Direct the link.Sink of its planes.
+// Deliver and Failed make a Direct the link.Sink of its planes.
 func (d *Direct) Deliver(peer int, f transport.Frame) {
 	d.post(directEvent{kind: dFrame, peer: peer, frame: f})
 }
@@ -257,10 +257,6 @@ func (d *Direct) Deliver(peer int, f transport.Frame) {
 // must win over the end of the connection it came on, or the failure of
 // another rank, which may be why this peer went and is the one to name.
 func (d *Direct) Failed(peer int, err error) { d.owner.Settle(peer, err) }
-
-func (d *Direct) Broke(peer int, err error) {
-	d.Failed(peer, fmt.Errorf("the connection broke under a collective run off the actors: %w", err))
-}
 
 // Gone fails the operation running here if it still needs peer, whose
 // connection err ended.

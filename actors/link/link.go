@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/transport"
+	"github.com/gocomms/gocomms/transport/resume"
 )
 
 // Key names the frames of one operation on one link. Collective frames are
@@ -32,18 +33,16 @@ func KeyOf(h transport.Header) Key {
 
 // Send asks the link to send a frame; the payload's ownership moves with
 // it, or, if the frame's Sent is set, the payload is lent (see
-// transport.Frame). The link keeps the message as its record of the frame
-// until the peer has it; one taken from a SendPool goes back there then.
+// transport.Frame). One taken from a SendPool goes back there once the
+// link has handed its frame on.
 type Send struct {
 	Frame transport.Frame
-	out   outFrame // the link's record
 	pool  *SendPool
 }
 
 // SendPool keeps Send messages for reuse, so that sending a frame
 // allocates nothing: an actor takes them from its own pool, and links give
-// them back, from any goroutine, once the frame needs no resending. The
-// zero value is ready.
+// them back. The zero value is ready.
 type SendPool struct{ free freeList[Send] }
 
 // Get returns a message that sends f.
@@ -145,8 +144,7 @@ type Delivered struct {
 	Peer  int
 	Frame transport.Frame
 
-	epoch uint64      // the connection it came on, for the link
-	pool  *deliveries // the link's, which Recycle gives it back to
+	pool *deliveries // the link's, which Recycle gives it back to
 }
 
 // Recycle gives the message back to its link for reuse, once its receiver
@@ -186,7 +184,8 @@ type Failed struct {
 }
 
 // Lost tells the link's parent that the connection to Peer broke and the
-// link is reconnecting (its supervisor restarts it). Err is why: if the
+// link is reconnecting (its supervisor restarts it), losing nothing: its
+// resume.Conn sends again what the peer did not get. Err is why: if the
 // supervisor gives up, the peer failed, and Err says how.
 type Lost struct {
 	Peer int
@@ -227,11 +226,9 @@ type tick struct{}
 // the peer while it waits.
 type watchPlane struct{}
 
-// connFailed reports that connection number epoch failed.
-type connFailed struct {
-	epoch uint64
-	err   error
-}
+// connFailed reports that the connection broke, or the link's
+// resume.Conn ended.
+type connFailed struct{ err error }
 
 // reconnect is the panic a link fails with when its connection breaks,
 // so that its supervisor restarts it, after a backoff, on a new one.
@@ -240,13 +237,14 @@ type reconnect struct{ err error }
 func (r reconnect) String() string { return "connection lost: " + r.err.Error() }
 
 // state is what survives a restart of the link actor. Its cfg.Conn is
-// the current connection, and cfg.Plane the link's plane.
+// the first connection, and cfg.Plane the link's plane.
 type state struct {
 	rt  *actors.Runtime
 	cfg Config
-	// epoch numbers the connections: frames and errors of an older one
-	// are stale.
-	epoch  uint64
+	// conn carries the link's frames over its connections, the first and
+	// those it redials after one breaks, and loses none: nil until the
+	// link starts.
+	conn   *resume.Conn
 	failed error // for good: later sends are dropped
 	// heard is when a frame of the current connection last came, or the
 	// watch began.
@@ -255,46 +253,22 @@ type state struct {
 	// tick: more since then are word from the peer.
 	planeHeard uint64
 	ticker     *actors.Timer
-	// routing and out are made on first use: a link whose collectives'
-	// frames go around it (Plane.TrySend) routes and keeps nothing, and
-	// a simulation holds millions of links.
+	// routing is made on first use: a link whose collectives' frames go
+	// around it (Plane.TrySend) routes nothing, and a simulation holds
+	// millions of links.
 	routing   *routing
-	out       *outbound
-	in        inbound
 	delivered deliveries // the messages frames come in, for reuse
 
 	// The flags, side by side: a simulation holds millions of links.
-	//
-	// resumed says the current connection may carry data frames: the
-	// peer's resume came, or there was nothing to send again.
-	resumed bool
-	// broken says the current connection refused a Send: its handler's
-	// error follows the frames that arrived before, the peer's tagFin
-	// included, and decides what comes next.
-	broken bool
-	// askedRoom says the current stall of the Window asked the peer to
-	// acknowledge (flush).
-	askedRoom bool
-	finished  bool // the peer sent tagFin: its connection ends on purpose
-	// peerUp says a frame of the peer's link came on the current
-	// connection: silence counts from then on, since a peer still joining,
-	// or whose connection is still being made, is no silent one.
+	finished bool // the peer sent tagFin: its connection ends on purpose
+	// peerUp says a frame of the peer's link came since the link last
+	// connected: silence counts from then on, since a peer still
+	// joining, or whose connection is still being made, is no silent one.
 	peerUp bool
-	// resumeSent says this end sent tagResume on the current connection.
-	resumeSent bool
-	// closing says Close came; finSent that tagFin went on the current
-	// connection.
+	// closing says Close came; finSent that tagFin went.
 	closing, finSent bool
 	watched          bool // Watch asked
 	watching         bool // a tick is armed
-}
-
-// outbound returns the link's record of frames sent, made on first use.
-func (st *state) outbound() *outbound {
-	if st.out == nil {
-		st.out = &outbound{}
-	}
-	return st.out
 }
 
 // routes returns the link's routing, made on first use.
@@ -326,11 +300,10 @@ func (l *linkActor) Receive(ctx actor.Context) {
 	case *Send:
 		if l.failed != nil {
 			transport.Release(m.Frame)
-			m.recycle()
-			return
+		} else {
+			l.conn.Send(m.Frame) // a refusal says the conn ended, which its handler reports
 		}
-		l.outbound().addSend(m)
-		l.flush()
+		m.recycle()
 		l.watch(ctx)
 	case *Route:
 		l.route(ctx, m)
@@ -358,9 +331,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		}
 		l.fin()
 	case *connFailed:
-		if m.epoch == l.epoch {
-			l.lost(ctx, m.err)
-		}
+		l.lost(ctx, m.err)
 	case *actor.Started:
 		self, root := ctx.Self(), l.rt.System().Root
 		l.cfg.Plane.setWatch(func() { root.Send(self, watchPlane{}) })
@@ -374,7 +345,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 // a routed operation or of a collective on the plane, for the
 // acknowledgement of a lent payload, or for an agreement (Watch).
 func (l *linkActor) waiting() bool {
-	return l.failed == nil && (l.routing.expecting() || l.out.lending() || l.watched || l.cfg.Plane.waiting())
+	return l.failed == nil && (l.routing.expecting() || l.conn.Lending() || l.watched || l.cfg.Plane.waiting())
 }
 
 // watch starts watching the peer when the link comes to wait on it, and
@@ -421,7 +392,7 @@ func (l *linkActor) tick(ctx actor.Context) {
 	// connection to its process is made (a process that hangs before its
 	// first frame reaches this one is found so); until then, its silence
 	// means nothing.
-	if !l.peerUp && !l.watched && (l.cfg.Conn == nil || !transport.Established(l.cfg.Conn)) {
+	if !l.peerUp && !l.watched && !l.conn.Established() {
 		l.heard = l.rt.Clock.Now()
 	}
 	silent := l.rt.Clock.Now().Sub(l.heard)
@@ -437,91 +408,44 @@ func (l *linkActor) tick(ctx actor.Context) {
 }
 
 // connect starts a connection: the first, or a new one after the last
-// broke. A new one opens with tagResume, which tells the peer where to
-// resume, and transmits only once the peer's comes back, unless nothing
-// waits for an acknowledgement. The first one needs none: there is
-// nothing to resume, and a peer reconnecting to it gets one in answer to
-// its own.
+// broke, which the link's resume.Conn carries on over from where the
+// last one stopped.
 func (l *linkActor) connect(ctx actor.Context) {
 	if l.failed != nil {
 		return
 	}
-	if l.epoch > 0 {
+	l.peerUp = false
+	if l.conn != nil {
 		conn, err := l.cfg.Dial(l.cfg.Peer)
 		if err != nil {
 			l.lost(ctx, err)
 			return
 		}
-		l.cfg.Conn = conn
-		stats.reconnects.Add(1)
-		stats.retransmitted.Add(uint64(l.out.onConnection()))
+		l.conn.Resume(conn)
+		return
 	}
-	l.epoch++
-	l.out.reconnected()
-	l.askedRoom = false
-	l.resumed, l.broken, l.peerUp, l.resumeSent, l.finSent = !l.out.stalled(), false, false, false, false
-	l.cfg.Conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, epoch: l.epoch, pool: &l.delivered, plane: l.cfg.Plane})
-	l.cfg.Plane.connected(l.cfg.Conn)
-	if l.epoch > 1 {
-		l.resume()
-	}
-	l.flush()
+	l.conn = resume.New(l.cfg.Comm, l.cfg.Conn)
+	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, pool: &l.delivered, plane: l.cfg.Plane})
+	l.cfg.Plane.connected(l.conn)
 	l.fin()
 }
 
-// flush transmits the frames that wait, as far as the Window allows. A
-// frame left waiting for room asks the peer to acknowledge at once, which
-// it would otherwise do only after ackFrames frames or ackBytes bytes:
-// a frame nearly as large as the Window would wait for ever behind a few
-// small ones.
-func (l *linkActor) flush() {
-	for l.resumed && !l.broken {
-		of, ok := l.out.pending()
-		if !ok {
-			if l.out.stalled() && !l.askedRoom {
-				l.askedRoom = true
-				l.sendLink(tagPing)
-			}
-			return
-		}
-		l.askedRoom = false
-		l.out.transmitting(of)
-		f := of.msg.Frame
-		h := f.Header
-		if of.lent() {
-			h.Kind |= askAck // the operation waits for its payload back
-		}
-		l.broken = l.cfg.Conn.Send(transport.Frame{Header: h, Payload: f.Payload, Sent: of.sent}) != nil
-	}
-}
-
-// fin sends tagFin once the link is closing and the connection carries
-// data, after every frame sent before.
+// fin sends tagFin once the link is closing, after every frame sent
+// before.
 func (l *linkActor) fin() {
-	if l.closing && !l.finSent && l.resumed && l.failed == nil {
+	if l.closing && !l.finSent && l.failed == nil {
 		l.finSent = true
 		l.sendLink(tagFin)
 	}
 }
 
-// resume sends tagResume on the current connection.
-func (l *linkActor) resume() {
-	l.resumeSent = true
-	l.sendLink(tagResume)
-}
-
-// sendLink sends a frame of the link layer, which counts what this end
-// received: every one acknowledges it.
+// sendLink sends a frame of the link layer.
 func (l *linkActor) sendLink(tag uint32) {
-	l.in.acknowledged()
-	if !l.broken {
-		l.broken = l.cfg.Conn.Send(linkFrame(l.cfg.Comm, tag, l.in.received)) != nil
-	}
+	l.conn.Send(transport.Frame{Header: transport.Header{Comm: l.cfg.Comm, Kind: transport.Link, Tag: tag}})
 }
 
 func (l *linkActor) arrive(ctx actor.Context, m *Delivered) {
-	if m.epoch != l.epoch || l.failed != nil {
-		// The peer sends it again on the new connection.
+	if l.failed != nil {
 		transport.Release(m.Frame)
 		m.Recycle()
 		return
@@ -536,28 +460,11 @@ func (l *linkActor) arrive(ctx actor.Context, m *Delivered) {
 		l.linkFrame(ctx, h)
 		return
 	}
-	now := h.Kind&askAck != 0
-	m.Frame.Header.Kind &^= askAck
-	if l.in.arrived(len(m.Frame.Payload)) || now {
-		l.sendLink(tagAck)
-	}
 	l.deliver(ctx, m)
 }
 
 func (l *linkActor) linkFrame(ctx actor.Context, h transport.Header) {
 	switch h.Tag {
-	case tagResume, tagAck:
-		if err := l.out.ack(h.Seq); err != nil {
-			l.fail(ctx, err)
-			return
-		}
-		l.resumed = true
-		if h.Tag == tagResume && !l.resumeSent {
-			l.resume() // the peer reconnected to our first connection
-		}
-		l.flush()
-		l.fin()
-		l.watch(ctx) // the acknowledgement may end the wait for lent payloads
 	case tagFin:
 		l.finished = true
 		l.sendLink(tagFinAck)
@@ -566,27 +473,28 @@ func (l *linkActor) linkFrame(ctx actor.Context, h transport.Header) {
 			ctx.Stop(ctx.Self())
 		}
 	case tagPing:
-		l.sendLink(tagAck)
+		l.sendLink(tagPong)
+	case tagPong: // word from the peer, which arrive noted
 	default:
 		l.rt.Logger.Warn("unknown link frame", "peer", l.cfg.Peer, "tag", h.Tag)
 	}
 }
 
-// lost handles the current connection breaking: the link fails for good
-// if the peer closed it on purpose or refuses it (nothing listens where it
-// was: its process is gone), and otherwise fails as an actor, for
-// its supervisor to restart it on a new connection after a backoff, or to
-// stop it once restarts exceed its budget.
+// lost handles the current connection breaking, or a redial failing: the
+// link fails for good if its resume.Conn ended (a lossless connection
+// that ends may have lost what it carried), if the peer closed the
+// connection on purpose or refuses it (nothing listens where it was: its
+// process is gone), and otherwise fails as an actor, for its supervisor
+// to restart it on a new connection after a backoff, or to stop it once
+// restarts exceed its budget.
 func (l *linkActor) lost(ctx actor.Context, err error) {
 	if l.failed != nil {
 		return
 	}
-	l.cfg.Conn.Close()
-	if l.finished || errors.Is(err, transport.ErrRefused) {
+	if l.finished || errors.Is(err, transport.ErrRefused) || !l.conn.Lossless() {
 		l.fail(ctx, err)
 		return
 	}
-	l.cfg.Plane.broke(err)
 	ctx.Send(ctx.Parent(), &Lost{Peer: l.cfg.Peer, Err: err})
 	panic(reconnect{err: err})
 }
@@ -638,8 +546,7 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 	l.cfg.Plane.fail(err)
 	// Nothing more can arrive; closing lets a peer that is finalizing see
 	// its connection drained now rather than after its close timeout.
-	l.cfg.Conn.Close()
-	l.out.releaseAll()
+	l.conn.Close()
 	if l.closing {
 		ctx.Stop(ctx.Self())
 	}
@@ -656,13 +563,12 @@ func (l *linkActor) stop() {
 	if l.ticker != nil {
 		l.ticker.Stop()
 	}
-	if l.failed == nil && l.cfg.Conn != nil {
-		if !l.finSent && !l.broken {
-			l.cfg.Conn.Send(linkFrame(l.cfg.Comm, tagFin, l.in.received))
+	if l.failed == nil && l.conn != nil {
+		if !l.finSent {
+			l.sendLink(tagFin)
 		}
-		l.cfg.Conn.Close()
+		l.conn.Close()
 	}
-	l.out.releaseAll()
 	l.routing.discard(func(Key) bool { return true })
 	if l.failed == nil {
 		l.cfg.Plane.fail(errStopped)
@@ -674,7 +580,6 @@ type handler struct {
 	rt    *actors.Runtime
 	self  *actor.PID
 	peer  int
-	epoch uint64
 	pool  *deliveries
 	plane *Plane
 }
@@ -692,10 +597,10 @@ func (h handler) HandleFrame(f transport.Frame) {
 		h.plane.saidBye(f.Header.Seq) // before the connection's end, which may overtake the link's mailbox
 	}
 	d := h.pool.get()
-	d.Peer, d.Frame, d.epoch = h.peer, f, h.epoch
+	d.Peer, d.Frame = h.peer, f
 	h.rt.System().Root.Send(h.self, d)
 }
 
 func (h handler) HandleError(err error) {
-	h.rt.System().Root.Send(h.self, &connFailed{epoch: h.epoch, err: err})
+	h.rt.System().Root.Send(h.self, &connFailed{err: err})
 }

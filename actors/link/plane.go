@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/transport"
+	"github.com/gocomms/gocomms/transport/resume"
 )
 
 // Plane is the data plane of a link: where the frames of its rank's
@@ -18,13 +19,12 @@ import (
 // caller's goroutine. Frames of an operation that nothing takes yet wait
 // in the plane, so that either finds the frames a peer sent ahead of it.
 //
-// A collective run outside the actors sends its frames through the plane
-// straight to the connection, marked direct: they skip the link's
-// acknowledgements and resending, so the plane lends itself to that only
-// over a transport.Lossless connection, and the peer's transport hands
-// them to its plane on its own goroutine. Every other frame goes through
-// the link actor as before; the link hands it the collective frames among
-// them.
+// A collective sends its frames through the plane straight to the link's
+// connection, a resume.Conn, which loses none across reconnections, marked
+// direct: the peer's transport hands them to its plane on its own
+// goroutine, and neither link actor sees them. Every other frame goes
+// through the link actor; the link hands the plane the collective and
+// point-to-point frames among them.
 //
 // A link makes its Plane's connection known as it connects, tells it when
 // the connection breaks or the link fails, and watches its peer while a
@@ -91,17 +91,24 @@ func (p *Plane) ended(err error) error {
 	return err
 }
 
-type planeConn struct{ c transport.Conn }
+type planeConn struct{ c *resume.Conn }
+
+// raw returns the connection under the plane's if frames go to it as
+// they are (resume.Conn.Raw), for what it offers beyond sending.
+func (p *Plane) raw() transport.Conn {
+	if pc := p.conn.Load(); pc != nil {
+		return pc.c.Raw()
+	}
+	return nil
+}
 
 // Sink is what runs a collective: the plane hands it the frames of its
-// collective, and tells it when the peer is gone (Failed) or when direct
-// frames sent to it may have been lost with a broken connection (Broke).
-// Its methods are called from any goroutine, never under the plane's lock,
-// and must not block.
+// collective, and tells it when the peer is gone (Failed). Its methods
+// are called from any goroutine, never under the plane's lock, and must
+// not block.
 type Sink interface {
 	Deliver(peer int, f transport.Frame)
 	Failed(peer int, err error)
-	Broke(peer int, err error)
 }
 
 // NewPlane returns the plane of a link to peer, for its Config.
@@ -128,11 +135,7 @@ func (p *Plane) Direct() bool {
 // Borrows reports whether the connection borrows lent payloads
 // (transport.Borrower).
 func (p *Plane) Borrows() bool {
-	pc := p.conn.Load()
-	if pc == nil {
-		return false
-	}
-	_, ok := pc.c.(transport.Borrower)
+	_, ok := p.raw().(transport.Borrower)
 	return ok
 }
 
@@ -141,8 +144,8 @@ func (p *Plane) Borrows() bool {
 // takes the transport delivers on that goroutine, to whichever plane and
 // actor it is for. Nil otherwise.
 func (p *Plane) Poller() transport.Poller {
-	if pc := p.conn.Load(); pc != nil && transport.Pollable(pc.c) {
-		return pc.c.(transport.Poller)
+	if c := p.raw(); c != nil && transport.Pollable(c) {
+		return c.(transport.Poller)
 	}
 	return nil
 }
@@ -150,8 +153,8 @@ func (p *Plane) Poller() transport.Poller {
 // PeerMaps reports whether the peer may map this process's shared
 // memory (transport.Mapping).
 func (p *Plane) PeerMaps() bool {
-	pc := p.conn.Load()
-	return pc != nil && transport.PeerMaps(pc.c)
+	c := p.raw()
+	return c != nil && transport.PeerMaps(c)
 }
 
 // TrySend sends f to the peer directly if the plane's connection carries
@@ -353,16 +356,7 @@ func (p *Plane) setWatch(f func()) {
 }
 
 // connected makes c the connection direct frames go on.
-func (p *Plane) connected(c transport.Conn) { p.conn.Store(&planeConn{c: c}) }
-
-// broke says the connection broke and the link reconnects: direct frames
-// sent on it may be lost, which the sink is told.
-func (p *Plane) broke(err error) {
-	p.conn.Store(nil)
-	if s := p.current(); s != nil {
-		s.Broke(p.Peer(), p.ended(err))
-	}
-}
+func (p *Plane) connected(c *resume.Conn) { p.conn.Store(&planeConn{c: c}) }
 
 // fail says the link failed for good.
 func (p *Plane) fail(err error) {
@@ -410,9 +404,7 @@ func (p *Plane) unwatch() bool {
 }
 
 // Forwarder is the Sink of an actor: it posts each frame as a
-// *Delivered, a failure as a *Failed and a broken connection, which may
-// have lost the direct frames the actor sent on it, as a *Broken, to the
-// actor's mailbox.
+// *Delivered and a failure as a *Failed to the actor's mailbox.
 type Forwarder struct {
 	rt        *actors.Runtime
 	to        *actor.PID
@@ -435,16 +427,4 @@ func (s *Forwarder) Deliver(peer int, f transport.Frame) {
 
 func (s *Forwarder) Failed(peer int, err error) {
 	s.rt.System().Root.Send(s.to, &Failed{Peer: peer, Err: err})
-}
-
-func (s *Forwarder) Broke(peer int, err error) {
-	s.rt.System().Root.Send(s.to, &Broken{Peer: peer, Err: err})
-}
-
-// Broken tells a Forwarder's actor that the connection to Peer broke and
-// the link mends it: what the link sent it resends, direct frames are
-// lost.
-type Broken struct {
-	Peer int
-	Err  error
 }

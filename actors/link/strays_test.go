@@ -12,7 +12,6 @@ type nopSink struct{}
 
 func (nopSink) Deliver(int, transport.Frame) {}
 func (nopSink) Failed(int, error)            {}
-func (nopSink) Broke(int, error)             {}
 
 // TestStraysAnswersFramesNoStepTakes: a frame of the running collective
 // on a plane it did not attach to is answered, whether it came before the

@@ -1,4 +1,4 @@
-package link
+package resume
 
 import (
 	"slices"
@@ -9,7 +9,7 @@ import (
 	"github.com/gocomms/gocomms/transport"
 )
 
-// TestOutboundKeepsAndReleases drives a link's send bookkeeping through
+// TestOutboundKeepsAndReleases drives a Conn's send bookkeeping through
 // drawn sends, transmissions, transports finishing, acknowledgements and
 // reconnections: a frame is given back exactly once, only after the peer
 // acknowledged it and every transport that read it let go; the window
@@ -19,9 +19,10 @@ func TestOutboundKeepsAndReleases(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var o outbound
 		released := map[int]int{} // frame index -> times given back
-		var reading []*outFrame   // lent to a transport, not yet let go
-		var ofs []*outFrame       // by frame index
-		frames := 0
+		var pool records
+		var reading []*record // lent to a transport, not yet let go
+		var ofs []*record     // by frame index; a record given back is reused
+		frames, lent := 0, 0
 		for range rapid.IntRange(0, 200).Draw(t, "steps") {
 			switch rapid.IntRange(0, 5).Draw(t, "op") {
 			case 0: // the operation sends
@@ -29,6 +30,7 @@ func TestOutboundKeepsAndReleases(t *testing.T) {
 				frames++
 				f := transport.Frame{Payload: transport.Phantom(rapid.IntRange(0, Window/2).Draw(t, "size"))}
 				if rapid.Bool().Draw(t, "lent") {
+					lent++
 					f.Sent = func() {
 						released[i]++
 						if slices.Contains(o.unacked, ofs[i]) || slices.Contains(reading, ofs[i]) {
@@ -36,9 +38,9 @@ func TestOutboundKeepsAndReleases(t *testing.T) {
 						}
 					}
 				}
-				o.add(f)
+				o.add(pool.get(f))
 				ofs = append(ofs, o.unacked[len(o.unacked)-1])
-			case 1: // the link transmits what the window allows
+			case 1: // the Conn transmits what the window allows
 				for {
 					of, ok := o.pending()
 					if !ok {
@@ -77,7 +79,7 @@ func TestOutboundKeepsAndReleases(t *testing.T) {
 					lent++
 				}
 				if k < o.transmitted {
-					wire += len(of.msg.Frame.Payload)
+					wire += len(of.f.Payload)
 				}
 			}
 			if lent != o.lent || wire != o.wire || len(o.unacked) != int(o.next-o.acked) {
@@ -97,12 +99,6 @@ func TestOutboundKeepsAndReleases(t *testing.T) {
 			of := reading[0]
 			reading = reading[1:]
 			of.sent()
-		}
-		lent := 0
-		for _, of := range ofs {
-			if of.lent() {
-				lent++
-			}
 		}
 		if len(released) != lent {
 			t.Fatalf("%d of %d lent frames given back after the end", len(released), lent)

@@ -1,0 +1,405 @@
+package resume
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gocomms/gocomms/transport"
+)
+
+// Kind is the Kind of a Conn's own frames. It lies outside the engine's
+// kinds (1 to 5, with flags up to 0xE5), the lazy connection's welcome
+// (254) and the multiplexer's close (255).
+const Kind transport.Kind = 253
+
+// The flags a Conn sets in a data frame's Kind on the wire.
+const (
+	unnumbered transport.Kind = 0x20
+	askAck     transport.Kind = 0x80
+)
+
+// Its own frames, by Tag.
+const (
+	tagResume uint32 = iota
+	tagAck
+	tagAckNow
+)
+
+var (
+	// ErrBroken is wrapped by the error a Conn's handler is told when the
+	// connection underneath broke: the Conn keeps what the peer has not
+	// acknowledged, and carries on once Resume gives it a new one.
+	ErrBroken = errors.New("resume: connection broken")
+	// errProtocol marks a peer whose counts contradict ours: it lost
+	// state, so nothing can be resumed.
+	errProtocol = errors.New("resume: protocol violation")
+)
+
+// Conn is a lossless connection over a succession of connections to one
+// peer's Conn. It keeps the transport.Conn contract but for one thing:
+// its handler's HandleError wrapping ErrBroken says a connection broke,
+// not that the Conn ended; the user then Resumes it on a new connection
+// or Closes it. Every other HandleError ends it.
+type Conn struct {
+	comm  uint64
+	free  records
+	ended atomic.Bool
+
+	mu sync.Mutex
+	h  transport.Handler
+	// under is the current connection, epoch its number from 1: frames
+	// and errors of an older one are stale.
+	under transport.Conn
+	epoch uint64
+	out   outbound
+	in    inbound
+	err   error // the Conn ended: Sends fail with it
+	// resumed says the current connection carries numbered frames: the
+	// peer's resume or acknowledgement came on it, or there was nothing
+	// to resume.
+	resumed bool
+	// broken says the current connection failed or refused a Send.
+	broken bool
+	// askedRoom says the current stall of the Window asked the peer to
+	// acknowledge (tagAckNow).
+	askedRoom  bool
+	resumeSent bool // this end sent tagResume on the current connection
+
+	// queue holds the frames for the current connection, in order, which
+	// whoever drains sends outside the lock: a connection's Send may run
+	// the peer's handler, and through it ours, on the calling goroutine.
+	queue    []transport.Frame
+	spare    []transport.Frame
+	draining bool
+}
+
+// New returns a Conn whose first connection to the peer is c, which the
+// Conn owns from now on.
+func New(comm uint64, c transport.Conn) *Conn {
+	return &Conn{comm: comm, under: c, epoch: 1, resumed: true}
+}
+
+// Start begins delivery to h; only the first call has an effect.
+func (c *Conn) Start(h transport.Handler) {
+	c.mu.Lock()
+	if c.h != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.h = h
+	under, epoch := c.under, c.epoch
+	c.mu.Unlock()
+	under.Start(reader{c: c, epoch: epoch})
+}
+
+// Send sends f: unnumbered over a lossless connection with nothing
+// numbered before it waiting, else numbered and kept until the peer
+// acknowledges it. It never waits for the peer.
+func (c *Conn) Send(f transport.Frame) error {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		transport.Release(f)
+		return err
+	}
+	if transport.IsLossless(c.under) && !c.out.stalled() {
+		f.Header.Kind |= unnumbered
+		if len(c.queue) == 0 && !c.draining {
+			under := c.under
+			c.mu.Unlock()
+			return under.Send(f)
+		}
+		c.queue = append(c.queue, f)
+	} else {
+		c.out.add(c.free.get(f))
+		c.flush()
+	}
+	c.mu.Unlock()
+	c.drain()
+	return nil
+}
+
+// flush queues the numbered frames that wait, as far as the Window
+// allows. A frame left waiting for room asks the peer to acknowledge at
+// once, which it would otherwise do only after ackFrames frames or
+// ackBytes bytes: a frame nearly as large as the Window would wait for
+// ever behind a few small ones. Called with c.mu held.
+func (c *Conn) flush() {
+	for c.resumed && !c.broken {
+		r, ok := c.out.pending()
+		if !ok {
+			if c.out.stalled() && !c.askedRoom {
+				c.askedRoom = true
+				c.control(tagAckNow)
+			}
+			return
+		}
+		c.askedRoom = false
+		c.out.transmitting(r)
+		h := r.f.Header
+		if r.lent() {
+			h.Kind |= askAck // the sender waits for its payload back
+		}
+		c.queue = append(c.queue, transport.Frame{Header: h, Payload: r.f.Payload, Sent: r.sent})
+	}
+}
+
+// control queues one of the Conn's own frames, which acknowledges what
+// this end received. Called with c.mu held.
+func (c *Conn) control(tag uint32) {
+	c.in.acknowledged()
+	c.queue = append(c.queue, transport.Frame{Header: transport.Header{Comm: c.comm, Kind: Kind, Tag: tag, Seq: c.in.received}})
+}
+
+// drain sends what is queued, unless another goroutine is at it: the
+// frames go out one goroutine at a time, in order.
+func (c *Conn) drain() {
+	c.mu.Lock()
+	if c.draining {
+		c.mu.Unlock()
+		return
+	}
+	c.draining = true
+	for len(c.queue) > 0 {
+		batch := c.queue
+		c.queue = c.spare[:0]
+		under, epoch := c.under, c.epoch
+		c.mu.Unlock()
+		refused := false
+		for _, f := range batch {
+			if refused {
+				transport.Release(f)
+				continue
+			}
+			refused = under.Send(f) != nil
+		}
+		clear(batch)
+		c.mu.Lock()
+		if refused && epoch == c.epoch {
+			c.broken = true // its handler's error follows
+		}
+		c.spare = batch[:0]
+	}
+	c.draining = false
+	c.mu.Unlock()
+}
+
+// Resume carries on over under, a new connection to the peer's Conn,
+// once the last one broke and the handler was told so: the Conn sends
+// tagResume, and numbered frames again once the peer's comes back,
+// starting after the last the peer received. A Conn that ended closes
+// under.
+func (c *Conn) Resume(under transport.Conn) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		under.Close()
+		return
+	}
+	old := c.under
+	c.under = under
+	c.epoch++
+	stats.reconnects.Add(1)
+	stats.retransmitted.Add(uint64(c.out.reconnected()))
+	for _, f := range c.queue {
+		transport.Release(f) // the old connection's, sent again if numbered
+	}
+	clear(c.queue)
+	c.queue = c.queue[:0]
+	c.resumed = !c.out.stalled()
+	c.broken, c.askedRoom, c.resumeSent = false, false, true
+	c.control(tagResume)
+	epoch := c.epoch
+	c.mu.Unlock()
+	old.Close()
+	under.Start(reader{c: c, epoch: epoch})
+	c.drain()
+}
+
+// Close ends the Conn: it closes the connection, which delivers what was
+// handed to it, and gives back every frame kept.
+func (c *Conn) Close() error {
+	c.end(transport.ErrClosed)
+	return nil
+}
+
+// end ends the Conn with err, unless it has ended, and returns the error
+// it ended with, or nil if it had.
+func (c *Conn) end(err error) error {
+	c.drain()
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return nil
+	}
+	err = transport.Closed(err)
+	c.err = err
+	c.ended.Store(true)
+	under := c.under
+	queued := c.queue
+	c.queue = nil
+	c.out.releaseAll()
+	c.mu.Unlock()
+	for _, f := range queued {
+		transport.Release(f)
+	}
+	under.Close()
+	return err
+}
+
+// Lossless makes the Conn a transport.Lossless connection until it ends.
+func (c *Conn) Lossless() bool { return !c.ended.Load() }
+
+// Raw returns the connection underneath if frames go to it unnumbered
+// (it is lossless), for what it offers beyond sending (transport.Poller,
+// Borrower, Mapping), and nil otherwise.
+func (c *Conn) Raw() transport.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil || !transport.IsLossless(c.under) {
+		return nil
+	}
+	return c.under
+}
+
+// Established reports whether the current connection to the peer's
+// process is made (transport.Establisher).
+func (c *Conn) Established() bool {
+	c.mu.Lock()
+	under := c.under
+	c.mu.Unlock()
+	return transport.Established(under)
+}
+
+// Lending reports whether a sender waits for a lent payload that the peer
+// has not acknowledged.
+func (c *Conn) Lending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.lent > 0
+}
+
+func (c *Conn) LocalAddr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.under.LocalAddr()
+}
+
+func (c *Conn) RemoteAddr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.under.RemoteAddr()
+}
+
+// reader is the handler of connection number epoch.
+type reader struct {
+	c     *Conn
+	epoch uint64
+}
+
+func (r reader) HandleFrame(f transport.Frame) {
+	c := r.c
+	k := f.Header.Kind
+	if k == Kind {
+		transport.Release(f)
+		c.heard(r.epoch, f.Header)
+		return
+	}
+	if k&unnumbered != 0 {
+		f.Header.Kind &^= unnumbered
+		c.h.HandleFrame(f)
+		return
+	}
+	c.mu.Lock()
+	if r.epoch != c.epoch || c.err != nil {
+		c.mu.Unlock()
+		transport.Release(f) // the peer sends it again on the new connection
+		return
+	}
+	// Numbered frames over a lossless connection are those sent before
+	// it was made: nothing follows to acknowledge them, so at once.
+	now := k&askAck != 0 || transport.IsLossless(c.under)
+	f.Header.Kind &^= askAck
+	if c.in.arrived(len(f.Payload)) || now {
+		c.control(tagAck)
+	}
+	h := c.h
+	c.mu.Unlock()
+	c.drain()
+	h.HandleFrame(f)
+}
+
+// heard handles the peer's own frame h, from connection epoch.
+func (c *Conn) heard(epoch uint64, h transport.Header) {
+	c.mu.Lock()
+	if epoch != c.epoch || c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	var err error
+	switch h.Tag {
+	case tagResume, tagAck:
+		if err = c.out.ack(h.Seq); err != nil {
+			break
+		}
+		c.resumed = true
+		if h.Tag == tagResume && !c.resumeSent {
+			c.resumeSent = true
+			c.control(tagResume) // the peer resumed on our first connection
+		}
+		c.flush()
+	case tagAckNow:
+		c.control(tagAck)
+	default:
+		err = fmt.Errorf("%w: unknown frame tag %d", errProtocol, h.Tag)
+	}
+	handler := c.h
+	c.mu.Unlock()
+	if err != nil {
+		if err := c.end(err); err != nil {
+			handler.HandleError(err)
+		}
+		return
+	}
+	c.drain()
+}
+
+// HandleError ends the Conn if its connection was lossless (what it
+// carried unnumbered may be lost), and tells the handler the connection
+// broke otherwise.
+func (r reader) HandleError(err error) {
+	c := r.c
+	c.mu.Lock()
+	if r.epoch != c.epoch || c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	lossless := transport.IsLossless(c.under)
+	c.broken = true
+	h := c.h
+	c.mu.Unlock()
+	if lossless {
+		if err := c.end(err); err != nil {
+			h.HandleError(err)
+		}
+		return
+	}
+	h.HandleError(fmt.Errorf("%w: %w", ErrBroken, err))
+}
+
+// stats are the process's totals over every Conn, for operators: they
+// decide nothing, so they need not come from the runtime.
+var stats struct {
+	reconnects    atomic.Uint64
+	retransmitted atomic.Uint64
+}
+
+// Stats returns how many times this process's Conns resumed on a new
+// connection, and how many frames they sent again there (sent on the
+// broken one, and not acknowledged).
+func Stats() (reconnects, retransmitted uint64) {
+	return stats.reconnects.Load(), stats.retransmitted.Load()
+}

@@ -1,0 +1,187 @@
+package resume_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/gocomms/gocomms/transport"
+	"github.com/gocomms/gocomms/transport/resume"
+)
+
+// pipe is a pair of connections that deliver only when told to, and
+// break on demand, losing whatever is still on the way: a TCP connection
+// reset with frames in flight.
+type pipe struct {
+	ends   [2]*pipeEnd
+	queues [2][]transport.Frame // to end i, oldest first
+	broken bool
+}
+
+type pipeEnd struct {
+	p    *pipe
+	side int
+	h    transport.Handler
+}
+
+func newPipe() *pipe {
+	p := &pipe{}
+	for i := range p.ends {
+		p.ends[i] = &pipeEnd{p: p, side: i}
+	}
+	return p
+}
+
+func (e *pipeEnd) Send(f transport.Frame) error {
+	if e.p.broken {
+		transport.Release(f)
+		return transport.ErrClosed
+	}
+	e.p.queues[1-e.side] = append(e.p.queues[1-e.side], f)
+	return nil
+}
+
+func (e *pipeEnd) Start(h transport.Handler) { e.h = h }
+func (e *pipeEnd) Close() error              { e.p.cut(); return nil }
+func (e *pipeEnd) LocalAddr() string         { return "pipe" }
+func (e *pipeEnd) RemoteAddr() string        { return "pipe" }
+
+// deliver hands end i the oldest frame on its way, copying a lent payload
+// as a socket would, and reports whether there was one.
+func (p *pipe) deliver(i int) bool {
+	if p.broken || len(p.queues[i]) == 0 || p.ends[i].h == nil {
+		return false
+	}
+	f := p.queues[i][0]
+	p.queues[i] = p.queues[i][1:]
+	if f.Sent != nil {
+		f = transport.Detach(f)
+	}
+	p.ends[i].h.HandleFrame(f)
+	return true
+}
+
+// cut breaks the pipe: what is on the way is lost, and both ends hear.
+func (p *pipe) cut() {
+	if p.broken {
+		return
+	}
+	p.broken = true
+	for i := range p.queues {
+		for _, f := range p.queues[i] {
+			transport.Release(f)
+		}
+		p.queues[i] = nil
+	}
+	for _, e := range p.ends {
+		if e.h != nil {
+			e.h.HandleError(transport.ErrClosed)
+		}
+	}
+}
+
+// receiver records what a Conn delivers.
+type receiver struct {
+	got    []uint64
+	breaks int
+	err    error
+}
+
+func (r *receiver) HandleFrame(f transport.Frame) {
+	r.got = append(r.got, binary.LittleEndian.Uint64(f.Payload))
+	transport.Release(f)
+}
+
+func (r *receiver) HandleError(err error) {
+	if errors.Is(err, resume.ErrBroken) {
+		r.breaks++
+		return
+	}
+	r.err = err
+}
+
+// TestResumeLosesNothing sends frames both ways between two Conns over
+// pipes that break at drawn moments with frames on the way, resuming on
+// a new pipe each time: each side receives every frame the other sent,
+// once and in order, and every lent payload goes back to its sender
+// exactly once.
+func TestResumeLosesNothing(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := newPipe()
+		var conns [2]*resume.Conn
+		var recv [2]receiver
+		for i := range conns {
+			conns[i] = resume.New(7, p.ends[i])
+			conns[i].Start(&recv[i])
+		}
+		var sent [2]uint64
+		lentBack := map[uint64]int{}
+		lent := 0
+		resumeBoth := func() {
+			p = newPipe()
+			for i := range conns {
+				conns[i].Resume(p.ends[i])
+			}
+		}
+		for range rapid.IntRange(0, 300).Draw(t, "steps") {
+			switch op := rapid.IntRange(0, 9).Draw(t, "op"); {
+			case op < 4: // a side sends
+				i := op % 2
+				sent[i]++
+				id := sent[i] | uint64(i)<<62
+				f := transport.Frame{Header: transport.Header{Comm: 7, Kind: transport.Collective, Seq: id}, Payload: binary.LittleEndian.AppendUint64(transport.GetBuffer(0), id)}
+				if rapid.Bool().Draw(t, "lent") {
+					lent++
+					f.Payload = binary.LittleEndian.AppendUint64(nil, id)
+					f.Sent = func() { lentBack[id]++ }
+				}
+				if err := conns[i].Send(f); err != nil {
+					t.Fatalf("send: %v", err)
+				}
+			case op < 8: // a frame arrives
+				p.deliver(op % 2)
+			case op == 8: // the connection resets
+				p.cut()
+			default: // both sides reconnect
+				if p.broken {
+					resumeBoth()
+				}
+			}
+		}
+		if p.broken {
+			resumeBoth()
+		}
+		for p.deliver(0) || p.deliver(1) {
+		}
+		for i := range recv {
+			if recv[i].err != nil {
+				t.Fatalf("side %d ended: %v", i, recv[i].err)
+			}
+			other := 1 - i
+			if uint64(len(recv[i].got)) != sent[other] {
+				t.Fatalf("side %d received %d frames of %d", i, len(recv[i].got), sent[other])
+			}
+			for k, id := range recv[i].got {
+				if want := uint64(k+1) | uint64(other)<<62; id != want {
+					t.Fatalf("side %d's frame %d is %x, want %x", i, k, id, want)
+				}
+			}
+		}
+		for i := range conns {
+			if conns[i].Lending() {
+				t.Fatalf("side %d still lends once everything arrived and was acknowledged", i)
+			}
+			conns[i].Close()
+		}
+		if len(lentBack) != lent {
+			t.Fatalf("%d of %d lent payloads given back", len(lentBack), lent)
+		}
+		for id, n := range lentBack {
+			if n != 1 {
+				t.Fatalf("lent payload %x given back %d times", id, n)
+			}
+		}
+	})
+}
