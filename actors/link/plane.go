@@ -144,8 +144,8 @@ func (p *Plane) Borrows() bool {
 // takes the transport delivers on that goroutine, to whichever plane and
 // actor it is for. Nil otherwise.
 func (p *Plane) Poller() transport.Poller {
-	if c := p.raw(); c != nil && transport.Pollable(c) {
-		return c.(transport.Poller)
+	if pc := p.conn.Load(); pc != nil && pc.c.Pollable() {
+		return pc.c
 	}
 	return nil
 }

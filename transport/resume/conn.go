@@ -66,6 +66,7 @@ type Conn struct {
 	// acknowledge (tagAckNow).
 	askedRoom  bool
 	resumeSent bool // this end sent tagResume on the current connection
+	pollers    int  // goroutines polling, which a new connection is told of
 
 	// queue holds the frames for the current connection, in order, which
 	// whoever drains sends outside the lock: a connection's Send may run
@@ -213,7 +214,13 @@ func (c *Conn) Resume(under transport.Conn) {
 	c.broken, c.askedRoom, c.resumeSent = false, false, true
 	c.control(tagResume)
 	epoch := c.epoch
+	pollers := c.pollers
 	c.mu.Unlock()
+	if p, ok := under.(transport.Poller); ok {
+		for range pollers {
+			p.Polling(true)
+		}
+	}
 	old.Close()
 	under.Start(reader{c: c, epoch: epoch})
 	c.drain()
@@ -248,6 +255,48 @@ func (c *Conn) end(err error) error {
 	}
 	under.Close()
 	return err
+}
+
+// Pollable reports whether the current connection may be polled
+// (transport.Pollable): frames a poller takes from it come through the
+// Conn, numbered or not.
+func (c *Conn) Pollable() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err == nil && transport.Pollable(c.under)
+}
+
+// Polling, Paused and Poll make the Conn a transport.Poller of its
+// current connection's.
+func (c *Conn) Polling(on bool) {
+	c.mu.Lock()
+	if on {
+		c.pollers++
+	} else {
+		c.pollers--
+	}
+	p, _ := c.under.(transport.Poller)
+	c.mu.Unlock()
+	if p != nil {
+		p.Polling(on)
+	}
+}
+
+func (c *Conn) Paused() {
+	c.mu.Lock()
+	c.pollers--
+	p, _ := c.under.(transport.Poller)
+	c.mu.Unlock()
+	if p != nil {
+		p.Paused()
+	}
+}
+
+func (c *Conn) Poll() bool {
+	c.mu.Lock()
+	p, _ := c.under.(transport.Poller)
+	c.mu.Unlock()
+	return p != nil && p.Poll()
 }
 
 // Lossless makes the Conn a transport.Lossless connection until it ends.

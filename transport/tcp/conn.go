@@ -18,7 +18,8 @@ const readBufferSize = 64 << 10
 
 // conn is one end of a TCP connection that has passed the preface. Two
 // goroutines serve it: the writer's (writer.go) and the reader's (read),
-// which decodes frames and delivers them through the inbox.
+// which decodes frames and delivers them through the inbox, unless a
+// goroutine waiting for them polls (poll.go).
 //
 // Teardown: Close makes Sends fail and has the local handler told; the
 // writer finishes the queue and sends FIN once no handler call is in
@@ -41,6 +42,7 @@ type conn struct {
 	released  chan struct{} // closed once the socket is closed
 	stopOnce  sync.Once
 	stopRead  chan struct{} // closed on a write error: the reader waits for no room
+	poller
 }
 
 var (
@@ -60,8 +62,12 @@ func newConn(sock *net.TCPConn, cfg *config) *conn {
 		closeTimeout: cfg.closeTimeout,
 		w:            newWriter(sock, cfg.checkPayloads(sock.LocalAddr(), sock.RemoteAddr())),
 		released:     make(chan struct{}),
-		fr:           frameReader{r: bufio.NewReaderSize(sock, readBufferSize), max: uint32(cfg.maxPayload)},
 	}
+	c.fr = frameReader{r: bufio.NewReaderSize(source{c}, readBufferSize), max: uint32(cfg.maxPayload), again: c.again}
+	c.raw, _ = sock.SyscallConn() // cannot fail on a connected socket
+	c.readOnce = c.tryRead
+	c.wake = make(chan struct{}, 1)
+	c.deadline.Store(&time.Time{})
 	go c.w.run(c.writeFailed)
 	go c.read()
 	return c
@@ -100,21 +106,41 @@ func (c *conn) Close() error {
 		// The FIN waits for the handler call in progress, if any, so that
 		// the peer learns of the close after the call that closed returns.
 		c.in.CloseLocal(err, func() { c.w.finish(c.closeTimeout) })
-		c.sock.SetReadDeadline(time.Now().Add(c.closeTimeout))
+		c.setDeadline(time.Now().Add(c.closeTimeout))
+		c.closed.Store(true)
+		c.wakeReader()
 	})
 	return nil
 }
 
 // read is the reader goroutine: it delivers frames until the stream ends,
-// then reports the end and releases the socket.
+// or a poller's read ended it, then reports the end and releases the
+// socket. It reads nothing while goroutines poll.
 func (c *conn) read() {
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	var err error
 	for {
-		var f transport.Frame
-		if f, err = c.fr.next(); err != nil {
+		c.awaitPollers(linger)
+		c.rxMu.Lock()
+		if err = c.pollErr; err != nil {
+			c.served = true
+			c.rxMu.Unlock()
 			break
 		}
-		c.in.Push(f)
+		c.unkick()
+		c.reading.Store(true)
+		var f transport.Frame
+		f, err = c.fr.next()
+		c.reading.Store(false)
+		if err == nil {
+			c.in.Push(f) // under rxMu: frames reach the inbox in order
+		} else if !c.again(err) {
+			c.served = true
+			c.rxMu.Unlock()
+			break
+		}
+		c.rxMu.Unlock()
 		c.in.WaitRoom(c.window, c.stopRead)
 	}
 	if err == io.EOF {

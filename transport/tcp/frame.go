@@ -79,59 +79,99 @@ func grow(p []byte, n int) []byte {
 	return q
 }
 
-// frameReader decodes frames from a byte stream into pooled payloads.
+// frameReader decodes frames from a byte stream into pooled payloads. A
+// read that fails with an error that says to try again (again) leaves
+// the frame read so far in the frameReader, for the next call to go on
+// with: a poller reads the socket without blocking, and the reader
+// goroutine is woken from a blocking read to let it.
 type frameReader struct {
 	r      *bufio.Reader
 	max    uint32 // largest payload believed; a larger one fails unallocated
 	frames uint64 // frames decoded so far, to name a bad one
+	again  func(error) bool
 	hdr    [headerLen]byte
+	have   int // bytes of hdr read
+
+	// The frame whose payload is being read, once its header is in.
+	inPayload bool
+	h         transport.Header
+	n, sum    uint32
+	checked   bool
+	p         []byte
+	off       int
+	crc       uint32
 }
 
 // next returns the next frame. It returns io.EOF only when the stream ends
 // cleanly between frames; a stream cut inside a frame is an error wrapping
 // io.ErrUnexpectedEOF.
 func (fr *frameReader) next() (transport.Frame, error) {
-	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
-		if err == io.ErrUnexpectedEOF {
-			return transport.Frame{}, fmt.Errorf("frame %d: header cut short: %w", fr.frames, err)
+	if !fr.inPayload {
+		for fr.have < headerLen {
+			k, err := fr.r.Read(fr.hdr[fr.have:])
+			fr.have += k
+			switch {
+			case err == nil:
+			case fr.retry(err):
+				return transport.Frame{}, err
+			case err == io.EOF && fr.have == 0:
+				return transport.Frame{}, err // io.EOF stays bare: a clean end
+			case fr.have < headerLen:
+				return transport.Frame{}, fmt.Errorf("frame %d: header cut short: %w", fr.frames, unexpected(err))
+			}
 		}
-		return transport.Frame{}, err // io.EOF stays bare: a clean end
-	}
-	h, n, sum, checked, err := parseHeader(&fr.hdr)
-	if err != nil {
-		return transport.Frame{}, fmt.Errorf("frame %d: %w", fr.frames, err)
-	}
-	if n > fr.max {
-		return transport.Frame{}, fmt.Errorf("frame %d (comm %d, seq %d): payload of %d bytes exceeds the limit of %d: %w",
-			fr.frames, h.Comm, h.Seq, n, fr.max, ErrTooLarge)
-	}
-	// A large payload is read into buffers grown as its bytes arrive, so
-	// that a header promising more than ever comes costs only what came.
-	p := transport.GetBuffer(int(min(n, firstStep)))
-	// Checksum each piece as it arrives, while it is in cache.
-	var crc uint32
-	for off := 0; off < int(n); {
-		if off == len(p) {
-			p = grow(p, min(int(n), len(p)*growFactor))
+		h, n, sum, checked, err := parseHeader(&fr.hdr)
+		if err != nil {
+			return transport.Frame{}, fmt.Errorf("frame %d: %w", fr.frames, err)
 		}
-		k, err := fr.r.Read(p[off:])
-		if checked {
-			crc = crc32.Update(crc, castagnoli, p[off:off+k])
+		if n > fr.max {
+			return transport.Frame{}, fmt.Errorf("frame %d (comm %d, seq %d): payload of %d bytes exceeds the limit of %d: %w",
+				fr.frames, h.Comm, h.Seq, n, fr.max, ErrTooLarge)
 		}
-		off += k
-		if err != nil && off < int(n) {
-			transport.PutBuffer(p)
+		// A large payload is read into buffers grown as its bytes arrive,
+		// so that a header promising more than ever comes costs only what
+		// came.
+		fr.inPayload, fr.h, fr.n, fr.sum, fr.checked = true, h, n, sum, checked
+		fr.p, fr.off, fr.crc = transport.GetBuffer(int(min(n, firstStep))), 0, 0
+	}
+	for fr.off < int(fr.n) {
+		if fr.off == len(fr.p) {
+			fr.p = grow(fr.p, min(int(fr.n), len(fr.p)*growFactor))
+		}
+		k, err := fr.r.Read(fr.p[fr.off:])
+		if fr.checked { // each piece as it arrives, while it is in cache
+			fr.crc = crc32.Update(fr.crc, castagnoli, fr.p[fr.off:fr.off+k])
+		}
+		fr.off += k
+		if err != nil && fr.off < int(fr.n) {
+			if fr.retry(err) {
+				return transport.Frame{}, err
+			}
+			fr.drop()
 			return transport.Frame{}, fmt.Errorf("frame %d (comm %d, seq %d): payload cut short after %d of %d bytes: %w",
-				fr.frames, h.Comm, h.Seq, off, n, unexpected(err))
+				fr.frames, fr.h.Comm, fr.h.Seq, fr.off, fr.n, unexpected(err))
 		}
 	}
-	if checked && crc != sum {
-		transport.PutBuffer(p)
+	p := fr.p
+	if fr.checked && fr.crc != fr.sum {
+		fr.drop()
 		return transport.Frame{}, fmt.Errorf("frame %d (comm %d, seq %d): payload CRC32C %#08x, header says %#08x: %w",
-			fr.frames, h.Comm, h.Seq, crc, sum, ErrChecksum)
+			fr.frames, fr.h.Comm, fr.h.Seq, fr.crc, fr.sum, ErrChecksum)
 	}
+	f := transport.Frame{Header: fr.h, Payload: p}
+	fr.p, fr.inPayload, fr.have = nil, false, 0
 	fr.frames++
-	return transport.Frame{Header: h, Payload: p}, nil
+	return f, nil
+}
+
+// retry reports whether err says to read again later, the frame so far
+// kept.
+func (fr *frameReader) retry(err error) bool { return fr.again != nil && fr.again(err) }
+
+// drop gives back the payload of a frame that failed.
+func (fr *frameReader) drop() {
+	transport.PutBuffer(fr.p)
+	fr.p, fr.inPayload = nil, false
 }
 
 // unexpected turns a clean end of stream inside a frame into

@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/gocomms/gocomms/transport"
 )
@@ -156,4 +159,65 @@ func TestPeerResets(t *testing.T) {
 	raw.Close()
 	frames, err := r.waitError(t)
 	checkEnd(t, frames, err, 4, nil, raw.LocalAddr().String())
+}
+
+// trickle hands out its bytes in drawn pieces, each read failing first
+// with errWouldBlock as often as drawn: a socket read without blocking.
+type trickle struct {
+	t    *rapid.T
+	data []byte
+}
+
+func (r *trickle) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	if rapid.Bool().Draw(r.t, "nothing yet") {
+		return 0, errWouldBlock
+	}
+	n := min(len(p), len(r.data), rapid.IntRange(1, 64).Draw(r.t, "piece"))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// TestFrameReaderResumes: a stream read in pieces, with reads that find
+// nothing between them, decodes to the same frames as one read whole, each
+// frame's progress kept across the reads that found nothing.
+func TestFrameReaderResumes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var stream []byte
+		var want []transport.Frame
+		for i := range rapid.IntRange(0, 8).Draw(t, "frames") {
+			h := testHeader(i)
+			p := rapid.SliceOfN(rapid.Byte(), 0, 300).Draw(t, "payload")
+			checked := rapid.Bool().Draw(t, "checked")
+			stream = appendFrameAs(stream, h, p, checked)
+			want = append(want, transport.Frame{Header: h, Payload: p})
+		}
+		r := &trickle{t: t, data: stream}
+		fr := frameReader{r: bufio.NewReaderSize(r, 16), max: 1 << 20, again: func(err error) bool { return errors.Is(err, errWouldBlock) }}
+		var got []transport.Frame
+		for {
+			f, err := fr.next()
+			if errors.Is(err, errWouldBlock) {
+				continue
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("after %d frames: %v", len(got), err)
+			}
+			got = append(got, f)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d frames decoded, %d sent", len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Header != want[i].Header || !bytes.Equal(got[i].Payload, want[i].Payload) {
+				t.Fatalf("frame %d: got %+v %x, want %+v %x", i, got[i].Header, got[i].Payload, want[i].Header, want[i].Payload)
+			}
+		}
+	})
 }

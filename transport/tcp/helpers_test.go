@@ -132,6 +132,20 @@ func (r *recorder) waitError(t *testing.T) ([]transport.Frame, error) {
 	}
 }
 
+// count returns how many frames have arrived.
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.frames)
+}
+
+// snapshot returns the frames that have arrived.
+func (r *recorder) snapshot() []transport.Frame {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]transport.Frame(nil), r.frames...)
+}
+
 // waitFrames waits until n frames have arrived.
 func (r *recorder) waitFrames(t *testing.T, n int) {
 	t.Helper()
