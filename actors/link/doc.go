@@ -7,21 +7,28 @@
 //
 // The driving loop:
 //
-//	Started        -> conn.Start(handler)   handler posts *Delivered / *connFailed to self
+//	Started        -> conn.Start(handler), or after a restart conn.Resume(redialled)
+//	                  handler: direct frames -> plane; others post *Delivered, errors *connFailed
 //	*Send          -> conn.Send(frame)
 //	*Route         -> forward stashed frames of that key, then later ones, up to its count
 //	*Unroute       -> forget the key before its count is reached
-//	*Delivered     -> plane | routed actor | stash | parent (control)
-//	*connFailed    -> parent gets *Failed; later sends are dropped
+//	*Delivered     -> plane | routed actor | stash | parent (control) | link frame (fin, ping)
+//	*connFailed    -> broken: panic for the supervisor to restart it after a backoff;
+//	                  ended: parent gets *Failed; later sends are dropped
 //	Stopping       -> conn.Close()
 //
 // Routing state lives outside the actor instance, in the producer's closure,
 // so that a supervisor restart after a panic keeps stashed frames and routes.
 //
+// The link sends on a resume.Conn over its connections, which keeps what
+// the peer has not acknowledged and sends it again on the connection the
+// link redials after one breaks: the link keeps supervision (redial,
+// backoff, silence, close), the connection the bookkeeping.
+//
 // Collective and point-to-point frames go to the link's Plane (plane.go),
 // shared with whatever runs the operation: the collective actor, or a
 // collective.Direct off the actors, whose frames skip the link actors
-// both ways over lossless connections.
+// both ways, on the same lossless connection.
 //
 // A link knows nothing of schedules or reductions, and never blocks.
 package link

@@ -135,8 +135,8 @@ func (p *Plane) Direct() bool {
 // Borrows reports whether the connection borrows lent payloads
 // (transport.Borrower).
 func (p *Plane) Borrows() bool {
-	_, ok := p.raw().(transport.Borrower)
-	return ok
+	pc := p.conn.Load()
+	return pc != nil && pc.c.Borrows()
 }
 
 // Poller returns the plane's connection if it is a transport.Poller,

@@ -74,6 +74,9 @@ type Conn struct {
 	queue    []transport.Frame
 	spare    []transport.Frame
 	draining bool
+	// acked holds what an acknowledgement forgot, to release once mu is
+	// let go; nil while a goroutine releases them.
+	acked []*record
 }
 
 // New returns a Conn whose first connection to the peer is c, which the
@@ -205,17 +208,19 @@ func (c *Conn) Resume(under transport.Conn) {
 	c.epoch++
 	stats.reconnects.Add(1)
 	stats.retransmitted.Add(uint64(c.out.reconnected()))
-	for _, f := range c.queue {
-		transport.Release(f) // the old connection's, sent again if numbered
-	}
-	clear(c.queue)
-	c.queue = c.queue[:0]
+	dropped := c.queue // the old connection's, sent again if numbered
+	c.queue = c.spare[:0]
+	c.spare = nil
 	c.resumed = !c.out.stalled()
 	c.broken, c.askedRoom, c.resumeSent = false, false, true
 	c.control(tagResume)
 	epoch := c.epoch
 	pollers := c.pollers
 	c.mu.Unlock()
+	for _, f := range dropped {
+		transport.Release(f)
+	}
+	clear(dropped)
 	if p, ok := under.(transport.Poller); ok {
 		for range pollers {
 			p.Polling(true)
@@ -248,11 +253,12 @@ func (c *Conn) end(err error) error {
 	under := c.under
 	queued := c.queue
 	c.queue = nil
-	c.out.releaseAll()
+	kept := c.out.takeAll()
 	c.mu.Unlock()
 	for _, f := range queued {
 		transport.Release(f)
 	}
+	release(kept)
 	under.Close()
 	return err
 }
@@ -312,6 +318,17 @@ func (c *Conn) Raw() transport.Conn {
 		return nil
 	}
 	return c.under
+}
+
+// Borrows reports whether the current connection borrows lent payloads
+// (transport.Borrower): unnumbered, it gives them back once written;
+// numbered, the Conn does once the peer acknowledges them, which it does
+// at once for a lent payload.
+func (c *Conn) Borrows() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.under.(transport.Borrower)
+	return ok
 }
 
 // Established reports whether the current connection to the peer's
@@ -389,9 +406,11 @@ func (c *Conn) heard(epoch uint64, h transport.Header) {
 		return
 	}
 	var err error
+	acked := c.acked
+	c.acked = nil
 	switch h.Tag {
 	case tagResume, tagAck:
-		if err = c.out.ack(h.Seq); err != nil {
+		if acked, err = c.out.ack(h.Seq, acked[:0]); err != nil {
 			break
 		}
 		c.resumed = true
@@ -406,6 +425,12 @@ func (c *Conn) heard(epoch uint64, h transport.Header) {
 		err = fmt.Errorf("%w: unknown frame tag %d", errProtocol, h.Tag)
 	}
 	handler := c.h
+	c.mu.Unlock()
+	release(acked)
+	c.mu.Lock()
+	if c.acked == nil {
+		c.acked = acked[:0]
+	}
 	c.mu.Unlock()
 	if err != nil {
 		if err := c.end(err); err != nil {

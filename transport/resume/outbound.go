@@ -90,8 +90,7 @@ type outbound struct {
 	// peer's resume or for room in the Window.
 	transmitted int
 	wire        int
-	lent        int       // frames of unacked whose sender waits for them back
-	acking      []*record // ack's scratch
+	lent        int // frames of unacked whose sender waits for them back
 }
 
 // add numbers r and keeps it.
@@ -103,17 +102,20 @@ func (o *outbound) add(r *record) {
 	}
 }
 
-// ack forgets the frames up to n, which the peer confirmed.
-func (o *outbound) ack(n uint64) error {
+// ack forgets the frames up to n, which the peer confirmed, appending
+// them to acked for the caller to release once it holds no lock: a lent
+// payload's Sent is its sender's code.
+func (o *outbound) ack(n uint64, acked []*record) ([]*record, error) {
 	if n < o.acked || n > o.next {
-		return fmt.Errorf("%w: the peer acknowledged %d frames; %d were sent and %d acknowledged before", errProtocol, n, o.next, o.acked)
+		return acked, fmt.Errorf("%w: the peer acknowledged %d frames; %d were sent and %d acknowledged before", errProtocol, n, o.next, o.acked)
 	}
 	drop := int(n - o.acked)
+	from := len(acked)
 	// Shifted rather than resliced, so that appending reuses the array.
-	acked := append(o.acking[:0], o.unacked[:drop]...)
+	acked = append(acked, o.unacked[:drop]...)
 	o.unacked = o.unacked[:copy(o.unacked, o.unacked[drop:])]
 	clear(o.unacked[len(o.unacked) : len(o.unacked)+drop])
-	for i, r := range acked {
+	for i, r := range acked[from:] {
 		if i < o.transmitted {
 			o.wire -= len(r.f.Payload)
 		}
@@ -123,12 +125,7 @@ func (o *outbound) ack(n uint64) error {
 	}
 	o.transmitted = max(o.transmitted-drop, 0)
 	o.acked = n
-	for _, r := range acked {
-		r.release()
-	}
-	clear(acked)
-	o.acking = acked
-	return nil
+	return acked, nil
 }
 
 // reconnected starts a new connection, on which nothing is transmitted
@@ -162,13 +159,20 @@ func (o *outbound) transmitting(r *record) {
 	r.refs.Add(1)
 }
 
-// releaseAll gives back every frame kept, when the Conn ends.
-func (o *outbound) releaseAll() {
+// takeAll forgets every frame kept, when the Conn ends, and returns them
+// for the caller to release.
+func (o *outbound) takeAll() []*record {
 	kept := o.unacked
 	o.unacked, o.transmitted, o.wire, o.lent = nil, 0, 0, 0
-	for _, r := range kept {
+	return kept
+}
+
+// release releases records, and clears them.
+func release(records []*record) {
+	for _, r := range records {
 		r.release()
 	}
+	clear(records)
 }
 
 // inbound is what a Conn has received.

@@ -58,15 +58,17 @@ func TestOutboundKeepsAndReleases(t *testing.T) {
 				}
 			case 3: // the peer acknowledges
 				n := o.acked + uint64(rapid.IntRange(0, int(o.next-o.acked)).Draw(t, "acked"))
-				if err := o.ack(n); err != nil {
+				acked, err := o.ack(n, nil)
+				release(acked)
+				if err != nil {
 					t.Fatalf("ack(%d) with %d acked of %d: %v", n, o.acked, o.next, err)
 				}
 			case 4: // a bad acknowledgement
-				if err := o.ack(o.next + 1); err == nil {
+				if _, err := o.ack(o.next+1, nil); err == nil {
 					t.Fatal("an acknowledgement beyond what was sent was taken")
 				}
 				if o.acked > 0 {
-					if err := o.ack(o.acked - 1); err == nil {
+					if _, err := o.ack(o.acked-1, nil); err == nil {
 						t.Fatal("an acknowledgement going backwards was taken")
 					}
 				}
@@ -94,7 +96,7 @@ func TestOutboundKeepsAndReleases(t *testing.T) {
 				t.Fatalf("frame %d given back %d times", i, n)
 			}
 		}
-		o.releaseAll()
+		release(o.takeAll())
 		for len(reading) > 0 {
 			of := reading[0]
 			reading = reading[1:]

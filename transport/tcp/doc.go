@@ -6,19 +6,29 @@
 // Start reading at New and Network in network.go, then conn.go. A
 // connection is one TCP stream per Dial, served by:
 //
-//	Send (checksum, header) -> queue -> writer goroutine: vectored writes of
-//	                           headers and payloads, then each payload back
-//	                           to the pool, or to its lender (Frame.Sent)
-//	socket -> reader goroutine: header, payload into a pooled buffer,
-//	                            checksum -> inbox -> Handler, in order
+//	Send (checksum, header) -> written in place, if nothing else is being
+//	                           written or waits, as far as the socket takes
+//	                           it without blocking; the rest -> queue ->
+//	                           writer goroutine: vectored writes of headers
+//	                           and payloads, then each payload back to the
+//	                           pool, or to its lender (Frame.Sent)
+//	socket -> reader goroutine, or a goroutine that polls (Poll): header,
+//	          payload into a pooled buffer, checksum -> inbox -> Handler,
+//	          in order
 //
 // Send checksums the payload in the caller's goroutine, where it was
-// usually just written, and only queues it, so it never waits for the
-// network or the peer. The reader delivers straight to the handler once
-// Start is called; frames that arrive earlier wait in the inbox and Start
-// delivers them first. Past the receive window (WithReceiveWindow) of
-// waiting frames the reader stops reading, and TCP holds the sender back. Handler calls are never made under a lock, so a
-// handler may Send or Close.
+// usually just written, and never waits for the network or the peer. The
+// reader delivers straight to the handler once Start is called; frames
+// that arrive earlier wait in the inbox and Start delivers them first.
+// Past the receive window (WithReceiveWindow) of waiting frames the reader
+// stops reading, and TCP holds the sender back. Handler calls are never
+// made under a lock, so a handler may Send or Close.
+//
+// A goroutine waiting for frames may read them itself (transport.Poller,
+// poll.go): the reader goroutine, woken from a blocked read, leaves it the
+// socket until it stops, and a little longer. A collective's caller then
+// sends and receives its frames with no goroutine's wake-up on either
+// side.
 //
 // # Wire format
 //
