@@ -44,18 +44,27 @@ var (
 // or Closes it. Every other HandleError ends it.
 type Conn struct {
 	comm  uint64
-	free  records
 	ended atomic.Bool
 
 	mu sync.Mutex
 	h  transport.Handler
 	// under is the current connection, epoch its number from 1: frames
 	// and errors of an older one are stale.
-	under transport.Conn
-	epoch uint64
-	out   outbound
-	in    inbound
-	err   error // the Conn ended: Sends fail with it
+	under   transport.Conn
+	epoch   uint64
+	err     error // the Conn ended: Sends fail with it
+	pollers int   // goroutines polling, which a new connection is told of
+	// n is what numbered frames need, made with the first: a Conn over a
+	// lossless connection never needs it, and a simulation holds
+	// millions of Conns.
+	n *numbered
+}
+
+// numbered is a Conn's state for numbered frames.
+type numbered struct {
+	free records
+	out  outbound
+	in   inbound
 	// resumed says the current connection carries numbered frames: the
 	// peer's resume or acknowledgement came on it, or there was nothing
 	// to resume.
@@ -66,7 +75,6 @@ type Conn struct {
 	// acknowledge (tagAckNow).
 	askedRoom  bool
 	resumeSent bool // this end sent tagResume on the current connection
-	pollers    int  // goroutines polling, which a new connection is told of
 
 	// queue holds the frames for the current connection, in order, which
 	// whoever drains sends outside the lock: a connection's Send may run
@@ -79,10 +87,19 @@ type Conn struct {
 	acked []*record
 }
 
+// numbered returns the Conn's state for numbered frames, made on first
+// use. Called with c.mu held.
+func (c *Conn) numbered() *numbered {
+	if c.n == nil {
+		c.n = &numbered{resumed: c.epoch == 1}
+	}
+	return c.n
+}
+
 // New returns a Conn whose first connection to the peer is c, which the
 // Conn owns from now on.
 func New(comm uint64, c transport.Conn) *Conn {
-	return &Conn{comm: comm, under: c, epoch: 1, resumed: true}
+	return &Conn{comm: comm, under: c, epoch: 1}
 }
 
 // Start begins delivery to h; only the first call has an effect.
@@ -109,16 +126,18 @@ func (c *Conn) Send(f transport.Frame) error {
 		transport.Release(f)
 		return err
 	}
-	if transport.IsLossless(c.under) && !c.out.stalled() {
+	n := c.n
+	if transport.IsLossless(c.under) && (n == nil || !n.out.stalled()) {
 		f.Header.Kind |= unnumbered
-		if len(c.queue) == 0 && !c.draining {
+		if n == nil || len(n.queue) == 0 && !n.draining {
 			under := c.under
 			c.mu.Unlock()
 			return under.Send(f)
 		}
-		c.queue = append(c.queue, f)
+		n.queue = append(n.queue, f)
 	} else {
-		c.out.add(c.free.get(f))
+		n = c.numbered()
+		n.out.add(n.free.get(f))
 		c.flush()
 	}
 	c.mu.Unlock()
@@ -130,46 +149,49 @@ func (c *Conn) Send(f transport.Frame) error {
 // allows. A frame left waiting for room asks the peer to acknowledge at
 // once, which it would otherwise do only after ackFrames frames or
 // ackBytes bytes: a frame nearly as large as the Window would wait for
-// ever behind a few small ones. Called with c.mu held.
+// ever behind a few small ones. Called with c.mu held, and c.n made.
 func (c *Conn) flush() {
-	for c.resumed && !c.broken {
-		r, ok := c.out.pending()
+	n := c.n
+	for n.resumed && !n.broken {
+		r, ok := n.out.pending()
 		if !ok {
-			if c.out.stalled() && !c.askedRoom {
-				c.askedRoom = true
+			if n.out.stalled() && !n.askedRoom {
+				n.askedRoom = true
 				c.control(tagAckNow)
 			}
 			return
 		}
-		c.askedRoom = false
-		c.out.transmitting(r)
+		n.askedRoom = false
+		n.out.transmitting(r)
 		h := r.f.Header
 		if r.lent() {
 			h.Kind |= askAck // the sender waits for its payload back
 		}
-		c.queue = append(c.queue, transport.Frame{Header: h, Payload: r.f.Payload, Sent: r.sent})
+		n.queue = append(n.queue, transport.Frame{Header: h, Payload: r.f.Payload, Sent: r.sent})
 	}
 }
 
 // control queues one of the Conn's own frames, which acknowledges what
 // this end received. Called with c.mu held.
 func (c *Conn) control(tag uint32) {
-	c.in.acknowledged()
-	c.queue = append(c.queue, transport.Frame{Header: transport.Header{Comm: c.comm, Kind: Kind, Tag: tag, Seq: c.in.received}})
+	n := c.numbered()
+	n.in.acknowledged()
+	n.queue = append(n.queue, transport.Frame{Header: transport.Header{Comm: c.comm, Kind: Kind, Tag: tag, Seq: n.in.received}})
 }
 
 // drain sends what is queued, unless another goroutine is at it: the
 // frames go out one goroutine at a time, in order.
 func (c *Conn) drain() {
 	c.mu.Lock()
-	if c.draining {
+	n := c.n
+	if n == nil || n.draining {
 		c.mu.Unlock()
 		return
 	}
-	c.draining = true
-	for len(c.queue) > 0 {
-		batch := c.queue
-		c.queue = c.spare[:0]
+	n.draining = true
+	for len(n.queue) > 0 {
+		batch := n.queue
+		n.queue = n.spare[:0]
 		under, epoch := c.under, c.epoch
 		c.mu.Unlock()
 		refused := false
@@ -183,11 +205,11 @@ func (c *Conn) drain() {
 		clear(batch)
 		c.mu.Lock()
 		if refused && epoch == c.epoch {
-			c.broken = true // its handler's error follows
+			n.broken = true // its handler's error follows
 		}
-		c.spare = batch[:0]
+		n.spare = batch[:0]
 	}
-	c.draining = false
+	n.draining = false
 	c.mu.Unlock()
 }
 
@@ -206,13 +228,14 @@ func (c *Conn) Resume(under transport.Conn) {
 	old := c.under
 	c.under = under
 	c.epoch++
+	n := c.numbered()
 	stats.reconnects.Add(1)
-	stats.retransmitted.Add(uint64(c.out.reconnected()))
-	dropped := c.queue // the old connection's, sent again if numbered
-	c.queue = c.spare[:0]
-	c.spare = nil
-	c.resumed = !c.out.stalled()
-	c.broken, c.askedRoom, c.resumeSent = false, false, true
+	stats.retransmitted.Add(uint64(n.out.reconnected()))
+	dropped := n.queue // the old connection's, sent again if numbered
+	n.queue = n.spare[:0]
+	n.spare = nil
+	n.resumed = !n.out.stalled()
+	n.broken, n.askedRoom, n.resumeSent = false, false, true
 	c.control(tagResume)
 	epoch := c.epoch
 	pollers := c.pollers
@@ -251,9 +274,12 @@ func (c *Conn) end(err error) error {
 	c.err = err
 	c.ended.Store(true)
 	under := c.under
-	queued := c.queue
-	c.queue = nil
-	kept := c.out.takeAll()
+	var queued []transport.Frame
+	var kept []*record
+	if n := c.n; n != nil {
+		queued, kept = n.queue, n.out.takeAll()
+		n.queue = nil
+	}
 	c.mu.Unlock()
 	for _, f := range queued {
 		transport.Release(f)
@@ -345,7 +371,7 @@ func (c *Conn) Established() bool {
 func (c *Conn) Lending() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.out.lent > 0
+	return c.n != nil && c.n.out.lent > 0
 }
 
 func (c *Conn) LocalAddr() string {
@@ -389,7 +415,7 @@ func (r reader) HandleFrame(f transport.Frame) {
 	// it was made: nothing follows to acknowledge them, so at once.
 	now := k&askAck != 0 || transport.IsLossless(c.under)
 	f.Header.Kind &^= askAck
-	if c.in.arrived(len(f.Payload)) || now {
+	if c.numbered().in.arrived(len(f.Payload)) || now {
 		c.control(tagAck)
 	}
 	h := c.h
@@ -406,16 +432,17 @@ func (c *Conn) heard(epoch uint64, h transport.Header) {
 		return
 	}
 	var err error
-	acked := c.acked
-	c.acked = nil
+	n := c.numbered()
+	acked := n.acked
+	n.acked = nil
 	switch h.Tag {
 	case tagResume, tagAck:
-		if acked, err = c.out.ack(h.Seq, acked[:0]); err != nil {
+		if acked, err = n.out.ack(h.Seq, acked[:0]); err != nil {
 			break
 		}
-		c.resumed = true
-		if h.Tag == tagResume && !c.resumeSent {
-			c.resumeSent = true
+		n.resumed = true
+		if h.Tag == tagResume && !n.resumeSent {
+			n.resumeSent = true
 			c.control(tagResume) // the peer resumed on our first connection
 		}
 		c.flush()
@@ -428,8 +455,8 @@ func (c *Conn) heard(epoch uint64, h transport.Header) {
 	c.mu.Unlock()
 	release(acked)
 	c.mu.Lock()
-	if c.acked == nil {
-		c.acked = acked[:0]
+	if n.acked == nil {
+		n.acked = acked[:0]
 	}
 	c.mu.Unlock()
 	if err != nil {
@@ -452,7 +479,9 @@ func (r reader) HandleError(err error) {
 		return
 	}
 	lossless := transport.IsLossless(c.under)
-	c.broken = true
+	if c.n != nil {
+		c.n.broken = true
+	}
 	h := c.h
 	c.mu.Unlock()
 	if lossless {
