@@ -88,15 +88,22 @@ func (l *Lease) Direct() *collective.Direct { return l.direct }
 // whether req is the first that holds the turn, which the others queue
 // behind. Calls to Acquire and Submitting must not overlap.
 func (l *Lease) Acquire(req *collective.Request) (first, ok bool) {
-	w := l.word.Load()
-	n := held(w)
-	next := w + one
-	if req.P2P == nil {
-		next += 1 << flags
-	}
-	if w&(lent|wanted) != lent || n == countMask>>countShift || l.submitted.Load() != 0 ||
-		n == 0 && !l.direct.Ready() || !l.word.CompareAndSwap(w, next) {
-		return false, false
+	var w, n uint64
+	for {
+		w = l.word.Load()
+		n = held(w)
+		next := w + one
+		if req.P2P == nil {
+			next += 1 << flags
+		}
+		if w&(lent|wanted) != lent || n == countMask>>countShift || l.submitted.Load() != 0 ||
+			n == 0 && !l.direct.Ready() {
+			return false, false
+		}
+		if l.word.CompareAndSwap(w, next) {
+			break
+		}
+		// An operation ended meanwhile, on another goroutine: look again.
 	}
 	if req.P2P == nil {
 		req.CollSeq = w >> flags
