@@ -194,6 +194,18 @@ func Pollable(c Conn) bool {
 	return true
 }
 
+// PolledBySyscall reports whether polling c (a Conn or a Poller) costs a
+// system call even when nothing has arrived, as a socket's does and
+// shared memory's does not, per a PolledBySyscall method of its own,
+// which connections that pass polling on forward. Where a host's ranks
+// outnumber its cores, a waiting goroutine parks rather than spin on
+// such a connection: each empty poll takes a core the peers' kernels
+// need.
+func PolledBySyscall(c any) bool {
+	s, ok := c.(interface{ PolledBySyscall() bool })
+	return ok && s.PolledBySyscall()
+}
+
 // Mapping is implemented by connections to a peer of this host that may
 // map this process's shared memory files (nvl's Shared):
 // PeerMaps reports whether it may now. The kernel lets a process map

@@ -178,6 +178,10 @@ func (c *conn) Pollable() bool {
 	return u != nil && transport.Pollable(u)
 }
 
+// PolledBySyscall forwards transport.PolledBySyscall of the connection
+// made.
+func (c *conn) PolledBySyscall() bool { return transport.PolledBySyscall(c.current()) }
+
 func (c *conn) Paused() {
 	if p := c.pollingOn(false); p != nil {
 		p.Paused()

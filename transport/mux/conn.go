@@ -60,6 +60,10 @@ func (c *vconn) Polling(on bool) {
 // polled (transport.Pollable).
 func (c *vconn) Pollable() bool { return transport.Pollable(c.m.conn) }
 
+// PolledBySyscall forwards transport.PolledBySyscall of the shared
+// connection underneath.
+func (c *vconn) PolledBySyscall() bool { return transport.PolledBySyscall(c.m.conn) }
+
 func (c *vconn) Paused() {
 	if p, ok := c.m.conn.(transport.Poller); ok {
 		p.Paused()

@@ -298,6 +298,14 @@ func (c *Conn) Pollable() bool {
 	return c.err == nil && transport.Pollable(c.under)
 }
 
+// PolledBySyscall forwards transport.PolledBySyscall of the current
+// connection.
+func (c *Conn) PolledBySyscall() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return transport.PolledBySyscall(c.under)
+}
+
 // Polling, Paused and Poll make the Conn a transport.Poller of its
 // current connection's.
 func (c *Conn) Polling(on bool) {

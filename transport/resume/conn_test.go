@@ -71,3 +71,36 @@ func TestConformanceOverTCP(t *testing.T) {
 func TestConformanceOverLossless(t *testing.T) {
 	transporttest.Run(t, func(*testing.T) transport.Network { return wrapped{transport.NewInproc()} })
 }
+
+// TestPassesPollingOn: a Conn may be polled as the connection under it
+// may, and says whether a poll costs a system call as it does: a TCP
+// socket's, not the in-process pipes'.
+func TestPassesPollingOn(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		nw       transport.Network
+		pollable bool
+		syscall  bool
+	}{
+		{"tcp", tcp.New(), true, true},
+		{"inproc", transport.NewInproc(), false, false},
+	} {
+		l, err := tc.nw.Listen("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		under, err := tc.nw.Dial(t.Context(), l.Addr(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := resume.New(0, under)
+		if got := transport.Pollable(c); got != tc.pollable {
+			t.Errorf("%s: Pollable %v, want %v", tc.name, got, tc.pollable)
+		}
+		if got := transport.PolledBySyscall(c); got != tc.syscall {
+			t.Errorf("%s: PolledBySyscall %v, want %v", tc.name, got, tc.syscall)
+		}
+		c.Close()
+		l.Close()
+	}
+}

@@ -108,6 +108,10 @@ func (c *conn) again(err error) bool {
 	return errors.Is(err, errWouldBlock) || c.kicked.Load() && errors.Is(err, os.ErrDeadlineExceeded)
 }
 
+// PolledBySyscall says each poll is a read system call
+// (transport.PolledBySyscall).
+func (c *conn) PolledBySyscall() bool { return true }
+
 // Polling says a goroutine starts polling (on) or stops.
 func (c *conn) Polling(on bool) {
 	if on {
