@@ -94,8 +94,10 @@ for ((rnd = 1; rnd <= rounds; rnd++)); do
 		for band in "${bands[@]}"; do
 			read -r minb maxb factor iters warmup <<<"$band"
 			logf=$raw/bench_np${p}_r${rnd}_${minb}.log
-			# `commnode` after -- names the launcher's own binary.
-			"$tmp/commnode" launch -n "$p" -timeout 5m -- commnode bench \
+			# `commnode` after -- names the launcher's own binary. TCP, not
+			# the shared memory a host's ranks take by default; -z: the
+			# time of one operation, as the simulator's.
+			GOCOMMS_TRANSPORT=tcp "$tmp/commnode" launch -n "$p" -timeout 5m -- commnode bench -z \
 				-b "$minb" -e "$maxb" -f "$factor" -n "$iters" -w "$warmup" --json >"$logf" 2>&1 ||
 				die "np=$p round $rnd: commnode bench failed; its output: $logf$([[ -n $out ]] || echo ' (pass --out to keep it)')"
 			sed -n 's/^\[rank 0\] {.*"size":\([0-9]*\),.*"time_us":\([0-9.e+-]*\),.*/\1\t\2/p' "$logf" |
