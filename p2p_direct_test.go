@@ -166,3 +166,40 @@ func TestTagsBeyondTheLargest(t *testing.T) {
 		return finalizeExpectingFailures(ctx, c)
 	})
 }
+
+// TestMessageSentBeforeFinalizeIsReceived: a rank sends, finalizes and
+// is gone before its peer posts the receive; the message, which came
+// before its goodbye, is received all the same, whether the receive runs
+// on the actors or off them.
+func TestMessageSentBeforeFinalizeIsReceived(t *testing.T) {
+	for _, warm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("warm=%v", warm), func(t *testing.T) {
+			gone := make(chan struct{})
+			local(t, 2, func(ctx context.Context, c *gocomms.Comm) error {
+				if warm {
+					if err := warmDirect(ctx, c); err != nil {
+						return err
+					}
+				}
+				x := gocomms.FromSlice([]int64{0})
+				if c.Rank() == 0 {
+					x.SetInt64(0, 42)
+					if err := c.Send(ctx, x, 1, gocomms.Tag(7)); err != nil {
+						return err
+					}
+					err := c.Finalize(ctx)
+					close(gone)
+					return err
+				}
+				<-gone
+				if err := c.Recv(ctx, x, 0, gocomms.Tag(7)); err != nil {
+					return err
+				}
+				if got := x.Int64At(0); got != 42 {
+					return fmt.Errorf("received %d, want 42", got)
+				}
+				return nil
+			})
+		})
+	}
+}

@@ -189,13 +189,13 @@ func (c *runner) routeFrames(on bool) {
 		default:
 			continue
 		}
-		if err != nil {
-			c.sink.Failed(peer, err)
-		}
 		for _, f := range c.early {
 			c.sink.Deliver(peer, f)
 		}
 		clear(c.early)
+		if err != nil { // after the frames the peer sent before it went
+			c.sink.Failed(peer, err)
+		}
 	}
 }
 

@@ -463,10 +463,6 @@ func (d *Direct) start(req *Request, done func()) {
 		default:
 			continue // it only sends to this peer
 		}
-		if err != nil {
-			d.end(d.lost(p.Peer(), err))
-			return
-		}
 		for j, f := range d.early {
 			fail := d.arrived(p.Peer(), f)
 			if fail != nil {
@@ -479,6 +475,11 @@ func (d *Direct) start(req *Request, done func()) {
 			}
 		}
 		clear(d.early)
+		if err != nil {
+			// After the frames the peer sent before it went, once the
+			// operation has started: it fails if it still needs more.
+			d.post(directEvent{kind: dPeerFailed, peer: p.Peer(), err: err})
+		}
 	}
 	req.startedHere() // once attached to every plane
 	d.ready = d.prog.Start(d.ready)

@@ -183,15 +183,11 @@ func (p *Plane) Send(f transport.Frame) error {
 
 // Attach makes s the sink of collective seq's frames, and appends to dst
 // those that came already, for s to take as delivered; it discards the
-// frames of earlier collectives, which ended here. It fails once the link
-// has.
+// frames of earlier collectives, which ended here. Once the link has
+// failed it returns the error too, after the frames the peer sent before
+// it said goodbye, if it did: s takes them first.
 func (p *Plane) Attach(seq uint64, s Sink, dst []transport.Frame) ([]transport.Frame, error) {
 	p.mu.Lock()
-	if p.err != nil {
-		err := p.err
-		p.mu.Unlock()
-		return dst, err
-	}
 	kept := p.early[:0]
 	for _, f := range p.early {
 		switch {
@@ -205,6 +201,11 @@ func (p *Plane) Attach(seq uint64, s Sink, dst []transport.Frame) ([]transport.F
 	}
 	clear(p.early[len(kept):])
 	p.early = kept
+	if p.err != nil {
+		err := p.err
+		p.mu.Unlock()
+		return dst, err
+	}
 	ask := p.hold(s, seq)
 	release := p.held && len(kept) == 0
 	p.mu.Unlock()
@@ -230,15 +231,10 @@ type messages struct {
 // AttachMessages makes s the sink of the point-to-point frames of keys,
 // those of the messages a point-to-point operation receives from the
 // peer, and appends to dst those that came already, for s to take as
-// delivered. keys must not change until s detaches. It fails once the
-// link has.
+// delivered. keys must not change until s detaches. Once the link has
+// failed it returns the error too, after the messages as Attach does.
 func (p *Plane) AttachMessages(keys []Key, s Sink, dst []transport.Frame) ([]transport.Frame, error) {
 	p.mu.Lock()
-	if p.err != nil {
-		err := p.err
-		p.mu.Unlock()
-		return dst, err
-	}
 	if p.msgs == nil {
 		p.msgs = &messages{}
 	}
@@ -252,7 +248,13 @@ func (p *Plane) AttachMessages(keys []Key, s Sink, dst []transport.Frame) ([]tra
 		}
 	}
 	clear(m.early[len(kept):])
-	m.early, m.keys = kept, keys
+	m.early = kept
+	if p.err != nil {
+		err := p.err
+		p.mu.Unlock()
+		return dst, err
+	}
+	m.keys = keys
 	ask := p.hold(s, noCollective)
 	p.mu.Unlock()
 	if ask {
@@ -358,23 +360,29 @@ func (p *Plane) setWatch(f func()) {
 // connected makes c the connection direct frames go on.
 func (p *Plane) connected(c *resume.Conn) { p.conn.Store(&planeConn{c: c}) }
 
-// fail says the link failed for good.
+// fail says the link failed for good. The frames a peer that said
+// goodbye sent before it stay for the operations that take them, which
+// it finished on its side: a message sent just before the sender
+// finalized is still received. A peer that failed sent nothing to wait
+// for.
 func (p *Plane) fail(err error) {
 	p.conn.Store(nil)
 	err = p.ended(err)
 	p.mu.Lock()
 	p.err = err
 	s := p.sink
-	for _, f := range p.early {
-		transport.Release(f)
-	}
-	clear(p.early)
-	p.early = p.early[:0]
-	if m := p.msgs; m != nil {
-		for _, f := range m.early {
+	if p.left.Load() == 0 {
+		for _, f := range p.early {
 			transport.Release(f)
 		}
-		m.early = nil
+		clear(p.early)
+		p.early = p.early[:0]
+		if m := p.msgs; m != nil {
+			for _, f := range m.early {
+				transport.Release(f)
+			}
+			m.early = nil
+		}
 	}
 	p.mu.Unlock()
 	if s != nil {
