@@ -243,16 +243,13 @@ func (c *runner) run(ctx actor.Context) {
 	}
 }
 
-// send sends f to the p-th of the request's peers. A collective's frame
-// goes around the link where the plane carries direct frames, onto the
-// link's lossless connection, as an operation run off the actors sends:
-// the peer's plane takes it from its transport, and the link never sees
-// it. Else, and a point-to-point frame, the link sends it.
+// send sends f to the p-th of the request's peers. It goes around the
+// link once the link has started, onto its lossless connection, as an
+// operation run off the actors sends: the peer's plane takes it from its
+// transport, and neither link sees it. Before, the link sends it.
 func (c *runner) send(ctx actor.Context, p int, f transport.Frame) {
-	if c.req.P2P == nil {
-		if sent, _ := c.req.Planes[p].TrySend(f); sent {
-			return // a failed send is the link's to report, as Failed
-		}
+	if sent, _ := c.req.Planes[p].TrySend(f); sent {
+		return // a failed send is the link's to report, as Failed
 	}
 	ctx.Send(c.req.Links[p], c.sends.Get(f))
 }
