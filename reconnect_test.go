@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"pgregory.net/rapid"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/tensor"
+	"github.com/gocomms/gocomms/transport/resume"
 	"github.com/gocomms/gocomms/transport/tcp"
 	"github.com/gocomms/gocomms/transport/tcp/tcpproxy"
 )
@@ -88,4 +91,129 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestPropertyOperationsSurviveResetsOffTheActors issues random sequences
+// of all-reduces, ring exchanges as batches and as separate sends and
+// receives, each blocking or async and waited at random points, over
+// real TCP through proxies that reset every connection after a drawn
+// step: the operations run off the actors, on the resumable
+// connections, and every result is the reference's, in issue order,
+// none lost and none applied twice. The connections are made before
+// the steps, and reset once: a reset that lands in a connection's
+// handshake reads as a refusal, the peer's process gone (FAULT-TOLERANCE.md).
+func TestPropertyOperationsSurviveResetsOffTheActors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real TCP, with the links' backoffs: not in -short")
+	}
+	const (
+		allReduce = iota
+		batch
+		sendRecv
+	)
+	type step struct {
+		kind                int
+		async, drain, reset bool
+	}
+	resumed, _ := resume.Stats()
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(2, 4).Draw(rt, "ranks")
+		steps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) step {
+			return step{
+				kind:  rapid.IntRange(allReduce, sendRecv).Draw(t, "kind"),
+				async: rapid.Bool().Draw(t, "async"),
+				drain: rapid.Bool().Draw(t, "drain"),
+				reset: rapid.IntRange(0, 5).Draw(t, "reset") == 0,
+			}
+		}), 1, 16).Draw(rt, "steps")
+		nw := tcpproxy.New(tcp.New())
+		resets := 0
+		err := gocomms.RunLocal(context.Background(), n, func(ctx context.Context, c *gocomms.Comm) error {
+			r := c.Rank()
+			next, prev := (r+1)%n, (r+n-1)%n
+			xs := make([]*tensor.Tensor, len(steps))
+			var pending []*gocomms.Work
+			wait := func() error {
+				for _, w := range pending {
+					if err := w.Wait(ctx); err != nil {
+						return err
+					}
+				}
+				pending = pending[:0]
+				return nil
+			}
+			// Every connection the steps use, made: a ring exchange both
+			// ways and an all-reduce; a second all-reduce ends on a rank
+			// only once every rank has ended the first.
+			warm := mustTensor(tensor.Int32, 1)
+			if err := c.NewBatch().Send(warm, next, gocomms.Tag(1<<20)).Recv(mustTensor(tensor.Int32, 1), prev, gocomms.Tag(1<<20)).
+				Send(warm, prev, gocomms.Tag(1<<21)).Recv(mustTensor(tensor.Int32, 1), next, gocomms.Tag(1<<21)).Issue(ctx); err != nil {
+				return err
+			}
+			for range 2 {
+				if err := c.AllReduce(ctx, warm, gocomms.Sum); err != nil {
+					return err
+				}
+			}
+			for i, s := range steps {
+				x := mustTensor(tensor.Int32, 3)
+				for j := range 3 {
+					x.SetInt64(j, int64((r+1)*100+i*10+j))
+				}
+				xs[i] = x
+				var works []*gocomms.Work
+				switch s.kind {
+				case allReduce:
+					works = append(works, c.AllReduceAsync(x, gocomms.Sum))
+				case batch:
+					xs[i] = mustTensor(tensor.Int32, 3)
+					works = append(works, c.NewBatch().Send(x, next, gocomms.Tag(i)).Recv(xs[i], prev, gocomms.Tag(i)).IssueAsync())
+				default:
+					xs[i] = mustTensor(tensor.Int32, 3)
+					works = append(works, c.SendAsync(x, next, gocomms.Tag(i)), c.RecvAsync(xs[i], prev, gocomms.Tag(i)))
+				}
+				if s.async {
+					pending = append(pending, works...)
+				} else {
+					for _, w := range works {
+						if err := w.Wait(ctx); err != nil {
+							return fmt.Errorf("step %d %+v: %w", i, s, err)
+						}
+					}
+				}
+				if s.reset && r == 0 && resets == 0 {
+					resets++
+					nw.Reset()
+				}
+				if s.drain {
+					if err := wait(); err != nil {
+						return err
+					}
+				}
+			}
+			if err := wait(); err != nil {
+				return err
+			}
+			for i, s := range steps {
+				for j := range 3 {
+					want := int64(n*(n+1)/2*100 + n*(i*10+j)) // all-reduce
+					if s.kind != allReduce {
+						want = int64((prev+1)*100 + i*10 + j)
+					}
+					if got := xs[i].Int64At(j); got != want {
+						return fmt.Errorf("rank %d, step %d %+v, element %d: %d, want %d", r, i, s, j, got, want)
+					}
+				}
+			}
+			return nil
+		}, gocomms.WithNetwork(nw))
+		if err != nil {
+			rt.Fatal(err)
+		}
+	})
+	if now, _ := resume.Stats(); now == resumed {
+		t.Fatal("no connection was reset and resumed")
+	} else {
+		t.Logf("connections resumed %d times", now-resumed)
+	}
 }
