@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -187,3 +188,99 @@ func TestResumeLosesNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestPeerThatContradictsTheCountsEndsTheConn: an acknowledgement of
+// more than was sent, or of fewer than acknowledged before, or a frame of
+// the Conn's own kind it does not know, says the peer lost its state or
+// speaks another protocol: the Conn ends, telling its handler why, and
+// gives back what it kept.
+func TestPeerThatContradictsTheCountsEndsTheConn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		own  transport.Header // what the peer sends, after acknowledging 1 of 2 frames
+	}{
+		{"beyond what was sent", transport.Header{Comm: 7, Kind: resume.Kind, Tag: 1, Seq: 3}},
+		{"backwards", transport.Header{Comm: 7, Kind: resume.Kind, Tag: 1, Seq: 0}},
+		{"unknown tag", transport.Header{Comm: 7, Kind: resume.Kind, Tag: 9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPipe()
+			c := resume.New(7, p.ends[0])
+			var r receiver
+			c.Start(&r)
+			var peer receiver
+			p.ends[1].Start(&peer)
+			back := 0
+			for range 2 {
+				f := transport.Frame{Header: transport.Header{Comm: 7, Kind: transport.Collective}, Payload: make([]byte, 8), Sent: func() { back++ }}
+				if err := c.Send(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p.ends[1].Send(transport.Frame{Header: transport.Header{Comm: 7, Kind: resume.Kind, Tag: 1, Seq: 1}})
+			p.ends[1].Send(transport.Frame{Header: tc.own})
+			for p.deliver(0) {
+			}
+			if r.err == nil || !errors.Is(r.err, transport.ErrClosed) {
+				t.Fatalf("the handler was told %v, want an end wrapping ErrClosed", r.err)
+			}
+			if back != 2 {
+				t.Errorf("%d of 2 lent payloads given back", back)
+			}
+			if err := c.Send(transport.Frame{}); err == nil {
+				t.Error("a Send after the end was taken")
+			}
+		})
+	}
+}
+
+// TestLosslessConnectionEndsTheConn: over a connection that is lossless
+// itself, frames go unnumbered and nothing is kept, so its end is the
+// Conn's, not a break to resume from.
+func TestLosslessConnectionEndsTheConn(t *testing.T) {
+	nw := transport.NewInproc()
+	l, err := nw.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	under, err := nw.Dial(t.Context(), l.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, _, err := l.Accept(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := resume.New(7, under)
+	ended := make(chan error, 1)
+	c.Start(handlerFunc{frame: func(f transport.Frame) { transport.Release(f) }, err: func(err error) { ended <- err }})
+	got := make(chan transport.Frame, 1)
+	peer.Start(handlerFunc{frame: func(f transport.Frame) { got <- f }, err: func(error) {}})
+	if err := c.Send(transport.Frame{Header: transport.Header{Comm: 7, Kind: transport.Collective, Seq: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	if f := <-got; f.Header.Kind&^0x20 != transport.Collective || f.Header.Kind == transport.Collective {
+		t.Errorf("frame on the wire has kind %#x: want Collective flagged unnumbered", f.Header.Kind)
+	}
+	peer.Close()
+	select {
+	case err := <-ended:
+		if errors.Is(err, resume.ErrBroken) {
+			t.Errorf("the end of a lossless connection was told as a break: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler heard nothing of the connection's end")
+	}
+	if c.Lossless() {
+		t.Error("the Conn still says it is lossless once ended")
+	}
+}
+
+type handlerFunc struct {
+	frame func(transport.Frame)
+	err   func(error)
+}
+
+func (h handlerFunc) HandleFrame(f transport.Frame) { h.frame(f) }
+func (h handlerFunc) HandleError(err error)         { h.err(err) }
