@@ -93,15 +93,6 @@ func (p *Plane) ended(err error) error {
 
 type planeConn struct{ c *resume.Conn }
 
-// raw returns the connection under the plane's if frames go to it as
-// they are (resume.Conn.Raw), for what it offers beyond sending.
-func (p *Plane) raw() transport.Conn {
-	if pc := p.conn.Load(); pc != nil {
-		return pc.c.Raw()
-	}
-	return nil
-}
-
 // Sink is what runs a collective: the plane hands it the frames of its
 // collective, and tells it when the peer is gone (Failed). Its methods
 // are called from any goroutine, never under the plane's lock, and must
@@ -153,8 +144,8 @@ func (p *Plane) Poller() transport.Poller {
 // PeerMaps reports whether the peer may map this process's shared
 // memory (transport.Mapping).
 func (p *Plane) PeerMaps() bool {
-	c := p.raw()
-	return c != nil && transport.PeerMaps(c)
+	pc := p.conn.Load()
+	return pc != nil && pc.c.PeerMaps()
 }
 
 // TrySend sends f to the peer directly if the plane's connection carries

@@ -342,16 +342,12 @@ func (c *Conn) Poll() bool {
 // Lossless makes the Conn a transport.Lossless connection until it ends.
 func (c *Conn) Lossless() bool { return !c.ended.Load() }
 
-// Raw returns the connection underneath if frames go to it unnumbered
-// (it is lossless), for what it offers beyond sending (transport.Poller,
-// Borrower, Mapping), and nil otherwise.
-func (c *Conn) Raw() transport.Conn {
+// PeerMaps forwards transport.PeerMaps of the current connection: the
+// peer may map this process's shared memory (transport.Mapping).
+func (c *Conn) PeerMaps() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil || !transport.IsLossless(c.under) {
-		return nil
-	}
-	return c.under
+	return c.err == nil && transport.PeerMaps(c.under)
 }
 
 // Borrows reports whether the current connection borrows lent payloads
