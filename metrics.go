@@ -3,6 +3,7 @@ package gocomms
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gocomms/gocomms/engine"
 	"github.com/gocomms/gocomms/metrics"
 )
 
@@ -13,7 +14,7 @@ import (
 // reconfigured successors record there too. A store given by WithStore
 // has its round trips recorded. Without it nothing is recorded.
 func WithMetrics(reg prometheus.Registerer) Option {
-	return func(o *options) { o.metrics, o.metricsErr = metrics.New(reg) }
+	return func(o *options) { o.metrics, o.metricsErr = metrics.New(reg, engine.LinkStats) }
 }
 
 // metricsOption passes c's metrics, if any, to a communicator made from it.

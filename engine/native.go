@@ -25,10 +25,16 @@ import (
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 	"github.com/gocomms/gocomms/transport"
+	"github.com/gocomms/gocomms/transport/resume"
 )
 
 // Name is the name the engine registers under.
 const Name = "native"
+
+// LinkStats returns how many times this process's links made a new
+// connection after one broke, and how many frames they sent again on it,
+// for operators (metrics.LinkStats).
+func LinkStats() (reconnects, retransmitted uint64) { return resume.Stats() }
 
 // Hints the engine reads, per communicator or per operation.
 const (

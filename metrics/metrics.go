@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gocomms/gocomms/commerr"
-	"github.com/gocomms/gocomms/transport/resume"
 )
 
 // Namespace prefixes every metric's name.
@@ -80,11 +79,16 @@ type Metrics struct {
 	storeErrs    *prometheus.CounterVec   // op
 }
 
+// LinkStats returns the process's totals over its links: the new
+// connections they made after one broke, and the frames they sent again
+// on them. The engine keeps them; metrics only reads them.
+type LinkStats func() (reconnects, retransmitted uint64)
+
 // New returns the collectors registered on reg, registering them unless
 // an earlier New did: communicators of a process made with the same
-// registry share one set of vectors. It fails if reg holds other
-// collectors under the same names.
-func New(reg prometheus.Registerer) (*Metrics, error) {
+// registry share one set of vectors. links reports the process's link
+// totals. It fails if reg holds other collectors under the same names.
+func New(reg prometheus.Registerer, links LinkStats) (*Metrics, error) {
 	if reg == nil {
 		return nil, errors.New("metrics: nil registerer")
 	}
@@ -132,14 +136,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if _, err = register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: "link_reconnects_total",
 		Help: "New connections the process's links made after one broke."}, func() float64 {
-		n, _ := resume.Stats()
+		n, _ := links()
 		return float64(n)
 	})); err != nil {
 		return nil, err
 	}
 	if _, err = register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: "link_retransmitted_frames_total",
 		Help: "Frames the process's links sent again on a new connection: sent on a broken one and not acknowledged."}, func() float64 {
-		_, n := resume.Stats()
+		_, n := links()
 		return float64(n)
 	})); err != nil {
 		return nil, err

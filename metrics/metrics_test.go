@@ -51,11 +51,11 @@ func TestSizeClass(t *testing.T) {
 // first one's vectors, so that both record into the same series.
 func TestSharedRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	a, err := metrics.New(reg)
+	a, err := metrics.New(reg, noLinks)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := metrics.New(reg)
+	b, err := metrics.New(reg, noLinks)
 	if err != nil {
 		t.Fatalf("second New: %v", err)
 	}
@@ -78,7 +78,7 @@ gocomms_operations_total{comm="main",op="all_reduce",rank="1"} 1
 
 func TestPeerFailuresCountedOnce(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
+	m, err := metrics.New(reg, noLinks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestPeerFailuresCountedOnce(t *testing.T) {
 
 func TestStoreRoundTrips(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
+	m, err := metrics.New(reg, noLinks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,3 +142,6 @@ func sum(t *testing.T, g prometheus.Gatherer, name string) float64 {
 	}
 	return total
 }
+
+// noLinks is the link totals of a process that has none.
+func noLinks() (reconnects, retransmitted uint64) { return 0, 0 }
