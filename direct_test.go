@@ -55,6 +55,34 @@ func TestCollectivesRunOffTheActors(t *testing.T) {
 	}
 }
 
+// stepValue is element j of rank r's input to step i of the property
+// tests' sequences: which rank, step and element it came from shows in
+// it.
+func stepValue(r, i, j int) int64 { return int64((r+1)*100 + i*10 + j) }
+
+// stepInput returns rank r's input to step i: 3 elements of stepValue.
+func stepInput(r, i int) *tensor.Tensor {
+	x := mustTensor(tensor.Int32, 3)
+	for j := range 3 {
+		x.SetInt64(j, stepValue(r, i, j))
+	}
+	return x
+}
+
+// stepSum is element j of step i's all-reduce over n ranks.
+func stepSum(n, i, j int) int64 { return int64(n*(n+1)/2*100 + n*(i*10+j)) }
+
+// waitAll waits for every Work of *pending, and empties it.
+func waitAll(ctx context.Context, pending *[]*gocomms.Work) error {
+	for _, w := range *pending {
+		if err := w.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	*pending = (*pending)[:0]
+	return nil
+}
+
 // TestPropertyDirectAndActorOperationsInterleave issues random sequences
 // of all-reduces, broadcasts and ring exchanges (a batch sending to the
 // next rank and receiving from the one before), each blocking or async,
@@ -85,20 +113,8 @@ func TestPropertyDirectAndActorOperationsInterleave(t *testing.T) {
 			prev := (r + n - 1) % n
 			xs := make([]*tensor.Tensor, len(steps))
 			var pending []*gocomms.Work
-			wait := func() error {
-				for _, w := range pending {
-					if err := w.Wait(ctx); err != nil {
-						return err
-					}
-				}
-				pending = pending[:0]
-				return nil
-			}
 			for i, s := range steps {
-				x := mustTensor(tensor.Int32, 3)
-				for j := range 3 {
-					x.SetInt64(j, int64((r+1)*100+i*10+j))
-				}
+				x := stepInput(r, i)
 				xs[i] = x
 				var batch *gocomms.Batch
 				if s.kind == exchange {
@@ -127,22 +143,22 @@ func TestPropertyDirectAndActorOperationsInterleave(t *testing.T) {
 					}
 				}
 				if s.drain {
-					if err := wait(); err != nil {
+					if err := waitAll(ctx, &pending); err != nil {
 						return err
 					}
 				}
 			}
-			if err := wait(); err != nil {
+			if err := waitAll(ctx, &pending); err != nil {
 				return err
 			}
 			for i, s := range steps {
 				for j := range 3 {
-					want := int64(n*(n+1)/2*100 + n*(i*10+j)) // all-reduce
+					want := stepSum(n, i, j)
 					switch s.kind {
 					case broadcast:
-						want = int64((i%n+1)*100 + i*10 + j)
+						want = stepValue(i%n, i, j)
 					case exchange:
-						want = int64((prev+1)*100 + i*10 + j)
+						want = stepValue(prev, i, j)
 					}
 					if got := xs[i].Int64At(j); got != want {
 						return fmt.Errorf("rank %d, step %d %+v, element %d: %d, want %d", r, i, s, j, got, want)

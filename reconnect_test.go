@@ -11,8 +11,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/engine"
 	"github.com/gocomms/gocomms/tensor"
-	"github.com/gocomms/gocomms/transport/resume"
 	"github.com/gocomms/gocomms/transport/tcp"
 	"github.com/gocomms/gocomms/transport/tcp/tcpproxy"
 )
@@ -115,7 +115,7 @@ func TestPropertyOperationsSurviveResetsOffTheActors(t *testing.T) {
 		kind                int
 		async, drain, reset bool
 	}
-	resumed, _ := resume.Stats()
+	resumed, _ := engine.LinkStats()
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(2, 4).Draw(rt, "ranks")
 		steps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) step {
@@ -133,15 +133,6 @@ func TestPropertyOperationsSurviveResetsOffTheActors(t *testing.T) {
 			next, prev := (r+1)%n, (r+n-1)%n
 			xs := make([]*tensor.Tensor, len(steps))
 			var pending []*gocomms.Work
-			wait := func() error {
-				for _, w := range pending {
-					if err := w.Wait(ctx); err != nil {
-						return err
-					}
-				}
-				pending = pending[:0]
-				return nil
-			}
 			// Every connection the steps use, made: a ring exchange both
 			// ways and an all-reduce; a second all-reduce ends on a rank
 			// only once every rank has ended the first.
@@ -156,10 +147,7 @@ func TestPropertyOperationsSurviveResetsOffTheActors(t *testing.T) {
 				}
 			}
 			for i, s := range steps {
-				x := mustTensor(tensor.Int32, 3)
-				for j := range 3 {
-					x.SetInt64(j, int64((r+1)*100+i*10+j))
-				}
+				x := stepInput(r, i)
 				xs[i] = x
 				var works []*gocomms.Work
 				switch s.kind {
@@ -186,19 +174,19 @@ func TestPropertyOperationsSurviveResetsOffTheActors(t *testing.T) {
 					nw.Reset()
 				}
 				if s.drain {
-					if err := wait(); err != nil {
+					if err := waitAll(ctx, &pending); err != nil {
 						return err
 					}
 				}
 			}
-			if err := wait(); err != nil {
+			if err := waitAll(ctx, &pending); err != nil {
 				return err
 			}
 			for i, s := range steps {
 				for j := range 3 {
-					want := int64(n*(n+1)/2*100 + n*(i*10+j)) // all-reduce
+					want := stepSum(n, i, j)
 					if s.kind != allReduce {
-						want = int64((prev+1)*100 + i*10 + j)
+						want = stepValue(prev, i, j)
 					}
 					if got := xs[i].Int64At(j); got != want {
 						return fmt.Errorf("rank %d, step %d %+v, element %d: %d, want %d", r, i, s, j, got, want)
@@ -211,7 +199,7 @@ func TestPropertyOperationsSurviveResetsOffTheActors(t *testing.T) {
 			rt.Fatal(err)
 		}
 	})
-	if now, _ := resume.Stats(); now == resumed {
+	if now, _ := engine.LinkStats(); now == resumed {
 		t.Fatal("no connection was reset and resumed")
 	} else {
 		t.Logf("connections resumed %d times", now-resumed)

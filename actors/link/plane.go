@@ -30,7 +30,7 @@ import (
 // the connection breaks or the link fails, and watches its peer while a
 // collective waits on the plane.
 type Plane struct {
-	conn  atomic.Pointer[planeConn]
+	conn  atomic.Pointer[resume.Conn]
 	heard atomic.Uint64 // direct frames that came, which the link's watch counts as word from the peer
 	// attached counts the collectives that attached; the link reads it
 	// before it hands on any frame (ordered), so that what an operation's
@@ -91,8 +91,6 @@ func (p *Plane) ended(err error) error {
 	return err
 }
 
-type planeConn struct{ c *resume.Conn }
-
 // Sink is what runs a collective: the plane hands it the frames of its
 // collective, and tells it when the peer is gone (Failed). Its methods
 // are called from any goroutine, never under the plane's lock, and must
@@ -120,14 +118,14 @@ var ErrNotDirect = errors.New("link: no lossless connection to send on directly"
 // now: it is made and transport.Lossless.
 func (p *Plane) Direct() bool {
 	pc := p.conn.Load()
-	return pc != nil && transport.IsLossless(pc.c)
+	return pc != nil && pc.Lossless()
 }
 
 // Borrows reports whether the connection borrows lent payloads
 // (transport.Borrower).
 func (p *Plane) Borrows() bool {
 	pc := p.conn.Load()
-	return pc != nil && pc.c.Borrows()
+	return pc != nil && pc.Borrows()
 }
 
 // Poller returns the plane's connection if it is a transport.Poller,
@@ -135,8 +133,8 @@ func (p *Plane) Borrows() bool {
 // takes the transport delivers on that goroutine, to whichever plane and
 // actor it is for. Nil otherwise.
 func (p *Plane) Poller() transport.Poller {
-	if pc := p.conn.Load(); pc != nil && pc.c.Pollable() {
-		return pc.c
+	if pc := p.conn.Load(); pc != nil && pc.Pollable() {
+		return pc
 	}
 	return nil
 }
@@ -145,7 +143,7 @@ func (p *Plane) Poller() transport.Poller {
 // memory (transport.Mapping).
 func (p *Plane) PeerMaps() bool {
 	pc := p.conn.Load()
-	return pc != nil && pc.c.PeerMaps()
+	return pc != nil && pc.PeerMaps()
 }
 
 // TrySend sends f to the peer directly if the plane's connection carries
@@ -153,11 +151,11 @@ func (p *Plane) PeerMaps() bool {
 // the caller otherwise.
 func (p *Plane) TrySend(f transport.Frame) (sent bool, err error) {
 	pc := p.conn.Load()
-	if pc == nil || !transport.IsLossless(pc.c) {
+	if pc == nil || !pc.Lossless() {
 		return false, nil
 	}
 	f.Header.Kind |= direct
-	return true, p.ended(pc.c.Send(f))
+	return true, p.ended(pc.Send(f))
 }
 
 // Send sends f to the peer directly, on the caller's goroutine: the
@@ -169,7 +167,7 @@ func (p *Plane) Send(f transport.Frame) error {
 		return ErrNotDirect
 	}
 	f.Header.Kind |= direct
-	return p.ended(pc.c.Send(f))
+	return p.ended(pc.Send(f))
 }
 
 // Attach makes s the sink of collective seq's frames, and appends to dst
@@ -349,7 +347,7 @@ func (p *Plane) setWatch(f func()) {
 }
 
 // connected makes c the connection direct frames go on.
-func (p *Plane) connected(c *resume.Conn) { p.conn.Store(&planeConn{c: c}) }
+func (p *Plane) connected(c *resume.Conn) { p.conn.Store(c) }
 
 // fail says the link failed for good. The frames a peer that said
 // goodbye sent before it stay for the operations that take them, which

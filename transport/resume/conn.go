@@ -50,10 +50,14 @@ type Conn struct {
 	h  transport.Handler
 	// under is the current connection, epoch its number from 1: frames
 	// and errors of an older one are stale.
-	under   transport.Conn
-	epoch   uint64
-	err     error // the Conn ended: Sends fail with it
-	pollers int   // goroutines polling, which a new connection is told of
+	under transport.Conn
+	epoch uint64
+	// lossless says under is transport.Lossless, which a connection made
+	// on first use learns once made and never unlearns: asked of every
+	// frame through the layers below, it is kept once true.
+	lossless bool
+	err      error // the Conn ended: Sends fail with it
+	pollers  int   // goroutines polling, which a new connection is told of
 	// n is what numbered frames need, made with the first: a Conn over a
 	// lossless connection never needs it, and a simulation holds
 	// millions of Conns.
@@ -96,6 +100,15 @@ func (c *Conn) numbered() *numbered {
 	return c.n
 }
 
+// losslessUnder reports whether the current connection is lossless.
+// Called with c.mu held.
+func (c *Conn) losslessUnder() bool {
+	if !c.lossless {
+		c.lossless = transport.IsLossless(c.under)
+	}
+	return c.lossless
+}
+
 // New returns a Conn whose first connection to the peer is c, which the
 // Conn owns from now on.
 func New(comm uint64, c transport.Conn) *Conn {
@@ -127,7 +140,7 @@ func (c *Conn) Send(f transport.Frame) error {
 		return err
 	}
 	n := c.n
-	if transport.IsLossless(c.under) && (n == nil || !n.out.stalled()) {
+	if c.losslessUnder() && (n == nil || !n.out.stalled()) {
 		f.Header.Kind |= unnumbered
 		if n == nil || len(n.queue) == 0 && !n.draining {
 			under := c.under
@@ -226,7 +239,7 @@ func (c *Conn) Resume(under transport.Conn) {
 		return
 	}
 	old := c.under
-	c.under = under
+	c.under, c.lossless = under, false
 	c.epoch++
 	n := c.numbered()
 	stats.reconnects.Add(1)
@@ -417,7 +430,7 @@ func (r reader) HandleFrame(f transport.Frame) {
 	}
 	// Numbered frames over a lossless connection are those sent before
 	// it was made: nothing follows to acknowledge them, so at once.
-	now := k&askAck != 0 || transport.IsLossless(c.under)
+	now := k&askAck != 0 || c.losslessUnder()
 	f.Header.Kind &^= askAck
 	if c.numbered().in.arrived(len(f.Payload)) || now {
 		c.control(tagAck)
@@ -482,7 +495,7 @@ func (r reader) HandleError(err error) {
 		c.mu.Unlock()
 		return
 	}
-	lossless := transport.IsLossless(c.under)
+	lossless := c.losslessUnder()
 	if c.n != nil {
 		c.n.broken = true
 	}

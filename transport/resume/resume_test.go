@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
-	"time"
 
 	"pgregory.net/rapid"
 
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/resume"
+	"github.com/gocomms/gocomms/transport/transporttest"
 )
 
 // pipe is a pair of connections that deliver only when told to, and
@@ -253,34 +253,20 @@ func TestLosslessConnectionEndsTheConn(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := resume.New(7, under)
-	ended := make(chan error, 1)
-	c.Start(handlerFunc{frame: func(f transport.Frame) { transport.Release(f) }, err: func(err error) { ended <- err }})
-	got := make(chan transport.Frame, 1)
-	peer.Start(handlerFunc{frame: func(f transport.Frame) { got <- f }, err: func(error) {}})
+	mine, theirs := transporttest.NewRecorder(), transporttest.NewRecorder()
+	c.Start(mine)
+	peer.Start(theirs)
 	if err := c.Send(transport.Frame{Header: transport.Header{Comm: 7, Kind: transport.Collective, Seq: 5}}); err != nil {
 		t.Fatal(err)
 	}
-	if f := <-got; f.Header.Kind&^0x20 != transport.Collective || f.Header.Kind == transport.Collective {
+	if f := theirs.WaitFrames(t, 1)[0]; f.Header.Kind&^0x20 != transport.Collective || f.Header.Kind == transport.Collective {
 		t.Errorf("frame on the wire has kind %#x: want Collective flagged unnumbered", f.Header.Kind)
 	}
 	peer.Close()
-	select {
-	case err := <-ended:
-		if errors.Is(err, resume.ErrBroken) {
-			t.Errorf("the end of a lossless connection was told as a break: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the handler heard nothing of the connection's end")
+	if _, err := mine.WaitError(t); errors.Is(err, resume.ErrBroken) {
+		t.Errorf("the end of a lossless connection was told as a break: %v", err)
 	}
 	if c.Lossless() {
 		t.Error("the Conn still says it is lossless once ended")
 	}
 }
-
-type handlerFunc struct {
-	frame func(transport.Frame)
-	err   func(error)
-}
-
-func (h handlerFunc) HandleFrame(f transport.Frame) { h.frame(f) }
-func (h handlerFunc) HandleError(err error)         { h.err(err) }
