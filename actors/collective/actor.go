@@ -248,8 +248,8 @@ func (c *runner) run(ctx actor.Context) {
 // operation run off the actors sends: the peer's plane takes it from its
 // transport, and neither link sees it. Before, the link sends it.
 func (c *runner) send(ctx actor.Context, p int, f transport.Frame) {
-	if sent, _ := c.req.Planes[p].TrySend(f); sent {
-		return // a failed send is the link's to report, as Failed
+	if c.req.Planes[p].TrySend(f) {
+		return
 	}
 	ctx.Send(c.req.Links[p], c.sends.Get(f))
 }

@@ -148,14 +148,14 @@ func (p *Plane) PeerMaps() bool {
 
 // TrySend sends f to the peer directly if the plane's connection carries
 // direct frames now (Direct), and reports whether it did; f is left to
-// the caller otherwise.
-func (p *Plane) TrySend(f transport.Frame) (sent bool, err error) {
-	pc := p.conn.Load()
-	if pc == nil || !pc.Lossless() {
-		return false, nil
+// the caller otherwise. A send that fails is the link's to report, as
+// Failed.
+func (p *Plane) TrySend(f transport.Frame) bool {
+	if !p.Direct() {
+		return false
 	}
-	f.Header.Kind |= direct
-	return true, p.ended(pc.Send(f))
+	p.Send(f)
+	return true
 }
 
 // Send sends f to the peer directly, on the caller's goroutine: the
