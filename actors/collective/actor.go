@@ -7,7 +7,6 @@ import (
 
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/actors/link"
-	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -29,23 +28,21 @@ type timedOut struct{}
 type sendDone struct{ step int }
 
 type runner struct {
-	rt        *actors.Runtime
-	first     *Request  // run once started
-	adopted   *Adoption // or this, carried on with once started
-	execution           // req is the running operation; nil between operations
+	rt       *actors.Runtime
+	first    *Request  // run once started
+	adopted  *Adoption // or this, carried on with once started
+	executor           // req is the running operation; nil between operations
 
 	timer *actors.Timer // the operation's timeout
 	// probeTimer bounds the wait for a probe's answers.
 	probeTimer *actors.Timer
 	recvFrom   []peerFrames      // found at start
 	sink       *link.Forwarder   // the collective's frames come to it from the planes
-	acks       []int             // steps whose peers are to hear their memory was read
 	early      []transport.Frame // what a plane held, while it is handed on
-	sent       []func()          // by step: a lent send's Frame.Sent, made once
+	sentFuncs  []func()          // by step: a lent send's Frame.Sent, made once
 	sends      link.SendPool     // the messages of its frames
 	finished   Finished          // the parent reads it before it sends the next operation
 	probe      *probe
-	lent       int   // sends whose payload the transport still reads
 	stuckOn    []int // the ranks it waited for when it timed out
 }
 
@@ -78,11 +75,13 @@ func (c *runner) Receive(ctx actor.Context) {
 	}
 	switch m := ctx.Message().(type) {
 	case sendDone:
-		c.lent--
-		c.ready = c.prog.Complete(m.step, c.ready)
-		c.run(ctx)
+		if ended, f := c.sent(m.step); ended {
+			c.finish(ctx, f)
+		}
 	case *link.Delivered:
-		c.arrive(ctx, m)
+		if ended, f := c.arrive(m.Peer, m.Frame); ended {
+			c.finish(ctx, f)
+		}
 		m.Recycle()
 	case *Fail:
 		c.fail(ctx, m)
@@ -90,7 +89,7 @@ func (c *runner) Receive(ctx actor.Context) {
 		// Frames the peer sent before it went away came first: fail only if
 		// one is still missing. The rank knows best why the peer went (it
 		// may have failed because another rank did), so it says how.
-		if slices.Contains(c.prog.Waiting(nil), m.Peer) {
+		if c.needs(m.Peer) {
 			ctx.Send(ctx.Parent(), &PeerLost{Seq: c.req.Seq, Peer: m.Peer, Err: m.Err})
 		}
 	case timedOut:
@@ -110,7 +109,8 @@ func (c *runner) Receive(ctx actor.Context) {
 
 func (c *runner) start(ctx actor.Context, req *Request) {
 	c.probe, c.stuckOn = nil, nil
-	c.begin(req)
+	c.begin(req, c)
+	copy(c.borrow, req.Lend)
 	c.findPeers()
 	c.routeFrames(true)
 	req.startedHere()
@@ -121,8 +121,19 @@ func (c *runner) start(ctx actor.Context, req *Request) {
 		c.timer.Arm(req.Timeout)
 	}
 	req.Begin()
-	c.ready = c.prog.Start(c.ready[:0])
-	c.run(ctx)
+	if ended, f := c.executor.start(); ended {
+		c.finish(ctx, f)
+	}
+}
+
+// finish ends the operation, which the executor says ended: with f's
+// failure, or done.
+func (c *runner) finish(ctx actor.Context, f *Fail) {
+	if f != nil {
+		c.fail(ctx, f)
+		return
+	}
+	c.end(ctx, nil, nil)
 }
 
 // AdoptProducer returns the producer of an actor that carries on with a,
@@ -135,7 +146,8 @@ func AdoptProducer(rt *actors.Runtime, a *Adoption) actor.Producer {
 // takes its frames from the planes from now on, and asks its peers how
 // far they got, as for a timeout of its own.
 func (c *runner) adopt(ctx actor.Context, a *Adoption) {
-	c.execution = a.exec
+	c.executor = a.exec
+	c.out = c
 	c.probe, c.stuckOn = nil, nil
 	c.findPeers()
 	c.routeFrames(true)
@@ -208,88 +220,26 @@ func (c *runner) receivesFrom(peer int) bool {
 // per receiving step.
 type peerFrames struct{ peer, frames int }
 
-func (c *runner) arrive(ctx actor.Context, d *link.Delivered) {
-	if c.req.P2P == nil && d.Frame.Header.Seq != c.req.CollSeq {
-		// Handed on by a plane just before the collective it was for let
-		// go of it.
-		transport.Release(d.Frame)
-		return
+// send and sentFunc make the runner its executor's outbox. A frame goes
+// around the link once the link has started, onto its lossless
+// connection, as an operation run off the actors sends: the peer's plane
+// takes it from its transport, and neither link sees it. Before, the
+// link sends it, and reports its failure to the rank.
+func (c *runner) send(p int, f transport.Frame) error {
+	if !c.req.Planes[p].TrySend(f) {
+		c.rt.System().Root.Send(c.req.Links[p], c.sends.Get(f))
 	}
-	// The collective actor sends no registered memory: a word that a peer
-	// read some is for Direct, and accept gives its payload back.
-	if _, f := c.accept(d.Peer, d.Frame); f != nil {
-		c.fail(ctx, f)
-		return
-	}
-	c.run(ctx)
-}
-
-func (c *runner) run(ctx actor.Context) {
-	for len(c.ready) > 0 {
-		i := c.ready[len(c.ready)-1]
-		c.ready = c.ready[:len(c.ready)-1]
-		if c.execute(ctx, i) {
-			c.ready = c.prog.Complete(i, c.ready)
-		}
-	}
-	if c.prog.Done() {
-		c.finish(ctx)
-		return
-	}
-	c.acks = c.letGo(c.acks[:0])
-	for _, i := range c.acks {
-		p, _ := c.req.peerIndex(c.req.Schedule.Steps[i].Peer)
-		c.send(ctx, p, c.readDone(i))
-	}
-}
-
-// send sends f to the p-th of the request's peers. It goes around the
-// link once the link has started, onto its lossless connection, as an
-// operation run off the actors sends: the peer's plane takes it from its
-// transport, and neither link sees it. Before, the link sends it.
-func (c *runner) send(ctx actor.Context, p int, f transport.Frame) {
-	if c.req.Planes[p].TrySend(f) {
-		return
-	}
-	ctx.Send(c.req.Links[p], c.sends.Get(f))
-}
-
-// execute runs step i and reports whether it is complete. A large send
-// lends its region to the transport and completes when sendDone comes
-// back: until then, the schedule's dependencies keep later steps from
-// writing that region.
-func (c *runner) execute(ctx actor.Context, i int) bool {
-	s := &c.req.Schedule.Steps[i]
-	if s.Prim != algorithms.Send {
-		c.local(i)
-		if f, ok := c.readFrame(i); ok {
-			p, _ := c.req.peerIndex(s.Peer)
-			c.send(ctx, p, f)
-		}
-		return true
-	}
-	p, _ := c.req.peerIndex(s.Peer)
-	f := c.sendFrame(i, c.req.Lend[p], c.sentFunc)
-	if f.Sent != nil {
-		c.lent++
-	}
-	c.send(ctx, p, f)
-	return f.Sent == nil
+	return nil
 }
 
 // sentFunc returns the Frame.Sent of a lent send of step i, which tells
 // the runner the step is done; one per step index, kept for later runs.
 func (c *runner) sentFunc(i int) func() {
-	for len(c.sent) <= i {
-		self, sys, msg := c.sink.To(), c.rt.System().Root, any(sendDone{step: len(c.sent)})
-		c.sent = append(c.sent, func() { sys.Send(self, msg) })
+	for len(c.sentFuncs) <= i {
+		self, sys, msg := c.sink.To(), c.rt.System().Root, any(sendDone{step: len(c.sentFuncs)})
+		c.sentFuncs = append(c.sentFuncs, func() { sys.Send(self, msg) })
 	}
-	return c.sent[i]
-}
-
-func (c *runner) finish(ctx actor.Context) {
-	c.results()
-	c.end(ctx, nil, nil)
+	return c.sentFuncs[i]
 }
 
 // fail ends the operation with err. A failure this rank detected in what a
@@ -326,7 +276,7 @@ func (c *runner) end(ctx actor.Context, err error, failure []byte) {
 	}
 	req.endedHere(err == nil, failure)
 	c.routeFrames(false)
-	c.clear(c.lent > 0)
+	c.close()
 	c.finished = Finished{Seq: req.Seq, Err: err, CollSeq: req.CollSeq, StuckOn: c.stuckOn}
 	req.End(err)
 	ctx.Send(ctx.Parent(), &c.finished)

@@ -2,14 +2,11 @@ package collective
 
 import (
 	"errors"
-	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/actors/link"
-	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/internal/fifo"
 	"github.com/gocomms/gocomms/transport"
@@ -60,24 +57,19 @@ type Direct struct {
 	npolled atomic.Int32
 
 	// The driver's.
-	execution
-	queued fifo.Queue[queuedOp] // started after the one running, oldest first
+	executor                      // of the operation running
+	queued   fifo.Queue[queuedOp] // started after the one running, oldest first
 	// broken fails every operation from the Break on: the communicator
 	// broke, or the rank aborted, for good.
 	broken *Fail
 	// adoption is an operation that timed out, on its way to the rank
 	// once Start has been given every operation numbered behind it.
-	adoption *Adoption
-	planes   []*link.Plane // of the operation's peers, in Request.Peers order
-	borrow   []bool        // whether each plane's connection borrows payloads
-	maps     []bool        // whether each plane's peer may map registered memory
-	early    []transport.Frame
-	timer    *actors.Timer
-	sent     []func() // by step: a lent send's Frame.Sent, made once
-	lent     int      // sends whose region a transport reads
-	reads    int      // registered sends whose memory a peer reads
-	acks     []int    // steps whose peers are to hear their memory was read
-	done     func()   // gives the rank's turn back, before the Work completes
+	adoption  *Adoption
+	planes    []*link.Plane // of the operation's peers, in Request.Peers order
+	early     []transport.Frame
+	timer     *actors.Timer
+	sentFuncs []func() // by step: a lent send's Frame.Sent, made once
+	done      func()   // gives the rank's turn back, before the Work completes
 }
 
 // Owner is the rank whose turn a Direct runs on: it hears what the
@@ -264,14 +256,6 @@ func (d *Direct) Gone(peer int, err error) {
 	d.post(directEvent{kind: dPeerFailed, peer: peer, err: err})
 }
 
-// lost is the failure of the running operation, whose peer's connection
-// err ended. A peer that finalized early is a mismatch, which the ranks
-// waiting on this one learn from it: they see no failure.
-func (d *Direct) lost(peer int, err error) *Fail {
-	err = LostPeerError(peer, d.req, err)
-	return &Fail{Err: err, Ranks: []int{peer}, Tell: errors.Is(err, commerr.ErrInvalidArgument)}
-}
-
 // post queues e, and handles the queue unless another goroutine is.
 func (d *Direct) post(e directEvent) {
 	d.mu.Lock()
@@ -323,15 +307,13 @@ func (d *Direct) step(e directEvent) {
 		d.queued.Push(queuedOp{req: e.req, planes: e.planes, done: e.done})
 		return
 	case dSent:
-		d.lent--
 		if d.req == nil {
-			if d.lent == 0 {
+			if d.drained() {
 				d.draining.Store(false)
 			}
 			return
 		}
-		d.ready = d.prog.Complete(e.step, d.ready)
-		d.run()
+		d.settle(d.sent(e.step))
 		return
 	case dFail:
 		d.fail(e)
@@ -343,11 +325,9 @@ func (d *Direct) step(e directEvent) {
 	}
 	switch e.kind {
 	case dFrame:
-		d.arrive(e.peer, e.frame)
+		d.settle(d.arrive(e.peer, e.frame))
 	case dPeerFailed:
-		// Frames the peer sent before it went came first: fail only if one
-		// is still missing, or the peer was reading this rank's memory.
-		if slices.Contains(d.prog.Waiting(nil), e.peer) || d.readBy(e.peer) {
+		if d.needs(e.peer) {
 			d.end(d.lost(e.peer, e.err))
 		}
 	case dTimeout:
@@ -422,25 +402,13 @@ func (d *Direct) failure(req *Request, f *Fail) []byte {
 	return f.reportFor(req)
 }
 
-// readBy reports whether peer still reads a registered send's memory.
-func (d *Direct) readBy(peer int) bool {
-	for i, s := range d.req.Schedule.Steps {
-		if d.reading[i] && s.Peer == peer {
-			return true
-		}
-	}
-	return false
-}
-
 func (d *Direct) start(req *Request, done func()) {
 	if d.running.Load() != req.Seq+1 { // else Start marked it, as the first
 		d.poll(req.Seq, d.planes)
 	}
 	req.Planes = d.planes // as the rank's links give them on the actors
-	d.begin(req)
+	d.begin(req, d)
 	d.done = done
-	d.borrow = resize(d.borrow, len(d.planes))
-	d.maps = resize(d.maps, len(d.planes))
 	for i, p := range d.planes {
 		d.borrow[i], d.maps[i] = p.Borrows(), p.PeerMaps()
 	}
@@ -448,7 +416,6 @@ func (d *Direct) start(req *Request, done func()) {
 		d.timer.Arm(req.Timeout)
 	}
 	req.Begin()
-	d.ready = d.ready[:0]
 	var keys [][]link.Key
 	if req.P2P != nil {
 		keys = d.inbound()
@@ -464,8 +431,7 @@ func (d *Direct) start(req *Request, done func()) {
 			continue // it only sends to this peer
 		}
 		for j, f := range d.early {
-			fail := d.arrived(p.Peer(), f)
-			if fail != nil {
+			if fail := d.take(p.Peer(), f); fail != nil {
 				for _, rest := range d.early[j+1:] {
 					transport.Release(rest)
 				}
@@ -482,114 +448,28 @@ func (d *Direct) start(req *Request, done func()) {
 		}
 	}
 	req.startedHere() // once attached to every plane
-	d.ready = d.prog.Start(d.ready)
-	d.run()
+	d.settle(d.executor.start())
 }
 
-func (d *Direct) arrive(peer int, f transport.Frame) {
-	if d.req.P2P == nil && f.Header.Seq != d.req.CollSeq {
-		// Handed on by a plane just before an earlier collective let go.
-		transport.Release(f)
-		return
-	}
-	if fail := d.arrived(peer, f); fail != nil {
-		d.end(fail)
-		return
-	}
-	d.run()
-}
-
-// arrived accepts f from peer: a step's frame, or the peer's word that
-// it read a registered send, which completes the send.
-func (d *Direct) arrived(peer int, f transport.Frame) *Fail {
-	read, fail := d.accept(peer, f)
-	if fail != nil {
-		return fail
-	}
-	if read >= 0 {
-		d.reads--
-		d.ready = d.prog.Complete(read, d.ready)
-	}
-	return nil
-}
-
-// run runs the steps that are ready, and ends the operation once all
-// have run.
-func (d *Direct) run() {
-	for len(d.ready) > 0 {
-		i := d.ready[len(d.ready)-1]
-		d.ready = d.ready[:len(d.ready)-1]
-		done, fail := d.execute(i)
-		if fail != nil {
-			d.end(fail)
-			return
-		}
-		if done {
-			d.ready = d.prog.Complete(i, d.ready)
-		}
-	}
-	if d.prog.Done() {
-		d.results()
-		d.end(nil)
-		return
-	}
-	d.acks = d.letGo(d.acks[:0])
-	for _, i := range d.acks {
-		peer := d.req.Schedule.Steps[i].Peer
-		k, _ := slices.BinarySearch(d.req.Peers(), peer)
-		if err := d.planes[k].Send(d.readDone(i)); err != nil {
-			d.end(d.lost(peer, err))
-			return
-		}
+// settle ends the operation if the executor's event ended it.
+func (d *Direct) settle(ended bool, f *Fail) {
+	if ended {
+		d.end(f)
 	}
 }
 
-// execute runs step i and reports whether it is complete: a large send
-// lends its region to the transport and completes when the transport
-// gives it back.
-func (d *Direct) execute(i int) (bool, *Fail) {
-	s := &d.req.Schedule.Steps[i]
-	k, _ := slices.BinarySearch(d.req.Peers(), s.Peer)
-	if s.Prim != algorithms.Send {
-		d.local(i)
-		if f, ok := d.readFrame(i); ok {
-			if err := d.planes[k].Send(f); err != nil {
-				return false, d.lost(s.Peer, err)
-			}
-		}
-		return true, nil
-	}
-	f, registered := transport.Frame{}, false
-	// A message goes as a payload: sent as a descriptor, it would wait
-	// for its receiver to read it, a rendezvous that holds up the
-	// operations issued after it (a ring of sends, each followed by a
-	// receive, would deadlock).
-	if d.maps[k] && d.req.P2P == nil {
-		f, registered = d.registeredFrame(i)
-	}
-	if !registered {
-		f = d.sendFrame(i, d.borrow[k], d.sentFunc)
-	}
-	switch {
-	case registered:
-		d.reads++ // until the peer has read the region
-	case f.Sent != nil:
-		d.lent++ // until the transport has
-	}
-	if err := d.planes[k].Send(f); err != nil {
-		return false, d.lost(s.Peer, err)
-	}
-	return f.Sent == nil && !registered, nil
-}
+// send and sentFunc make a Direct its executor's outbox: frames go to
+// the peers' planes.
+func (d *Direct) send(p int, f transport.Frame) error { return d.planes[p].Send(f) }
 
 // sentFunc returns the Frame.Sent of a lent send of step i; one per step
 // index, kept for later runs.
 func (d *Direct) sentFunc(i int) func() {
-	for len(d.sent) <= i {
-		e := directEvent{kind: dSent, step: len(d.sent)}
-		d.sent = append(d.sent, func() { d.post(e) })
+	for len(d.sentFuncs) <= i {
+		e := directEvent{kind: dSent, step: len(d.sentFuncs)}
+		d.sentFuncs = append(d.sentFuncs, func() { d.post(e) })
 	}
-	return d.sent[i]
+	return d.sentFuncs[i]
 }
 
 // timedOut hands the operation to the actors, which ask its peers how far
@@ -597,16 +477,15 @@ func (d *Direct) sentFunc(i int) func() {
 // behind it, which run there after it. One whose sends the transport
 // still reads fails here instead, naming the ranks it waits for.
 func (d *Direct) timedOut() {
-	if d.lent > 0 || d.reads > 0 {
-		waiting := d.prog.Waiting(nil)
-		d.end(&Fail{Err: fmt.Errorf("%w after %v waiting for ranks %v", commerr.ErrTimeout, d.req.Timeout, waiting), Ranks: waiting, Tell: true})
+	if !d.movable() {
+		d.end(d.stuck())
 		return
 	}
 	for _, p := range d.planes {
 		p.Detach(d)
 	}
-	d.adoption = &Adoption{exec: d.execution}
-	d.execution = execution{}
+	d.adoption = &Adoption{exec: d.executor}
+	d.executor = executor{}
 	d.planes, d.done = nil, nil
 	d.running.Store(0)
 }
@@ -634,10 +513,10 @@ func (d *Direct) handOver() {
 
 // Adoption is an operation that ran off the actors and timed out, on its
 // way to the collective actor, which carries on with it from where it
-// stopped: it holds the operation's execution. The rank's turn comes back
+// stopped: it holds the operation's executor. The rank's turn comes back
 // with it, and the operations queued behind it, which have not started.
 type Adoption struct {
-	exec   execution
+	exec   executor
 	queued []*Request
 	next   uint64 // the number of the first collective after it
 }
@@ -673,12 +552,8 @@ func (d *Direct) end(f *Fail) {
 		}
 		err = f.errorOf(req)
 	}
-	// A peer that still reads a registered send's memory reads the
-	// caller's tensor, which the failed operation leaves undefined; a
-	// transport that still reads scratch memory holds the next one back.
-	d.reads = 0
-	d.draining.Store(d.lent > 0)
-	d.clear(d.lent > 0)
+	// A transport that still reads scratch memory holds the next one back.
+	d.draining.Store(d.close())
 	d.planes = nil
 	done := d.done
 	d.done = nil

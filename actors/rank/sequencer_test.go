@@ -1,29 +1,23 @@
 package rank
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gocomms/gocomms/actors/collective"
 	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/internal/transcript"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt to what the sequencer does")
 
-// TestSequencer replays the transcripts in testdata. Each is a list of
-// blocks, each a command, or several, one a line, then "----" and the
-// actions the sequencer takes, one a line, ended by a blank line; lines
-// starting with # are comments. A transcript starts with a sequencer of
-// rank 0, which "reset" renews. The commands:
+// TestSequencer replays the transcripts in testdata (see package
+// transcript). A transcript starts with a sequencer of rank 0, which
+// "reset" renews. The commands:
 //
 //	submit seq=N [op=NAME] [p2p]       evSubmit (a collective unless p2p)
 //	end seq=N                          evEnded
@@ -46,85 +40,22 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // Values with spaces are quoted, as Go strings. With -rewrite, the test
 // writes what the sequencer does as the expected output instead.
 func TestSequencer(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts: %v", err)
-	}
-	for _, file := range files {
+	for _, file := range transcript.Files(t, "testdata") {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			runTranscript(t, file)
+			var h sequencerHarness
+			transcript.Run(t, file, *rewrite, h.do)
 		})
 	}
 }
 
-func runTranscript(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h transcript
-	var out bytes.Buffer // the transcript as rewritten
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	line := 0
-	next := func() (string, bool) {
-		if !sc.Scan() {
-			return "", false
-		}
-		line++
-		return sc.Text(), true
-	}
-	for {
-		l, ok := next()
-		if !ok {
-			break
-		}
-		if l == "" || strings.HasPrefix(l, "#") {
-			out.WriteString(l + "\n")
-			continue
-		}
-		start := line
-		var cmds, got strings.Builder
-		for ; ok && l != "----"; l, ok = next() {
-			out.WriteString(l + "\n")
-			cmds.WriteString(l + "\n")
-			if err := h.do(l, &got); err != nil {
-				t.Fatalf("%s:%d: %v", file, line, err)
-			}
-		}
-		if !ok {
-			t.Fatalf("%s:%d: the block has no ----", file, start)
-		}
-		out.WriteString("----\n")
-		var want strings.Builder
-		for l, ok = next(); ok && l != ""; l, ok = next() {
-			want.WriteString(l + "\n")
-		}
-		out.WriteString(got.String())
-		if ok {
-			out.WriteString("\n")
-		}
-		if !*rewrite && got.String() != want.String() {
-			t.Errorf("%s:%d:\n%sgot:\n%swant:\n%s", file, start, cmds.String(), got.String(), want.String())
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if *rewrite {
-		if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// transcript drives a sequencer from commands.
-type transcript struct {
+// sequencerHarness drives a sequencer from commands.
+type sequencerHarness struct {
 	s    sequencer
 	acts []action
 }
 
-func (h *transcript) do(line string, w *strings.Builder) error {
-	cmd, args, err := parseCommand(line)
+func (h *sequencerHarness) do(line string, w *strings.Builder) error {
+	cmd, args, err := transcript.Parse(line)
 	if err != nil {
 		return err
 	}
@@ -138,60 +69,60 @@ func (h *transcript) do(line string, w *strings.Builder) error {
 		h.state(w)
 		return nil
 	case "submit":
-		req := &collective.Request{Seq: args.seqNum("seq"), Op: args.text("op", "all_reduce")}
-		if args.has("p2p") {
+		req := &collective.Request{Seq: args.Uint("seq"), Op: args.Text("op", "all_reduce")}
+		if args.Has("p2p") {
 			req.P2P = []collective.P2PMessage{{Peer: 1, Send: true}}
 		}
 		ev = event{kind: evSubmit, req: req}
 	case "end":
-		ev = event{kind: evEnded, seq: args.seqNum("seq")}
+		ev = event{kind: evEnded, seq: args.Uint("seq")}
 	case "unreachable":
-		ev = event{kind: evUnreachable, seq: args.seqNum("seq"), rank: args.number("rank", -1), err: args.cause("err", "connection refused")}
+		ev = event{kind: evUnreachable, seq: args.Uint("seq"), rank: args.Int("rank", -1), err: args.Cause("err", "connection refused")}
 	case "cancel":
-		ev = event{kind: evCancel, seq: args.seqNum("seq"), err: args.cause("err", "context canceled")}
+		ev = event{kind: evCancel, seq: args.Uint("seq"), err: args.Cause("err", "context canceled")}
 	case "abort":
 		ev = event{kind: evAbort, err: commerr.ErrAborted}
-		if args.has("err") {
-			ev.err = fmt.Errorf("%w: %s", commerr.ErrAborted, args.text("err", ""))
+		if args.Has("err") {
+			ev.err = fmt.Errorf("%w: %s", commerr.ErrAborted, args.Text("err", ""))
 		}
 	case "finalize":
 		ev = event{kind: evFinalize}
 	case "closed":
 		ev = event{kind: evClosed}
 	case "peer-failed":
-		ev = event{kind: evPeerFailed, rank: args.number("rank", -1), err: args.cause("err", "connection reset")}
+		ev = event{kind: evPeerFailed, rank: args.Int("rank", -1), err: args.Cause("err", "connection reset")}
 	case "bye":
-		ev = event{kind: evBye, rank: args.number("rank", -1)}
+		ev = event{kind: evBye, rank: args.Int("rank", -1)}
 	case "peer-reported":
-		ev = event{kind: evPeerReported, rank: args.number("rank", -1), accuser: args.number("accuser", -1), teller: args.number("teller", -1)}
+		ev = event{kind: evPeerReported, rank: args.Int("rank", -1), accuser: args.Int("accuser", -1), teller: args.Int("teller", -1)}
 	case "revoke":
-		ev = event{kind: evRevoke, rank: args.number("rank", h.s.rank), teller: args.number("teller", h.s.rank)}
+		ev = event{kind: evRevoke, rank: args.Int("rank", h.s.rank), teller: args.Int("teller", h.s.rank)}
 	case "coll-failed":
-		rank, reason := args.number("rank", -1), args.text("reason", "sizes differ")
-		ev = event{kind: evCollFailed, seq: args.seqNum("coll"), rank: rank, err: collective.ReportedFailure(rank, collective.FailedMismatch, reason), payload: []byte(reason)}
+		rank, reason := args.Int("rank", -1), args.Text("reason", "sizes differ")
+		ev = event{kind: evCollFailed, seq: args.Uint("coll"), rank: rank, err: collective.ReportedFailure(rank, collective.FailedMismatch, reason), payload: []byte(reason)}
 	case "peer-lost":
-		ev = event{kind: evPeerLost, seq: args.seqNum("seq"), rank: args.number("rank", -1), err: args.cause("err", "connection reset")}
-		if args.has("left-after") {
-			ev.err = &link.PeerLeft{Collectives: args.seqNum("left-after"), Err: ev.err}
+		ev = event{kind: evPeerLost, seq: args.Uint("seq"), rank: args.Int("rank", -1), err: args.Cause("err", "connection reset")}
+		if args.Has("left-after") {
+			ev.err = &link.PeerLeft{Collectives: args.Uint("left-after"), Err: ev.err}
 		}
 	case "connected":
-		ev = event{kind: evConnected, rank: args.number("rank", -1)}
+		ev = event{kind: evConnected, rank: args.Int("rank", -1)}
 	case "agree":
 		ev = event{kind: evAgree, agree: &Agree{}}
 	case "lend":
 		ev = event{kind: evLend}
 	case "reclaimed":
-		ev = event{kind: evReclaimed, seq: args.seqNum("coll")}
+		ev = event{kind: evReclaimed, seq: args.Uint("coll")}
 	case "adopt":
-		seq, coll := args.seqNum("seq"), args.seqNum("coll")
-		ev = event{kind: evAdopt, req: &collective.Request{Seq: seq, Op: args.text("op", "all_reduce"), CollSeq: coll}, seq: coll + 1}
-		for i := range uint64(args.number("queued", 0)) {
+		seq, coll := args.Uint("seq"), args.Uint("coll")
+		ev = event{kind: evAdopt, req: &collective.Request{Seq: seq, Op: args.Text("op", "all_reduce"), CollSeq: coll}, seq: coll + 1}
+		for i := range uint64(args.Int("queued", 0)) {
 			ev.queued = append(ev.queued, &collective.Request{Seq: seq + 1 + i, Op: "all_reduce", CollSeq: coll + 1 + i})
 		}
 	default:
 		return fmt.Errorf("unknown command %q", cmd)
 	}
-	if err := args.unused(); err != nil {
+	if err := args.Unused(); err != nil {
 		return err
 	}
 	h.acts = h.s.step(ev, h.acts[:0])
@@ -205,7 +136,7 @@ func (h *transcript) do(line string, w *strings.Builder) error {
 	return nil
 }
 
-func (h *transcript) state(w *strings.Builder) {
+func (h *sequencerHarness) state(w *strings.Builder) {
 	s := &h.s
 	fmt.Fprintf(w, "collectives started: %d\n", s.collSeq)
 	if s.running != nil {
@@ -304,91 +235,4 @@ func (a action) String() string {
 		fmt.Fprintf(&b, "action(%d)", a.kind)
 	}
 	return b.String()
-}
-
-// commandArgs are a command's key=value arguments; a bare key has an
-// empty value.
-type commandArgs struct {
-	vals map[string]string
-	used map[string]bool
-	err  error
-}
-
-// parseCommand splits a command line into its name and arguments.
-func parseCommand(line string) (string, *commandArgs, error) {
-	args := &commandArgs{vals: map[string]string{}, used: map[string]bool{}}
-	var name string
-	for rest := strings.TrimSpace(line); rest != ""; rest = strings.TrimLeft(rest, " ") {
-		var tok string
-		i := strings.IndexAny(rest, " \"")
-		switch {
-		case i < 0:
-			tok, rest = rest, ""
-		case rest[i] == '"':
-			q, err := strconv.QuotedPrefix(rest[i:])
-			if err != nil {
-				return "", nil, fmt.Errorf("%q: %v", rest, err)
-			}
-			v, _ := strconv.Unquote(q)
-			tok, rest = rest[:i]+v, rest[i+len(q):]
-		default:
-			tok, rest = rest[:i], rest[i:]
-		}
-		if name == "" {
-			name = tok
-			continue
-		}
-		k, v, _ := strings.Cut(tok, "=")
-		args.vals[k] = v
-	}
-	return name, args, nil
-}
-
-func (a *commandArgs) has(key string) bool {
-	a.used[key] = true
-	_, ok := a.vals[key]
-	return ok
-}
-
-func (a *commandArgs) text(key, def string) string {
-	if a.has(key) {
-		return a.vals[key]
-	}
-	return def
-}
-
-func (a *commandArgs) number(key string, def int) int {
-	if !a.has(key) {
-		return def
-	}
-	n, err := strconv.Atoi(a.vals[key])
-	if err != nil && a.err == nil {
-		a.err = fmt.Errorf("%s: %v", key, err)
-	}
-	return n
-}
-
-func (a *commandArgs) seqNum(key string) uint64 {
-	n, err := strconv.ParseUint(a.vals[key], 10, 64)
-	a.used[key] = true
-	if err != nil && a.err == nil {
-		a.err = fmt.Errorf("%s: %v", key, err)
-	}
-	return n
-}
-
-func (a *commandArgs) cause(key, def string) error { return errors.New(a.text(key, def)) }
-
-// unused reports an argument the command did not take, or one it could
-// not read.
-func (a *commandArgs) unused() error {
-	if a.err != nil {
-		return a.err
-	}
-	for k := range a.vals {
-		if !a.used[k] {
-			return fmt.Errorf("unknown argument %q", k)
-		}
-	}
-	return nil
 }

@@ -7,30 +7,8 @@ import (
 	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
-	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/transport"
 )
-
-// execution is one operation's schedule being run: its memory, its
-// Progress and the frames its receiving steps wait to run from. The
-// collective actor and Direct each drive one, and differ only in how
-// frames come and go.
-type execution struct {
-	req      *Request
-	prog     *algorithms.Progress
-	progs    []*algorithms.Progress // of recent schedules, most recent first
-	ready    []int
-	held     heldFrames
-	mapped   []bool // by receiving step: held's payload is a peer's memory, mapped
-	unready  []int  // receiving steps that hold a peer's memory and could not run yet
-	reading  []bool // by sending step: the peer reads this rank's memory, mapped
-	scratch  [][]byte
-	elemSize int
-	// keys holds, by peer in Request.Peers order, the keys of the
-	// point-to-point frames the operation receives from it (inbound).
-	keys     []link.Key
-	peerKeys [][]link.Key
-}
 
 // Frames of registered memory carry marks in the high bits of their tag:
 // a descriptor the receiver maps instead of a payload, and the receiver's
@@ -46,53 +24,6 @@ const (
 // take the bits above it.
 const MaxTag = 1<<30 - 1
 
-// progsKept bounds the Progress values an execution keeps for reuse.
-const progsKept = 8
-
-// begin sets e up to run req.
-func (e *execution) begin(req *Request) {
-	e.req = req
-	e.elemSize = req.DType.Size()
-	e.prog = e.progress(req.Schedule)
-	e.held = e.held[:0]
-	e.mapped = resize(e.mapped, len(req.Schedule.Steps))
-	e.unready = e.unready[:0]
-	e.reading = resize(e.reading, len(req.Schedule.Steps))
-	e.scratch = resize(e.scratch, len(req.Schedule.Scratch))
-	for i, n := range req.Schedule.Scratch {
-		if !req.Phantom {
-			e.scratch[i] = transport.GetBuffer(n * e.elemSize)
-		}
-	}
-}
-
-// progress returns a fresh run of s, reusing the Progress of an earlier
-// run of s if e kept one.
-func (e *execution) progress(s *algorithms.Schedule) *algorithms.Progress {
-	for i, p := range e.progs {
-		if p.Schedule() == s {
-			copy(e.progs[1:i+1], e.progs[:i])
-			e.progs[0] = p
-			p.Reset()
-			return p
-		}
-	}
-	p := algorithms.NewProgress(s)
-	if len(e.progs) < progsKept {
-		e.progs = append(e.progs, nil)
-	}
-	copy(e.progs[1:], e.progs)
-	e.progs[0] = p
-	return p
-}
-
-// resize returns s with n empty entries, reusing its array if it can.
-func resize[T any](s []T, n int) []T {
-	s = slices.Grow(s[:0], n)[:n]
-	clear(s)
-	return s
-}
-
 // accept checks a frame of the collective from peer and holds it for its
 // step, which may become ready. A frame that does not fit the operation
 // is released, and the failure returned names the peer and tells the
@@ -102,7 +33,7 @@ func resize[T any](s []T, n int) []T {
 // names, mapped; the peer hears it was read once the step ran
 // (readFrame). The word that the peer read a registered send is not for
 // accept: read says which step it completes, -1 for any other frame.
-func (e *execution) accept(peer int, f transport.Frame) (read int, fail *Fail) {
+func (e *executor) accept(peer int, f transport.Frame) (read int, fail *Fail) {
 	req := e.req
 	h := f.Header
 	if h.Tag&tagRead != 0 {
@@ -157,7 +88,7 @@ func (e *execution) accept(peer int, f transport.Frame) (read int, fail *Fail) {
 // steps to run: a rank that waits then holds nothing a peer waits for, so
 // that no two ranks can wait on each other through registered memory (as
 // an exchange in place would, each rank reducing into the buffer it sent).
-func (e *execution) letGo(acks []int) []int {
+func (e *executor) letGo(acks []int) []int {
 	for _, i := range e.unready {
 		f := e.held.of(i)
 		if !e.mapped[i] || f == nil {
@@ -174,7 +105,7 @@ func (e *execution) letGo(acks []int) []int {
 }
 
 // resolve maps the n bytes a peer's descriptor names.
-func (e *execution) resolve(desc []byte, n int) ([]byte, error) {
+func (e *executor) resolve(desc []byte, n int) ([]byte, error) {
 	if e.req.Memory == nil {
 		return nil, fmt.Errorf("a descriptor where this rank has no registered memory")
 	}
@@ -183,7 +114,7 @@ func (e *execution) resolve(desc []byte, n int) ([]byte, error) {
 
 // readStep returns the sending step to peer with tag whose memory the
 // peer was reading, and is no longer: -1 if there is none.
-func (e *execution) readStep(peer int, tag uint32) int {
+func (e *executor) readStep(peer int, tag uint32) int {
 	for i, s := range e.req.Schedule.Steps {
 		if s.Prim == algorithms.Send && s.Peer == peer && uint32(s.Tag) == tag && e.reading[i] {
 			e.reading[i] = false
@@ -195,7 +126,7 @@ func (e *execution) readStep(peer int, tag uint32) int {
 
 // readFrame returns the frame that tells the peer of receiving step i
 // that this rank has read the memory it mapped, if it was mapped.
-func (e *execution) readFrame(i int) (transport.Frame, bool) {
+func (e *executor) readFrame(i int) (transport.Frame, bool) {
 	if !e.mapped[i] {
 		return transport.Frame{}, false
 	}
@@ -205,7 +136,7 @@ func (e *execution) readFrame(i int) (transport.Frame, bool) {
 
 // readDone is the frame that tells the peer of receiving step i that this
 // rank has read the memory its descriptor named.
-func (e *execution) readDone(i int) transport.Frame {
+func (e *executor) readDone(i int) transport.Frame {
 	h := e.req.header(i)
 	h.Tag = uint32(e.req.Schedule.Steps[i].Tag) | tagRead
 	return transport.Frame{Header: h}
@@ -215,7 +146,7 @@ func (e *execution) readDone(i int) transport.Frame {
 // descriptor of registered memory, if it lies in some and is large
 // enough that the peer's read saves more than the word back costs: the
 // step then completes once the peer says it has read it.
-func (e *execution) registeredFrame(i int) (transport.Frame, bool) {
+func (e *executor) registeredFrame(i int) (transport.Frame, bool) {
 	m := e.req.Memory
 	if m == nil || e.req.Phantom {
 		return transport.Frame{}, false
@@ -242,7 +173,7 @@ const descriptorMax = 64
 // inbound returns, by peer in Request.Peers order, the keys of the frames
 // a point-to-point operation receives from it: none for a peer it only
 // sends to. They stay valid until the next operation's call.
-func (e *execution) inbound() [][]link.Key {
+func (e *executor) inbound() [][]link.Key {
 	req := e.req
 	e.keys = slices.Grow(e.keys[:0], len(req.P2P)) // appends below keep the array
 	e.peerKeys = resize(e.peerKeys, len(req.Peers()))
@@ -260,7 +191,7 @@ func (e *execution) inbound() [][]link.Key {
 
 // p2pTag maps an inbound point-to-point frame to the schedule tag of the
 // receiving step it was routed for.
-func (e *execution) p2pTag(peer int, h transport.Header) int {
+func (e *executor) p2pTag(peer int, h transport.Header) int {
 	for i, m := range e.req.P2P {
 		if !m.Send && m.Peer == peer && m.Ordinal == h.Seq && m.Tag == h.Tag {
 			return e.req.Schedule.Steps[i].Tag
@@ -276,98 +207,19 @@ const lendMin = 64 << 10
 
 // sendFrame returns the frame step i, a Send, sends: its region itself,
 // lent, where the connection borrows payloads (lend) and the region is
-// large, with sent(i) to give it back; else a copy in a pooled payload.
+// large, with the outbox's Sent to give it back; else a copy in a pooled payload.
 // A phantom operation sends the phantom region.
-func (e *execution) sendFrame(i int, lend bool, sent func(int) func()) transport.Frame {
+func (e *executor) sendFrame(i int, lend bool) transport.Frame {
 	src := e.region(e.req.Schedule.Steps[i].Src)
 	f := transport.Frame{Header: e.req.header(i)}
 	switch {
 	case e.req.Phantom:
 		f.Payload = src
 	case len(src) >= lendMin && lend:
-		f.Payload, f.Sent = src, sent(i)
+		f.Payload, f.Sent = src, e.out.sentFunc(i)
 	default:
 		f.Payload = transport.GetBuffer(len(src))
 		copy(f.Payload, src)
 	}
 	return f
-}
-
-// local runs step i, which does not send.
-func (e *execution) local(i int) {
-	s := &e.req.Schedule.Steps[i]
-	if s.Prim.Receives() {
-		f := e.held.take(i)
-		switch {
-		case e.req.Phantom: // a phantom payload carries nothing to copy or reduce
-		case s.Prim == algorithms.Recv:
-			copy(e.region(s.Dst), f.Payload)
-		default:
-			reduce.Combine(e.req.Reduce, e.req.DType, e.region(s.Dst), e.region(s.Src), f.Payload)
-		}
-		e.giveBack(i, f)
-		return
-	}
-	if e.req.Phantom {
-		return
-	}
-	switch s.Prim {
-	case algorithms.Copy:
-		copy(e.region(s.Dst), e.region(s.Src))
-	case algorithms.Accumulate:
-		dst := e.region(s.Dst)
-		reduce.Combine(e.req.Reduce, e.req.DType, dst, dst, e.region(s.Src))
-	}
-}
-
-// giveBack returns f, receiving step i's frame, to its transport, unless
-// it is a peer's mapped memory, which is nobody's to give back.
-func (e *execution) giveBack(i int, f transport.Frame) {
-	if !e.mapped[i] {
-		transport.Release(f)
-	}
-}
-
-func (e *execution) region(r algorithms.Region) []byte {
-	if e.req.Phantom {
-		return transport.Phantom(r.Len * e.elemSize)
-	}
-	var block []byte
-	switch r.Buf {
-	case algorithms.Input:
-		block = e.req.In[r.Block]
-	case algorithms.Output:
-		block = e.req.Out[r.Block]
-	default:
-		block = e.scratch[r.Block]
-	}
-	return block[r.Off*e.elemSize : (r.Off+r.Len)*e.elemSize]
-}
-
-// results finishes the reductions whose results are on this rank (Avg,
-// PreMulSum).
-func (e *execution) results() {
-	req := e.req
-	if !req.Phantom {
-		for _, b := range req.Results {
-			reduce.Finish(req.Reduce, req.DType, req.Out[b], req.Size)
-		}
-	}
-}
-
-// clear lets go of the frames still held and, unless a transport still
-// reads some of it (lent), of the scratch memory, and of the request.
-func (e *execution) clear(lent bool) {
-	for _, h := range e.held {
-		e.giveBack(h.step, h.frame)
-	}
-	clear(e.held)
-	e.held = e.held[:0]
-	if !lent { // else a transport may still read scratch: leave it to the collector
-		for _, s := range e.scratch {
-			transport.PutBuffer(s)
-		}
-	}
-	clear(e.scratch)
-	e.req = nil
 }
