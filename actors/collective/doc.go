@@ -29,10 +29,13 @@
 // Direct runs operations the same way outside any actor, while the rank
 // lends it its turn: on the goroutine that issues one and on those that
 // bring its frames (direct.go); those issued meanwhile queue behind it
-// there and start as it ends. Both drive an execution (execution.go),
-// the memory, Progress and held frames of one operation; a Direct
-// operation that times out is adopted by the actor, which probes, and
-// those queued behind it go to the rank with it.
+// there and start as it ends. The schedule itself runs in one executor
+// (executor.go), which both drive: a state machine that takes an
+// operation's events and hands its frames to an outbox, and holds its
+// memory, Progress and held frames. A Direct operation that times out
+// is adopted by the actor, executor and all, which probes, and those
+// queued behind it go to the rank with it. Transcripts in
+// testdata/executor replay the executor event by event.
 //
 // This package must not import net, and takes time only from the runtime.
 package collective

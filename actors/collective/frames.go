@@ -207,8 +207,8 @@ const lendMin = 64 << 10
 
 // sendFrame returns the frame step i, a Send, sends: its region itself,
 // lent, where the connection borrows payloads (lend) and the region is
-// large, with the outbox's Sent to give it back; else a copy in a pooled payload.
-// A phantom operation sends the phantom region.
+// large, with the outbox's Sent to give it back; else a copy in a pooled
+// payload. A phantom operation sends the phantom region.
 func (e *executor) sendFrame(i int, lend bool) transport.Frame {
 	src := e.region(e.req.Schedule.Steps[i].Src)
 	f := transport.Frame{Header: e.req.header(i)}
