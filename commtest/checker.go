@@ -223,8 +223,12 @@ func (c *Checker) Scatter(ctx context.Context, dt gocomms.DType, count int) erro
 	return c.movement(ctx, string(gocomms.OpScatter), dt, count)
 }
 
-// SendRecv passes count elements around the ring with blocking sends and
-// receives; on one rank there is nobody to send to, and it checks nothing.
+// SendRecv passes count elements around the ring, each rank sending
+// asynchronously and receiving blocking, then waiting for its send: a
+// large message waits at its sender until the receive is posted
+// (docs/OPERATIONS.md), so a ring of blocking sends would wait for ever,
+// as it does with MPI or NCCL. On one rank there is nobody to send to,
+// and it checks nothing.
 func (c *Checker) SendRecv(ctx context.Context, dt gocomms.DType, count int) error {
 	return c.movement(ctx, sendRecvName, dt, count)
 }

@@ -402,11 +402,13 @@ func sendRecv(ctx context.Context, c *gocomms.Comm, x *call) error {
 		return nil
 	}
 	next, prev := (x.rank+1)%x.size, (x.rank+x.size-1)%x.size
-	if err := c.Send(ctx, x.fill(x.rank, 0, x.Count), next); err != nil {
-		return x.failed(err)
-	}
+	sent := c.SendAsync(x.fill(x.rank, 0, x.Count), next)
 	got := x.tensor(x.Count)
-	if err := c.Recv(ctx, got, prev); err != nil {
+	err := c.Recv(ctx, got, prev)
+	if werr := sent.Wait(ctx); err == nil {
+		err = werr
+	}
+	if err != nil {
 		return x.failed(err)
 	}
 	return x.copied(fmt.Sprintf("received from rank %d", prev), got, prev, 0)

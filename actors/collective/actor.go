@@ -220,11 +220,15 @@ func (c *runner) receivesFrom(peer int) bool {
 // per receiving step.
 type peerFrames struct{ peer, frames int }
 
-// send and sentFunc make the runner its executor's outbox. A frame goes
+// send, sentFunc and offer make the runner its executor's outbox. A frame goes
 // around the link once the link has started, onto its lossless
 // connection, as an operation run off the actors sends: the peer's plane
 // takes it from its transport, and neither link sees it. Before, the
 // link sends it, and reports its failure to the rank.
+func (c *runner) offer(p int, h transport.Header, data []byte) {
+	offer(c.rt, c.req, c.req.Planes[p], h, data)
+}
+
 func (c *runner) send(p int, f transport.Frame) error {
 	if !c.req.Planes[p].TrySend(f) {
 		c.rt.System().Root.Send(c.req.Links[p], c.sends.Get(f))

@@ -458,9 +458,13 @@ func (d *Direct) settle(ended bool, f *Fail) {
 	}
 }
 
-// send and sentFunc make a Direct its executor's outbox: frames go to
-// the peers' planes.
+// send, sentFunc and offer make a Direct its executor's outbox: frames
+// go to the peers' planes.
 func (d *Direct) send(p int, f transport.Frame) error { return d.planes[p].Send(f) }
+
+func (d *Direct) offer(p int, h transport.Header, data []byte) {
+	offer(d.rt, d.req, d.planes[p], h, data)
+}
 
 // sentFunc returns the Frame.Sent of a lent send of step i; one per step
 // index, kept for later runs.

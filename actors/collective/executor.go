@@ -67,12 +67,19 @@ type outbox interface {
 	// sentFunc returns the Frame.Sent of a lent send of step i, which
 	// brings sent(i) back to the executor through the driver.
 	sentFunc(i int) func()
+	// offer offers the p-th peer the message h heads, of data, which
+	// goes once the peer clears it (link.Plane.Offer): the request's
+	// Work waits for it.
+	offer(p int, h transport.Header, data []byte)
 }
 
 // take accepts f from peer, which the step it is for may now run from,
 // but runs nothing: a step's frame, or the peer's word that it read a
 // registered send, which completes the send.
 func (e *executor) take(peer int, f transport.Frame) *Fail {
+	if e.req.P2P != nil && f.Header.Tag&link.TagAnnounce != 0 {
+		return e.announced(peer, f)
+	}
 	read, fail := e.accept(peer, f)
 	if fail != nil {
 		return fail
@@ -198,6 +205,11 @@ func (e *executor) execute(i int) (bool, *Fail) {
 		}
 		return true, nil
 	}
+	if e.req.P2P != nil {
+		if src := e.region(s.Src); len(src) > RendezvousMin {
+			return true, e.offer(i, p, src)
+		}
+	}
 	f, registered := transport.Frame{}, false
 	// A message goes as a payload: sent as a descriptor, it would wait
 	// for its receiver to read it, a rendezvous that holds up the
@@ -223,6 +235,40 @@ func (e *executor) execute(i int) (bool, *Fail) {
 
 // progsKept bounds the Progress values an executor keeps for reuse.
 const progsKept = 8
+
+// offer offers message step i sends, of data, to the p-th peer, and
+// announces it: the step is done, and the Work waits for the data to go
+// (a rendezvous, link.Offer).
+func (e *executor) offer(i, p int, data []byte) *Fail {
+	h := e.req.header(i)
+	e.out.offer(p, h, data)
+	if err := e.out.send(p, link.Announcement(h, len(data))); err != nil {
+		return e.lost(e.req.Schedule.Steps[i].Peer, err)
+	}
+	return nil
+}
+
+// announced takes a peer's announcement of a large message the
+// operation receives, and clears it: the peer sends it now that it has
+// somewhere to go.
+func (e *executor) announced(peer int, f transport.Frame) *Fail {
+	n, ok := link.AnnouncedLength(f.Payload)
+	h := f.Header
+	transport.Release(f)
+	h.Tag &^= link.TagMarks
+	i := e.p2pStep(peer, h)
+	if i < 0 || !ok {
+		return &Fail{Err: commerr.Invalid("unexpected message %d from rank %d", h.Tag, peer), Ranks: []int{peer}}
+	}
+	if want := e.req.Schedule.Steps[i].Dst.Len * e.elemSize; n != want {
+		return &Fail{Err: commerr.Invalid("rank %d sends %d bytes where this rank expects %d: sizes differ across ranks", peer, n, want), Ranks: []int{peer}}
+	}
+	p, _ := e.req.peerIndex(peer)
+	if err := e.out.send(p, link.Clearance(h)); err != nil {
+		return e.lost(peer, err)
+	}
+	return nil
+}
 
 // begin sets e up to run req, sending to out.
 func (e *executor) begin(req *Request, out outbox) {

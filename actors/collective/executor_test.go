@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/internal/transcript"
@@ -27,11 +28,13 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //
 //	begin rank=R size=N count=C [algo=A] [op=sum|avg] [lend] [maps] [coll=S] [timeout=D]
 //	                 an all-reduce of C float32s, rank R's input r*10+j+1
-//	p2p rank=R msgs=send:P,recv:P,...
-//	                 a batch of messages of 2 float32s, rank R's input
-//	                 r*10+j+1; every message carries user tag 7
-//	take from=P tag=T [data=X,Y|fill=V n=N|bytes=N] [registered|read] [seq=S] [sig=bad]
-//	                 a frame held before the start
+//	p2p rank=R msgs=send:P[:BYTES],recv:P[:BYTES],...
+//	                 a batch of messages, of 8 bytes unless said, rank R's
+//	                 float32s r*10+j+1; every message carries user tag 7
+//	take from=P tag=T [data=X,Y|fill=V n=N|bytes=N] [registered|read|announce=N] [seq=S] [sig=bad]
+//	                 a frame held before the start (a message's: ordinal=O
+//	                 instead of tag); announce=N announces a message of N
+//	                 bytes
 //	start            the start
 //	frame ...        a frame, as take describes it
 //	sent step=I      the transport gave back step I's lent region (after
@@ -171,12 +174,17 @@ func (h *executorHarness) p2p(args *transcript.Args) error {
 	rank := args.Int("rank", 0)
 	var msgs []Message
 	for m := range strings.SplitSeq(args.Text("msgs", ""), ",") {
-		dir, peer, _ := strings.Cut(m, ":")
-		var p int
-		if _, err := fmt.Sscan(peer, &p); err != nil || (dir != "send" && dir != "recv") {
-			return fmt.Errorf("message %q: want send:P or recv:P", m)
+		dir, rest, _ := strings.Cut(m, ":")
+		peer, size, sized := strings.Cut(rest, ":")
+		p, n := 0, 8
+		_, err := fmt.Sscan(peer, &p)
+		if sized && err == nil {
+			_, err = fmt.Sscan(size, &n)
 		}
-		msgs = append(msgs, Message{Peer: p, Send: dir == "send", Bytes: 8})
+		if err != nil || (dir != "send" && dir != "recv") {
+			return fmt.Errorf("message %q: want send:P[:BYTES] or recv:P[:BYTES]", m)
+		}
+		msgs = append(msgs, Message{Peer: p, Send: dir == "send", Bytes: n})
 	}
 	req := &Request{Comm: "t", Rank: rank, Op: "batch", Size: 4, DType: tensor.Uint8, Timeout: timeoutArg(args)}
 	var plans Plans
@@ -191,11 +199,11 @@ func (h *executorHarness) p2p(args *transcript.Args) error {
 		req.P2P = append(req.P2P, P2PMessage{Peer: m.Peer, Send: m.Send, Ordinal: ordinals[k], Tag: 7})
 		ordinals[k]++
 		if m.Send {
-			req.In = append(req.In, inputs(rank, 2))
+			req.In = append(req.In, inputs(rank, m.Bytes/4))
 			req.Out = append(req.Out, nil)
 		} else {
 			req.In = append(req.In, nil)
-			req.Out = append(req.Out, make([]byte, 8))
+			req.Out = append(req.Out, make([]byte, m.Bytes))
 		}
 	}
 	h.start(req, false, false)
@@ -252,6 +260,8 @@ func (h *executorHarness) frame(args *transcript.Args) (transport.Frame, error) 
 		data = make([]byte, args.Int("bytes", 0))
 	}
 	switch {
+	case args.Has("announce"):
+		return link.Announcement(hd, args.Int("announce", 0)), nil
 	case args.Has("read"):
 		hd.Tag |= tagRead
 		return transport.Frame{Header: hd}, nil
@@ -274,6 +284,11 @@ func (h *executorHarness) send(p int, f transport.Frame) error {
 	tag := f.Header.Tag
 	fmt.Fprintf(h.w, "send to=%d tag=%d", peer, tag&^tagMarks)
 	switch {
+	case f.Header.Kind == transport.PointToPoint && tag&link.TagAnnounce != 0:
+		n, _ := link.AnnouncedLength(f.Payload)
+		fmt.Fprintf(h.w, " announce bytes=%d", n)
+	case f.Header.Kind == transport.PointToPoint && tag&link.TagClear != 0:
+		h.w.WriteString(" clear")
 	case tag&tagRead != 0:
 		h.w.WriteString(" read")
 	case tag&tagRegistered != 0:
@@ -288,6 +303,13 @@ func (h *executorHarness) send(p int, f transport.Frame) error {
 		transport.PutBuffer(f.Payload)
 	}
 	return nil
+}
+
+// offer records the offer of a large message, as the executor's
+// outbox; the peer's clearance, which the plane takes, is not the
+// executor's.
+func (h *executorHarness) offer(p int, hd transport.Header, data []byte) {
+	fmt.Fprintf(h.w, "offer to=%d ordinal=%d tag=%d %s\n", h.req.Peers()[p], hd.Seq, hd.Tag, floats(data))
 }
 
 // sentFunc gives lent sends a Sent the test never calls: "sent" stands

@@ -14,10 +14,11 @@ import (
 // a descriptor the receiver maps instead of a payload, and the receiver's
 // word that it has read what the descriptor named, which completes the
 // sending step.
+// They share the bits of a message's rendezvous marks (link.TagMarks).
 const (
 	tagRegistered uint32 = 1 << 31
 	tagRead       uint32 = 1 << 30
-	tagMarks             = tagRegistered | tagRead
+	tagMarks             = link.TagMarks
 )
 
 // MaxTag is the largest tag a point-to-point message may carry: the marks
@@ -192,9 +193,18 @@ func (e *executor) inbound() [][]link.Key {
 // p2pTag maps an inbound point-to-point frame to the schedule tag of the
 // receiving step it was routed for.
 func (e *executor) p2pTag(peer int, h transport.Header) int {
+	if i := e.p2pStep(peer, h); i >= 0 {
+		return e.req.Schedule.Steps[i].Tag
+	}
+	return -1
+}
+
+// p2pStep returns the receiving step an inbound point-to-point frame
+// was routed for, -1 if none.
+func (e *executor) p2pStep(peer int, h transport.Header) int {
 	for i, m := range e.req.P2P {
 		if !m.Send && m.Peer == peer && m.Ordinal == h.Seq && m.Tag == h.Tag {
-			return e.req.Schedule.Steps[i].Tag
+			return i
 		}
 	}
 	return -1

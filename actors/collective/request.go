@@ -72,6 +72,9 @@ type Request struct {
 
 	peers []int       // found by Peers
 	ended atomic.Bool // End was called
+	// awaiting holds the large messages the operation offered, which
+	// its Work waits for after it ended here (rendezvous.go).
+	awaiting *awaiting
 }
 
 // Completion is how a request tells its issuer of its progress. An
@@ -104,17 +107,30 @@ func (n Notify) Finished(err error) {
 func (r *Request) Begin() { r.Completion.Started() }
 
 // End completes the operation, exactly once: it tells the issuer err,
-// and Ended reports true from then on.
+// and Ended reports true from then on. An operation that offered large
+// messages tells the issuer once they all went (awaiting).
 func (r *Request) End(err error) {
 	r.ended.Store(true)
+	if r.awaiting != nil {
+		r.awaiting.ended(err)
+		return
+	}
 	r.Completion.Finished(err)
 }
 
 // Release tells the issuer that the rank no longer holds r, if its
 // Completion asks to know (with a Released method): the issuer may reuse
 // r then, and what it points to. The rank calls it once per request, after
-// End.
+// End; one whose large messages have yet to go is released once they
+// did.
 func (r *Request) Release() {
+	if r.awaiting != nil && r.awaiting.holdRelease() {
+		return
+	}
+	r.release()
+}
+
+func (r *Request) release() {
 	if x, ok := r.Completion.(interface{ Released() }); ok {
 		x.Released()
 	}

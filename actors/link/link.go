@@ -23,12 +23,14 @@ type Key struct {
 	Tag  uint32
 }
 
-// KeyOf returns the routing key of an inbound frame.
+// KeyOf returns the routing key of an inbound frame. A message's marks
+// (TagMarks) are no part of it: a rendezvous's frames go where the
+// message goes.
 func KeyOf(h transport.Header) Key {
 	if h.Kind == transport.Collective || h.Kind == transport.Window {
 		return Key{Kind: h.Kind, Seq: h.Seq}
 	}
-	return Key{Kind: h.Kind, Seq: h.Seq, Tag: h.Tag}
+	return Key{Kind: h.Kind, Seq: h.Seq, Tag: h.Tag &^ TagMarks}
 }
 
 // Send asks the link to send a frame; the payload's ownership moves with

@@ -52,6 +52,7 @@ type Plane struct {
 	msgs          *messages         // point-to-point frames, made on first use
 	err           error             // the link failed for good
 	watch         func()            // asks the link to watch the peer; nil until the link starts
+	offers        []offer           // large messages to the peer, waiting for it to clear them (rendezvous.go)
 
 	strays *Strays // nil: early frames of ended collectives are dropped unanswered
 
@@ -287,6 +288,11 @@ func (p *Plane) ordered() { p.attached.Load() }
 // attaches.
 func (p *Plane) arrive(f transport.Frame) {
 	message := f.Header.Kind == transport.PointToPoint
+	if message && f.Header.Tag&TagClear != 0 {
+		transport.Release(f)
+		p.cleared(f.Header)
+		return
+	}
 	p.mu.Lock()
 	if s := p.sink; s != nil && p.takes(f.Header, message) {
 		p.mu.Unlock()
@@ -360,6 +366,7 @@ func (p *Plane) fail(err error) {
 	p.mu.Lock()
 	p.err = err
 	s := p.sink
+	offers := p.takeOffers()
 	if p.left.Load() == 0 {
 		for _, f := range p.early {
 			transport.Release(f)
@@ -374,6 +381,9 @@ func (p *Plane) fail(err error) {
 		}
 	}
 	p.mu.Unlock()
+	for _, o := range offers {
+		o.done(err)
+	}
 	if s != nil {
 		s.Failed(p.Peer(), err)
 	}
