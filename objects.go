@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/engine"
 )
 
 // The object collectives move Go values, as torchcomms' objcol and
@@ -328,9 +329,11 @@ func encodeEach[T any](cfg objectConfig, vs []T, n int) ([][]byte, error) {
 
 // SendObject sends v to rank dst, which receives it with RecvObject. A
 // value that fails to encode fails here and, through the size sent in its
-// place, in dst's RecvObject. The size and the bytes are two messages:
-// objects between the same two ranks must not be sent from several
-// goroutines at once.
+// place, in dst's RecvObject. The size and the bytes are separate
+// messages: objects between the same two ranks must not be sent from
+// several goroutines at once. The bytes go in messages the engine sends
+// eagerly (engine.EagerMax), so that SendObject never waits for dst: a
+// ring of objects, each rank sending before it receives, goes through.
 func SendObject[T any](ctx context.Context, c *Comm, v T, dst int, opts ...ObjectOption) error {
 	cfg := objectConfigOf(opts)
 	b, encErr := encode(cfg, v)
@@ -346,13 +349,12 @@ func SendObject[T any](ctx context.Context, c *Comm, v T, dst int, opts ...Objec
 	if encErr != nil {
 		return c.opError(&Op{Name: OpSendObject}, encErr)
 	}
-	if len(b) == 0 {
-		return nil
-	}
-	if err := c.hostOp(ctx, func(s *roomOp, st *hostStage) error {
-		return c.p2p(s, OpSend, true, st.of(FromSlice(b), false), dst, nil)
-	}); err != nil {
-		return c.objectError(OpSendObject, err)
+	for chunk := range slices.Chunk(b, engine.EagerMax) {
+		if err := c.hostOp(ctx, func(s *roomOp, st *hostStage) error {
+			return c.p2p(s, OpSend, true, st.of(FromSlice(chunk), false), dst, nil)
+		}); err != nil {
+			return c.objectError(OpSendObject, err)
+		}
 	}
 	return nil
 }
@@ -374,9 +376,9 @@ func RecvObject[T any](ctx context.Context, c *Comm, src int, opts ...ObjectOpti
 		return zero, c.opError(&Op{Name: OpRecvObject}, err)
 	}
 	b := make([]byte, head[0])
-	if len(b) > 0 {
+	for chunk := range slices.Chunk(b, engine.EagerMax) {
 		if err := c.hostOp(ctx, func(s *roomOp, st *hostStage) error {
-			return c.p2p(s, OpRecv, false, st.of(FromSlice(b), true), src, nil)
+			return c.p2p(s, OpRecv, false, st.of(FromSlice(chunk), true), src, nil)
 		}); err != nil {
 			return zero, c.objectError(OpRecvObject, err)
 		}

@@ -1,6 +1,7 @@
 package gocomms_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -150,6 +151,35 @@ func TestObjectsLarge(t *testing.T) {
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
 			guard(t, n, func(ctx context.Context, c *gocomms.Comm) error { return checkObjects(ctx, c, true) })
+		})
+	}
+}
+
+// TestObjectRingOfLargeValues: every rank sends a value of several MiB
+// to the next before it receives from the previous. SendObject stays
+// eager at any size, where a blocking send of a large tensor waits for
+// its receive.
+func TestObjectRingOfLargeValues(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
+			guard(t, n, func(ctx context.Context, c *gocomms.Comm) error {
+				me := c.Rank()
+				value := func(rank int) []byte {
+					return bytes.Repeat([]byte{byte(rank + 1)}, 3<<20+rank)
+				}
+				if err := gocomms.SendObject(ctx, c, value(me), (me+1)%n); err != nil {
+					return err
+				}
+				prev := (me + n - 1) % n
+				got, err := gocomms.RecvObject[[]byte](ctx, c, prev)
+				if err != nil {
+					return err
+				}
+				if !bytes.Equal(got, value(prev)) {
+					return fmt.Errorf("rank %d got %d bytes from rank %d, want %d", me, len(got), prev, len(value(prev)))
+				}
+				return nil
+			})
 		})
 	}
 }

@@ -7,8 +7,13 @@ import (
 	"github.com/gocomms/gocomms/commerr"
 )
 
-// Send sends t to rank dst, which receives it with Recv. Sends are eager:
-// a Send completes once its data has left this rank.
+// Send sends t to rank dst, which receives it with Recv. On the native
+// backend a send of up to 1 MiB (engine.EagerMax) is eager: it completes
+// once its data has left this rank, whether or not dst has posted the
+// receive. A larger one waits at this rank until dst has posted it (a
+// rendezvous), so that dst never holds a large message it did not ask
+// for, as NCCL's and MPI's large sends wait: ranks that all send large
+// messages before they receive must use SendAsync or a Batch.
 func (c *Comm) Send(ctx context.Context, t *Tensor, dst int, opts ...CallOption) error {
 	r := c.record()
 	return c.runRecord(ctx, r, c.p2p(&r.op, OpSend, true, t, dst, opts), opts)

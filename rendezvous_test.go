@@ -2,9 +2,12 @@ package gocomms_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/gocomms/gocomms"
 	coll "github.com/gocomms/gocomms/actors/collective"
@@ -80,4 +83,54 @@ func TestLargeMessageWaitsForItsReceiver(t *testing.T) {
 		}
 		return w.Wait(ctx)
 	})
+}
+
+// TestLargeSendTimesOutWithoutItsReceive: a large message whose receive
+// is never posted fails its send at the operation's timeout, naming the
+// receiver, and the sender's next operations run meanwhile.
+func TestLargeSendTimesOutWithoutItsReceive(t *testing.T) {
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		word := mustTensor(tensor.Int64, 1)
+		if c.Rank() == 1 {
+			if err := c.Recv(ctx, word, 0, gocomms.Tag(1)); err != nil {
+				return err
+			}
+			return c.Barrier(ctx)
+		}
+		w := c.SendAsync(mustTensor(tensor.Uint8, 2*coll.RendezvousMin), 1, gocomms.OpTimeout(200*time.Millisecond))
+		if err := c.Send(ctx, word, 1, gocomms.Tag(1)); err != nil {
+			return err
+		}
+		err := w.Wait(ctx)
+		var opErr *gocomms.OpError
+		if !errors.Is(err, gocomms.ErrTimeout) || !errors.As(err, &opErr) || !slices.Equal(opErr.Ranks, []int{1}) {
+			return fmt.Errorf("the send ended with %v, want a timeout naming rank 1", err)
+		}
+		return c.Barrier(ctx)
+	})
+	// Finalize reports the send that failed.
+	if err != nil && !errors.Is(err, gocomms.ErrTimeout) {
+		t.Fatal(err)
+	}
+}
+
+// TestLargeSendCancelled: a blocking large send whose context is
+// cancelled before its receive is posted takes the message back, and
+// ends with the cancellation. (A context's deadline is the operation's
+// timeout instead, which TestLargeSendTimesOutWithoutItsReceive covers.)
+func TestLargeSendCancelled(t *testing.T) {
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		if c.Rank() == 1 {
+			return c.Barrier(ctx)
+		}
+		cancelled, cancel := context.WithCancel(ctx)
+		defer time.AfterFunc(50*time.Millisecond, cancel).Stop()
+		if err := c.Send(cancelled, mustTensor(tensor.Uint8, 2*coll.RendezvousMin), 1); !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("the send ended with %v, want its cancellation", err)
+		}
+		return c.Barrier(ctx)
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
 }

@@ -31,6 +31,10 @@ import (
 // Name is the name the engine registers under.
 const Name = "native"
 
+// EagerMax is the largest point-to-point message the engine sends at
+// once; a larger one waits at its sender until its receive is posted.
+const EagerMax = collective.RendezvousMin
+
 // LinkStats returns how many times this process's links made a new
 // connection after one broke, and how many frames they sent again on it,
 // for operators (metrics.LinkStats).
@@ -60,6 +64,9 @@ type native struct {
 	yieldAfter int // empty polls before a waiting caller yields its thread
 	// mem is the registered memory: Alloc's, and the peers' mapped.
 	mem memory
+	// pending holds the operations that ended with large messages still
+	// on offer, for Cancel.
+	pending collective.Pending
 	// finalized is set once Finalize stopped the rank, and with it every
 	// window's actor.
 	finalized atomic.Bool
@@ -343,8 +350,10 @@ func yieldsAfter(cfg *backend.Config) int {
 // (docs/DATA-PLANE.md).
 const spinFor = 50 * time.Microsecond
 
-// Cancel cancels the operation numbered seq, if it has not ended.
+// Cancel cancels the operation numbered seq, if it has not ended, or
+// its large messages still on offer.
 func (n *native) Cancel(seq uint64, err error) {
+	n.pending.Cancel(seq, err)
 	if n.direct != nil {
 		n.direct.Cancel(seq, err)
 	}
@@ -386,7 +395,7 @@ func (n *native) request(op *backend.Op, done backend.Completion, o *room) (*col
 	*req = collective.Request{
 		Comm: n.cfg.Name, CommID: n.commID, Rank: n.cfg.Rank, Op: string(op.Name), Seq: op.Seq,
 		DType: op.DType, Reduce: op.Reduce, Size: n.cfg.Size, Timeout: op.Timeout, Parks: op.Blocking,
-		Completion: done, Phantom: n.cfg.Device == tensor.Meta, Memory: &n.mem,
+		Completion: done, Phantom: n.cfg.Device == tensor.Meta, Memory: &n.mem, Pending: &n.pending,
 	}
 	if o.in == nil {
 		o.in, o.out = make([][]byte, 0, 1), make([][]byte, 0, 1)

@@ -3,6 +3,7 @@ package collective
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/gocomms/gocomms/actors"
@@ -39,6 +40,44 @@ type awaiting struct {
 	finished, release bool
 }
 
+// Pending holds a rank's operations that ended with messages still on
+// offer: a cancel of one takes them back (Cancel), as Direct and the
+// rank cancel an operation still running.
+type Pending struct {
+	mu  sync.Mutex
+	ops []*awaiting
+}
+
+// Cancel fails the operation numbered seq, if its messages are still
+// on offer, with err: the offers not cleared yet are taken back.
+func (p *Pending) Cancel(seq uint64, err error) {
+	p.mu.Lock()
+	var a *awaiting
+	for _, o := range p.ops {
+		if o.req.Seq == seq {
+			a = o
+		}
+	}
+	p.mu.Unlock()
+	if a != nil {
+		a.cancel(err)
+	}
+}
+
+func (p *Pending) add(a *awaiting) {
+	p.mu.Lock()
+	p.ops = append(p.ops, a)
+	p.mu.Unlock()
+}
+
+func (p *Pending) remove(a *awaiting) {
+	p.mu.Lock()
+	if i := slices.Index(p.ops, a); i >= 0 {
+		p.ops = slices.Delete(p.ops, i, i+1)
+	}
+	p.mu.Unlock()
+}
+
 // offered is one message of an awaiting, on the plane of its receiver.
 type offered struct {
 	plane *link.Plane
@@ -51,6 +90,9 @@ type offered struct {
 func offer(rt *actors.Runtime, req *Request, plane *link.Plane, h transport.Header, data []byte) {
 	if req.awaiting == nil {
 		req.awaiting = &awaiting{rt: rt, req: req, left: 1}
+		if req.Pending != nil {
+			req.Pending.add(req.awaiting)
+		}
 	}
 	plane.Offer(h, data, req.awaiting.add(plane, h))
 }
@@ -95,6 +137,9 @@ func (a *awaiting) count() {
 	a.mu.Unlock()
 	if a.timer != nil {
 		a.timer.Stop()
+	}
+	if a.req.Pending != nil {
+		a.req.Pending.remove(a)
 	}
 	a.req.Completion.Finished(err)
 	if release {
@@ -150,6 +195,16 @@ func (a *awaiting) withdraw(err error) {
 	for _, o := range a.waiting() {
 		o.plane.Withdraw(o.h, err)
 	}
+}
+
+// cancel takes back the offers not cleared yet: the caller cancelled.
+func (a *awaiting) cancel(err error) {
+	a.mu.Lock()
+	if a.err == nil {
+		a.err = (&Fail{Err: err}).errorOf(a.req)
+	}
+	a.mu.Unlock()
+	a.withdraw(err)
 }
 
 // expire takes back the offers whose receivers did not post within the

@@ -61,6 +61,9 @@ type Request struct {
 	// Planes holds the data plane of each of those links, where the
 	// collective's frames come.
 	Planes []*link.Plane
+	// Pending is where the rank finds an operation that ended with
+	// large messages still on offer, to cancel it; nil for none.
+	Pending *Pending
 	// Memory is the communicator's registered memory, nil if it has
 	// none: a send from it may go as a descriptor the peer maps, and a
 	// receive maps what a peer's descriptor names.
