@@ -194,7 +194,8 @@ var steadyOps = []steadyOp{
 	{"barrier", func(c *gocomms.Comm, _ int, _ func(int) *gocomms.Tensor) func(context.Context) error {
 		return func(ctx context.Context) error { return c.Barrier(ctx) }
 	}},
-	// Sends are eager, so every rank may send before it receives.
+	// Sends of up to 1 MiB are eager, so every rank may send before it
+	// receives.
 	{"send+recv", func(c *gocomms.Comm, size int, newTensor func(int) *gocomms.Tensor) func(context.Context) error {
 		x, y := newTensor(size/4), newTensor(size/4)
 		next, prev := (c.Rank()+1)%c.Size(), (c.Rank()+c.Size()-1)%c.Size()

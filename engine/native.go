@@ -245,38 +245,57 @@ func (n *native) DirectOps() uint64 {
 // operation's frames come on where they can be polled
 // (transport.Poller): its end then needs no wake-up, and where the
 // caller polls, its frames no transport goroutine. The operations before
-// it end, and the next start, on this goroutine.
+// it end, and the next start, on this goroutine. Once it ended, it waits
+// for its large messages still on offer the same way: their receivers'
+// clearances come on the connections it polls, and the data goes from
+// there.
 func (n *native) Spin(seq uint64) {
 	if n.direct == nil {
 		return
 	}
-	if !n.direct.Holds(seq) {
+	switch {
+	case n.direct.Holds(seq):
+		if !n.spin(seq, false) {
+			n.direct.Park(seq) // it parks: its timeout starts now
+			return
+		}
+	case !n.pending.Holds(seq):
 		// Its start may still wait among the events another goroutine
 		// handles: its timeout, which only a Park arms, must start all
 		// the same. A Park for an operation not run here does nothing.
 		n.direct.Park(seq)
 		return
 	}
+	if n.pending.Holds(seq) {
+		n.spin(seq, true)
+	}
+}
+
+// spin polls, for operation seq, the connections the Direct that holds
+// it names, or with offers those of its messages still on offer, until
+// it is done with them, and reports whether it is; it gives up once
+// spinFor passes without a frame, or at once where the host's ranks
+// outnumber its cores.
+func (n *native) spin(seq uint64, offers bool) bool {
 	var room, next [8]transport.Poller
-	pollers, running := n.direct.Pollers(seq, room[:0])
+	pollers, running := n.pollers(seq, offers, room[:0])
 	if n.yieldAfter == 0 && slices.ContainsFunc(pollers, func(p transport.Poller) bool { return transport.PolledBySyscall(p) }) {
 		// More ranks than cores: spinning on a socket takes the cores its
 		// peers' kernels need (4 processes on 2 cores over TCP, 8 B:
 		// 238-254 µs spinning, 195-207 parked, docs/DATA-PLANE.md).
-		n.direct.Park(seq)
-		return
+		return false
 	}
 	for _, p := range pollers {
 		p.Polling(true)
 	}
 	var deadline time.Time // read once the operation outlasts a few polls
 	idle := 0              // polls in a row that took nothing
-	for i := 1; n.direct.Holds(seq); i++ {
-		if r := n.direct.Running(); r != running && r != 0 {
+	for i := 1; n.holds(seq, offers); i++ {
+		if r := n.running(offers); r != running && r != 0 {
 			// The next operation runs: poll its connections. (Between two,
 			// none runs: keep polling the last one's, the likely next.)
 			var now []transport.Poller
-			now, running = n.direct.Pollers(seq, next[:0])
+			now, running = n.pollers(seq, offers, next[:0])
 			if !slices.Equal(now, pollers) {
 				for _, p := range pollers {
 					p.Paused()
@@ -310,10 +329,7 @@ func (n *native) Spin(seq uint64) {
 			runtime.Gosched()
 		}
 	}
-	done := !n.direct.Holds(seq)
-	if !done {
-		n.direct.Park(seq)
-	}
+	done := !n.holds(seq, offers)
 	for _, p := range pollers {
 		if done {
 			p.Paused() // the caller's next operation polls again soon
@@ -324,6 +340,31 @@ func (n *native) Spin(seq uint64) {
 	if done && len(pollers) > 0 {
 		n.lease.Paused()
 	}
+	return done
+}
+
+// holds, pollers and running ask the Direct, or with offers the rank's
+// Pending, about operation seq. They are plain calls, not an
+// interface's, so that the pollers' arrays stay on the caller's stack.
+func (n *native) holds(seq uint64, offers bool) bool {
+	if offers {
+		return n.pending.Holds(seq)
+	}
+	return n.direct.Holds(seq)
+}
+
+func (n *native) pollers(seq uint64, offers bool, dst []transport.Poller) ([]transport.Poller, uint64) {
+	if offers {
+		return n.pending.Pollers(seq, dst)
+	}
+	return n.direct.Pollers(seq, dst)
+}
+
+func (n *native) running(offers bool) uint64 {
+	if offers {
+		return 1 // the offers' connections change only as offers end
+	}
+	return n.direct.Running()
 }
 
 // yieldAfter is how many empty polls in a row a waiting caller makes

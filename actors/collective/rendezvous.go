@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/actors/link"
@@ -44,6 +45,7 @@ type awaiting struct {
 // offer: a cancel of one takes them back (Cancel), as Direct and the
 // rank cancel an operation still running.
 type Pending struct {
+	n   atomic.Int32 // len(ops), read without the lock by a caller with none
 	mu  sync.Mutex
 	ops []*awaiting
 }
@@ -51,22 +53,51 @@ type Pending struct {
 // Cancel fails the operation numbered seq, if its messages are still
 // on offer, with err: the offers not cleared yet are taken back.
 func (p *Pending) Cancel(seq uint64, err error) {
-	p.mu.Lock()
-	var a *awaiting
-	for _, o := range p.ops {
-		if o.req.Seq == seq {
-			a = o
-		}
-	}
-	p.mu.Unlock()
-	if a != nil {
+	if a := p.find(seq); a != nil {
 		a.cancel(err)
 	}
+}
+
+// Holds reports whether the operation numbered seq ended with
+// messages still on offer.
+func (p *Pending) Holds(seq uint64) bool { return p.find(seq) != nil }
+
+// Pollers appends to dst the connections of the receivers of operation
+// seq's messages still on offer that a waiting goroutine may poll
+// (link.Plane.Poller): their clearances come on them. The number it
+// returns is 1 while seq has some, 0 else, as Direct.Pollers's is the
+// operation running.
+func (p *Pending) Pollers(seq uint64, dst []transport.Poller) ([]transport.Poller, uint64) {
+	a := p.find(seq)
+	if a == nil {
+		return dst, 0
+	}
+	for _, o := range a.waiting() {
+		if po := o.plane.Poller(); po != nil && !slices.Contains(dst, po) {
+			dst = append(dst, po)
+		}
+	}
+	return dst, 1
+}
+
+func (p *Pending) find(seq uint64) *awaiting {
+	if p.n.Load() == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range p.ops {
+		if a.req.Seq == seq {
+			return a
+		}
+	}
+	return nil
 }
 
 func (p *Pending) add(a *awaiting) {
 	p.mu.Lock()
 	p.ops = append(p.ops, a)
+	p.n.Store(int32(len(p.ops)))
 	p.mu.Unlock()
 }
 
@@ -75,6 +106,7 @@ func (p *Pending) remove(a *awaiting) {
 	if i := slices.Index(p.ops, a); i >= 0 {
 		p.ops = slices.Delete(p.ops, i, i+1)
 	}
+	p.n.Store(int32(len(p.ops)))
 	p.mu.Unlock()
 }
 
