@@ -52,6 +52,17 @@ func TestCollectivesSweep(t *testing.T) {
 	}
 }
 
+// TestCollectivesAtScale runs every collective on 128 ranks in the
+// dtypes whose reductions leave their range there (a uint8 sum wraps
+// before its average divides it, a float16 product overflows): the
+// reference holds at any size.
+func TestCollectivesAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("128 ranks run in the full (non-short) test run")
+	}
+	sweep(t, 128, commtest.Plan{DTypes: []gocomms.DType{gocomms.Uint8, gocomms.Int8, gocomms.Float16, gocomms.BFloat16}, Counts: []int{3}})
+}
+
 // TestCollectivesLarge runs every collective on about a million elements
 // per rank, enough to pipeline many chunks, at a few world sizes.
 func TestCollectivesLarge(t *testing.T) {

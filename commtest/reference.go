@@ -8,10 +8,12 @@ import (
 )
 
 // value is rank r's element i of input block b in case seed: small integers
-// that every dtype holds exactly and whose sums never overflow, except for
-// Product, whose integer results wrap in the reference exactly as in the
-// kernels (wrapping is order-independent). Unsigned arithmetic keeps any
-// seed's values in range.
+// that every dtype holds exactly. Their reductions may leave the dtype's
+// range at large rank counts, where the reference computes what the dtype
+// holds (combine, held): wrapping, for integers, does not depend on the
+// order of the reduction, and neither does the overflow of a product of
+// factors of magnitude 1 or 2, whose partial products only grow.
+// Unsigned arithmetic keeps any seed's values in range.
 func value(dt gocomms.DType, op reduce.Kind, seed, r, b, i int) int64 {
 	h := uint(seed*131 + r*31 + b*17 + i*7)
 	switch {
@@ -33,11 +35,12 @@ func value(dt gocomms.DType, op reduce.Kind, seed, r, b, i int) int64 {
 }
 
 // combine reduces every rank's element with op: exactly for integers and
-// bool (in int64, wrapped by the caller's tensor), in float64 for floats.
+// bool (in int64, wrapped by the caller's tensor), in float64 for floats,
+// overflowing to an infinity where dt would (held).
 func combine(dt gocomms.DType, op gocomms.ReduceOp, vals []int64) (int64, float64) {
 	k := op.Kind()
 	if dt.IsFloat() {
-		return 0, combineFloat(op, vals)
+		return 0, held(dt, combineFloat(op, vals))
 	}
 	if dt == gocomms.Bool {
 		return combineBool(k, vals), 0
@@ -62,9 +65,38 @@ func combine(dt gocomms.DType, op gocomms.ReduceOp, vals []int64) (int64, float6
 		}
 	}
 	if k == reduce.Avg {
-		acc /= int64(len(vals)) // Go truncates toward zero, as the kernels
+		// The kernels divide the sum as dt holds it, wrapped, and Go
+		// truncates toward zero as they do.
+		n := int64(len(vals))
+		if acc = wrap(dt, acc); dt.IsSigned() {
+			acc /= n
+		} else {
+			acc = int64(uint64(acc) / uint64(n))
+		}
 	}
 	return acc, 0
+}
+
+// held is what dt holds of v, a float result: an infinity from where
+// rounding to nearest leaves the finite values, half a unit in the last
+// place past the largest. (Values within range round, which closeEnough
+// allows for.)
+func held(dt gocomms.DType, v float64) float64 {
+	var overflow float64
+	switch dt {
+	case gocomms.Float16:
+		overflow = 65520 // 65504 + 16
+	case gocomms.BFloat16:
+		overflow = 0x1.ffp127
+	case gocomms.Float32:
+		overflow = 0x1.ffffffp127
+	default:
+		return v
+	}
+	if math.Abs(v) >= overflow {
+		return math.Inf(int(math.Copysign(1, v)))
+	}
+	return v
 }
 
 // combineBool reduces 0/1 values as logic: sum, max and bor are or;
@@ -114,6 +146,9 @@ func combineFloat(op gocomms.ReduceOp, vals []int64) float64 {
 // closeEnough reports whether a float result got is want to within the
 // rounding a reduction of dt over size ranks may add; NaN never is.
 func closeEnough(dt gocomms.DType, size int, got, want float64) bool {
+	if math.IsInf(want, 0) {
+		return got == want
+	}
 	var eps float64
 	switch dt {
 	case gocomms.Float16:
