@@ -132,6 +132,33 @@ func TestPlanCases(t *testing.T) {
 	}
 }
 
+// TestPlanCollectives: a plan of some collectives runs exactly their
+// cases of the whole plan, seeds and all; an unknown name is refused.
+func TestPlanCollectives(t *testing.T) {
+	whole := commtest.Plan{DTypes: []gocomms.DType{gocomms.Int8, gocomms.Float32}, Counts: []int{0, 4}, Seed: 7}
+	all, err := whole.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	some := whole
+	some.Collectives = []string{"reduce", "batch"}
+	got, err := some.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.DeleteFunc(slices.Clone(all), func(c commtest.Case) bool { return c.Collective != "reduce" && c.Collective != "batch" })
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Fatalf("cases of reduce and batch: %v, want %v", got, want)
+	}
+	if names := commtest.Collectives(); len(names) != 17 || names[0] != "all_reduce" || names[16] != "batch" {
+		t.Fatalf("Collectives() = %q", names)
+	}
+	some.Collectives = []string{"all_reduce", "no_such_op"}
+	if _, err := some.Cases(); !errors.Is(err, gocomms.ErrInvalidArgument) {
+		t.Fatalf("a plan naming no_such_op: %v, want ErrInvalidArgument", err)
+	}
+}
+
 // TestAllAdvancesSeed runs every collective at one dtype and count through
 // Checker.All, which leaves Seed at the last case's.
 func TestAllAdvancesSeed(t *testing.T) {

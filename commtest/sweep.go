@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/tensor"
@@ -49,10 +50,26 @@ const DefaultKeep = 10
 type Plan struct {
 	DTypes []gocomms.DType // nil: every dtype
 	Counts []int           // elements per rank; at least one, none negative
-	Seed   int             // the first case's seed is Seed+1
-	Keep   int             // wrong results a Report keeps in detail; 0: DefaultKeep
+	// Collectives names those to run, from Collectives(); nil: every
+	// one. Their cases keep the seeds they have in the whole plan.
+	Collectives []string
+	Seed        int // the first case's seed is Seed+1
+	Keep        int // wrong results a Report keeps in detail; 0: DefaultKeep
 	// Registered takes the tensors from Comm.Alloc (Checker.Registered).
 	Registered bool
+	// Progress, if set, hears each case's result on this rank as the
+	// sweep goes.
+	Progress func(Result)
+}
+
+// Collectives names every collective a plan runs, in the order All runs
+// them.
+func Collectives() []string {
+	names := make([]string, len(collectives))
+	for i, col := range collectives {
+		names[i] = col.name
+	}
+	return names
 }
 
 // Cases lists what Sweep runs, in order: for each dtype, for each count,
@@ -66,6 +83,11 @@ func (p Plan) Cases() ([]Case, error) {
 	}
 	if p.Keep < 0 {
 		return invalid("Keep %d is negative", p.Keep)
+	}
+	for _, name := range p.Collectives {
+		if !slices.Contains(Collectives(), name) {
+			return invalid("unknown collective %q", name)
+		}
 	}
 	dtypes := p.DTypes
 	if dtypes == nil {
@@ -83,6 +105,9 @@ func (p Plan) Cases() ([]Case, error) {
 			seed := p.Seed + len(cs)
 			cs = appendCases(cs, dt, n, seed)
 		}
+	}
+	if p.Collectives != nil {
+		cs = slices.DeleteFunc(cs, func(c Case) bool { return !slices.Contains(p.Collectives, c.Collective) })
 	}
 	return cs, nil
 }
@@ -173,6 +198,9 @@ func Sweep(ctx context.Context, c *gocomms.Comm, p Plan) (Report, error) {
 			return rep, err
 		}
 		rep.Results = append(rep.Results, Result{Case: cs, Wrong: m != nil})
+		if p.Progress != nil {
+			p.Progress(rep.Results[len(rep.Results)-1])
+		}
 		if m != nil && len(rep.Mismatches) < keep {
 			rep.Mismatches = append(rep.Mismatches, m)
 		}

@@ -160,12 +160,21 @@ func (p *Plane) TrySend(f transport.Frame) bool {
 }
 
 // Send sends f to the peer directly, on the caller's goroutine: the
-// connection takes the payload as Conn.Send says.
+// connection takes the payload as Conn.Send says. Once the link failed,
+// it fails with the link's error, which says whether the peer finalized
+// (PeerLeft): a send to a peer that left after its last collective is
+// the program's mismatch, not a failure.
 func (p *Plane) Send(f transport.Frame) error {
 	pc := p.conn.Load()
 	if pc == nil {
 		transport.Release(f)
-		return ErrNotDirect
+		p.mu.Lock()
+		err := p.err
+		p.mu.Unlock()
+		if err == nil {
+			err = ErrNotDirect
+		}
+		return err
 	}
 	f.Header.Kind |= direct
 	return p.ended(pc.Send(f))

@@ -150,3 +150,22 @@ func TestOfferEndsWithoutGoing(t *testing.T) {
 	}
 	d.pending(t)
 }
+
+// TestSendAfterFailureSaysThePeerLeft: a send on a plane whose link
+// failed after the peer said goodbye fails with the link's error, which
+// says the peer left (a mismatch for the collective), not that the plane
+// has no connection.
+func TestSendAfterFailureSaysThePeerLeft(t *testing.T) {
+	p, _ := connectedPlane(t)
+	p.saidBye(1 + 3)
+	p.fail(errors.New("connection closed"))
+	err := p.Send(transport.Frame{Header: transport.Header{Kind: transport.Collective, Seq: 5}})
+	var left *PeerLeft
+	if !errors.As(err, &left) || left.Collectives != 3 {
+		t.Fatalf("send after the peer left: %v, want a PeerLeft after 3 collectives", err)
+	}
+	q := NewPlane(2) // never connected
+	if err := q.Send(transport.Frame{}); !errors.Is(err, ErrNotDirect) {
+		t.Fatalf("send on a plane never connected: %v, want ErrNotDirect", err)
+	}
+}

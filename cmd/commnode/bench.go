@@ -242,8 +242,9 @@ func joinAndRun(ctx context.Context, job *jobFlags, stderr io.Writer, fits func(
 	return err
 }
 
-// runLocalRanks runs n ranks in this process, rank on each; a rank writes
-// to buffers of its own, printed in rank order once all are done. It
+// runLocalRanks runs n ranks in this process, rank on each. Rank 0 writes
+// to stdout and stderr as it goes, the others to buffers of their own,
+// printed in rank order once all are done. It
 // returns the exit status: 1, with the error after cmd's name, when the
 // run fails, 1 when a rank saw something wrong, else 0.
 func runLocalRanks(ctx context.Context, n int, job *jobFlags, stdout, stderr io.Writer, cmd string,
@@ -258,12 +259,16 @@ func runLocalRanks(ctx context.Context, n int, job *jobFlags, stdout, stderr io.
 	stop := dumpFlightRecordsOnSignal(stderr)
 	err = gocomms.RunLocalOn(ctx, n, dev, func(ctx context.Context, c *gocomms.Comm) error {
 		r := c.Rank()
+		var out, errOut io.Writer = &outs[r], &errs[r]
+		if r == 0 {
+			out, errOut = stdout, stderr
+		}
 		var err error
-		oks[r], err = rank(ctx, c, &outs[r], &errs[r])
+		oks[r], err = rank(ctx, c, out, errOut)
 		return err
 	}, gocomms.WithTimeout(job.timeout), gocomms.WithLogger(job.logger(stderr)))
 	stop() // before the ranks' buffered output, which a dump would interleave with
-	for r := range n {
+	for r := 1; r < n; r++ {
 		stdout.Write(outs[r].Bytes())
 		stderr.Write(errs[r].Bytes())
 	}
@@ -311,7 +316,12 @@ func newProgressLine(w io.Writer, verbose bool) *progressLine {
 }
 
 func (p *progressLine) step(s bench.Step) {
-	msg := fmt.Sprintf("commnode bench: [%d/%d] %v %s", s.Index, s.Total, s.Op, humanBytes(s.Bytes))
+	p.show(fmt.Sprintf("commnode bench: [%d/%d] %v %s", s.Index, s.Total, s.Op, humanBytes(s.Bytes)))
+}
+
+// show redraws the line with msg on a terminal, or with -v writes it,
+// timed, on a line of its own.
+func (p *progressLine) show(msg string) {
 	switch {
 	case p.term:
 		fmt.Fprintf(p.w, "\r\033[K%s", msg)

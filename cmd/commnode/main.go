@@ -78,6 +78,14 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, true
 }
 
+// flagsSet returns the names of the flags args set on fs, which has
+// parsed them.
+func flagsSet(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
 // commandFlags returns the flag set of a command, which on a usage error
 // prints usage, then every flag, to stderr.
 func commandFlags(name, usage string, stderr io.Writer) *flag.FlagSet {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -60,8 +59,7 @@ func rmaCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "commnode rma: %v\n%s\n", err, rmaUsage)
 		return 2
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := flagsSet(fs)
 	var errs []error
 	wrongMode, mode := rmaBenchFlags, "--verify"
 	if !*verify {

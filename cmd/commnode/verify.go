@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
+	"time"
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/commtest"
@@ -42,8 +42,8 @@ func verifyCommand(args []string, stdout, stderr io.Writer) int {
 		problem = err.Error()
 	case fs.NArg() > 0:
 		problem = fmt.Sprintf("unexpected argument %q", fs.Arg(0))
-	case *local < 0:
-		problem = "-local must not be negative"
+	case *local < 0 || *local == 0 && flagsSet(fs)["local"]:
+		problem = "-local must be at least 1"
 	case job.timeout <= 0:
 		problem = "-timeout must be positive"
 	}
@@ -124,43 +124,85 @@ func (v verifier) runLocal(n int, job *jobFlags, stdout, stderr io.Writer) int {
 		})
 }
 
-// verify sweeps c, prints the wrong results this rank saw, and learns from
-// the other ranks which cases were wrong anywhere, so that every rank
-// prints the same table and reports the same outcome. An error means this
-// rank could not take part to the end; its peers then fail too, when its
-// links go or their wait times out.
+// verify sweeps c one collective at a time, prints the wrong results
+// this rank saw, and learns from the other ranks which cases were wrong
+// anywhere, so that every rank prints the same table and reports the
+// same outcome. Rank 0 (every rank, with -v) prints each collective's row
+// as it completes, and on a terminal a line that says how far the sweep
+// is. An error means this rank could not take part to the end; its peers
+// then fail too, when its links go or their wait times out.
 func (v verifier) verify(ctx context.Context, c *gocomms.Comm, stdout, stderr io.Writer) (ok bool, err error) {
 	plan := v.plan(c.Size())
 	cases, err := plan.Cases()
 	if err != nil {
 		return false, err
 	}
-	rep, err := commtest.Sweep(ctx, c, plan)
+	show := c.Rank() == 0 || v.verbose
+	table := newVerifyTable(stdout, len(cases))
+	progress := newProgressLine(stderr, false)
+	if show {
+		table.header()
+		done, start := 0, time.Now()
+		plan.Progress = func(r commtest.Result) {
+			done++
+			progress.show(fmt.Sprintf("commnode verify: [%d/%d] %s, %v", done, len(cases), r.Collective, time.Since(start).Round(time.Second)))
+		}
+	}
+	wrongCases := 0
+	for _, name := range commtest.Collectives() {
+		p := plan
+		p.Collectives = []string{name}
+		n, wrong, err := v.verifyCollective(ctx, c, p, stderr)
+		if err != nil {
+			progress.clear()
+			return false, err
+		}
+		if n == 0 {
+			continue
+		}
+		wrongCases += wrong
+		if show {
+			progress.clear()
+			table.row(name, n, wrong)
+		}
+	}
+	if show {
+		if wrongCases > 0 {
+			fmt.Fprintf(stdout, "verify: %d of %d cases WRONG\n", wrongCases, len(cases))
+		} else {
+			fmt.Fprintf(stdout, "verify: %d cases on %d ranks, all correct\n", len(cases), c.Size())
+		}
+		printPaths(stdout, c)
+	}
+	return wrongCases == 0, nil
+}
+
+// verifyCollective sweeps p, one collective's cases, and returns how
+// many there are and how many were wrong on any rank.
+func (v verifier) verifyCollective(ctx context.Context, c *gocomms.Comm, p commtest.Plan, stderr io.Writer) (cases, wrong int, err error) {
+	rep, err := commtest.Sweep(ctx, c, p)
 	for _, m := range rep.Mismatches {
 		fmt.Fprintln(stderr, "commnode verify:", m)
 	}
-	if err != nil {
-		return false, err
+	if err != nil || len(rep.Results) == 0 {
+		return 0, 0, err
 	}
-	wrong := make([]int32, len(cases)) // ranks that saw case i wrong
+	wrongAt := make([]int32, len(rep.Results)) // ranks that saw case i wrong
 	for i, r := range rep.Results {
 		if r.Wrong {
-			wrong[i] = 1
+			wrongAt[i] = 1
 		}
 	}
-	if err := commtest.AllReduceHost(ctx, c, gocomms.FromSlice(wrong), gocomms.Sum); err != nil {
-		return false, fmt.Errorf("combining the ranks' results: %w", err)
+	if err := commtest.AllReduceHost(ctx, c, gocomms.FromSlice(wrongAt), gocomms.Sum); err != nil {
+		return 0, 0, fmt.Errorf("combining the ranks' results: %w", err)
 	}
-	all := commtest.Report{Results: make([]commtest.Result, len(cases))}
-	for i, cs := range cases {
+	for i, r := range rep.Results {
 		// Its own results stand even if the all-reduce that combined them is what is broken.
-		all.Results[i] = commtest.Result{Case: cs, Wrong: wrong[i] > 0 || rep.Results[i].Wrong}
+		if wrongAt[i] > 0 || r.Wrong {
+			wrong++
+		}
 	}
-	if c.Rank() == 0 || v.verbose {
-		printVerify(stdout, all, c.Size())
-		printPaths(stdout, c)
-	}
-	return all.Wrong() == 0, nil
+	return len(rep.Results), wrong, nil
 }
 
 // printPaths says, on a GPU, how many operations ran from the device
@@ -175,16 +217,26 @@ func printPaths(w io.Writer, c *gocomms.Comm) {
 	}
 }
 
-func printVerify(w io.Writer, all commtest.Report, size int) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "collective\tcases\twrong\t\n")
-	for _, t := range all.Tally() {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", t.Collective, t.Cases, t.Wrong)
+// verifyTable prints verify's table a row at a time, as each
+// collective completes, its columns as wide as the longest name and the
+// total of cases.
+type verifyTable struct {
+	w           io.Writer
+	name, count int // column widths
+}
+
+func newVerifyTable(w io.Writer, cases int) *verifyTable {
+	t := &verifyTable{w: w, name: len("collective"), count: max(len("cases"), len(strconv.Itoa(cases)))}
+	for _, name := range commtest.Collectives() {
+		t.name = max(t.name, len(name))
 	}
-	tw.Flush()
-	if wrong := all.Wrong(); wrong > 0 {
-		fmt.Fprintf(w, "verify: %d of %d cases WRONG\n", wrong, len(all.Results))
-		return
-	}
-	fmt.Fprintf(w, "verify: %d cases on %d ranks, all correct\n", len(all.Results), size)
+	return t
+}
+
+func (t *verifyTable) header() {
+	fmt.Fprintf(t.w, "%*s  %*s  %*s\n", t.name, "collective", t.count, "cases", t.count, "wrong")
+}
+
+func (t *verifyTable) row(name string, cases, wrong int) {
+	fmt.Fprintf(t.w, "%*s  %*d  %*d\n", t.name, name, t.count, cases, t.count, wrong)
 }

@@ -131,6 +131,7 @@ func TestVerifyUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"-bogus"},
 		{"-local", "-1"},
+		{"-local", "0"},
 		{"-local", "2", "extra"},
 		{"-local", "2", "-counts", "1,x"},
 		{"-local", "2", "-counts", "1,-3"},
