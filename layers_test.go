@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,7 +19,11 @@ const module = "github.com/gocomms/gocomms"
 // net, randomness nor protoactor; nothing under actors imports net; only
 // actors/real.go may import math/rand. rdma sits beside transport, under
 // the engine: it imports none of the project but its own verbs layer,
-// and no module outside the standard library.
+// and no module outside the standard library. metrics reads the links'
+// counters through a function, and imports no actor; nvl, the host's
+// shared memory, imports nothing of the GPUs (its device half is
+// devcomm's). No two top-level folders import each other, directly or
+// through others.
 //
 // The root package is the API alone: it reaches the engine only to
 // register it, and imports no actor, no transport or store
@@ -42,6 +47,8 @@ func TestLayers(t *testing.T) {
 			[]string{module + "/actors", module + "/transport", module + "/store"}},
 		{"backend", []string{module + "/engine", module + "/transport/", module + "/store/", "github.com/asynkron/protoactor-go"}, nil},
 		{"simulation", []string{module + "/actors/collective", module + "/actors/rank"}, nil},
+		{"metrics", []string{module + "/actors"}, nil},
+		{"nvl", []string{module + "/gpu"}, nil},
 	}
 	for _, rule := range rules {
 		for path, imps := range imports(t, rule.dir) {
@@ -69,6 +76,58 @@ func TestLayers(t *testing.T) {
 	if !slices.ContainsFunc(imports(t, "simulation")["simulation/run.go"], func(i goImport) bool { return i.path == module }) {
 		t.Error("simulation/run.go does not build its ranks through the root package")
 	}
+	if loop := folderLoop(t); loop != nil {
+		t.Errorf("the top-level folders import each other in a loop: %s", strings.Join(loop, " -> "))
+	}
+}
+
+// folderLoop returns a loop of imports among the module's top-level
+// folders (the root package aside, which imports what it offers), or
+// nil: each folder is a layer, above or below each other one.
+func folderLoop(t *testing.T) []string {
+	folder := func(p string) string { return strings.SplitN(filepath.ToSlash(p), "/", 2)[0] }
+	edges := map[string][]string{}
+	for path, imps := range imports(t, "") {
+		from := folder(path)
+		if !strings.Contains(filepath.ToSlash(path), "/") || from == "cmd" || from == "examples" {
+			continue
+		}
+		for _, imp := range imps {
+			rest, ok := strings.CutPrefix(imp.path, module+"/")
+			if to := folder(rest); ok && to != from && !slices.Contains(edges[from], to) {
+				edges[from] = append(edges[from], to)
+			}
+		}
+	}
+	state := map[string]int{} // 1: on the path walked, 2: done
+	var path []string
+	var walk func(string) []string
+	walk = func(f string) []string {
+		state[f] = 1
+		path = append(path, f)
+		for _, to := range edges[f] {
+			switch state[to] {
+			case 1:
+				return append(slices.Clone(path[slices.Index(path, to):]), to)
+			case 0:
+				if loop := walk(to); loop != nil {
+					return loop
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		state[f] = 2
+		return nil
+	}
+	folders := slices.Sorted(maps.Keys(edges))
+	for _, f := range folders {
+		if state[f] == 0 {
+			if loop := walk(f); loop != nil {
+				return loop
+			}
+		}
+	}
+	return nil
 }
 
 type goImport struct {

@@ -13,7 +13,7 @@ import (
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/gpu/cuda"
-	"github.com/gocomms/gocomms/gpu/devcomm"
+	"github.com/gocomms/gocomms/devcomm"
 	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -60,7 +60,7 @@ func newCUDA(ctx context.Context, cfg *backend.Config) (backend.Backend, error) 
 	}
 	// The host's defaults (network, store) are the communicator's.
 	cfg.Network, cfg.Store = hostCfg.Network, hostCfg.Store
-	var group *nvl.DeviceGroup
+	var group *devcomm.DeviceGroup
 	if cfg.Size > 1 && bufBytes > 0 {
 		if group, err = joinDeviceGroup(ctx, host, cfg, dev, bufBytes); err != nil {
 			return nil, errors.Join(err, host.Finalize(ctx))
@@ -91,12 +91,12 @@ func envBytes(name string, def int) (int, error) {
 // their own, all of this host, and every one maps every other's memory;
 // nil otherwise, on every rank alike. Each rank takes part in both
 // exchanges whatever befell it.
-func joinDeviceGroup(ctx context.Context, host backend.Backend, cfg *backend.Config, dev *cuda.Context, bufBytes int) (*nvl.DeviceGroup, error) {
+func joinDeviceGroup(ctx context.Context, host backend.Backend, cfg *backend.Config, dev *cuda.Context, bufBytes int) (*devcomm.DeviceGroup, error) {
 	// A record: whether the rank has a region, its process and host, its
 	// region.
 	const head, hostBytes = 9, 64
-	rec := make([]byte, head+hostBytes+nvl.DeviceRecordSize)
-	g, mine, err := nvl.NewDeviceGroup(dev, cfg.Rank, cfg.Size, bufBytes)
+	rec := make([]byte, head+hostBytes+devcomm.DeviceRecordSize)
+	g, mine, err := devcomm.NewDeviceGroup(dev, cfg.Rank, cfg.Size, bufBytes)
 	if err == nil && nvl.Host() != "" && len(nvl.Host()) <= hostBytes {
 		rec[0] = 1
 		binary.LittleEndian.PutUint64(rec[1:], uint64(os.Getpid()))
@@ -137,7 +137,7 @@ func joinDeviceGroup(ctx context.Context, host backend.Backend, cfg *backend.Con
 	return g, nil
 }
 
-func closeGroup(g *nvl.DeviceGroup) error {
+func closeGroup(g *devcomm.DeviceGroup) error {
 	if g == nil {
 		return nil
 	}

@@ -13,13 +13,12 @@ import (
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/gpu/cuda"
-	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/tensor"
 )
 
 // Backend runs operations on tensors of one GPU: those the ranks of one
-// host can run from each other's device memory through an nvl device
-// group, the others staged through host, a backend of host memory. It is
+// host can run from each other's device memory through a DeviceGroup,
+// the others staged through host, a backend of host memory. It is
 // a backend.Backend, an Allocator of device tensors, and, where host is,
 // FaultTolerant.
 type Backend struct {
@@ -27,7 +26,7 @@ type Backend struct {
 	dev   tensor.Device
 	ctx   *cuda.Context
 	s     *cuda.Stream     // the communicator's: every operation's work, in issue order
-	group *nvl.DeviceGroup // nil where the ranks are not all of this host
+	group *DeviceGroup // nil where the ranks are not all of this host
 	// probe reads the group's flags into flags beside a stalled stream:
 	// made beforehand, as freeing memory waits for the device.
 	probe *cuda.Stream
@@ -54,7 +53,7 @@ type Backend struct {
 // whose context is ctx. With a group, the collectives it can run go
 // through it; the others are staged, in pieces of chunk bytes where they
 // are larger (0: whole).
-func New(host backend.Backend, dev tensor.Device, ctx *cuda.Context, group *nvl.DeviceGroup, chunk int) (*Backend, error) {
+func New(host backend.Backend, dev tensor.Device, ctx *cuda.Context, group *DeviceGroup, chunk int) (*Backend, error) {
 	s, err := ctx.NewStream()
 	if err != nil {
 		return nil, err

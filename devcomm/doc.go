@@ -1,4 +1,4 @@
-// Package stage runs a communicator's operations on GPU tensors through a
+// Package devcomm runs a communicator's operations on GPU tensors through a
 // backend that moves host memory, the path between hosts that torchcomms'
 // CPU-staged transports take: an operation's device tensors are copied to
 // pinned host memory on the communicator's stream, after the caller's

@@ -1,4 +1,4 @@
-package nvl
+package devcomm
 
 import (
 	"encoding/binary"
@@ -9,10 +9,11 @@ import (
 	"github.com/gocomms/gocomms/gpu/cuda"
 )
 
-// DeviceGroup is nvl's device half: the ranks of one host, each with a
-// region of GPU memory that every other maps, so that one rank's streams
-// copy and reduce straight from another's memory, and flag words in the
-// regions through which the streams signal each other in stream order.
+// DeviceGroup is the device half of a host's shared memory, whose host
+// half is package nvl: the ranks of one host, each with a region of GPU
+// memory that every other maps, so that one rank's streams copy and
+// reduce straight from another's memory, and flag words in the regions
+// through which the streams signal each other in stream order.
 // Every rank is a process of its own, which maps the others' regions
 // through CUDA IPC. Ranks that share a process share its context, whose
 // synchronous calls (a free, a copy on the legacy stream) would wait for
@@ -52,7 +53,7 @@ const (
 // record of DeviceRecordSize bytes, for every other rank.
 func NewDeviceGroup(ctx *cuda.Context, rank, size, bufferBytes int) (*DeviceGroup, []byte, error) {
 	if size < 1 || size > maxDeviceRanks || rank < 0 || rank >= size || bufferBytes < 0 {
-		return nil, nil, fmt.Errorf("nvl: a device group of rank %d of %d with %d bytes", rank, size, bufferBytes)
+		return nil, nil, fmt.Errorf("devcomm: a device group of rank %d of %d with %d bytes", rank, size, bufferBytes)
 	}
 	mine, err := ctx.Alloc(flagBytes + bufferBytes)
 	if err != nil {
@@ -82,28 +83,28 @@ func (g *DeviceGroup) Open(recs [][]byte) error { return g.open(recs) }
 // open maps every peer's region from its record.
 func (g *DeviceGroup) open(recs [][]byte) error {
 	if len(recs) != g.size {
-		return fmt.Errorf("nvl: %d device records for %d ranks", len(recs), g.size)
+		return fmt.Errorf("devcomm: %d device records for %d ranks", len(recs), g.size)
 	}
 	for q, rec := range recs {
 		if q == g.rank {
 			continue
 		}
 		if len(rec) != DeviceRecordSize {
-			return fmt.Errorf("nvl: rank %d's device record is %d bytes, want %d", q, len(rec), DeviceRecordSize)
+			return fmt.Errorf("devcomm: rank %d's device record is %d bytes, want %d", q, len(rec), DeviceRecordSize)
 		}
 		if int(binary.LittleEndian.Uint64(rec)) == os.Getpid() {
-			return fmt.Errorf("nvl: rank %d shares this process: ranks of a device group are processes of their own", q)
+			return fmt.Errorf("devcomm: rank %d shares this process: ranks of a device group are processes of their own", q)
 		}
 		var h cuda.IPCHandle
 		if err := h.UnmarshalBinary(rec[8:]); err != nil {
-			return fmt.Errorf("nvl: rank %d's device record: %w", q, err)
+			return fmt.Errorf("devcomm: rank %d's device record: %w", q, err)
 		}
 		m, err := g.ctx.OpenIPC(h)
 		if err != nil {
-			return fmt.Errorf("nvl: mapping rank %d's device memory: %w", q, err)
+			return fmt.Errorf("devcomm: mapping rank %d's device memory: %w", q, err)
 		}
 		if m.Len() < flagBytes+g.bufferBytes {
-			return errors.Join(fmt.Errorf("nvl: rank %d's device region is %d bytes, want %d", q, m.Len(), flagBytes+g.bufferBytes), m.Close())
+			return errors.Join(fmt.Errorf("devcomm: rank %d's device region is %d bytes, want %d", q, m.Len(), flagBytes+g.bufferBytes), m.Close())
 		}
 		g.regions[q], g.opened[q] = m, true
 	}
@@ -157,7 +158,7 @@ func (g *DeviceGroup) Barriers() uint64 { return g.barriers }
 // stall.
 func (g *DeviceGroup) Reached(s *cuda.Stream, pin []byte) ([]uint64, error) {
 	if len(pin) < 8*g.size {
-		return nil, fmt.Errorf("nvl: %d bytes to read the flags of %d ranks", len(pin), g.size)
+		return nil, fmt.Errorf("devcomm: %d bytes to read the flags of %d ranks", len(pin), g.size)
 	}
 	if err := s.CopyDtoH(pin[:8*g.size], g.regions[g.rank], 0); err != nil {
 		return nil, err

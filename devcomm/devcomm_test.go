@@ -17,7 +17,6 @@ import (
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/gpu/cuda"
 	"github.com/gocomms/gocomms/gpu/cuda/fakecuda"
-	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -211,9 +210,9 @@ func must(t *tensor.Tensor, err error) *tensor.Tensor {
 }
 
 // joinGroup exchanges the two ranks' records, one hex line each way.
-func joinGroup(t *testing.T, ctx *cuda.Context, rank int, in *bufio.Reader, out io.Writer) *nvl.DeviceGroup {
+func joinGroup(t *testing.T, ctx *cuda.Context, rank int, in *bufio.Reader, out io.Writer) *DeviceGroup {
 	t.Helper()
-	g, rec, err := nvl.NewDeviceGroup(ctx, rank, 2, 4<<10)
+	g, rec, err := NewDeviceGroup(ctx, rank, 2, 4<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
