@@ -25,7 +25,7 @@ type Backend struct {
 	host  backend.Backend
 	dev   tensor.Device
 	ctx   *cuda.Context
-	s     *cuda.Stream     // the communicator's: every operation's work, in issue order
+	s     *cuda.Stream // the communicator's: every operation's work, in issue order
 	group *DeviceGroup // nil where the ranks are not all of this host
 	// probe reads the group's flags into flags beside a stalled stream:
 	// made beforehand, as freeing memory waits for the device.

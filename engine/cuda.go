@@ -12,8 +12,8 @@ import (
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
-	"github.com/gocomms/gocomms/gpu/cuda"
 	"github.com/gocomms/gocomms/devcomm"
+	"github.com/gocomms/gocomms/gpu/cuda"
 	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/tensor"
 )
