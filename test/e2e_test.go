@@ -152,11 +152,15 @@ func shmEntries(t *testing.T) []string {
 	return names
 }
 
+// firstRow matches the row of bench's first size, 8 bytes: printed once
+// every rank is connected and the next, long size's loop has begun.
+var firstRow = regexp.MustCompile(`(?m)^ +8 +2 `)
+
 func killRank(t *testing.T) {
 	const timeout = 5 * time.Second
 	procs := startRanks(t, 3, []int{0, 1, 2}, "bench", "-timeout", timeout.String(),
-		"-b", "4M", "-e", "4M", "-n", "3000", "-w", "1", "-c", "0")
-	time.Sleep(2 * time.Second) // rendezvous done, the timed loop running
+		"-b", "8", "-e", "4M", "-f", "524288", "-n", "3000", "-w", "1", "-c", "0")
+	procs[0].waitFor(t, &procs[0].stdout, firstRow, time.Minute) // the 4 MiB loop runs
 	for _, p := range procs {
 		select {
 		case <-p.done:
@@ -186,8 +190,8 @@ func killRank(t *testing.T) {
 func TestAbortReachesEveryRank(t *testing.T) {
 	const timeout = 30 * time.Second
 	procs := startRanks(t, 4, []int{0, 1, 2, 3}, "bench", "-timeout", timeout.String(),
-		"-b", "4M", "-e", "4M", "-n", "3000", "-w", "1", "-c", "0")
-	time.Sleep(2 * time.Second) // rendezvous done, the timed loop running
+		"-b", "8", "-e", "4M", "-f", "524288", "-n", "3000", "-w", "1", "-c", "0")
+	procs[0].waitFor(t, &procs[0].stdout, firstRow, time.Minute) // the 4 MiB loop runs
 	if err := procs[1].cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -212,19 +216,24 @@ func TestStoppedRankIsNamed(t *testing.T) {
 	const timeout, silence = 30 * time.Second, 2 * time.Second
 	procs := startRanks(t, 3, []int{0, 1, 2}, "bench", "-timeout", timeout.String(),
 		"-heartbeat", "250ms", "-silence", silence.String(),
-		"-b", "1M", "-e", "1M", "-n", "100000", "-w", "1", "-c", "1")
-	time.Sleep(2 * time.Second) // rendezvous done, the timed loop running
+		"-b", "8", "-e", "1M", "-f", "131072", "-n", "20000", "-w", "1", "-c", "1")
+	procs[0].waitFor(t, &procs[0].stdout, firstRow, time.Minute) // the 1 MiB loop runs
 	if err := procs[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	stoppedAt := time.Now()
 	wait(t, []*rankProc{procs[0], procs[2]}, timeout)
+	silent := false // the silence detector, not the timeout, named rank 1
 	for _, p := range []*rankProc{procs[0], procs[2]} {
 		took := time.Since(stoppedAt)
 		if exitCode(p.err) <= 0 || !strings.Contains(p.stderr.String(), "rank 1") {
 			t.Errorf("rank %d exited with %v, want a non-zero status and an error naming rank 1:\n%s", p.rank, p.err, p.stderr.String())
 		}
+		silent = silent || strings.Contains(p.stderr.String(), "peer silent: rank 1 sent nothing")
 		t.Logf("rank %d failed within %v of the stop: %s", p.rank, took.Round(time.Millisecond), lastLine(p.stderr.String()))
+	}
+	if !silent {
+		t.Errorf("no rank's silence detector named rank 1: they found it otherwise (the timeout?)")
 	}
 	if err := procs[1].cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"syscall"
@@ -51,11 +52,61 @@ func freePort(t *testing.T) int {
 type rankProc struct {
 	rank           int
 	cmd            *exec.Cmd
-	stdout, stderr bytes.Buffer
+	stdout, stderr output
 	done           chan struct{}
 	err            error // Wait's
 	elapsed        time.Duration
 	ended          time.Time
+}
+
+// output is what a process writes to stdout or stderr, which a test may
+// read, or wait for a line of, while the process runs.
+type output struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	written chan struct{} // closed at the next write
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.written != nil {
+		close(o.written)
+		o.written = nil
+	}
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// waitFor waits until the output holds a line that matches re, and fails
+// t if it does not within limit, or if p exits first.
+func (p *rankProc) waitFor(t *testing.T, o *output, re *regexp.Regexp, limit time.Duration) {
+	t.Helper()
+	deadline := time.After(limit)
+	for {
+		o.mu.Lock()
+		found := re.Match(o.buf.Bytes())
+		if o.written == nil {
+			o.written = make(chan struct{})
+		}
+		written := o.written
+		o.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-written:
+		case <-p.done:
+			t.Fatalf("rank %d exited before it printed %q: %v\nstderr:\n%s", p.rank, re, p.err, p.stderr.String())
+		case <-deadline:
+			t.Fatalf("rank %d printed no %q within %v\nstdout:\n%s\nstderr:\n%s", p.rank, re, limit, p.stdout.String(), p.stderr.String())
+		}
+	}
 }
 
 // startRanks starts the ranks listed of a job of size ranks, each running
