@@ -89,14 +89,14 @@ func NewComm(ctx context.Context, backend string, device Device, name string, op
 	b, err := factory(ctx, &o.cfg)
 	if err != nil {
 		if owns {
-			o.cfg.Runtime.Shutdown()
+			runtimeOf(&o.cfg).Shutdown()
 		}
 		return nil, fmt.Errorf("gocomms: new communicator %q on rank %d: %w", name, o.cfg.Rank, err)
 	}
 	if _, ok := b.(Reconfigurable); o.cfg.Dynamic && !ok {
 		b.Finalize(ctx)
 		if owns {
-			o.cfg.Runtime.Shutdown()
+			runtimeOf(&o.cfg).Shutdown()
 		}
 		return nil, fmt.Errorf("gocomms: new communicator %q: %w", name, commerr.Invalid("backend %q cannot reconfigure", backend))
 	}
@@ -243,7 +243,7 @@ func (c *Comm) Finalize(ctx context.Context) (err error) {
 	c.awaitFlightRecordFiles()
 	c.stopListing()
 	if c.ownsRuntime {
-		c.cfg.Runtime.Shutdown()
+		runtimeOf(c.cfg).Shutdown()
 	}
 	c.failMu.Lock()
 	defer c.failMu.Unlock()

@@ -19,8 +19,11 @@ const module = "github.com/gocomms/gocomms"
 // net, randomness nor protoactor; nothing under actors imports net; only
 // actors/real.go may import math/rand. rdma sits beside transport, under
 // the engine: it imports none of the project but its own verbs layer,
-// and no module outside the standard library. metrics reads the links'
-// counters through a function, and imports no actor; nvl, the host's
+// and no module outside the standard library. backend owns the
+// contract's vocabulary, the window operations' included, which the
+// window actor speaks: it imports no actor (but for the runtime the
+// native engine is handed). metrics reads the links' counters through a
+// function, and imports no actor; nvl, the host's
 // shared memory, imports nothing of the GPUs (its device half is
 // devcomm's). No two top-level folders import each other, directly or
 // through others.
@@ -45,7 +48,7 @@ func TestLayers(t *testing.T) {
 		{"rdma", []string{"github.com", "golang.org", "pgregory.net"}, []string{module + "/rdma/verbs", module + "/internal/errkind"}},
 		{".", []string{module + "/actors", module + "/transport", module + "/store/bootstrap", "github.com/asynkron/protoactor-go"},
 			[]string{module + "/actors", module + "/transport", module + "/store"}},
-		{"backend", []string{module + "/engine", module + "/transport/", module + "/store/", "github.com/asynkron/protoactor-go"}, nil},
+		{"backend", []string{module + "/engine", module + "/actors/", module + "/transport/", module + "/store/", "github.com/asynkron/protoactor-go"}, nil},
 		{"simulation", []string{module + "/actors/collective", module + "/actors/rank"}, nil},
 		{"metrics", []string{module + "/actors"}, nil},
 		{"nvl", []string{module + "/gpu"}, nil},

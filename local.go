@@ -34,7 +34,7 @@ func RunLocalOn(ctx context.Context, n int, device Device, fn func(ctx context.C
 	if err != nil {
 		return err
 	}
-	rt := probe.cfg.Runtime
+	rt := runtimeOf(&probe.cfg)
 	if rt == nil {
 		rt = actors.NewRuntime(probe.logger)
 		defer rt.Shutdown()

@@ -67,9 +67,21 @@ func WithStore(s store.Store) Option { return func(o *options) { o.cfg.Store = s
 // GOCOMMS_SOCKET_IFNAME picks (NCCL_SOCKET_IFNAME's syntax) if set.
 func WithNetwork(n transport.Network) Option { return func(o *options) { o.cfg.Network = n } }
 
+// runtimeOf returns the actor runtime cfg carries, nil if none.
+func runtimeOf(cfg *Config) *actors.Runtime {
+	rt, _ := cfg.Runtime.(*actors.Runtime)
+	return rt
+}
+
 // WithRuntime shares a runtime (actor system, clock, dispatcher) between
 // communicators; without it each NewComm makes its own.
-func WithRuntime(rt *actors.Runtime) Option { return func(o *options) { o.cfg.Runtime = rt } }
+func WithRuntime(rt *actors.Runtime) Option {
+	return func(o *options) {
+		if rt != nil {
+			o.cfg.Runtime = rt
+		}
+	}
+}
 
 // WithTimeout sets the default per-operation timeout.
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.cfg.Timeout = d } }
@@ -189,8 +201,8 @@ func resolve(name string, device Device, opts []Option) (*options, error) {
 	}
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
-		if c.Runtime != nil {
-			o.logger = c.Runtime.Logger
+		if rt := runtimeOf(c); rt != nil {
+			o.logger = rt.Logger
 		}
 	}
 	if c.Dynamic {

@@ -133,7 +133,7 @@ func (c *Comm) form(ctx context.Context, id string, members Members, opts []Opti
 	for i, h := range order {
 		addrs[i] = h.addr
 	}
-	base := []Option{WithRank(me), WithSize(len(order)), WithNetwork(c.cfg.Network), WithRuntime(c.cfg.Runtime),
+	base := []Option{WithRank(me), WithSize(len(order)), WithNetwork(c.cfg.Network), WithRuntime(runtimeOf(c.cfg)),
 		WithLogger(c.logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence), WithAlgorithms(c.cfg.Registry), c.metricsOption()}
 	o, err := resolve(c.family, c.cfg.Device, append(base, opts...))
 	if err != nil {

@@ -146,7 +146,7 @@ func (c *Comm) splitGroup(ctx context.Context, opName OpName, name string, group
 // for all the survivors a process runs.
 func (c *Comm) splitGroupAt(ctx context.Context, opName OpName, name string, group, ranks []int, me int, exchange Exchange, opts []Option) (*Comm, error) {
 	base := []Option{WithRank(me), WithSize(max(len(group), 1)), WithNetwork(c.cfg.Network),
-		WithRuntime(c.cfg.Runtime), WithLogger(c.logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence), WithAlgorithms(c.cfg.Registry), c.metricsOption()}
+		WithRuntime(runtimeOf(c.cfg)), WithLogger(c.logger), WithFailureDetector(c.cfg.Heartbeat, c.cfg.Silence), WithAlgorithms(c.cfg.Registry), c.metricsOption()}
 	if c.checks {
 		base = append(base, WithCollectiveChecks())
 	}

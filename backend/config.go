@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/tensor"
@@ -21,7 +20,11 @@ type Config struct {
 	Size    int               // ranks in the communicator, >= 1
 	Store   store.Store       // rendezvous store; nil when the backend needs none
 	Network transport.Network // how ranks connect
-	Runtime *actors.Runtime   // clock, dispatcher, logger; shared by communicators of a process
+	// Runtime is the process's actor runtime (an *actors.Runtime:
+	// clock, dispatcher, logger), shared by its communicators. The
+	// native engine runs on it; the contract does not name its type,
+	// which lies above it, and other backends need not read it.
+	Runtime any
 	Timeout time.Duration     // default per-operation timeout, > 0
 	Logger  *slog.Logger      // never nil; discards unless set
 	Hints   map[string]string // free-form, backend-specific

@@ -2,53 +2,141 @@ package backend
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
-	"github.com/gocomms/gocomms/actors/window"
+	"github.com/gocomms/gocomms/reduce"
+	"github.com/gocomms/gocomms/tensor"
 )
 
-// The vocabulary of one-sided operations, as the native engine's window
-// actor speaks it; every backend's windows take the same.
-type (
-	// WindowOp is one validated operation of this rank on Peer's window.
-	// Data is the caller's: a backend copies what it keeps before Issue
-	// returns.
-	WindowOp = window.Op
-	// WindowCode names a window operation.
-	WindowCode = window.Code
-	// SignalOp says how a signal changes its slot.
-	SignalOp = window.SignalOp
-	// SignalCmp compares a signal slot with a value.
-	SignalCmp = window.Cmp
-)
+// The vocabulary of one-sided operations, which every backend's windows
+// take; the native engine's window actor speaks it on the wire too.
+
+// WindowOp is one of this rank's operations on Peer's window. The caller
+// has checked it against the window's size, which is every rank's. Data
+// is the backend's from then on: a backend copies what it keeps before
+// Issue returns, or owns it.
+type WindowOp struct {
+	Code   WindowCode
+	Peer   int
+	Offset uint64 // bytes into the window
+	Len    uint64 // bytes the operation covers in the window
+	// Data is what a put or an accumulate writes, the operand of a fetch,
+	// or the value and then the compared one of a swap, as Stage lays it
+	// out (package actors/window); nil for the rest.
+	Data   []byte
+	Result []byte // where what a get or a fetch reads back goes: Len bytes
+	DType  tensor.DType
+	Reduce reduce.Kind
+	// A put or a signal may change a signal slot of the target: Signal
+	// with Slot and Value.
+	Signal SignalOp
+	Slot   int
+	Value  uint64
+	// Timeout bounds the wait for a reply; zero waits as long as the
+	// window lives.
+	Timeout time.Duration
+	// Done is called once when the operation has ended, with Result
+	// filled for one that reads back. (The native engine's window actor
+	// calls it for one that reads nothing back once its frames are on
+	// their way, or the peer's link has large data all.)
+	Done func(error)
+}
+
+// WindowCode names a window operation; the native engine's frames carry
+// it in their Tag.
+type WindowCode uint32
 
 // The window operations.
 const (
-	WindowPut            = window.Put
-	WindowGet            = window.Get
-	WindowAccumulate     = window.Accumulate
-	WindowGetAccumulate  = window.GetAccumulate
-	WindowFetchAndOp     = window.FetchAndOp
-	WindowCompareAndSwap = window.CompareAndSwap
-	WindowSignal         = window.Signal
-	WindowFlush          = window.Flush
-	WindowLock           = window.Lock
-	WindowUnlock         = window.Unlock
+	WindowPut WindowCode = iota + 1
+	WindowGet
+	WindowAccumulate
+	WindowGetAccumulate
+	WindowFetchAndOp
+	WindowCompareAndSwap
+	WindowSignal // a signal alone; a put carries one with it when its SignalOp is set
+	WindowFlush
+	WindowLock   // Value 1: exclusive, 0: shared; the reply grants it
+	WindowUnlock // the reply says the lock is released, and the operations before applied
+	numWindowCodes
 )
 
-// The signal operations and comparisons.
+var windowCodeNames = [numWindowCodes]string{
+	WindowPut: "put", WindowGet: "get", WindowAccumulate: "accumulate", WindowGetAccumulate: "get_accumulate",
+	WindowFetchAndOp: "fetch_and_op", WindowCompareAndSwap: "compare_and_swap", WindowSignal: "signal",
+	WindowFlush: "flush", WindowLock: "lock", WindowUnlock: "unlock",
+}
+
+func (c WindowCode) String() string {
+	if c == 0 || c >= numWindowCodes {
+		return fmt.Sprintf("code(%d)", uint32(c))
+	}
+	return windowCodeNames[c]
+}
+
+// SignalOp says how a signal changes its slot.
+type SignalOp uint8
+
+// The signal operations.
 const (
-	SignalSet = window.SignalSet
-	SignalAdd = window.SignalAdd
-	SignalEQ  = window.CmpEQ
-	SignalNE  = window.CmpNE
-	SignalLT  = window.CmpLT
-	SignalLE  = window.CmpLE
-	SignalGT  = window.CmpGT
-	SignalGE  = window.CmpGE
+	SignalNone SignalOp = iota
+	SignalSet
+	SignalAdd
 )
 
-// ErrWindowClosed fails the operations of a closed window.
-var ErrWindowClosed = window.ErrClosed
+func (o SignalOp) String() string {
+	switch o {
+	case SignalNone:
+		return "none"
+	case SignalSet:
+		return "set"
+	case SignalAdd:
+		return "add"
+	}
+	return fmt.Sprintf("signal_op(%d)", uint8(o))
+}
+
+// SignalCmp compares a signal slot with a value. The ordered comparisons
+// are rolling, as NCCL's: a slot that wrapped past 2^64 still compares
+// greater than the values it passed, within half the range.
+type SignalCmp uint8
+
+// The comparisons.
+const (
+	SignalEQ SignalCmp = iota + 1
+	SignalNE
+	SignalLT
+	SignalLE
+	SignalGT
+	SignalGE
+)
+
+func (c SignalCmp) String() string {
+	switch c {
+	case SignalEQ:
+		return "=="
+	case SignalNE:
+		return "!="
+	case SignalLT:
+		return "<"
+	case SignalLE:
+		return "<="
+	case SignalGT:
+		return ">"
+	case SignalGE:
+		return ">="
+	}
+	return fmt.Sprintf("cmp(%d)", uint8(c))
+}
+
+// Valid reports whether c is one of the comparisons.
+func (c SignalCmp) Valid() bool { return c >= SignalEQ && c <= SignalGE }
+
+// ErrWindowClosed fails the operations still waiting when their window
+// closes, and every operation on a closed window.
+var ErrWindowClosed = errors.New("gocomms: window closed")
 
 // Windows is a Backend with one-sided RMA windows.
 type Windows interface {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/actors/agree"
 	"github.com/gocomms/gocomms/actors/collective"
 	"github.com/gocomms/gocomms/actors/link"
@@ -81,6 +82,9 @@ type native struct {
 // network or a store in cfg, it takes the process's, as the launcher's
 // environment describes them (environment.go), and sets them in cfg.
 func New(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
+	if _, ok := cfg.Runtime.(*actors.Runtime); !ok {
+		return nil, commerr.Invalid("the native backend runs on an actor runtime (*actors.Runtime), not %T", cfg.Runtime)
+	}
 	if cfg.Device.Type == tensor.DeviceCUDA {
 		return newCUDA(ctx, cfg)
 	}
@@ -112,7 +116,7 @@ func New(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
 }
 
 func startNative(cfg *backend.Config, m *mesh) *native {
-	rt := cfg.Runtime.WithLogger(cfg.Logger) // cfg.Logger names the communicator and rank
+	rt := runtimeOf(cfg).WithLogger(cfg.Logger) // cfg.Logger names the communicator and rank
 	n := &native{cfg: cfg, commID: m.id, mesh: m, yieldAfter: yieldsAfter(cfg)}
 	if cfg.Device != tensor.Meta { // a phantom collective moves no bytes to move off the actors
 		n.lease = rank.NewLease(rt)
@@ -630,4 +634,7 @@ func (n *native) Reconfigure(ctx context.Context, cfg *backend.Config, id uint64
 }
 
 // tell sends msg to the actor at pid, from outside the actors.
-func (n *native) tell(pid *actor.PID, msg any) { n.cfg.Runtime.System().Root.Send(pid, msg) }
+func (n *native) tell(pid *actor.PID, msg any) { runtimeOf(n.cfg).System().Root.Send(pid, msg) }
+
+// runtimeOf returns the actor runtime cfg carries, which New checked.
+func runtimeOf(cfg *backend.Config) *actors.Runtime { return cfg.Runtime.(*actors.Runtime) }

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/transport"
@@ -26,7 +27,8 @@ type peers struct {
 	comms map[uint64]*mesh // the communicators sharing the connections, by id: the last to go closes them
 	// failed marks the peers a communicator found failed: closing, the
 	// process does not wait for them to take its last frames, which a
-	// hung process never does.
+	// hung process never does, and waits a while only for the others,
+	// which may be closing too.
 	failed map[int]bool
 }
 
@@ -185,7 +187,8 @@ func (p *peers) connectedTo(i int) {
 }
 
 // release unregisters m; the last communicator to go closes every
-// connection and waits until their last frames have left the process.
+// connection and waits until their last frames have left the process,
+// for at most drainAfterFailure once a peer failed.
 func (m *mesh) release(ctx context.Context) error {
 	p := m.peers
 	if p == nil {
@@ -206,6 +209,15 @@ func (m *mesh) release(ctx context.Context) error {
 		}
 	}
 	p.group.Close()
+	broke := len(failed) > 0
+	if broke {
+		// The communicator broke. Its last frames still matter (a report
+		// that a peer failed tells the others whom to name), but a peer
+		// closing too may never read them, each waiting for the other.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, drainAfterFailure)
+		defer cancel()
+	}
 	for i, x := range muxes {
 		if x == nil || failed[i] {
 			continue
@@ -213,11 +225,18 @@ func (m *mesh) release(ctx context.Context) error {
 		select {
 		case <-x.Drained():
 		case <-ctx.Done():
+			if broke {
+				return nil
+			}
 			return fmt.Errorf("frames not yet sent when closing: %w", context.Cause(ctx))
 		}
 	}
 	return nil
 }
+
+// drainAfterFailure bounds the wait for a broken communicator's last
+// frames to leave.
+const drainAfterFailure = time.Second
 
 // joinFabric is the mesh of rank me of the communicator name over the
 // fabric f, whose rank r is at[r] there (nil: r). Its id is the name's hash, the

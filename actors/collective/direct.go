@@ -460,7 +460,13 @@ func (d *Direct) settle(ended bool, f *Fail) {
 
 // send, sentFunc and offer make a Direct its executor's outbox: frames
 // go to the peers' planes.
-func (d *Direct) send(p int, f transport.Frame) error { return d.planes[p].Send(f) }
+func (d *Direct) send(p int, f transport.Frame) error {
+	err := d.planes[p].Send(f)
+	if err != nil {
+		d.Failed(d.planes[p].Peer(), err)
+	}
+	return err
+}
 
 func (d *Direct) offer(p int, h transport.Header, data []byte) {
 	offer(d.rt, d.req, d.planes[p], h, data)

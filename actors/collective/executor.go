@@ -52,6 +52,7 @@ type executor struct {
 	lent         int   // sends whose region a transport reads
 	reads        int   // registered sends whose memory a peer reads
 	acks         []int // steps whose peers are to hear their memory was read
+	unsent       []int // peers a send to did not go: their connection ended
 	// keys holds, by peer in Request.Peers order, the keys of the
 	// point-to-point frames the operation receives from it (inbound).
 	keys     []link.Key
@@ -62,7 +63,8 @@ type executor struct {
 // back: its driver.
 type outbox interface {
 	// send gives f to the p-th of the request's peers (Request.Peers).
-	// An error says the peer's connection ended.
+	// An error says the peer's connection ended: the driver hears of it
+	// in order with what its rank heard before (needs, lost).
 	send(p int, f transport.Frame) error
 	// sentFunc returns the Frame.Sent of a lent send of step i, which
 	// brings sent(i) back to the executor through the driver.
@@ -122,7 +124,7 @@ func (e *executor) sent(i int) (ended bool, fail *Fail) {
 // it, or its read of this rank's registered memory. Frames a peer sent
 // before its connection ended came first.
 func (e *executor) needs(peer int) bool {
-	if slices.Contains(e.prog.Waiting(nil), peer) {
+	if slices.Contains(e.prog.Waiting(nil), peer) || slices.Contains(e.unsent, peer) {
 		return true
 	}
 	for i, s := range e.req.Schedule.Steps {
@@ -173,19 +175,30 @@ func (e *executor) run() (ended bool, fail *Fail) {
 			e.ready = e.prog.Complete(i, e.ready)
 		}
 	}
-	if e.prog.Done() {
+	if e.prog.Done() && len(e.unsent) == 0 {
 		e.results()
 		return true, nil
 	}
 	e.acks = e.letGo(e.acks[:0])
 	for _, i := range e.acks {
-		peer := e.req.Schedule.Steps[i].Peer
-		p, _ := e.req.peerIndex(peer)
-		if err := e.out.send(p, e.readDone(i)); err != nil {
-			return true, e.lost(peer, err)
-		}
+		p, _ := e.req.peerIndex(e.req.Schedule.Steps[i].Peer)
+		e.sendTo(p, e.readDone(i))
 	}
 	return false, nil
+}
+
+// sendTo sends f to the p-th peer, and reports whether it went. Where
+// the peer's connection ended, the operation waits for its driver's word
+// that the peer is gone (needs, lost), which comes after what its rank
+// heard before: a peer's report that another rank failed, which is the
+// rank to name, wins over the end of the connection it came on. The
+// operation does not end before that word, even with all its steps run.
+func (e *executor) sendTo(p int, f transport.Frame) bool {
+	if e.out.send(p, f) == nil {
+		return true
+	}
+	e.unsent = append(e.unsent, e.req.Peers()[p])
+	return false
 }
 
 // execute runs step i and reports whether it is complete: a large send
@@ -199,15 +212,14 @@ func (e *executor) execute(i int) (bool, *Fail) {
 	if s.Prim != algorithms.Send {
 		e.local(i)
 		if f, ok := e.readFrame(i); ok {
-			if err := e.out.send(p, f); err != nil {
-				return false, e.lost(s.Peer, err)
-			}
+			e.sendTo(p, f)
 		}
 		return true, nil
 	}
 	if e.req.P2P != nil {
 		if src := e.region(s.Src); len(src) > RendezvousMin {
-			return true, e.offer(i, p, src)
+			e.offer(i, p, src)
+			return true, nil
 		}
 	}
 	f, registered := transport.Frame{}, false
@@ -227,8 +239,8 @@ func (e *executor) execute(i int) (bool, *Fail) {
 	case f.Sent != nil:
 		e.lent++
 	}
-	if err := e.out.send(p, f); err != nil {
-		return false, e.lost(s.Peer, err)
+	if !e.sendTo(p, f) {
+		return false, nil
 	}
 	return f.Sent == nil && !registered, nil
 }
@@ -239,13 +251,10 @@ const progsKept = 8
 // offer offers message step i sends, of data, to the p-th peer, and
 // announces it: the step is done, and the Work waits for the data to go
 // (a rendezvous, link.Offer).
-func (e *executor) offer(i, p int, data []byte) *Fail {
+func (e *executor) offer(i, p int, data []byte) {
 	h := e.req.header(i)
 	e.out.offer(p, h, data)
-	if err := e.out.send(p, link.Announcement(h, len(data))); err != nil {
-		return e.lost(e.req.Schedule.Steps[i].Peer, err)
-	}
-	return nil
+	e.sendTo(p, link.Announcement(h, len(data)))
 }
 
 // announced takes a peer's announcement of a large message the
@@ -264,16 +273,14 @@ func (e *executor) announced(peer int, f transport.Frame) *Fail {
 		return &Fail{Err: commerr.Invalid("rank %d sends %d bytes where this rank expects %d: sizes differ across ranks", peer, n, want), Ranks: []int{peer}}
 	}
 	p, _ := e.req.peerIndex(peer)
-	if err := e.out.send(p, link.Clearance(h)); err != nil {
-		return e.lost(peer, err)
-	}
+	e.sendTo(p, link.Clearance(h))
 	return nil
 }
 
 // begin sets e up to run req, sending to out.
 func (e *executor) begin(req *Request, out outbox) {
 	e.req, e.out = req, out
-	e.ready = e.ready[:0]
+	e.ready, e.unsent = e.ready[:0], e.unsent[:0]
 	e.borrow = resize(e.borrow, len(req.Peers()))
 	e.maps = resize(e.maps, len(req.Peers()))
 	e.elemSize = req.DType.Size()

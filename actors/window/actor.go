@@ -12,8 +12,6 @@ import (
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/actors/link"
 	"github.com/gocomms/gocomms/commerr"
-	"github.com/gocomms/gocomms/reduce"
-	"github.com/gocomms/gocomms/tensor"
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -30,37 +28,6 @@ type Config struct {
 	// revoked: its owner's direct puts and gets, which bypass the actor,
 	// fail with it too.
 	Revoked func(error)
-}
-
-// Op asks the window's actor to carry out one of this rank's operations
-// on Peer's window. The caller has checked it against the window's size,
-// which is every rank's. Data is the actor's from then on.
-type Op struct {
-	Code   Code
-	Peer   int
-	Offset uint64 // bytes into the window
-	Len    uint64 // bytes the operation covers in the window
-	// Data is what a put or an accumulate writes, the operand of a fetch,
-	// or the value and then the compared one of a swap, as Stage lays it
-	// out; nil for the rest.
-	Data   []byte
-	Result []byte // where what a get or a fetch reads back goes: Len bytes
-	DType  tensor.DType
-	Reduce reduce.Kind
-	// A put or a signal may change a signal slot of the target: Signal
-	// with Slot and Value.
-	Signal SignalOp
-	Slot   int
-	Value  uint64
-	// Timeout bounds the wait for a reply; zero waits as long as the
-	// window lives.
-	Timeout time.Duration
-	// Done is called once when the operation has ended: for one that
-	// reads nothing back, from the actor once its frames are on their way,
-	// or, for data of lendMin bytes or more, from the transport once the
-	// peer's link has it all; for the rest, from the actor once the
-	// replies came, with Result filled.
-	Done func(error)
 }
 
 // Wait asks for the slot of this rank's window to compare with Value as
@@ -197,10 +164,6 @@ func (w *windowActor) Receive(ctx actor.Context) {
 	}
 }
 
-// ErrClosed fails the operations still waiting when their window closes,
-// and every operation on a closed window.
-var ErrClosed = errors.New("gocomms: window closed")
-
 // issue starts op: at once on this rank's own window, else as frames to
 // its peer, one per chunk.
 func (w *windowActor) issue(ctx actor.Context, op *Op) {
@@ -213,21 +176,21 @@ func (w *windowActor) issue(ctx actor.Context, op *Op) {
 		w.applyLocal(ctx, op)
 		return
 	}
-	n, dataLen := chunks(int(op.Len)), op.dataLen()
+	n, dataLen := chunks(int(op.Len)), opDataLen(op)
 	done := op.Done
-	if n > 1 && op.Code.replies() {
+	if n > 1 && replies(op.Code) {
 		done = countdown(n, op.Done)
 	}
 	var lend *lender
 	if op.Data != nil && (n > 1 || dataLen >= lendMin) {
 		lend = &lender{staged: op.Data}
 		lend.left.Store(int32(n))
-		if !op.Code.replies() {
+		if !replies(op.Code) {
 			lend.done = op.Done
 		}
 	}
 	for i := range n {
-		r, lo, hi := op.chunk(i, n)
+		r, lo, hi := chunkOf(op, i, n)
 		f := transport.Frame{Header: transport.Header{Comm: w.cfg.CommID, Kind: transport.Window, Seq: w.cfg.ID, Tag: uint32(op.Code)}}
 		switch {
 		case op.Data == nil:
@@ -241,7 +204,7 @@ func (w *windowActor) issue(ctx actor.Context, op *Op) {
 		w.nextID++
 		f.Header.Sig = w.nextID
 		w.send(ctx, op.Peer, f)
-		if !op.Code.replies() {
+		if !replies(op.Code) {
 			if lend == nil {
 				done(nil)
 			}
@@ -299,9 +262,9 @@ func countdown(n int, done func(error)) func(error) {
 // chunk returns the request of chunk i of op's n, and the bytes [lo, hi)
 // of op's region it covers: the signal goes with the last chunk. An
 // operation on a word or on nothing is one chunk.
-func (op *Op) chunk(i, n int) (r request, lo, hi int) {
+func chunkOf(op *Op, i, n int) (r request, lo, hi int) {
 	lo, hi = chunkBounds(i, int(op.Len))
-	r = op.request()
+	r = requestOf(op)
 	r.Offset, r.Len = op.Offset+uint64(lo), uint64(hi-lo)
 	if i < n-1 {
 		r.SignalOp, r.Slot, r.Value = SignalNone, 0, 0
@@ -346,7 +309,7 @@ func (w *windowActor) linked(ctx actor.Context, m *Link) {
 // applyLocal applies op to this rank's own window, in the actor's order
 // with the operations of other ranks, chunk by chunk as a peer would.
 func (w *windowActor) applyLocal(ctx actor.Context, op *Op) {
-	r := op.request()
+	r := requestOf(op)
 	if err := w.tgt.check(op.Code, &r); err != nil {
 		transport.PutBuffer(op.Data)
 		op.Done(commerr.Invalid("%v", err))
@@ -361,9 +324,9 @@ func (w *windowActor) applyLocal(ctx actor.Context, op *Op) {
 		w.granted(ctx, w.lock.release(w.cfg.Rank))
 		return
 	}
-	n, dataLen := chunks(int(op.Len)), op.dataLen()
+	n, dataLen := chunks(int(op.Len)), opDataLen(op)
 	for i := range n {
-		c, lo, hi := op.chunk(i, n)
+		c, lo, hi := chunkOf(op, i, n)
 		var data []byte
 		if op.Data != nil {
 			data = stagedData(op.Data, i, dataLen)
@@ -380,9 +343,9 @@ func (w *windowActor) applyLocal(ctx actor.Context, op *Op) {
 	}
 }
 
-// dataLen is the length of op's data, less the room Stage left for
+// opDataLen is the length of op's data, less the room Stage left for
 // headers.
-func (op *Op) dataLen() int {
+func opDataLen(op *Op) int {
 	if op.Data == nil {
 		return 0
 	}
@@ -390,7 +353,7 @@ func (op *Op) dataLen() int {
 }
 
 // request is the wire form of op.
-func (op *Op) request() request {
+func requestOf(op *Op) request {
 	return request{
 		Offset: op.Offset, Len: op.Len, DType: op.DType, Reduce: op.Reduce,
 		SignalOp: op.Signal, Slot: uint32(op.Slot), Value: op.Value,
@@ -432,7 +395,7 @@ func (w *windowActor) serve(ctx actor.Context, origin int, code Code, id uint64,
 		w.out = w.tgt.apply(code, &r, data, w.out)
 	}
 	switch {
-	case code.replies():
+	case replies(code):
 		w.reply(ctx, origin, code, id, err)
 	case err != nil:
 		w.rt.Logger.Warn("window: dropped an operation the target cannot apply", "window", w.cfg.ID, "origin", origin, "err", err)
@@ -506,7 +469,7 @@ func (w *windowActor) satisfy(m *Wait) bool {
 			return false
 		}
 		w.counted[m.Slot]++
-	} else if !m.Cmp.holds(v, m.Value) {
+	} else if !holds(m.Cmp, v, m.Value) {
 		return false
 	}
 	m.Done(v, nil)

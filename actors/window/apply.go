@@ -80,43 +80,8 @@ func (t *target) signal(slot int, op SignalOp, v uint64) {
 	}
 }
 
-// Cmp compares a signal slot with a value. The ordered comparisons are
-// rolling, as NCCL's: a slot that wrapped past 2^64 still compares
-// greater than the values it passed, within half the range.
-type Cmp uint8
-
-const (
-	CmpEQ Cmp = iota + 1
-	CmpNE
-	CmpLT
-	CmpLE
-	CmpGT
-	CmpGE
-)
-
-func (c Cmp) String() string {
-	switch c {
-	case CmpEQ:
-		return "=="
-	case CmpNE:
-		return "!="
-	case CmpLT:
-		return "<"
-	case CmpLE:
-		return "<="
-	case CmpGT:
-		return ">"
-	case CmpGE:
-		return ">="
-	}
-	return fmt.Sprintf("cmp(%d)", uint8(c))
-}
-
-// Valid reports whether c is one of the comparisons.
-func (c Cmp) Valid() bool { return c >= CmpEQ && c <= CmpGE }
-
 // holds reports whether slot c v.
-func (c Cmp) holds(slot, v uint64) bool {
+func holds(c Cmp, slot, v uint64) bool {
 	d := int64(slot - v)
 	switch c {
 	case CmpEQ:

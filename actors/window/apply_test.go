@@ -168,7 +168,7 @@ func TestCmpRollsOver(t *testing.T) {
 		slot, v := base+uint64(d), base
 		checks := map[Cmp]bool{CmpEQ: d == 0, CmpNE: d != 0, CmpLT: d < 0, CmpLE: d <= 0, CmpGT: d > 0, CmpGE: d >= 0}
 		for c, want := range checks {
-			if got := c.holds(slot, v); got != want {
+			if got := holds(c, slot, v); got != want {
 				t.Fatalf("%d %v %d (distance %d): %v, want %v", slot, c, v, d, got, want)
 			}
 		}

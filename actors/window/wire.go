@@ -8,72 +8,18 @@ import (
 	"github.com/gocomms/gocomms/tensor"
 )
 
-// Code names an operation on the wire: the frame header's Tag.
-type Code uint32
-
-// The operations. A reply carries the code of its request with replyBit
-// set.
-const (
-	Put Code = iota + 1
-	Get
-	Accumulate
-	GetAccumulate
-	FetchAndOp
-	CompareAndSwap
-	Signal // a signal alone; a put carries one with it when its SignalOp is set
-	Flush
-	Lock   // Value 1: exclusive, 0: shared; the reply grants it
-	Unlock // the reply says the lock is released, and the operations before applied
-	numCodes
-
-	replyBit Code = 1 << 31
-)
-
-var codeNames = [numCodes]string{
-	Put: "put", Get: "get", Accumulate: "accumulate", GetAccumulate: "get_accumulate",
-	FetchAndOp: "fetch_and_op", CompareAndSwap: "compare_and_swap", Signal: "signal", Flush: "flush",
-	Lock: "lock", Unlock: "unlock",
-}
-
-func (c Code) String() string {
-	if c&replyBit != 0 {
-		return (c &^ replyBit).String() + " reply"
-	}
-	if c == 0 || c >= numCodes {
-		return fmt.Sprintf("code(%d)", uint32(c))
-	}
-	return codeNames[c]
-}
+// replyBit marks a reply in a frame's Tag, the code of its request with
+// it set.
+const replyBit Code = 1 << 31
 
 // replies reports whether the origin waits for a reply to c: for what c
 // reads back, or for the completion a flush asks about.
-func (c Code) replies() bool {
+func replies(c Code) bool {
 	switch c {
 	case Get, GetAccumulate, FetchAndOp, CompareAndSwap, Flush, Lock, Unlock:
 		return true
 	}
 	return false
-}
-
-// SignalOp says how a signal changes its slot.
-type SignalOp uint8
-
-const (
-	SignalNone SignalOp = iota
-	SignalSet
-	SignalAdd
-)
-
-func (o SignalOp) String() string {
-	switch o {
-	case SignalNone:
-		return "none"
-	case SignalSet:
-		return "set"
-	case SignalAdd:
-		return "add"
-	}
-	return fmt.Sprintf("signal_op(%d)", uint8(o))
 }
 
 // request is the payload of an operation's frame, less its data. Offset
