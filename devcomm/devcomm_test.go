@@ -80,9 +80,12 @@ func inPair(t *testing.T, test string, run func(t *testing.T, b *Backend, ctx *c
 	}
 	out, err := zero.CombinedOutput()
 	w0.Close() // rank 1 ends once rank 0 has
-	one.Wait()
+	err1 := one.Wait()
 	if err != nil || !strings.Contains(string(out), "--- PASS") {
 		t.Fatalf("rank 0: %v\n%s\nrank 1:\n%s", err, out, log.String())
+	}
+	if err1 != nil || !strings.Contains(log.String(), "--- PASS") {
+		t.Fatalf("rank 1: %v\n%s\nrank 0:\n%s", err1, log.String(), out)
 	}
 	t.Logf("rank 0:\n%s", out)
 }

@@ -67,7 +67,14 @@ func TestRouteCountsFrames(t *testing.T) {
 		f := transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Window, Seq: 7, Tag: uint32(tag)}, Payload: []byte{byte(tag)}}
 		rt.System().Root.Send(sender, &Send{Frame: f})
 	}
-	time.Sleep(50 * time.Millisecond) // the frames arrive before their route, to be stashed
+	// A control frame after them reaches the receiver's parent once the
+	// receiver has handled them: with no route yet, it stashed them.
+	rt.System().Root.Send(sender, &Send{Frame: transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Control, Tag: 99}}})
+	select {
+	case <-parent.out:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the control frame sent after the window's never reached the receiver's parent")
+	}
 	rt.System().Root.Send(receiver, &Route{Key: key, To: to, Frames: 2})
 	expect := func(tags ...uint32) {
 		t.Helper()
