@@ -146,12 +146,12 @@ func (a *awaiting) sent(i int, err error) {
 	a.mu.Lock()
 	o := &a.offered[i]
 	o.done = true
-	if err != nil && a.err == nil {
+	if err != nil {
 		peer := o.plane.Peer()
 		if !errors.Is(err, commerr.ErrTimeout) {
 			err = fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err)
 		}
-		a.err = (&Fail{Err: err, Ranks: []int{peer}}).errorOf(a.req)
+		a.fail(err, []int{peer})
 	}
 	a.count()
 }
@@ -229,12 +229,18 @@ func (a *awaiting) withdraw(err error) {
 	}
 }
 
+// fail makes err, naming ranks, the Work's error, unless it has one.
+// Called with a.mu held.
+func (a *awaiting) fail(err error, ranks []int) {
+	if a.err == nil {
+		a.err = (&Fail{Err: err, Ranks: ranks}).errorOf(a.req)
+	}
+}
+
 // cancel takes back the offers not cleared yet: the caller cancelled.
 func (a *awaiting) cancel(err error) {
 	a.mu.Lock()
-	if a.err == nil {
-		a.err = (&Fail{Err: err}).errorOf(a.req)
-	}
+	a.fail(err, nil)
 	a.mu.Unlock()
 	a.withdraw(err)
 }
@@ -249,9 +255,7 @@ func (a *awaiting) expire() {
 	}
 	err := fmt.Errorf("%w after %v: ranks %v have not posted the receive", commerr.ErrTimeout, a.req.Timeout, ranks)
 	a.mu.Lock()
-	if a.err == nil {
-		a.err = (&Fail{Err: err, Ranks: ranks}).errorOf(a.req)
-	}
+	a.fail(err, ranks)
 	a.mu.Unlock()
 	a.withdraw(err)
 }

@@ -276,18 +276,6 @@ func (r *Request) endedHere(succeeded bool, failure []byte) {
 // Planes, and whether it is there.
 func (r *Request) peerIndex(peer int) (int, bool) { return slices.BinarySearch(r.Peers(), peer) }
 
-// plane returns the data plane of the link to peer, one of Peers.
-func (r *Request) plane(peer int) *link.Plane {
-	i, _ := r.peerIndex(peer)
-	return r.Planes[i]
-}
-
-// link returns the link actor to peer, one of Peers.
-func (r *Request) link(peer int) *actor.PID {
-	i, _ := r.peerIndex(peer)
-	return r.Links[i]
-}
-
 // builders are the Builders Plan reuses: one per goroutine planning at
 // once, where a Builder per plan would leave its arrays to the collector.
 var builders = sync.Pool{New: func() any { return new(algorithms.Builder) }}

@@ -375,7 +375,8 @@ func (p *Plane) fail(err error) {
 	p.mu.Lock()
 	p.err = err
 	s := p.sink
-	offers := p.takeOffers()
+	offers := p.offers // the link's failure ends them, once p.mu is let go
+	p.offers = nil
 	if p.left.Load() == 0 {
 		for _, f := range p.early {
 			transport.Release(f)

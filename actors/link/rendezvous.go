@@ -2,6 +2,7 @@ package link
 
 import (
 	"encoding/binary"
+	"slices"
 	"sync/atomic"
 
 	"github.com/gocomms/gocomms/transport"
@@ -81,38 +82,33 @@ func AnnouncedLength(payload []byte) (int, bool) {
 // Withdraw takes back the offer of the message h heads, if the receiver
 // has not cleared it yet, and calls its done with err.
 func (p *Plane) Withdraw(h transport.Header, err error) {
+	if o, ok := p.takeOffer(h); ok {
+		o.done(err)
+	}
+}
+
+// takeOffer removes the offer of the message h heads, if the plane
+// holds it, and returns it.
+func (p *Plane) takeOffer(h transport.Header) (offer, bool) {
 	key := KeyOf(h)
 	p.mu.Lock()
-	for i, o := range p.offers {
-		if o.key == key {
-			p.offers = deleteAt(p.offers, i)
-			p.mu.Unlock()
-			o.done(err)
-			return
-		}
+	defer p.mu.Unlock()
+	i := slices.IndexFunc(p.offers, func(o offer) bool { return o.key == key })
+	if i < 0 {
+		return offer{}, false
 	}
-	p.mu.Unlock()
+	o := p.offers[i]
+	p.offers = deleteAt(p.offers, i)
+	return o, true
 }
 
 // cleared sends the message the receiver cleared (h). A clearance for
 // no offer, one withdrawn, is dropped.
 func (p *Plane) cleared(h transport.Header) {
-	key := KeyOf(h)
-	p.mu.Lock()
-	i := -1
-	for j := range p.offers {
-		if p.offers[j].key == key {
-			i = j
-			break
-		}
-	}
-	if i < 0 {
-		p.mu.Unlock()
+	o, ok := p.takeOffer(h)
+	if !ok {
 		return
 	}
-	o := p.offers[i]
-	p.offers = deleteAt(p.offers, i)
-	p.mu.Unlock()
 	s := &sending{done: o.done}
 	s.err = p.Send(transport.Frame{Header: o.header, Payload: o.data, Sent: s.half})
 	s.half()
@@ -132,13 +128,4 @@ func (s *sending) half() {
 	if s.halves.Add(1) == 2 {
 		s.done(s.err)
 	}
-}
-
-// takeOffers returns the offers the plane holds, which the link's
-// failure ends, and forgets them. Called with p.mu held: their done
-// functions are called once it is let go.
-func (p *Plane) takeOffers() []offer {
-	o := p.offers
-	p.offers = nil
-	return o
 }
