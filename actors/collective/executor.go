@@ -216,11 +216,10 @@ func (e *executor) execute(i int) (bool, *Fail) {
 		}
 		return true, nil
 	}
-	if e.req.P2P != nil {
-		if src := e.region(s.Src); len(src) > RendezvousMin {
-			e.offer(i, p, src)
-			return true, nil
-		}
+	src := e.region(s.Src)
+	if e.req.P2P != nil && len(src) > RendezvousMin {
+		e.offer(i, p, src)
+		return true, nil
 	}
 	f, registered := transport.Frame{}, false
 	// A message goes as a payload: sent as a descriptor, it would wait
@@ -228,10 +227,10 @@ func (e *executor) execute(i int) (bool, *Fail) {
 	// operations issued after it (a ring of sends, each followed by a
 	// receive, would deadlock).
 	if e.maps[p] && e.req.P2P == nil {
-		f, registered = e.registeredFrame(i)
+		f, registered = e.registeredFrame(i, src)
 	}
 	if !registered {
-		f = e.sendFrame(i, e.borrow[p])
+		f = e.sendFrame(i, src, e.borrow[p])
 	}
 	switch {
 	case registered:

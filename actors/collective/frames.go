@@ -143,16 +143,15 @@ func (e *executor) readDone(i int) transport.Frame {
 	return transport.Frame{Header: h}
 }
 
-// registeredFrame returns the frame that sends step i's region as a
-// descriptor of registered memory, if it lies in some and is large
+// registeredFrame returns the frame that sends src, step i's region, as
+// a descriptor of registered memory, if it lies in some and is large
 // enough that the peer's read saves more than the word back costs: the
 // step then completes once the peer says it has read it.
-func (e *executor) registeredFrame(i int) (transport.Frame, bool) {
+func (e *executor) registeredFrame(i int, src []byte) (transport.Frame, bool) {
 	m := e.req.Memory
 	if m == nil || e.req.Phantom {
 		return transport.Frame{}, false
 	}
-	src := e.region(e.req.Schedule.Steps[i].Src)
 	if len(src) < lendMin {
 		return transport.Frame{}, false
 	}
@@ -215,12 +214,12 @@ func (e *executor) p2pStep(peer int, h transport.Header) int {
 // than the extra message that says the send is done.
 const lendMin = 64 << 10
 
-// sendFrame returns the frame step i, a Send, sends: its region itself,
-// lent, where the connection borrows payloads (lend) and the region is
-// large, with the outbox's Sent to give it back; else a copy in a pooled
-// payload. A phantom operation sends the phantom region.
-func (e *executor) sendFrame(i int, lend bool) transport.Frame {
-	src := e.region(e.req.Schedule.Steps[i].Src)
+// sendFrame returns the frame step i, a Send, sends of src, its region:
+// the region itself, lent, where the connection borrows payloads (lend)
+// and the region is large, with the outbox's Sent to give it back; else
+// a copy in a pooled payload. A phantom operation sends the phantom
+// region.
+func (e *executor) sendFrame(i int, src []byte, lend bool) transport.Frame {
 	f := transport.Frame{Header: e.req.header(i)}
 	switch {
 	case e.req.Phantom:
