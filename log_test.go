@@ -51,12 +51,14 @@ func TestPeerFailureLoggedAsWarning(t *testing.T) {
 	const n, dead = 3, 1
 	var out syncBuffer
 	logger := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	gate := newStartGate(n - 1)
 	local(t, n, func(ctx context.Context, c *gocomms.Comm) error {
 		if c.Rank() == dead {
-			time.Sleep(20 * time.Millisecond) // the others wait in the all-reduce
+			gate.wait(ctx) // the others wait in the all-reduce
 			c.Abort(errors.New("simulated crash"))
 			return nil
 		}
+		gate.arm(c, gocomms.OpAllReduce)
 		err := c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum, gocomms.OpTimeout(time.Minute))
 		if e := wantErr(err, gocomms.ErrPeerFailed, "all_reduce with a rank gone"); e != nil {
 			return e

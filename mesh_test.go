@@ -246,18 +246,20 @@ func TestMeshInvalid(t *testing.T) {
 // the mesh, which drops the dp slice of ranks 2 and 3; rank 2 leaves with
 // nil, and ranks 0, 1, 4, 5 form a [2 2] mesh whose dimensions work.
 func TestMeshShrink(t *testing.T) {
-	const dead = 3
-	local(t, 6, func(ctx context.Context, c *gocomms.Comm) error {
+	const n, dead = 6, 3
+	gate := newStartGate(n - 1)
+	local(t, n, func(ctx context.Context, c *gocomms.Comm) error {
 		m, err := gocomms.NewMesh(ctx, c, []int{3, 2}, []string{"dp", "tp"})
 		if err != nil {
 			return err
 		}
 		if c.Rank() == dead {
-			time.Sleep(20 * time.Millisecond)
+			gate.wait(ctx) // the others wait in the all-reduce
 			c.Abort(errors.New("simulated crash"))
 			m.Finalize(ctx)
 			return nil
 		}
+		gate.arm(c, gocomms.OpAllReduce)
 		err = c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum, gocomms.OpTimeout(time.Minute))
 		if e := wantErr(err, gocomms.ErrPeerFailed, "all_reduce with a rank gone"); e != nil {
 			return e

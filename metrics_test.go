@@ -132,12 +132,14 @@ func TestMetricsCountOperations(t *testing.T) {
 func TestMetricsCountPeerFailures(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	const n, dead = 5, 2
+	gate := newStartGate(n - 1)
 	local(t, n, func(ctx context.Context, c *gocomms.Comm) error {
 		if c.Rank() == dead {
-			time.Sleep(20 * time.Millisecond) // the others wait in the all-reduce
+			gate.wait(ctx) // the others wait in the all-reduce
 			c.Abort(errors.New("simulated crash"))
 			return nil
 		}
+		gate.arm(c, gocomms.OpAllReduce)
 		err := c.AllReduce(ctx, gocomms.FromSlice([]float32{1}), gocomms.Sum, gocomms.OpTimeout(time.Minute))
 		if e := wantErr(err, gocomms.ErrPeerFailed, "all_reduce with a rank gone"); e != nil {
 			return e

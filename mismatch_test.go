@@ -14,21 +14,36 @@ import (
 )
 
 // TestPeerCancellationIsItsOwnError: rank 1 cancels its context during an
-// all-reduce that rank 0 runs and rank 2 has yet to call. Both others fail
+// all-reduce that rank 0 runs and rank 2 calls only afterwards. Both others fail
 // with ErrPeerCanceled naming rank 1, not with ErrInvalidArgument, which
 // retry logic would read as their own bug.
 func TestPeerCancellationIsItsOwnError(t *testing.T) {
+	gate := newStartGate(2)
+	cancelled := make(chan struct{})
 	local(t, 3, func(ctx context.Context, c *gocomms.Comm) error {
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		switch c.Rank() {
+		case 0:
+			gate.arm(c, gocomms.OpAllReduce)
 		case 1:
-			go func() { time.Sleep(30 * time.Millisecond); cancel() }()
+			gate.arm(c, gocomms.OpAllReduce)
+			go func() {
+				gate.wait(ctx) // ranks 0 and 1 are in the all-reduce
+				cancel()
+			}()
 		case 2:
-			time.Sleep(100 * time.Millisecond) // starts once rank 1 cancelled
+			select { // starts once rank 1 cancelled
+			case <-cancelled:
+			case <-ctx.Done():
+			}
 		}
-		err := c.AllReduce(cctx, gocomms.FromSlice([]float32{1, 2, 3, 4}), gocomms.Sum)
+		// On a ring, rank 1's later steps wait on rank 2's first: what it
+		// holds back when it cancels, the others need.
+		ring := gocomms.OpHints(map[string]string{gocomms.HintAlgorithm: "ring"})
+		err := c.AllReduce(cctx, gocomms.FromSlice([]float32{1, 2, 3, 4, 5, 6}), gocomms.Sum, ring)
 		if c.Rank() == 1 {
+			close(cancelled)
 			if !errors.Is(err, context.Canceled) {
 				return fmt.Errorf("cancelling rank: got %v", err)
 			}

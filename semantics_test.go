@@ -646,3 +646,40 @@ func TestEmptyPointToPoint(t *testing.T) {
 		return nil
 	}, gocomms.WithTimeout(10*time.Second))
 }
+
+// startGate lets a rank of a local job act once other ranks have started
+// an operation, so that they are waiting in it, for instance on the rank
+// about to fail.
+type startGate struct{ started sync.WaitGroup }
+
+// newStartGate is a gate that opens once ranks ranks have started.
+func newStartGate(ranks int) *startGate {
+	g := &startGate{}
+	g.started.Add(ranks)
+	return g
+}
+
+// arm, called by each rank the gate waits for before it issues the
+// operation, counts the rank started once its next operation named op
+// starts.
+func (g *startGate) arm(c *gocomms.Comm, op gocomms.OpName) {
+	var once sync.Once
+	c.RegisterIssueHook(func(o *gocomms.Op, w *gocomms.Work) {
+		if o.Name == op {
+			w.OnStart(func(*gocomms.Work) { once.Do(g.started.Done) })
+		}
+	})
+}
+
+// wait returns once every rank's operation has started, or ctx is done.
+func (g *startGate) wait(ctx context.Context) {
+	open := make(chan struct{})
+	go func() {
+		g.started.Wait()
+		close(open)
+	}()
+	select {
+	case <-open:
+	case <-ctx.Done():
+	}
+}

@@ -101,7 +101,9 @@ func (m *mesh) conn(rank int) (transport.Conn, error) {
 	p.mu.Lock()
 	x := p.muxes[i]
 	if x == nil || x.Err() != nil {
-		c, err := p.group.Conn(i)
+		// Dialled now, not on the first frame: a peer that is only
+		// heard from is found gone when the dial fails.
+		c, err := p.group.Dial(i)
 		if err != nil {
 			p.mu.Unlock()
 			return nil, fmt.Errorf("connection to rank %d: %w", rank, err)

@@ -263,9 +263,26 @@ func (c *conn) Send(f transport.Frame) error {
 		return nil
 	}
 	c.queue = append(c.queue, f)
+	c.dialLocked()
+	return nil
+}
+
+// connect dials now, if nothing has yet, rather than on the first Send.
+func (c *conn) connect() {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.dialLocked()
+}
+
+// dialLocked starts the dial if c is idle. Called with mu held; releases
+// it.
+func (c *conn) dialLocked() {
 	if c.st != idle {
 		c.mu.Unlock()
-		return nil
+		return
 	}
 	c.st = dialing
 	ctx, cancel := context.WithTimeout(context.Background(), c.g.timeout)
@@ -273,7 +290,6 @@ func (c *conn) Send(f transport.Frame) error {
 	c.timer = time.AfterFunc(c.g.timeout, func() { c.expire(dialing) })
 	c.mu.Unlock()
 	go c.dial(ctx, cancel)
-	return nil
 }
 
 // Close closes the connection if there is one. Frames still waiting for a

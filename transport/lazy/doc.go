@@ -16,7 +16,10 @@
 //	g.Close()           // every Conn and the listener
 //
 // A Group allocates a Conn when it is first asked for or first dialled,
-// and a Conn costs nothing on the network until its first Send. A mux
+// and a Conn costs nothing on the network until its first Send, or until
+// Group.Dial asks for it: a member that only expects frames from a peer
+// dials it too, so that a peer that left before sending anything is found
+// when the dial fails. A mux
 // (transport/mux) goes on top of the Conn, not beneath it.
 //
 // # Wire

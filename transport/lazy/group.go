@@ -135,6 +135,28 @@ func New(cfg Config) (*Group, error) {
 // range or this member's own index, and with an error wrapping
 // transport.ErrClosed after Close.
 func (g *Group) Conn(peer int) (transport.Conn, error) {
+	c, err := g.member(peer)
+	if err != nil {
+		return nil, err
+	}
+	return g.wrap(c), nil
+}
+
+// Dial is Conn, dialling now if the connection is not up, rather than on
+// the first Send. A member dials the peers it expects frames from, so
+// that one that left before sending is found when the dial fails, not
+// when a timeout runs out.
+func (g *Group) Dial(peer int) (transport.Conn, error) {
+	c, err := g.member(peer)
+	if err != nil {
+		return nil, err
+	}
+	c.connect()
+	return g.wrap(c), nil
+}
+
+// member is the conn to peer, made on first use.
+func (g *Group) member(peer int) (*conn, error) {
 	if peer < 0 || peer >= g.members || peer == g.self {
 		return nil, fmt.Errorf("transport/lazy: conn to member %d of %d from member %d: %w", peer, g.members, g.self, ErrPeer)
 	}
@@ -142,10 +164,14 @@ func (g *Group) Conn(peer int) (transport.Conn, error) {
 	if c == nil {
 		return nil, fmt.Errorf("transport/lazy: conn to peer %d: group closed: %w", peer, transport.ErrClosed)
 	}
-	if g.borrows {
-		return borrowingConn{c}, nil
-	}
 	return c, nil
+}
+
+func (g *Group) wrap(c *conn) transport.Conn {
+	if g.borrows {
+		return borrowingConn{c}
+	}
+	return c
 }
 
 // Up reports whether the connection to peer is established and not closed
