@@ -29,7 +29,8 @@ const module = "github.com/gocomms/gocomms"
 // through others.
 //
 // The root package is the API alone: it reaches the engine only to
-// register it, and imports no actor, no transport or store
+// register it and to apply a window's operations on mapped memory
+// (engine.ApplyDirect), and imports no actor, no transport or store
 // implementation, and not protoactor, whose types it never names; the
 // seams' interface packages (actors, transport, store) it may. protoactor
 // is the actors', the engine's and the simulator's. The simulator builds
