@@ -23,9 +23,10 @@ const module = "github.com/gocomms/gocomms"
 // contract's vocabulary, the window operations' included, which the
 // window actor speaks: it imports no actor (but for the runtime the
 // native engine is handed). metrics reads the links' counters through a
-// function, and imports no actor; nvl, the host's
-// shared memory, imports nothing of the GPUs (its device half is
-// devcomm's). No two top-level folders import each other, directly or
+// function, and imports no actor; flight, the flight recorder's storage,
+// imports nothing of the project but the contract and its errors; nvl,
+// the host's shared memory, imports nothing of the GPUs (its device half
+// is devcomm's). No two top-level folders import each other, directly or
 // through others.
 //
 // The root package is the API alone: it reaches the engine only to
@@ -53,6 +54,7 @@ func TestLayers(t *testing.T) {
 		{"simulation", []string{module + "/actors/collective", module + "/actors/rank"}, nil},
 		{"metrics", []string{module + "/actors"}, nil},
 		{"nvl", []string{module + "/gpu"}, nil},
+		{"flight", []string{module}, []string{module + "/backend", module + "/commerr"}},
 	}
 	for _, rule := range rules {
 		for path, imps := range imports(t, rule.dir) {
