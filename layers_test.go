@@ -24,7 +24,9 @@ const module = "github.com/gocomms/gocomms"
 // window actor speaks: it imports no actor (but for the runtime the
 // native engine is handed). metrics reads the links' counters through a
 // function, and imports no actor; flight, the flight recorder's storage,
-// imports nothing of the project but the contract and its errors; nvl,
+// imports nothing of the project but the contract and its errors, and
+// health, the HTTP view, nothing but flight and the profiles: each reads
+// the communicator through an interface of its own. nvl,
 // the host's shared memory, imports nothing of the GPUs (its device half
 // is devcomm's). No two top-level folders import each other, directly or
 // through others.
@@ -55,6 +57,7 @@ func TestLayers(t *testing.T) {
 		{"metrics", []string{module + "/actors"}, nil},
 		{"nvl", []string{module + "/gpu"}, nil},
 		{"flight", []string{module}, []string{module + "/backend", module + "/commerr"}},
+		{"health", []string{module}, []string{module + "/flight", module + "/internal/pprofhttp"}},
 	}
 	for _, rule := range rules {
 		for path, imps := range imports(t, rule.dir) {
