@@ -12,6 +12,7 @@ import (
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/flight"
 	"github.com/gocomms/gocomms/metrics"
 )
 
@@ -67,7 +68,7 @@ type Comm struct {
 	rooms freeList[backend.Room]
 
 	flight  *FlightRecorder
-	files   flightFiles
+	files   flight.Files
 	metrics *metrics.Comm // nil without WithMetrics
 }
 
@@ -214,7 +215,7 @@ func (c *Comm) Abort(cause error) {
 	for _, h := range hooks(c, &c.abortHooks) {
 		h(err)
 	}
-	c.dumpFlightRecordFile(flightOnAbort)
+	c.dumpFlightRecordFile(flight.OnAbort)
 	c.backend.Abort(err)
 }
 
@@ -240,8 +241,8 @@ func (c *Comm) Finalize(ctx context.Context) (err error) {
 	c.finalized = true
 	c.mu.Unlock()
 	err = c.backend.Finalize(ctx)
-	c.awaitFlightRecordFiles()
-	c.stopListing()
+	c.files.Await()
+	liveComms.Remove(c) // from DumpFlightRecords
 	if c.ownsRuntime {
 		runtimeOf(c.cfg).Shutdown()
 	}
@@ -526,15 +527,15 @@ func (c *Comm) ended(w *Work) {
 	c.failures = append(c.failures, w.err)
 	c.failMu.Unlock()
 	if errors.Is(w.err, ErrTimeout) {
-		c.dumpFlightRecordFile(flightOnTimeout)
+		c.dumpFlightRecordFile(flight.OnTimeout)
 	}
 	if c.cfg.AbortProcessOnError && !errors.Is(w.err, context.Canceled) {
 		c.cfg.Logger.Error("aborting process after a failed operation", "err", w.err)
 		for _, h := range hooks(c, &c.abortHooks) {
 			h(w.err)
 		}
-		c.dumpFlightRecordFile(flightOnAbort)
-		c.awaitFlightRecordFiles()
+		c.dumpFlightRecordFile(flight.OnAbort)
+		c.files.Await()
 		c.exit(134)
 	}
 }

@@ -1,39 +1,34 @@
 package gocomms
 
 import (
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gocomms/gocomms/internal/pprofhttp"
+	"github.com/gocomms/gocomms/health"
 )
 
 // DefaultStuckAfter is how long an operation may be in flight before
 // Handler's /readyz calls the communicator unready, unless StuckAfter
 // says otherwise.
-const DefaultStuckAfter = time.Minute
+const DefaultStuckAfter = health.DefaultStuckAfter
 
 // HandlerOption configures Handler.
 type HandlerOption func(*handlerConfig)
 
-type handlerConfig struct {
-	stuckAfter time.Duration
-	gatherer   prometheus.Gatherer
-}
+type handlerConfig struct{ health.Config }
 
 // StuckAfter sets how long an operation may be in flight (issued and
 // not ended) before /readyz reports it.
 func StuckAfter(d time.Duration) HandlerOption {
-	return func(h *handlerConfig) { h.stuckAfter = d }
+	return func(h *handlerConfig) { h.StuckAfter = d }
 }
 
 // MetricsFrom serves g at /metrics, instead of the registry WithMetrics
 // gave the communicator.
 func MetricsFrom(g prometheus.Gatherer) HandlerOption {
-	return func(h *handlerConfig) { h.gatherer = g }
+	return func(h *handlerConfig) { h.Metrics = g }
 }
 
 // Handler serves an operator's view of c, for an embedder to mount:
@@ -48,72 +43,21 @@ func MetricsFrom(g prometheus.Gatherer) HandlerOption {
 //	/debug/flight  c's flight record, as DumpFlightRecord writes it
 //	/debug/pprof/  the runtime's profiles, on this handler's mux only
 func Handler(c *Comm, opts ...HandlerOption) http.Handler {
-	hc := handlerConfig{stuckAfter: DefaultStuckAfter}
+	hc := handlerConfig{health.Config{StuckAfter: DefaultStuckAfter}}
 	if c.metrics != nil {
-		hc.gatherer, _ = c.metrics.Metrics().Registerer().(prometheus.Gatherer)
+		hc.Metrics, _ = c.metrics.Metrics().Registerer().(prometheus.Gatherer)
 	}
 	for _, o := range opts {
 		o(&hc)
 	}
-	mux := http.NewServeMux()
-	if hc.gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(hc.gatherer, promhttp.HandlerOpts{}))
-	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if why := c.unready(hc.stuckAfter); why != "" {
-			http.Error(w, why, http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	mux.HandleFunc("GET /debug/flight", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		c.DumpFlightRecord(w)
-	})
-	pprofhttp.Register(mux)
-	return mux
+	return health.Handler(healthView{c}, hc.Config)
 }
 
-// unready says why c is not ready, or "" if it is: not initialized,
-// aborted, finalized, or an operation in flight for longer than
-// stuckAfter, the oldest such one named. Operations the flight recorder
-// does not keep (TORCHCOMM_FR_BUFFER_SIZE=0) are not seen.
-func (c *Comm) unready(stuckAfter time.Duration) string {
-	if c.Size() == 0 {
-		return "not initialized: waiting for Reconfigure"
-	}
-	if c.IsAborted() {
-		return "aborted"
-	}
-	c.mu.Lock()
-	finalized := c.finalized
-	c.mu.Unlock()
-	if finalized {
-		return "finalized"
-	}
-	now := time.Now()
-	var oldest *FlightEntry
-	stuck := 0
-	entries := c.FlightRecord()
-	for i := range entries {
-		e := &entries[i]
-		if (e.State == FlightIssued || e.State == FlightStarted) && now.Sub(e.Issued) > stuckAfter {
-			stuck++
-			if oldest == nil {
-				oldest = e
-			}
-		}
-	}
-	if oldest == nil {
-		return ""
-	}
-	why := fmt.Sprintf("comm %q rank %d: %s #%d (op_id %d, %s) in flight for %v", c.Name(), c.Rank(),
-		oldest.Op, oldest.Seq, oldest.ID, oldest.State, now.Sub(oldest.Issued).Round(time.Millisecond))
-	if stuck > 1 {
-		why += fmt.Sprintf("; %d more operations in flight behind it", stuck-1)
-	}
-	return why
+// healthView is c as health reads it.
+type healthView struct{ *Comm }
+
+func (v healthView) Finalized() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.finalized
 }

@@ -23,13 +23,17 @@ const module = "github.com/gocomms/gocomms"
 // contract's vocabulary, the window operations' included, which the
 // window actor speaks: it imports no actor (but for the runtime the
 // native engine is handed). metrics reads the links' counters through a
-// function, and imports no actor; nvl, the host's
-// shared memory, imports nothing of the GPUs (its device half is
-// devcomm's). No two top-level folders import each other, directly or
+// function, and imports no actor; flight, the flight recorder's storage,
+// imports nothing of the project but the contract and its errors, and
+// health, the HTTP view, nothing but flight and the profiles: each reads
+// the communicator through an interface of its own. nvl,
+// the host's shared memory, imports nothing of the GPUs (its device half
+// is devcomm's). No two top-level folders import each other, directly or
 // through others.
 //
 // The root package is the API alone: it reaches the engine only to
-// register it, and imports no actor, no transport or store
+// register it and to apply a window's operations on mapped memory
+// (engine.ApplyDirect), and imports no actor, no transport or store
 // implementation, and not protoactor, whose types it never names; the
 // seams' interface packages (actors, transport, store) it may. protoactor
 // is the actors', the engine's and the simulator's. The simulator builds
@@ -52,6 +56,8 @@ func TestLayers(t *testing.T) {
 		{"simulation", []string{module + "/actors/collective", module + "/actors/rank"}, nil},
 		{"metrics", []string{module + "/actors"}, nil},
 		{"nvl", []string{module + "/gpu"}, nil},
+		{"flight", []string{module}, []string{module + "/backend", module + "/commerr"}},
+		{"health", []string{module}, []string{module + "/flight", module + "/internal/pprofhttp"}},
 	}
 	for _, rule := range rules {
 		for path, imps := range imports(t, rule.dir) {

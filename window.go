@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/engine"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -278,7 +279,9 @@ func (w *Window) MapRemote(rank int) (*Tensor, error) {
 // after a Flush of rank, a Fence, or with a signal that follows it.
 func (w *Window) Put(ctx context.Context, src *Tensor, rank, offset int, opts ...CallOption) error {
 	if mem := w.b.Direct(rank); mem != nil {
-		return w.metered("window_put", w.error("window_put", rank, w.putInto(src, rank, offset, mem, opts))) // no Work to make
+		return w.metered("window_put", w.error("window_put", rank, w.direct(rank, mem, opts, func() (*backend.WindowOp, error) {
+			return w.carry(backend.WindowPut, src, rank, offset)
+		}))) // no Work to make
 	}
 	return w.PutAsync(src, rank, offset, opts...).Wait(ctx)
 }
@@ -286,7 +289,9 @@ func (w *Window) Put(ctx context.Context, src *Tensor, rank, offset int, opts ..
 // PutAsync is the async form of Put.
 func (w *Window) PutAsync(src *Tensor, rank, offset int, opts ...CallOption) *Work {
 	if mem := w.b.Direct(rank); mem != nil {
-		return w.ended("window_put", rank, w.putInto(src, rank, offset, mem, opts))
+		return w.ended("window_put", rank, w.direct(rank, mem, opts, func() (*backend.WindowOp, error) {
+			return w.carry(backend.WindowPut, src, rank, offset)
+		}))
 	}
 	return w.start("window_put", opts, func() (*backend.WindowOp, error) {
 		return w.carry(backend.WindowPut, src, rank, offset)
@@ -305,7 +310,9 @@ func (w *Window) PutSignalAsync(src *Tensor, rank, offset, slot int, op SignalOp
 		// The data goes directly; the signal follows through the actor.
 		err := w.signalOf(&backend.WindowOp{}, slot, op, value)
 		if err == nil {
-			err = w.putInto(src, rank, offset, mem, opts)
+			err = w.direct(rank, mem, opts, func() (*backend.WindowOp, error) {
+				return w.carry(backend.WindowPut, src, rank, offset)
+			})
 		}
 		if err != nil {
 			return w.ended("window_put_signal", rank, err)
@@ -326,7 +333,9 @@ func (w *Window) PutSignalAsync(src *Tensor, rank, offset, slot int, op SignalOp
 // Get reads rank's window at offset into dst.
 func (w *Window) Get(ctx context.Context, dst *Tensor, rank, offset int, opts ...CallOption) error {
 	if mem := w.b.Direct(rank); mem != nil {
-		return w.metered("window_get", w.error("window_get", rank, w.getFrom(dst, rank, offset, mem, opts)))
+		return w.metered("window_get", w.error("window_get", rank, w.direct(rank, mem, opts, func() (*backend.WindowOp, error) {
+			return w.fetch(dst, rank, offset)
+		})))
 	}
 	return w.GetAsync(dst, rank, offset, opts...).Wait(ctx)
 }
@@ -334,15 +343,12 @@ func (w *Window) Get(ctx context.Context, dst *Tensor, rank, offset int, opts ..
 // GetAsync is the async form of Get.
 func (w *Window) GetAsync(dst *Tensor, rank, offset int, opts ...CallOption) *Work {
 	if mem := w.b.Direct(rank); mem != nil {
-		return w.ended("window_get", rank, w.getFrom(dst, rank, offset, mem, opts))
+		return w.ended("window_get", rank, w.direct(rank, mem, opts, func() (*backend.WindowOp, error) {
+			return w.fetch(dst, rank, offset)
+		}))
 	}
 	return w.start("window_get", opts, func() (*backend.WindowOp, error) {
-		o, err := w.region(backend.WindowGet, "dst", dst, rank, offset)
-		if err != nil {
-			return nil, err
-		}
-		o.Result = dst.Bytes()
-		return o, nil
+		return w.fetch(dst, rank, offset)
 	})
 }
 
@@ -378,7 +384,9 @@ func (w *Window) GetAccumulateAsync(src, result *Tensor, rank, offset int, op Re
 // result, atomically, as MPI_Fetch_and_op.
 func (w *Window) FetchAndOp(ctx context.Context, operand, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) error {
 	if mem := w.b.Direct(rank); mem != nil {
-		return w.metered("window_fetch_and_op", w.error("window_fetch_and_op", rank, w.fetchAt(operand, result, rank, offset, op, mem, opts)))
+		return w.metered("window_fetch_and_op", w.error("window_fetch_and_op", rank, w.direct(rank, mem, opts, func() (*backend.WindowOp, error) {
+			return w.accumulate(backend.WindowFetchAndOp, operand, result, rank, offset, op)
+		})))
 	}
 	return w.FetchAndOpAsync(operand, result, rank, offset, op, opts...).Wait(ctx)
 }
@@ -386,7 +394,9 @@ func (w *Window) FetchAndOp(ctx context.Context, operand, result *Tensor, rank, 
 // FetchAndOpAsync is the async form of FetchAndOp.
 func (w *Window) FetchAndOpAsync(operand, result *Tensor, rank, offset int, op ReduceOp, opts ...CallOption) *Work {
 	if mem := w.b.Direct(rank); mem != nil {
-		return w.ended("window_fetch_and_op", rank, w.fetchAt(operand, result, rank, offset, op, mem, opts))
+		return w.ended("window_fetch_and_op", rank, w.direct(rank, mem, opts, func() (*backend.WindowOp, error) {
+			return w.accumulate(backend.WindowFetchAndOp, operand, result, rank, offset, op)
+		}))
 	}
 	return w.start("window_fetch_and_op", opts, func() (*backend.WindowOp, error) {
 		return w.accumulate(backend.WindowFetchAndOp, operand, result, rank, offset, op)
@@ -398,7 +408,9 @@ func (w *Window) FetchAndOpAsync(operand, result *Tensor, rank, offset int, op R
 // result, atomically, as MPI_Compare_and_swap.
 func (w *Window) CompareAndSwap(ctx context.Context, value, compare, result *Tensor, rank, offset int, opts ...CallOption) error {
 	if mem := w.b.Direct(rank); mem != nil {
-		return w.metered("window_compare_and_swap", w.error("window_compare_and_swap", rank, w.swapAt(value, compare, result, rank, offset, mem, opts)))
+		return w.metered("window_compare_and_swap", w.error("window_compare_and_swap", rank, w.direct(rank, mem, opts, func() (*backend.WindowOp, error) {
+			return w.swap(value, compare, result, rank, offset)
+		})))
 	}
 	return w.CompareAndSwapAsync(value, compare, result, rank, offset, opts...).Wait(ctx)
 }
@@ -406,21 +418,12 @@ func (w *Window) CompareAndSwap(ctx context.Context, value, compare, result *Ten
 // CompareAndSwapAsync is the async form of CompareAndSwap.
 func (w *Window) CompareAndSwapAsync(value, compare, result *Tensor, rank, offset int, opts ...CallOption) *Work {
 	if mem := w.b.Direct(rank); mem != nil {
-		return w.ended("window_compare_and_swap", rank, w.swapAt(value, compare, result, rank, offset, mem, opts))
+		return w.ended("window_compare_and_swap", rank, w.direct(rank, mem, opts, func() (*backend.WindowOp, error) {
+			return w.swap(value, compare, result, rank, offset)
+		}))
 	}
 	return w.start("window_compare_and_swap", opts, func() (*backend.WindowOp, error) {
-		if err := checkSwap(value, compare, result); err != nil {
-			return nil, err
-		}
-		o, err := w.region(backend.WindowCompareAndSwap, "value", value, rank, offset)
-		if err != nil {
-			return nil, err
-		}
-		var operands [16]byte
-		copy(operands[:], value.Bytes())
-		copy(operands[8:], compare.Bytes())
-		o.Data, o.Result = operands[:], result.Bytes()
-		return o, nil
+		return w.swap(value, compare, result, rank, offset)
 	})
 }
 
@@ -713,6 +716,46 @@ func (w *Window) ended(name OpName, rank int, err error) *Work {
 	return endedWork(&Op{Name: name, Root: -1}, w.metered(name, w.error(name, rank, err)))
 }
 
+// A window's operations on a rank whose memory this process maps
+// (backend.Window's Direct) are done by the calling goroutine
+// (engine.ApplyDirect), with no actor on either side: the peer's CPU
+// takes no part.
+
+// direct does the operation mk builds and checks on mem, rank's window
+// as Direct returns it; it is complete when direct returns.
+func (w *Window) direct(rank int, mem []byte, opts []CallOption, mk func() (*backend.WindowOp, error)) error {
+	o, err := mk()
+	if err == nil {
+		err = w.usableDirect(rank, opts)
+	}
+	if err == nil {
+		engine.ApplyDirect(mem, o)
+	}
+	return err
+}
+
+// usableDirect reports why a direct operation on rank cannot go now: the
+// window is closed or revoked, or what this rank issued to rank through
+// its actor before did not complete. That Flush, which costs nothing if
+// nothing went through the actor since the last, keeps operations from
+// one rank to another applied in issue order.
+func (w *Window) usableDirect(rank int, opts []CallOption) error {
+	if err := w.unusable(); err != nil {
+		return err
+	}
+	if err := w.b.Revoked(); err != nil {
+		return err
+	}
+	if err := w.Flush(context.Background(), rank, opts...); err != nil {
+		var oe *OpError
+		if errors.As(err, &oe) {
+			return errors.Unwrap(oe.Err) // the flush's cause, without its "window N:", which the caller adds
+		}
+		return err
+	}
+	return nil
+}
+
 // region checks t against the window at rank and offset, in t's
 // elements, and returns the operation over it.
 func (w *Window) region(code backend.WindowCode, what string, t *Tensor, rank, offset int) (*backend.WindowOp, error) {
@@ -737,6 +780,32 @@ func (w *Window) carry(code backend.WindowCode, t *Tensor, rank, offset int) (*b
 		return nil, err
 	}
 	o.Data = t.Bytes()
+	return o, nil
+}
+
+// fetch is region for a get into dst.
+func (w *Window) fetch(dst *Tensor, rank, offset int) (*backend.WindowOp, error) {
+	o, err := w.region(backend.WindowGet, "dst", dst, rank, offset)
+	if err != nil {
+		return nil, err
+	}
+	o.Result = dst.Bytes()
+	return o, nil
+}
+
+// swap builds a compare-and-swap: its data is value, then compare.
+func (w *Window) swap(value, compare, result *Tensor, rank, offset int) (*backend.WindowOp, error) {
+	if err := checkSwap(value, compare, result); err != nil {
+		return nil, err
+	}
+	o, err := w.region(backend.WindowCompareAndSwap, "value", value, rank, offset)
+	if err != nil {
+		return nil, err
+	}
+	var operands [16]byte
+	copy(operands[:], value.Bytes())
+	copy(operands[8:], compare.Bytes())
+	o.Data, o.Result = operands[:], result.Bytes()
 	return o, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms/backend"
+	"github.com/gocomms/gocomms/flight"
 	"github.com/gocomms/gocomms/gpu/cuda"
 )
 
@@ -53,7 +54,7 @@ type Work struct {
 	// flight is the communicator's recorder, which keeps this operation in
 	// flightSlot: told directly rather than through hooks, which would cost
 	// closures per operation.
-	flight     *FlightRecorder
+	flight     *flight.Recorder
 	flightSlot uint64
 	// issuing is set while the backend takes the operation: one that
 	// starts meanwhile (off the actors) started when it was issued.
@@ -175,7 +176,7 @@ func (w *Work) Wait(ctx context.Context) error {
 // may exit on the error, goes on.
 func (w *Work) awaitFlightRecordFiles() {
 	if w.err != nil && w.comm != nil {
-		w.comm.awaitFlightRecordFiles()
+		w.comm.files.Await()
 	}
 }
 
@@ -314,11 +315,7 @@ func (w *Work) start() {
 	w.status.Store(int32(InProgress))
 	w.mu.Unlock()
 	if w.flight != nil {
-		start := (*flightSlot).start
-		if w.issuing.Load() {
-			start = (*flightSlot).startAtIssue // no clock read for a moment later
-		}
-		w.flight.update(w.flightSlot, start)
+		w.flight.Start(w.flightSlot, w.issuing.Load())
 	}
 	w.runHooks(onStart)
 }
@@ -344,7 +341,7 @@ func (w *Work) finish(err error) {
 	w.end = nil // the backend may reuse it now
 	w.mu.Unlock()
 	if w.flight != nil {
-		w.flight.update(w.flightSlot, (*flightSlot).settle)
+		w.flight.End(w.flightSlot)
 	}
 	w.runHooks(onEnd)
 	if w.comm != nil {

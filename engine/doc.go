@@ -14,8 +14,9 @@
 //     transport.Fabric (the simulator's network), the fabric's own.
 //   - environment.go: the process's network and store, as the
 //     launcher's environment describes them.
-//   - window.go: a window's memory, where its peers find it, and the
-//     peers' memory mapped for direct access.
+//   - window.go: a window's memory, where its peers find it, the peers'
+//     memory mapped for direct access, and the operations done there by
+//     the caller (ApplyDirect).
 //
 // Driving loop of one blocking operation: the root package calls IssueIn
 // with the Op and a room; request fills the room's Request (plan from the
@@ -24,6 +25,7 @@
 // they hold nothing of it, Released, after which the caller reuses the
 // room.
 //
-// It must not be imported by the root package for anything but its
-// registration, and must not import the root package.
+// The root package imports it to register it, to name its hints and
+// limits, and to apply a window's operations on mapped memory; it must
+// not import the root package.
 package engine

@@ -17,20 +17,23 @@ import (
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/nvl"
+	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 	"github.com/gocomms/gocomms/transport"
 	"github.com/gocomms/gocomms/transport/topo"
 )
 
-// A window's puts and gets to a rank whose memory this process can
-// address are copies by the calling goroutine, with no actor on either
-// side: the peer's CPU takes no part. Those ranks are the ones in this
-// process when the communicator runs over the in-process network, and
-// those of this host when it runs over shared memory, whose windows live
-// in memory files they map (nvl's Shared); Mapped says which.
-// Accumulates, atomics and signals still go through the target's actor,
-// which keeps them atomic with respect to one another; a direct put is
-// not atomic with respect to them, as MPI's puts are not with respect to
+// A window's puts, gets and atomics to a rank whose memory this process
+// can address are done by the calling goroutine (ApplyDirect), with no
+// actor on either side: the peer's CPU takes no part. Those ranks are
+// the ones in this process when the communicator runs over the
+// in-process network, and those of this host when it runs over shared
+// memory, whose windows live in memory files they map (nvl's Shared);
+// Mapped says which. The atomics are hardware ones, atomic with respect
+// to those the target's actor applies (reduce.FetchAndOpWord).
+// Accumulates and signals still go through the target's actor, which
+// keeps them atomic with respect to one another; a direct put is not
+// atomic with respect to them, as MPI's puts are not with respect to
 // accumulates.
 
 // windowAlign is the alignment of the memory a window allocates, what
@@ -143,6 +146,26 @@ func (w *nativeWindow) Direct(rank int) []byte {
 		return w.Mapped(rank)
 	}
 	return nil
+}
+
+// ApplyDirect does o, a put, a get, a fetch-and-op or a compare-and-swap
+// the caller checked against the window, on mem, the target's memory as
+// Direct returns it: complete when it returns. o's Data and Result are
+// laid out as for Issue, unstaged.
+func ApplyDirect(mem []byte, o *backend.WindowOp) {
+	region := mem[o.Offset : o.Offset+o.Len]
+	switch o.Code {
+	case backend.WindowPut:
+		copy(region, o.Data)
+	case backend.WindowGet:
+		copy(o.Result, region)
+	case backend.WindowFetchAndOp:
+		binary.NativeEndian.PutUint64(o.Result, reduce.FetchAndOpWord(region, o.Reduce, o.DType, o.Data))
+	case backend.WindowCompareAndSwap:
+		binary.NativeEndian.PutUint64(o.Result, reduce.CompareAndSwapWord(region, o.Data[:8], o.Data[8:]))
+	default:
+		panic(fmt.Sprintf("engine: %v is not a direct window operation", o.Code))
+	}
 }
 
 // Issue hands op to the window's actor, with a copy of the data it
