@@ -1,6 +1,8 @@
 package link
 
 import (
+	"slices"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/gocomms/gocomms/transport"
@@ -173,20 +175,17 @@ func (rt *routing) discard(drop func(Key) bool) {
 	if rt == nil {
 		return
 	}
-	kept := rt.stash[:0]
-	for _, s := range rt.stash {
+	rt.stash = slices.DeleteFunc(rt.stash, func(s stashed) bool {
 		if !drop(s.key) {
-			kept = append(kept, s)
-			continue
+			return false
 		}
 		for _, f := range s.frames {
 			transport.Release(f)
 		}
 		clear(s.frames)
 		rt.spareArray(s.frames)
-	}
-	clear(rt.stash[len(kept):])
-	rt.stash = kept
+		return true
+	})
 }
 
 // deleteAt removes element i, keeping the order of the rest, and clears
