@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/gocomms/gocomms/internal/names"
 )
 
 // Kind names a collective operation.
@@ -56,12 +58,7 @@ func ParseKind(name string) (Kind, bool) {
 	return 0, false
 }
 
-func (k Kind) String() string {
-	if k.valid() {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
+func (k Kind) String() string { return names.Of(k, "kind", kindNames[:]) }
 
 // Buffer names one of the three memories a step can touch.
 type Buffer uint8
@@ -77,15 +74,7 @@ const (
 )
 
 func (b Buffer) String() string {
-	switch b {
-	case Input:
-		return "in"
-	case Output:
-		return "out"
-	case Scratch:
-		return "scratch"
-	}
-	return fmt.Sprintf("buffer(%d)", uint8(b))
+	return names.Of(b, "buffer", []string{Input: "in", Output: "out", Scratch: "scratch"})
 }
 
 // Region is a range of elements inside one block of one buffer. Buffers are
@@ -134,19 +123,8 @@ const (
 )
 
 func (p Prim) String() string {
-	switch p {
-	case Send:
-		return "send"
-	case Recv:
-		return "recv"
-	case RecvReduce:
-		return "recv_reduce"
-	case Copy:
-		return "copy"
-	case Accumulate:
-		return "accumulate"
-	}
-	return fmt.Sprintf("prim(%d)", uint8(p))
+	return names.Of(p, "prim", []string{Send: "send", Recv: "recv", RecvReduce: "recv_reduce",
+		Copy: "copy", Accumulate: "accumulate"})
 }
 
 // Receives reports whether the primitive waits for a message.

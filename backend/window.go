@@ -3,9 +3,9 @@ package backend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
+	"github.com/gocomms/gocomms/internal/names"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -69,12 +69,7 @@ var windowCodeNames = [numWindowCodes]string{
 	WindowFlush: "flush", WindowLock: "lock", WindowUnlock: "unlock",
 }
 
-func (c WindowCode) String() string {
-	if c == 0 || c >= numWindowCodes {
-		return fmt.Sprintf("code(%d)", uint32(c))
-	}
-	return windowCodeNames[c]
-}
+func (c WindowCode) String() string { return names.Of(c, "code", windowCodeNames[:]) }
 
 // SignalOp says how a signal changes its slot.
 type SignalOp uint8
@@ -87,15 +82,7 @@ const (
 )
 
 func (o SignalOp) String() string {
-	switch o {
-	case SignalNone:
-		return "none"
-	case SignalSet:
-		return "set"
-	case SignalAdd:
-		return "add"
-	}
-	return fmt.Sprintf("signal_op(%d)", uint8(o))
+	return names.Of(o, "signal_op", []string{SignalNone: "none", SignalSet: "set", SignalAdd: "add"})
 }
 
 // SignalCmp compares a signal slot with a value. The ordered comparisons
@@ -114,21 +101,8 @@ const (
 )
 
 func (c SignalCmp) String() string {
-	switch c {
-	case SignalEQ:
-		return "=="
-	case SignalNE:
-		return "!="
-	case SignalLT:
-		return "<"
-	case SignalLE:
-		return "<="
-	case SignalGT:
-		return ">"
-	case SignalGE:
-		return ">="
-	}
-	return fmt.Sprintf("cmp(%d)", uint8(c))
+	return names.Of(c, "cmp", []string{SignalEQ: "==", SignalNE: "!=", SignalLT: "<", SignalLE: "<=",
+		SignalGT: ">", SignalGE: ">="})
 }
 
 // Valid reports whether c is one of the comparisons.

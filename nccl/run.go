@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gocomms/gocomms/backend"
@@ -285,16 +286,13 @@ func (c *comm) fail(err error) {
 	c.callMu.Unlock()
 	c.mu.Lock()
 	var ended []*job
-	kept := c.queue[:0]
-	for _, j := range c.queue {
+	c.queue = slices.DeleteFunc(c.queue, func(j *job) bool {
 		if j.state == jobLaunching {
-			kept = append(kept, j)
-		} else {
-			ended = append(ended, j)
+			return false
 		}
-	}
-	clear(c.queue[len(kept):])
-	c.queue = kept
+		ended = append(ended, j)
+		return true
+	})
 	c.mu.Unlock()
 	for _, j := range ended {
 		if j.host != nil {

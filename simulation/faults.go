@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/internal/names"
 	"github.com/gocomms/gocomms/internal/spans"
 )
 
@@ -115,12 +116,7 @@ func Kinds() []FaultKind {
 	return ks
 }
 
-func (k FaultKind) String() string {
-	if k >= Crash && k <= StoreOutage {
-		return kindNames[k]
-	}
-	return "fault(" + strconv.Itoa(int(k)) + ")"
-}
+func (k FaultKind) String() string { return names.Of(k, "fault", kindNames[:]) }
 
 // ParseKind reads a kind by the name plans give it.
 func ParseKind(s string) (FaultKind, error) {

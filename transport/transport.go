@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/gocomms/gocomms/internal/names"
 )
 
 // Kind says which layer of the engine a frame belongs to, so the link actor
@@ -25,19 +27,8 @@ const (
 )
 
 func (k Kind) String() string {
-	switch k {
-	case Collective:
-		return "collective"
-	case PointToPoint:
-		return "point-to-point"
-	case Control:
-		return "control"
-	case Link:
-		return "link"
-	case Window:
-		return "window"
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
+	return names.Of(k, "kind", []string{Collective: "collective", PointToPoint: "point-to-point",
+		Control: "control", Link: "link", Window: "window"})
 }
 
 // Header is the fixed part of every frame. Transports carry it verbatim; they

@@ -187,26 +187,24 @@ func (p *Plane) Send(f transport.Frame) error {
 // it said goodbye, if it did: s takes them first.
 func (p *Plane) Attach(seq uint64, s Sink, dst []transport.Frame) ([]transport.Frame, error) {
 	p.mu.Lock()
-	kept := p.early[:0]
-	for _, f := range p.early {
+	p.early = slices.DeleteFunc(p.early, func(f transport.Frame) bool {
 		switch {
 		case f.Header.Seq == seq:
 			dst = append(dst, f)
 		case f.Header.Seq < seq:
 			transport.Release(f)
 		default:
-			kept = append(kept, f)
+			return false
 		}
-	}
-	clear(p.early[len(kept):])
-	p.early = kept
+		return true
+	})
 	if p.err != nil {
 		err := p.err
 		p.mu.Unlock()
 		return dst, err
 	}
 	ask := p.hold(s, seq)
-	release := p.held && len(kept) == 0
+	release := p.held && len(p.early) == 0
 	p.mu.Unlock()
 	if ask {
 		p.watch()
@@ -238,16 +236,13 @@ func (p *Plane) AttachMessages(keys []Key, s Sink, dst []transport.Frame) ([]tra
 		p.msgs = &messages{}
 	}
 	m := p.msgs
-	kept := m.early[:0]
-	for _, f := range m.early {
-		if slices.Contains(keys, KeyOf(f.Header)) {
-			dst = append(dst, f)
-		} else {
-			kept = append(kept, f)
+	m.early = slices.DeleteFunc(m.early, func(f transport.Frame) bool {
+		if !slices.Contains(keys, KeyOf(f.Header)) {
+			return false
 		}
-	}
-	clear(m.early[len(kept):])
-	m.early = kept
+		dst = append(dst, f)
+		return true
+	})
 	if p.err != nil {
 		err := p.err
 		p.mu.Unlock()

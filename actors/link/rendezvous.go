@@ -98,7 +98,7 @@ func (p *Plane) takeOffer(h transport.Header) (offer, bool) {
 		return offer{}, false
 	}
 	o := p.offers[i]
-	p.offers = deleteAt(p.offers, i)
+	p.offers = slices.Delete(p.offers, i, i+1)
 	return o, true
 }
 

@@ -1,6 +1,8 @@
 package link
 
 import (
+	"slices"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/gocomms/gocomms/transport"
@@ -53,7 +55,7 @@ func (rt *routing) take(key Key) (to *actor.PID, ok, ended bool) {
 				return to, true, false
 			}
 			if r.left--; r.left == 0 {
-				rt.routes = deleteAt(rt.routes, i)
+				rt.routes = slices.Delete(rt.routes, i, i+1)
 				ended = true
 			}
 			return to, true, ended
@@ -78,7 +80,7 @@ func (rt *routing) add(key Key, to *actor.PID, frames int) []transport.Frame {
 		taken, s.frames = all[:n:n], s.frames[n:]
 		if len(s.frames) == 0 {
 			rt.spareArray(all)
-			rt.stash = deleteAt(rt.stash, i)
+			rt.stash = slices.Delete(rt.stash, i, i+1)
 		}
 	}
 	if left := frames - len(taken); frames < 0 || left > 0 {
@@ -129,7 +131,7 @@ func (rt *routing) unroute(key Key) {
 	}
 	for i := range rt.routes {
 		if rt.routes[i].key == key {
-			rt.routes = deleteAt(rt.routes, i)
+			rt.routes = slices.Delete(rt.routes, i, i+1)
 			return
 		}
 	}
@@ -173,27 +175,15 @@ func (rt *routing) discard(drop func(Key) bool) {
 	if rt == nil {
 		return
 	}
-	kept := rt.stash[:0]
-	for _, s := range rt.stash {
+	rt.stash = slices.DeleteFunc(rt.stash, func(s stashed) bool {
 		if !drop(s.key) {
-			kept = append(kept, s)
-			continue
+			return false
 		}
 		for _, f := range s.frames {
 			transport.Release(f)
 		}
 		clear(s.frames)
 		rt.spareArray(s.frames)
-	}
-	clear(rt.stash[len(kept):])
-	rt.stash = kept
-}
-
-// deleteAt removes element i, keeping the order of the rest, and clears
-// the freed slot so that nothing it pointed to is kept alive.
-func deleteAt[T any](s []T, i int) []T {
-	copy(s[i:], s[i+1:])
-	var zero T
-	s[len(s)-1] = zero
-	return s[:len(s)-1]
+		return true
+	})
 }

@@ -145,17 +145,14 @@ func (s *Strays) drop(i int) bool {
 func (p *Plane) answerStrays(o outcome) {
 	var stray []transport.Header
 	p.mu.Lock()
-	kept := p.early[:0]
-	for _, f := range p.early {
-		if f.Header.Seq == o.seq {
-			stray = append(stray, f.Header)
-			transport.Release(f)
-		} else {
-			kept = append(kept, f)
+	p.early = slices.DeleteFunc(p.early, func(f transport.Frame) bool {
+		if f.Header.Seq != o.seq {
+			return false
 		}
-	}
-	clear(p.early[len(kept):])
-	p.early = kept
+		stray = append(stray, f.Header)
+		transport.Release(f)
+		return true
+	})
 	p.mu.Unlock()
 	for _, h := range stray {
 		p.strays.Report(p.Peer(), h, o.sig, o.failure)

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,13 +87,7 @@ type budget struct {
 // fail records a failure at now and says whether to restart, and after how long.
 func (b *budget) fail(now time.Time) (restart bool, delay time.Duration) {
 	if w := b.policy.Window; w > 0 {
-		kept := b.failures[:0]
-		for _, t := range b.failures {
-			if now.Sub(t) < w {
-				kept = append(kept, t)
-			}
-		}
-		b.failures = kept
+		b.failures = slices.DeleteFunc(b.failures, func(t time.Time) bool { return now.Sub(t) >= w })
 	}
 	b.failures = append(b.failures, now)
 	n := len(b.failures)

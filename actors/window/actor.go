@@ -479,15 +479,7 @@ func (w *windowActor) satisfy(m *Wait) bool {
 // signalled completes the waits that slot's new value satisfies, oldest
 // first.
 func (w *windowActor) signalled(slot int) {
-	kept := w.waits[:0]
-	for _, m := range w.waits {
-		if m.Slot == slot && w.satisfy(m) {
-			continue
-		}
-		kept = append(kept, m)
-	}
-	clear(w.waits[len(kept):])
-	w.waits = kept
+	w.waits = slices.DeleteFunc(w.waits, func(m *Wait) bool { return m.Slot == slot && w.satisfy(m) })
 }
 
 func (w *windowActor) cancelWait(m *CancelWait) {

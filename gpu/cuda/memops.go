@@ -1,6 +1,6 @@
 package cuda
 
-import "strconv"
+import "github.com/gocomms/gocomms/internal/names"
 
 // WaitCond is the condition Stream.WaitValue32 and WaitValue64 wait for,
 // between the word w in device memory and the value v; its values are the
@@ -20,17 +20,7 @@ const (
 )
 
 func (c WaitCond) String() string {
-	switch c {
-	case WaitGEQ:
-		return "GEQ"
-	case WaitEQ:
-		return "EQ"
-	case WaitAnd:
-		return "AND"
-	case WaitNor:
-		return "NOR"
-	}
-	return "WaitCond(" + strconv.FormatUint(uint64(c), 10) + ")"
+	return names.Of(c, "WaitCond", []string{WaitGEQ: "GEQ", WaitEQ: "EQ", WaitAnd: "AND", WaitNor: "NOR"})
 }
 
 // WriteValue32 queues a write of v to the 4-byte word of m at offset off,

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/gocomms/gocomms/internal/names"
 )
 
 // Version is the protocol dialect a Client speaks.
@@ -22,15 +24,7 @@ const (
 )
 
 func (v Version) String() string {
-	switch v {
-	case VersionAuto:
-		return "auto"
-	case Version1:
-		return "1.x"
-	case Version2:
-		return "2.x"
-	}
-	return fmt.Sprintf("Version(%d)", int(v))
+	return names.Of(v, "Version", []string{VersionAuto: "auto", Version1: "1.x", Version2: "2.x"})
 }
 
 // Limits bounds what a Server accepts: one request, what one connection

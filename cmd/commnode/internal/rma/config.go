@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/cmd/commnode/internal/sweep"
+	"github.com/gocomms/gocomms/internal/names"
 )
 
 // Op is a one-sided operation the bench times.
@@ -33,12 +34,7 @@ var Ops = []Op{Put, PutPipelined, Get, FetchAndOp, CompareAndSwap}
 
 func (o Op) valid() bool { return o >= Put && o <= CompareAndSwap }
 
-func (o Op) String() string {
-	if !o.valid() {
-		return fmt.Sprintf("op(%d)", uint8(o))
-	}
-	return opNames[o]
-}
+func (o Op) String() string { return names.Of(o, "op", opNames[:]) }
 
 // MarshalText writes the op's name, for the JSON lines.
 func (o Op) MarshalText() ([]byte, error) {
