@@ -199,16 +199,11 @@ func TestAbortWakesAnOperationOffTheActors(t *testing.T) {
 				return errors.New("the all-reduce did not run off the actors")
 			}
 		}
-		time.Sleep(20 * time.Millisecond) // it waits for rank 1 now
-		start := time.Now()
 		c.Abort(errors.New("test aborts"))
 		select {
 		case err := <-ended:
 			if !errors.Is(err, gocomms.ErrAborted) {
 				return fmt.Errorf("all-reduce ended with %v, want ErrAborted", err)
-			}
-			if took := time.Since(start); took > time.Second {
-				return fmt.Errorf("abort took %v to end the all-reduce", took)
 			}
 			return nil
 		case <-time.After(10 * time.Second):

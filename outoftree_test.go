@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,12 +64,22 @@ func TestOutOfTreeBarrier(t *testing.T) {
 	for n := 1; n <= 5; n++ {
 		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
 			var entered atomic.Int32
+			// othersIn[round] closes once every rank but the round's last
+			// has entered its barrier.
+			othersIn := make([]chan struct{}, 4)
+			for round := range othersIn {
+				othersIn[round] = make(chan struct{})
+			}
 			runLoopback(t, n, func(ctx context.Context, c *gocomms.Comm) error {
 				for round := 1; round <= 3; round++ {
-					if c.Rank() == round%n {
-						time.Sleep(10 * time.Millisecond)
+					if n == 1 {
+						entered.Add(1)
+					} else if c.Rank() == round%n {
+						<-othersIn[round]
+						entered.Add(1)
+					} else if entered.Add(1) == int32(round*n-1) {
+						close(othersIn[round])
 					}
-					entered.Add(1)
 					if err := c.Barrier(ctx); err != nil {
 						return err
 					}
@@ -138,13 +149,20 @@ func TestOutOfTreeAsync(t *testing.T) {
 // TestOutOfTreeWorkWaitsForItsPeer checks that a receive stays pending
 // until its peer sends, and that Finalize waits for it.
 func TestOutOfTreeWorkWaitsForItsPeer(t *testing.T) {
-	checked := make(chan struct{})
+	checked, finalizing := make(chan struct{}), make(chan struct{})
 	runLoopback(t, 2, func(ctx context.Context, c *gocomms.Comm) error {
 		if c.Rank() == 1 {
 			<-checked
-			time.Sleep(20 * time.Millisecond)
+			<-finalizing
 			return c.Send(ctx, gocomms.FromSlice([]float64{2.5}), 0)
 		}
+		var once sync.Once
+		c.RegisterPreHook(func(op *gocomms.Op) error {
+			if op.Name == gocomms.OpFinalize {
+				once.Do(func() { close(finalizing) })
+			}
+			return nil
+		})
 		got := []float64{0}
 		w := c.RecvAsync(gocomms.FromSlice(got), 1)
 		select {
