@@ -92,6 +92,24 @@ func floatScalar[T float32 | float64]() scalar[T] {
 	}
 }
 
+type half interface {
+	F16 | BF16
+	Float64() float64
+	IsNaN() bool
+}
+
+// halfScalar converts float64 and int64 through float32 rounded to odd, so
+// that they round once to the 16-bit format.
+func halfScalar[T half](fromFloat32 func(float32) T) scalar[T] {
+	return scalar[T]{
+		toFloat:   func(h T) float64 { return h.Float64() },
+		toInt:     func(h T) int64 { return floatToInt64(h.Float64()) },
+		fromFloat: func(v float64) T { return fromFloat32(float32RoundOdd(v)) },
+		fromInt:   func(v int64) T { return fromFloat32(float32RoundOddInt(v)) },
+		isNaN:     func(h T) bool { return h.IsNaN() },
+	}
+}
+
 // boolByte is 1 for true: the byte a Go bool true is stored as.
 func boolByte(b bool) uint8 {
 	if b {
@@ -108,32 +126,18 @@ var accessors = [numDTypes]access{
 		fromFloat: func(v float64) uint8 { return boolByte(v != 0) },
 		fromInt:   func(v int64) uint8 { return boolByte(v != 0) },
 	}.access(),
-	Int8:   intScalar(wrapFloat[int8]).access(),
-	Int16:  intScalar(wrapFloat[int16]).access(),
-	Int32:  intScalar(wrapFloat[int32]).access(),
-	Int64:  intScalar(wrapFloat[int64]).access(),
-	Uint8:  intScalar(wrapFloat[uint8]).access(),
-	Uint16: intScalar(wrapFloat[uint16]).access(),
-	Uint32: intScalar(wrapFloat[uint32]).access(),
-	Uint64: intScalar(floatToUint64).access(),
-	// The 16-bit floats convert through float32 rounded to odd, so that
-	// float64 and int64 values round once.
-	Float16: scalar[F16]{
-		toFloat:   F16.Float64,
-		toInt:     func(h F16) int64 { return floatToInt64(h.Float64()) },
-		fromFloat: Float16FromFloat64,
-		fromInt:   func(v int64) F16 { return Float16FromFloat32(float32RoundOddInt(v)) },
-		isNaN:     F16.IsNaN,
-	}.access(),
-	BFloat16: scalar[BF16]{
-		toFloat:   BF16.Float64,
-		toInt:     func(b BF16) int64 { return floatToInt64(b.Float64()) },
-		fromFloat: BFloat16FromFloat64,
-		fromInt:   func(v int64) BF16 { return BFloat16FromFloat32(float32RoundOddInt(v)) },
-		isNaN:     BF16.IsNaN,
-	}.access(),
-	Float32: floatScalar[float32]().access(),
-	Float64: floatScalar[float64]().access(),
+	Int8:     intScalar(wrapFloat[int8]).access(),
+	Int16:    intScalar(wrapFloat[int16]).access(),
+	Int32:    intScalar(wrapFloat[int32]).access(),
+	Int64:    intScalar(wrapFloat[int64]).access(),
+	Uint8:    intScalar(wrapFloat[uint8]).access(),
+	Uint16:   intScalar(wrapFloat[uint16]).access(),
+	Uint32:   intScalar(wrapFloat[uint32]).access(),
+	Uint64:   intScalar(floatToUint64).access(),
+	Float16:  halfScalar(Float16FromFloat32).access(),
+	BFloat16: halfScalar(BFloat16FromFloat32).access(),
+	Float32:  floatScalar[float32]().access(),
+	Float64:  floatScalar[float64]().access(),
 }
 
 // at checks i and returns t's accessors.
