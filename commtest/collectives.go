@@ -200,11 +200,17 @@ func uniform(n, count int) []int {
 // vCount is rank q's element count in the V forms.
 func vCount(count, q int) int { return count + q%3 }
 
-func reduceScatter(ctx context.Context, c *gocomms.Comm, x *call) error {
-	inputs := make([]*gocomms.Tensor, x.size)
-	for b := range inputs {
-		inputs[b] = x.fill(x.rank, b, x.Count)
+// perRank returns one tensor per rank, tensor q made by mk(q).
+func (x *call) perRank(mk func(q int) *gocomms.Tensor) []*gocomms.Tensor {
+	ts := make([]*gocomms.Tensor, x.size)
+	for q := range ts {
+		ts[q] = mk(q)
 	}
+	return ts
+}
+
+func reduceScatter(ctx context.Context, c *gocomms.Comm, x *call) error {
+	inputs := x.perRank(func(b int) *gocomms.Tensor { return x.fill(x.rank, b, x.Count) })
 	out := x.tensor(x.Count)
 	if err := c.ReduceScatter(ctx, out, inputs, x.Op); err != nil {
 		return x.failed(err)
@@ -221,10 +227,7 @@ func reduceScatterSingle(ctx context.Context, c *gocomms.Comm, x *call) error {
 }
 
 func reduceScatterV(ctx context.Context, c *gocomms.Comm, x *call) error {
-	inputs := make([]*gocomms.Tensor, x.size)
-	for b := range inputs {
-		inputs[b] = x.fill(x.rank, b, vCount(x.Count, b))
-	}
+	inputs := x.perRank(func(b int) *gocomms.Tensor { return x.fill(x.rank, b, vCount(x.Count, b)) })
 	out := x.tensor(vCount(x.Count, x.rank))
 	if err := c.ReduceScatterV(ctx, out, inputs, x.Op); err != nil {
 		return x.failed(err)
@@ -241,10 +244,21 @@ func broadcast(ctx context.Context, c *gocomms.Comm, x *call) error {
 	return x.copied(fmt.Sprintf("output from root %d", root), t, root, 0)
 }
 
-// gathered checks that outs[q] holds rank q's block 0.
-func (x *call) gathered(outs []*gocomms.Tensor) error {
+// gathered checks that outs[q] holds rank q's block b.
+func (x *call) gathered(outs []*gocomms.Tensor, b int) error {
 	for q, o := range outs {
-		if err := x.copied(fmt.Sprintf("outputs[%d]", q), o, q, 0); err != nil {
+		if err := x.copied(fmt.Sprintf("outputs[%d]", q), o, q, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gatheredSingle checks that out holds each rank's block b of Count
+// elements, in rank order.
+func (x *call) gatheredSingle(out *gocomms.Tensor, b int) error {
+	for q := range x.size {
+		if err := x.copiedAt(fmt.Sprintf("block %d", q), out, q*x.Count, x.Count, q, b); err != nil {
 			return err
 		}
 	}
@@ -252,14 +266,11 @@ func (x *call) gathered(outs []*gocomms.Tensor) error {
 }
 
 func allGather(ctx context.Context, c *gocomms.Comm, x *call) error {
-	outs := make([]*gocomms.Tensor, x.size)
-	for q := range outs {
-		outs[q] = x.tensor(x.Count)
-	}
+	outs := x.perRank(func(int) *gocomms.Tensor { return x.tensor(x.Count) })
 	if err := c.AllGather(ctx, outs, x.fill(x.rank, 0, x.Count)); err != nil {
 		return x.failed(err)
 	}
-	return x.gathered(outs)
+	return x.gathered(outs, 0)
 }
 
 func allGatherSingle(ctx context.Context, c *gocomms.Comm, x *call) error {
@@ -267,40 +278,24 @@ func allGatherSingle(ctx context.Context, c *gocomms.Comm, x *call) error {
 	if err := c.AllGatherSingle(ctx, out, x.fill(x.rank, 0, x.Count)); err != nil {
 		return x.failed(err)
 	}
-	for q := range x.size {
-		if err := x.copiedAt(fmt.Sprintf("block %d", q), out, q*x.Count, x.Count, q, 0); err != nil {
-			return err
-		}
-	}
-	return nil
+	return x.gatheredSingle(out, 0)
 }
 
 func allGatherV(ctx context.Context, c *gocomms.Comm, x *call) error {
-	outs := make([]*gocomms.Tensor, x.size)
-	for q := range outs {
-		outs[q] = x.tensor(vCount(x.Count, q))
-	}
+	outs := x.perRank(func(q int) *gocomms.Tensor { return x.tensor(vCount(x.Count, q)) })
 	if err := c.AllGatherV(ctx, outs, x.fill(x.rank, 0, vCount(x.Count, x.rank))); err != nil {
 		return x.failed(err)
 	}
-	return x.gathered(outs)
+	return x.gathered(outs, 0)
 }
 
 func allToAll(ctx context.Context, c *gocomms.Comm, x *call) error {
-	ins, outs := make([]*gocomms.Tensor, x.size), make([]*gocomms.Tensor, x.size)
-	for q := range ins {
-		ins[q] = x.fill(x.rank, q, x.Count)
-		outs[q] = x.tensor(x.Count)
-	}
+	ins := x.perRank(func(q int) *gocomms.Tensor { return x.fill(x.rank, q, x.Count) })
+	outs := x.perRank(func(int) *gocomms.Tensor { return x.tensor(x.Count) })
 	if err := c.AllToAll(ctx, outs, ins); err != nil {
 		return x.failed(err)
 	}
-	for q, o := range outs {
-		if err := x.copied(fmt.Sprintf("outputs[%d]", q), o, q, x.rank); err != nil {
-			return err
-		}
-	}
-	return nil
+	return x.gathered(outs, x.rank)
 }
 
 func allToAllSingle(ctx context.Context, c *gocomms.Comm, x *call) error {
@@ -308,12 +303,7 @@ func allToAllSingle(ctx context.Context, c *gocomms.Comm, x *call) error {
 	if err := c.AllToAllSingle(ctx, out, x.packed(x.rank, uniform(x.size, x.Count), 0, 0)); err != nil {
 		return x.failed(err)
 	}
-	for q := range x.size {
-		if err := x.copiedAt(fmt.Sprintf("block %d", q), out, q*x.Count, x.Count, q, x.rank); err != nil {
-			return err
-		}
-	}
-	return nil
+	return x.gatheredSingle(out, x.rank)
 }
 
 // split is how many elements rank from sends to rank to in all_to_all_v.
@@ -350,15 +340,12 @@ func gather(ctx context.Context, c *gocomms.Comm, x *call) error {
 	root := x.root()
 	var outs []*gocomms.Tensor
 	if x.rank == root {
-		outs = make([]*gocomms.Tensor, x.size)
-		for q := range outs {
-			outs[q] = x.tensor(x.Count)
-		}
+		outs = x.perRank(func(int) *gocomms.Tensor { return x.tensor(x.Count) })
 	}
 	if err := c.Gather(ctx, outs, x.fill(x.rank, 0, x.Count), root); err != nil {
 		return x.failed(err)
 	}
-	return x.gathered(outs)
+	return x.gathered(outs, 0)
 }
 
 func gatherSingle(ctx context.Context, c *gocomms.Comm, x *call) error {
@@ -373,22 +360,14 @@ func gatherSingle(ctx context.Context, c *gocomms.Comm, x *call) error {
 	if x.rank != root {
 		return nil
 	}
-	for q := range x.size {
-		if err := x.copiedAt(fmt.Sprintf("block %d", q), out, q*x.Count, x.Count, q, 0); err != nil {
-			return err
-		}
-	}
-	return nil
+	return x.gatheredSingle(out, 0)
 }
 
 func scatter(ctx context.Context, c *gocomms.Comm, x *call) error {
 	root := x.root()
 	var ins []*gocomms.Tensor
 	if x.rank == root {
-		ins = make([]*gocomms.Tensor, x.size)
-		for q := range ins {
-			ins[q] = x.fill(root, q, x.Count)
-		}
+		ins = x.perRank(func(q int) *gocomms.Tensor { return x.fill(root, q, x.Count) })
 	}
 	out := x.tensor(x.Count)
 	if err := c.Scatter(ctx, out, ins, root); err != nil {

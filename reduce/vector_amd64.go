@@ -68,49 +68,31 @@ func (m kernelSet) add(k Kind, f kernel, unit int, dts ...tensor.DType) {
 // portable loop's).
 func avx2Kernels() kernelSet {
 	m := kernelSet{}
-	m.add(Sum, addF32, 4, tensor.Float32)
-	m.add(Product, mulF32, 4, tensor.Float32)
-	m.add(Min, minF32, 32, tensor.Float32)
-	m.add(Max, maxF32, 32, tensor.Float32)
-	m.add(Sum, addF64, 8, tensor.Float64)
-	m.add(Product, mulF64, 8, tensor.Float64)
-	m.add(Min, minF64, 32, tensor.Float64)
-	m.add(Max, maxF64, 32, tensor.Float64)
-	m.add(Sum, addBF16, 16, tensor.BFloat16)
-	m.add(Product, mulBF16, 16, tensor.BFloat16)
-	m.add(Min, minBF16, 32, tensor.BFloat16)
-	m.add(Max, maxBF16, 32, tensor.BFloat16)
+	m.addArith(tensor.Float32, 4, addF32, mulF32, minF32, maxF32)
+	m.addArith(tensor.Float64, 8, addF64, mulF64, minF64, maxF64)
+	m.addArith(tensor.BFloat16, 16, addBF16, mulBF16, minBF16, maxBF16)
 	if hasF16C {
-		m.add(Sum, addF16, 16, tensor.Float16)
-		m.add(Product, mulF16, 16, tensor.Float16)
-		m.add(Min, minF16, 32, tensor.Float16)
-		m.add(Max, maxF16, 32, tensor.Float16)
+		m.addArith(tensor.Float16, 16, addF16, mulF16, minF16, maxF16)
 	}
-	m.add(Sum, addI8, 32, tensor.Int8, tensor.Uint8)
-	m.add(Sum, addI16, 32, tensor.Int16, tensor.Uint16)
-	m.add(Sum, addI32, 32, tensor.Int32, tensor.Uint32)
-	m.add(Sum, addI64, 32, tensor.Int64, tensor.Uint64)
-	m.add(Product, mulI8, 32, tensor.Int8, tensor.Uint8)
-	m.add(Product, mulI16, 32, tensor.Int16, tensor.Uint16)
-	m.add(Product, mulI32, 32, tensor.Int32, tensor.Uint32)
-	m.add(Product, mulI64, 32, tensor.Int64, tensor.Uint64)
-	m.add(Min, minS8, 32, tensor.Int8)
-	m.add(Min, minS16, 32, tensor.Int16)
-	m.add(Min, minS32, 32, tensor.Int32)
-	m.add(Min, minS64, 32, tensor.Int64)
-	m.add(Max, maxS8, 32, tensor.Int8)
-	m.add(Max, maxS16, 32, tensor.Int16)
-	m.add(Max, maxS32, 32, tensor.Int32)
-	m.add(Max, maxS64, 32, tensor.Int64)
-	m.add(Min, minU8, 32, tensor.Uint8)
-	m.add(Min, minU16, 32, tensor.Uint16)
-	m.add(Min, minU32, 32, tensor.Uint32)
-	m.add(Min, minU64, 32, tensor.Uint64)
-	m.add(Max, maxU8, 32, tensor.Uint8)
-	m.add(Max, maxU16, 32, tensor.Uint16)
-	m.add(Max, maxU32, 32, tensor.Uint32)
-	m.add(Max, maxU64, 32, tensor.Uint64)
+	m.addArith(tensor.Int8, 32, addI8, mulI8, minS8, maxS8)
+	m.addArith(tensor.Int16, 32, addI16, mulI16, minS16, maxS16)
+	m.addArith(tensor.Int32, 32, addI32, mulI32, minS32, maxS32)
+	m.addArith(tensor.Int64, 32, addI64, mulI64, minS64, maxS64)
+	// Wrapping sums and products are the same bits signed or unsigned.
+	m.addArith(tensor.Uint8, 32, addI8, mulI8, minU8, maxU8)
+	m.addArith(tensor.Uint16, 32, addI16, mulI16, minU16, maxU16)
+	m.addArith(tensor.Uint32, 32, addI32, mulI32, minU32, maxU32)
+	m.addArith(tensor.Uint64, 32, addI64, mulI64, minU64, maxU64)
 	return m
+}
+
+// addArith adds dt's Sum and Product kernels, which take unit bytes at
+// least, and its Min and Max kernels, which take a whole vector.
+func (m kernelSet) addArith(dt tensor.DType, unit int, sum, product, lo, hi kernel) {
+	m.add(Sum, sum, unit, dt)
+	m.add(Product, product, unit, dt)
+	m.add(Min, lo, 32, dt)
+	m.add(Max, hi, 32, dt)
 }
 
 // avx512Kernels are the AVX-512 kernels that measured faster than the

@@ -10,18 +10,13 @@ import (
 )
 
 func testSetGet(t *testing.T, s store.Store) {
-	mustSet(t, s, "k", "v1")
-	wantGet(t, s, "k", "v1")
-	mustSet(t, s, "k", "v2")
-	wantGet(t, s, "k", "v2")
+	setGet(t, s, "k", "v1")
+	setGet(t, s, "k", "v2")
 
 	// Empty and binary values are values like any other.
-	mustSet(t, s, "empty", "")
-	wantGet(t, s, "empty", "")
+	setGet(t, s, "empty", "")
 	wantCheck(t, s, true, "empty")
-	binary := string([]byte{0, 1, 0xff, 0, '/', '\n'})
-	mustSet(t, s, "binary", binary)
-	wantGet(t, s, "binary", binary)
+	setGet(t, s, "binary", string([]byte{0, 1, 0xff, 0, '/', '\n'}))
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
 	if err := s.Set(testContext(t), "big", big); err != nil {
 		t.Fatalf("Set of 1 MiB: %v", err)
@@ -29,10 +24,15 @@ func testSetGet(t *testing.T, s store.Store) {
 	wantGet(t, s, "big", string(big))
 
 	// Keys are opaque: slashes and odd bytes are fine.
-	mustSet(t, s, "a/b/c", "slashes")
-	wantGet(t, s, "a/b/c", "slashes")
-	mustSet(t, s, "\x00 key", "odd")
-	wantGet(t, s, "\x00 key", "odd")
+	setGet(t, s, "a/b/c", "slashes")
+	setGet(t, s, "\x00 key", "odd")
+}
+
+// setGet sets key to value and reads it back.
+func setGet(t *testing.T, s store.Store, key, value string) {
+	t.Helper()
+	mustSet(t, s, key, value)
+	wantGet(t, s, key, value)
 }
 
 func testEmptyKey(t *testing.T, s store.Store) {

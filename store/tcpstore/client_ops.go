@@ -8,21 +8,33 @@ import (
 // Get waits for key with WAIT, then reads it with GET, as PyTorch's
 // clients do.
 func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
-	var v []byte
-	err := c.call(ctx, "get", []string{key}, func(cc *clientConn) error {
+	return callFor(c, ctx, "get", []string{key}, func(cc *clientConn) ([]byte, error) {
 		if err := cc.wait([]string{key}); err != nil {
-			return err
+			return nil, err
 		}
 		cc.query(opGet)
 		cc.enc.str(key)
-		if err := cc.send(); err != nil {
-			return err
-		}
-		var err error
-		v, err = cc.dec.value()
+		return exchange(cc, (*decoder).value)
+	})
+}
+
+// callFor is Client.call for an exchange that returns a reply.
+func callFor[T any](c *Client, ctx context.Context, op string, keys []string, exchange func(*clientConn) (T, error)) (T, error) {
+	var v T
+	err := c.call(ctx, op, keys, func(cc *clientConn) (err error) {
+		v, err = exchange(cc)
 		return err
 	})
 	return v, err
+}
+
+// exchange sends the request encoded so far and reads its reply.
+func exchange[T any](cc *clientConn, read func(*decoder) (T, error)) (T, error) {
+	if err := cc.send(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return read(&cc.dec)
 }
 
 // Set sends SET, which has no reply: a server that rejects it closes the
@@ -37,28 +49,18 @@ func (c *Client) Set(ctx context.Context, key string, value []byte) error {
 }
 
 func (c *Client) Add(ctx context.Context, key string, delta int64) (int64, error) {
-	var n int64
-	err := c.call(ctx, "add", []string{key}, func(cc *clientConn) error {
+	return callFor(c, ctx, "add", []string{key}, func(cc *clientConn) (int64, error) {
 		cc.query(opAdd)
 		cc.enc.str(key)
 		cc.enc.i64(delta)
-		if err := cc.send(); err != nil {
-			return err
-		}
-		var err error
-		n, err = cc.dec.i64()
-		return err
+		return exchange(cc, (*decoder).i64)
 	})
-	return n, err
 }
 
 func (c *Client) CompareSet(ctx context.Context, key string, expected, desired []byte) ([]byte, error) {
-	var v []byte
-	err := c.call(ctx, "compare-set", []string{key}, func(cc *clientConn) (err error) {
-		v, err = cc.compareSet(key, expected, desired)
-		return err
+	return callFor(c, ctx, "compare-set", []string{key}, func(cc *clientConn) ([]byte, error) {
+		return cc.compareSet(key, expected, desired)
 	})
-	return v, err
 }
 
 func (cc *clientConn) compareSet(key string, expected, desired []byte) ([]byte, error) {
@@ -66,40 +68,27 @@ func (cc *clientConn) compareSet(key string, expected, desired []byte) ([]byte, 
 	cc.enc.str(key)
 	cc.enc.bytes(expected)
 	cc.enc.bytes(desired)
-	if err := cc.send(); err != nil {
-		return nil, err
-	}
-	return cc.dec.value()
+	return exchange(cc, (*decoder).value)
 }
 
 func (c *Client) Delete(ctx context.Context, key string) (bool, error) {
-	var erased int64
-	err := c.call(ctx, "delete", []string{key}, func(cc *clientConn) error {
+	erased, err := callFor(c, ctx, "delete", []string{key}, func(cc *clientConn) (int64, error) {
 		cc.query(opDeleteKey)
 		cc.enc.str(key)
-		if err := cc.send(); err != nil {
-			return err
-		}
-		var err error
-		erased, err = cc.dec.i64()
-		return err
+		return exchange(cc, (*decoder).i64)
 	})
 	return erased == 1, err
 }
 
 func (c *Client) Check(ctx context.Context, keys ...string) (bool, error) {
-	var answer byte
-	err := c.call(ctx, "check", keys, func(cc *clientConn) error {
+	answer, err := callFor(c, ctx, "check", keys, func(cc *clientConn) (byte, error) {
 		cc.query(opCheck)
 		cc.enc.keys(keys)
-		if err := cc.send(); err != nil {
-			return err
-		}
-		var err error
-		if answer, err = cc.dec.u8(); err == nil && answer != ready && answer != notReady {
+		answer, err := exchange(cc, (*decoder).u8)
+		if err == nil && answer != ready && answer != notReady {
 			err = fmt.Errorf("CHECK replied %#x", answer)
 		}
-		return err
+		return answer, err
 	})
 	return answer == ready && err == nil, err
 }
@@ -109,17 +98,10 @@ func (c *Client) Wait(ctx context.Context, keys ...string) error {
 }
 
 func (c *Client) NumKeys(ctx context.Context) (int64, error) {
-	var n int64
-	err := c.call(ctx, "num-keys", nil, func(cc *clientConn) error {
+	return callFor(c, ctx, "num-keys", nil, func(cc *clientConn) (int64, error) {
 		cc.query(opNumKeys)
-		if err := cc.send(); err != nil {
-			return err
-		}
-		var err error
-		n, err = cc.dec.i64()
-		return err
+		return exchange(cc, (*decoder).i64)
 	})
-	return n, err
 }
 
 // Append sends APPEND, which has no reply, in 2.x; in 1.x it is emulated
@@ -139,10 +121,9 @@ func (c *Client) Append(ctx context.Context, key string, value []byte) error {
 // MultiGet waits for all keys with WAIT, then reads them with MULTI_GET in
 // 2.x, or with one GET each, sent together, in 1.x.
 func (c *Client) MultiGet(ctx context.Context, keys ...string) ([][]byte, error) {
-	var values [][]byte
-	err := c.call(ctx, "multi-get", keys, func(cc *clientConn) error {
+	return callFor(c, ctx, "multi-get", keys, func(cc *clientConn) ([][]byte, error) {
 		if err := cc.wait(keys); err != nil {
-			return err
+			return nil, err
 		}
 		if c.proto.version == Version1 {
 			for _, k := range keys {
@@ -154,22 +135,18 @@ func (c *Client) MultiGet(ctx context.Context, keys ...string) ([][]byte, error)
 			cc.enc.keys(keys)
 		}
 		if err := cc.send(); err != nil {
-			return err
+			return nil, err
 		}
-		values = make([][]byte, len(keys))
+		values := make([][]byte, len(keys))
 		for i := range values {
 			v, err := cc.dec.value()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			values[i] = v
 		}
-		return nil
+		return values, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return values, nil
 }
 
 // MultiSet sends MULTI_SET in 2.x, which the server applies as one step,

@@ -164,10 +164,7 @@ func (c *Client) hello(ctx context.Context, cc *clientConn, p proto) error {
 	nonce := rand.Uint32() | 1<<23
 	cc.query(opPing)
 	cc.enc.u32(nonce)
-	if err := cc.send(); err != nil {
-		return err
-	}
-	echo, err := cc.dec.u32()
+	echo, err := exchange(cc, (*decoder).u32)
 	if err != nil {
 		return err
 	}
@@ -184,10 +181,7 @@ func (c *Client) numKeysProbe(ctx context.Context, cc *clientConn) error {
 	defer cc.watch(ctx)()
 	c.presentToken(cc)
 	cc.query(opNumKeys)
-	if err := cc.send(); err != nil {
-		return err
-	}
-	_, err := cc.dec.i64()
+	_, err := exchange(cc, (*decoder).i64)
 	return err
 }
 
