@@ -14,323 +14,141 @@ import (
 
 // AllReduce reduces t across ranks, in place: every rank ends with the result.
 func (c *Comm) AllReduce(ctx context.Context, t *Tensor, op ReduceOp, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.allReduce(&r.op, t, op), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.allReduce(s, t, op) })
 }
 
 // AllReduceAsync is the async form of AllReduce.
 func (c *Comm) AllReduceAsync(t *Tensor, op ReduceOp, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.allReduce(&r.op, t, op), opts)
-}
-
-// roomOp is an Op with room for the counts and tensor lists of a
-// collective, or the message of a send or receive, so that they come with
-// its opRecord: inline for one tensor a side, else in blocks, whose room
-// lasts across uses; a caller's list of tensors is used as it is.
-type roomOp struct {
-	Op
-	count   [1]int
-	in, out [1]*Tensor
-	msg     [1]P2P
-	blocks  blockRoom
-}
-
-// blockRoom holds the counts of a collective over blocks of its tensors,
-// and views of those blocks.
-type blockRoom struct {
-	counts []int
-	views  []Tensor
-	ptrs   []*Tensor // &views[i]
-}
-
-// room returns room for n block views and pointers to them.
-func (b *blockRoom) room(n int) ([]Tensor, []*Tensor) {
-	b.views, b.ptrs = resize(b.views, n), resize(b.ptrs, n)
-	return b.views, b.ptrs
-}
-
-// clear empties b, keeping its capacity but no tensor alive.
-func (b *blockRoom) clear() {
-	clear(b.views)
-	clear(b.ptrs)
-	b.counts, b.views, b.ptrs = b.counts[:0], b.views[:0], b.ptrs[:0]
-}
-
-// clear empties s for reuse, keeping no tensor alive.
-func (s *roomOp) clear() {
-	b := s.blocks
-	b.clear()
-	*s = roomOp{blocks: b}
-}
-
-// counts sets the Op's Counts to n alone.
-func (s *roomOp) counts(n int) {
-	s.count[0] = n
-	s.Counts = s.count[:]
-}
-
-// inputs sets the Op's Inputs to t alone.
-func (s *roomOp) inputs(t *Tensor) {
-	s.in[0] = t
-	s.Inputs = s.in[:]
-}
-
-// outputs sets the Op's Outputs to t alone.
-func (s *roomOp) outputs(t *Tensor) {
-	s.out[0] = t
-	s.Outputs = s.out[:]
+	return c.startLaid(opts, func(s *roomOp) error { return c.allReduce(s, t, op) })
 }
 
 func (c *Comm) allReduce(s *roomOp, t *Tensor, op ReduceOp) error {
-	s.Op = Op{Name: OpAllReduce, Kind: algorithms.AllReduce, Reduce: op, Root: -1, InPlace: true}
-	if err := c.checkTensor("tensor", t); err != nil {
-		return err
-	}
-	s.DType = t.DType()
-	s.counts(t.Numel())
-	s.inputs(t)
-	s.outputs(t)
-	return checkReduce(op, t.DType())
+	return c.whole(s, Op{Name: OpAllReduce, Kind: algorithms.AllReduce, Reduce: op, Root: -1, InPlace: true}, t, asInput|asOutput)
 }
 
 // Reduce reduces t across ranks into root's t. Other ranks' tensors are
 // inputs only and are left unchanged.
 func (c *Comm) Reduce(ctx context.Context, t *Tensor, root int, op ReduceOp, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.reduce(&r.op, t, root, op), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.reduce(s, t, root, op) })
 }
 
 // ReduceAsync is the async form of Reduce.
 func (c *Comm) ReduceAsync(t *Tensor, root int, op ReduceOp, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.reduce(&r.op, t, root, op), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.reduce(s, t, root, op) })
 }
 
 func (c *Comm) reduce(s *roomOp, t *Tensor, root int, op ReduceOp) error {
-	s.Op = Op{Name: OpReduce, Kind: algorithms.Reduce, Reduce: op, Root: root}
-	if err := c.checkRank("root", root); err != nil {
-		return err
+	// The root's tensor is also the output, which the result overwrites.
+	atRoot := c.cfg.Rank == root
+	on := asInput
+	if atRoot {
+		on |= asOutput
 	}
-	if err := c.checkTensor("tensor", t); err != nil {
-		return err
-	}
-	s.DType = t.DType()
-	s.counts(t.Numel())
-	s.inputs(t)
-	if c.cfg.Rank == root {
-		s.outputs(t)
-		s.InPlace = true
-	}
-	return checkReduce(op, t.DType())
+	return c.whole(s, Op{Name: OpReduce, Kind: algorithms.Reduce, Reduce: op, Root: root, InPlace: atRoot}, t, on)
 }
 
 // Broadcast copies root's t into every rank's t.
 func (c *Comm) Broadcast(ctx context.Context, t *Tensor, root int, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.broadcast(&r.op, t, root), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.broadcast(s, t, root) })
 }
 
 // BroadcastAsync is the async form of Broadcast.
 func (c *Comm) BroadcastAsync(t *Tensor, root int, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.broadcast(&r.op, t, root), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.broadcast(s, t, root) })
 }
 
 func (c *Comm) broadcast(s *roomOp, t *Tensor, root int) error {
-	s.Op = Op{Name: OpBroadcast, Kind: algorithms.Broadcast, Root: root}
-	if err := c.checkRank("root", root); err != nil {
-		return err
-	}
-	if err := c.checkTensor("tensor", t); err != nil {
-		return err
-	}
-	s.DType = t.DType()
-	s.counts(t.Numel())
-	s.outputs(t)
-	return nil
+	return c.whole(s, Op{Name: OpBroadcast, Kind: algorithms.Broadcast, Root: root}, t, asOutput)
 }
 
 // AllGather gathers every rank's input into outputs[rank] on every rank.
 func (c *Comm) AllGather(ctx context.Context, outputs []*Tensor, input *Tensor, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.allGather(&r.op, OpAllGather, outputs, input, true), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.allGather(s, OpAllGather, outputs, input, true) })
 }
 
 // AllGatherAsync is the async form of AllGather.
 func (c *Comm) AllGatherAsync(outputs []*Tensor, input *Tensor, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.allGather(&r.op, OpAllGather, outputs, input, true), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.allGather(s, OpAllGather, outputs, input, true) })
 }
 
 // AllGatherV is AllGather where ranks contribute different element counts:
 // outputs[q] has rank q's count, and outputs[rank] input's.
 func (c *Comm) AllGatherV(ctx context.Context, outputs []*Tensor, input *Tensor, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.allGather(&r.op, OpAllGatherV, outputs, input, false), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.allGather(s, OpAllGatherV, outputs, input, false) })
 }
 
 // AllGatherVAsync is the async form of AllGatherV.
 func (c *Comm) AllGatherVAsync(outputs []*Tensor, input *Tensor, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.allGather(&r.op, OpAllGatherV, outputs, input, false), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.allGather(s, OpAllGatherV, outputs, input, false) })
 }
 
 // AllGatherSingle gathers every rank's input into consecutive blocks of
 // output, which holds Size() times input's elements.
 func (c *Comm) AllGatherSingle(ctx context.Context, output, input *Tensor, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.allGatherSingle(&r.op, output, input), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.allGatherSingle(s, output, input) })
 }
 
 // AllGatherSingleAsync is the async form of AllGatherSingle.
 func (c *Comm) AllGatherSingleAsync(output, input *Tensor, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.allGatherSingle(&r.op, output, input), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.allGatherSingle(s, output, input) })
 }
 
 func (c *Comm) allGather(s *roomOp, name OpName, outputs []*Tensor, input *Tensor, uniform bool) error {
-	s.Op = Op{Name: name, Kind: algorithms.AllGather, Root: -1}
-	if err := c.checkTensor("input", input); err != nil {
-		return err
-	}
-	s.DType = input.DType()
-	if err := c.checkTensors("outputs", outputs, c.cfg.Size, s.DType); err != nil {
-		return err
-	}
-	s.blocks.counts = numelsInto(s.blocks.counts, outputs)
-	s.Counts = s.blocks.counts
-	for q, n := range s.Counts {
-		if (uniform || q == c.cfg.Rank) && n != input.Numel() {
-			return commerr.Invalid("outputs[%d] has %d elements, input %d", q, n, input.Numel())
-		}
-	}
-	s.inputs(input)
-	s.Outputs = outputs
-	return nil
+	return c.blocks(s, blocked{op: Op{Name: name, Kind: algorithms.AllGather, Root: -1}, mine: input, gathers: true, list: outputs, varies: !uniform})
 }
 
 func (c *Comm) allGatherSingle(s *roomOp, output, input *Tensor) error {
-	s.Op = Op{Name: OpAllGatherSingle, Kind: algorithms.AllGather, Root: -1}
-	if err := c.checkTensor("input", input); err != nil {
-		return err
-	}
-	if err := c.checkTensor("output", output); err != nil {
-		return err
-	}
-	s.DType = input.DType()
-	if err := checkSameDType("output", output, s.DType); err != nil {
-		return err
-	}
-	if output.Numel() != c.cfg.Size*input.Numel() {
-		return commerr.Invalid("output has %d elements, want %d ranks × %d", output.Numel(), c.cfg.Size, input.Numel())
-	}
-	s.blocks.counts = repeatInto(s.blocks.counts, input.Numel(), c.cfg.Size)
-	s.Counts = s.blocks.counts
-	s.inputs(input)
-	views, ptrs := s.blocks.room(c.cfg.Size)
-	if err := cut(views, ptrs, output, s.Counts); err != nil {
-		return err
-	}
-	s.Outputs = ptrs
-	return nil
+	return c.blocks(s, blocked{op: Op{Name: OpAllGatherSingle, Kind: algorithms.AllGather, Root: -1}, mine: input, gathers: true, whole: output, single: true})
 }
 
 // ReduceScatter reduces inputs[q] across ranks into rank q's output.
 func (c *Comm) ReduceScatter(ctx context.Context, output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.reduceScatter(&r.op, OpReduceScatter, output, inputs, op, true), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.reduceScatter(s, OpReduceScatter, output, inputs, op, true) })
 }
 
 // ReduceScatterAsync is the async form of ReduceScatter.
 func (c *Comm) ReduceScatterAsync(output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.reduceScatter(&r.op, OpReduceScatter, output, inputs, op, true), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.reduceScatter(s, OpReduceScatter, output, inputs, op, true) })
 }
 
 // ReduceScatterV is ReduceScatter where rank q's block has its own count:
 // inputs[q] has rank q's count, and inputs[rank] output's.
 func (c *Comm) ReduceScatterV(ctx context.Context, output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.reduceScatter(&r.op, OpReduceScatterV, output, inputs, op, false), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.reduceScatter(s, OpReduceScatterV, output, inputs, op, false) })
 }
 
 // ReduceScatterVAsync is the async form of ReduceScatterV.
 func (c *Comm) ReduceScatterVAsync(output *Tensor, inputs []*Tensor, op ReduceOp, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.reduceScatter(&r.op, OpReduceScatterV, output, inputs, op, false), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.reduceScatter(s, OpReduceScatterV, output, inputs, op, false) })
 }
 
 // ReduceScatterSingle reduces consecutive blocks of input across ranks, block
 // q into rank q's output; input holds Size() times output's elements.
 func (c *Comm) ReduceScatterSingle(ctx context.Context, output, input *Tensor, op ReduceOp, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.reduceScatterSingle(&r.op, output, input, op), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.reduceScatterSingle(s, output, input, op) })
 }
 
 // ReduceScatterSingleAsync is the async form of ReduceScatterSingle.
 func (c *Comm) ReduceScatterSingleAsync(output, input *Tensor, op ReduceOp, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.reduceScatterSingle(&r.op, output, input, op), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.reduceScatterSingle(s, output, input, op) })
 }
 
 func (c *Comm) reduceScatter(s *roomOp, name OpName, output *Tensor, inputs []*Tensor, op ReduceOp, uniform bool) error {
-	s.Op = Op{Name: name, Kind: algorithms.ReduceScatter, Reduce: op, Root: -1}
-	if err := c.checkTensor("output", output); err != nil {
-		return err
-	}
-	s.DType = output.DType()
-	if err := c.checkTensors("inputs", inputs, c.cfg.Size, s.DType); err != nil {
-		return err
-	}
-	s.blocks.counts = numelsInto(s.blocks.counts, inputs)
-	s.Counts = s.blocks.counts
-	for q, n := range s.Counts {
-		if (uniform || q == c.cfg.Rank) && n != output.Numel() {
-			return commerr.Invalid("inputs[%d] has %d elements, output %d", q, n, output.Numel())
-		}
-	}
-	s.Inputs = inputs
-	s.outputs(output)
-	return checkReduce(op, s.DType)
+	return c.blocks(s, blocked{op: Op{Name: name, Kind: algorithms.ReduceScatter, Reduce: op, Root: -1}, mine: output, list: inputs, varies: !uniform})
 }
 
 func (c *Comm) reduceScatterSingle(s *roomOp, output, input *Tensor, op ReduceOp) error {
-	s.Op = Op{Name: OpReduceScatterSingle, Kind: algorithms.ReduceScatter, Reduce: op, Root: -1}
-	if err := c.checkTensor("output", output); err != nil {
-		return err
-	}
-	if err := c.checkTensor("input", input); err != nil {
-		return err
-	}
-	s.DType = output.DType()
-	if err := checkSameDType("input", input, s.DType); err != nil {
-		return err
-	}
-	if input.Numel() != c.cfg.Size*output.Numel() {
-		return commerr.Invalid("input has %d elements, want %d ranks × %d", input.Numel(), c.cfg.Size, output.Numel())
-	}
-	s.blocks.counts = repeatInto(s.blocks.counts, output.Numel(), c.cfg.Size)
-	s.Counts = s.blocks.counts
-	views, ptrs := s.blocks.room(c.cfg.Size)
-	if err := cut(views, ptrs, input, s.Counts); err != nil {
-		return err
-	}
-	s.Inputs = ptrs
-	s.outputs(output)
-	return checkReduce(op, s.DType)
+	return c.blocks(s, blocked{op: Op{Name: OpReduceScatterSingle, Kind: algorithms.ReduceScatter, Reduce: op, Root: -1}, mine: output, whole: input, single: true})
 }
 
 // AllToAll sends inputs[q] to rank q, which receives it into outputs[rank].
 func (c *Comm) AllToAll(ctx context.Context, outputs, inputs []*Tensor, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.allToAll(&r.op, outputs, inputs), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.allToAll(s, outputs, inputs) })
 }
 
 // AllToAllAsync is the async form of AllToAll.
 func (c *Comm) AllToAllAsync(outputs, inputs []*Tensor, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.allToAll(&r.op, outputs, inputs), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.allToAll(s, outputs, inputs) })
 }
 
 func (c *Comm) allToAll(s *roomOp, outputs, inputs []*Tensor) error {
@@ -356,26 +174,16 @@ func (c *Comm) allToAll(s *roomOp, outputs, inputs []*Tensor) error {
 // AllToAllSingle splits input into Size() equal blocks and sends block q to
 // rank q, which receives it into block rank of its output.
 func (c *Comm) AllToAllSingle(ctx context.Context, output, input *Tensor, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.allToAllSingle(&r.op, output, input), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.allToAllSingle(s, output, input) })
 }
 
 // AllToAllSingleAsync is the async form of AllToAllSingle.
 func (c *Comm) AllToAllSingleAsync(output, input *Tensor, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.allToAllSingle(&r.op, output, input), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.allToAllSingle(s, output, input) })
 }
 
 func (c *Comm) allToAllSingle(s *roomOp, output, input *Tensor) error {
-	s.Op = Op{Name: OpAllToAllSingle, Kind: algorithms.AllToAll, Root: -1}
-	if err := c.checkTensor("input", input); err != nil {
-		return err
-	}
-	if err := c.checkTensor("output", output); err != nil {
-		return err
-	}
-	s.DType = input.DType()
-	if err := checkSameDType("output", output, s.DType); err != nil {
+	if err := c.pair(s, Op{Name: OpAllToAllSingle, Kind: algorithms.AllToAll, Root: -1}, output, input); err != nil {
 		return err
 	}
 	n := input.Numel()
@@ -390,26 +198,16 @@ func (c *Comm) allToAllSingle(s *roomOp, output, input *Tensor) error {
 // dimension 0), and receives rows from each rank into output as outSplits
 // says. Rank q's inSplits[r] must equal rank r's outSplits[q].
 func (c *Comm) AllToAllV(ctx context.Context, output, input *Tensor, outSplits, inSplits []int, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.allToAllV(&r.op, output, input, outSplits, inSplits), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.allToAllV(s, output, input, outSplits, inSplits) })
 }
 
 // AllToAllVAsync is the async form of AllToAllV.
 func (c *Comm) AllToAllVAsync(output, input *Tensor, outSplits, inSplits []int, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.allToAllV(&r.op, output, input, outSplits, inSplits), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.allToAllV(s, output, input, outSplits, inSplits) })
 }
 
 func (c *Comm) allToAllV(s *roomOp, output, input *Tensor, outSplits, inSplits []int) error {
-	s.Op = Op{Name: OpAllToAllV, Kind: algorithms.AllToAll, Root: -1}
-	if err := c.checkTensor("input", input); err != nil {
-		return err
-	}
-	if err := c.checkTensor("output", output); err != nil {
-		return err
-	}
-	s.DType = input.DType()
-	if err := checkSameDType("output", output, s.DType); err != nil {
+	if err := c.pair(s, Op{Name: OpAllToAllV, Kind: algorithms.AllToAll, Root: -1}, output, input); err != nil {
 		return err
 	}
 	size := c.cfg.Size
@@ -422,6 +220,15 @@ func (c *Comm) allToAllV(s *roomOp, output, input *Tensor, outSplits, inSplits [
 		return err
 	}
 	return c.allToAllBlocks(s, output, input, recv, send)
+}
+
+// pair sets s's Op to op and checks the input and output of an all-to-all
+// over blocks of one tensor a side.
+func (c *Comm) pair(s *roomOp, op Op, output, input *Tensor) error {
+	if err := c.begin(s, op, "input", input); err != nil {
+		return err
+	}
+	return c.checkLike("output", output, "input", s.DType)
 }
 
 // splitElems turns row splits into element counts in elems, one per rank,
@@ -463,137 +270,64 @@ func (c *Comm) allToAllBlocks(s *roomOp, output, input *Tensor, recv, send []int
 // Gather collects every rank's input into root's outputs[rank]. outputs is
 // read on root only.
 func (c *Comm) Gather(ctx context.Context, outputs []*Tensor, input *Tensor, root int, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.gather(&r.op, outputs, input, root), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.gather(s, outputs, input, root) })
 }
 
 // GatherAsync is the async form of Gather.
 func (c *Comm) GatherAsync(outputs []*Tensor, input *Tensor, root int, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.gather(&r.op, outputs, input, root), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.gather(s, outputs, input, root) })
 }
 
 func (c *Comm) gather(s *roomOp, outputs []*Tensor, input *Tensor, root int) error {
-	if err := c.gatherFrom(s, OpGather, input, root); err != nil || c.cfg.Rank != root {
-		return err
-	}
-	if err := c.checkTensors("outputs", outputs, c.cfg.Size, s.DType); err != nil {
-		return err
-	}
-	for q, t := range outputs {
-		if t.Numel() != input.Numel() {
-			return commerr.Invalid("outputs[%d] has %d elements, input %d", q, t.Numel(), input.Numel())
-		}
-	}
-	s.Outputs = outputs
-	return nil
+	return c.blocks(s, blocked{op: Op{Name: OpGather, Kind: algorithms.Gather, Root: root}, mine: input, gathers: true, list: outputs})
 }
 
 // GatherSingle collects every rank's input into consecutive blocks of
 // root's output, which holds Size() times input's elements; output is
 // read on root only.
 func (c *Comm) GatherSingle(ctx context.Context, output, input *Tensor, root int, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.gatherSingle(&r.op, output, input, root), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.gatherSingle(s, output, input, root) })
 }
 
 // GatherSingleAsync is the async form of GatherSingle.
 func (c *Comm) GatherSingleAsync(output, input *Tensor, root int, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.gatherSingle(&r.op, output, input, root), opts)
-}
-
-// gatherFrom lays out what every rank of a gather gives: its input.
-func (c *Comm) gatherFrom(s *roomOp, name OpName, input *Tensor, root int) error {
-	s.Op = Op{Name: name, Kind: algorithms.Gather, Root: root}
-	if err := c.checkRank("root", root); err != nil {
-		return err
-	}
-	if err := c.checkTensor("input", input); err != nil {
-		return err
-	}
-	s.DType = input.DType()
-	s.inputs(input)
-	s.blocks.counts = repeatInto(s.blocks.counts, input.Numel(), c.cfg.Size)
-	s.Counts = s.blocks.counts
-	return nil
+	return c.startLaid(opts, func(s *roomOp) error { return c.gatherSingle(s, output, input, root) })
 }
 
 // gatherSingle is gather into the blocks of root's output, as torchcomms'
 // default gather_single.
 func (c *Comm) gatherSingle(s *roomOp, output, input *Tensor, root int) error {
-	if err := c.gatherFrom(s, OpGatherSingle, input, root); err != nil || c.cfg.Rank != root {
-		return err
-	}
-	if err := c.checkTensor("output", output); err != nil {
-		return err
-	}
-	if err := checkSameDType("output", output, s.DType); err != nil {
-		return err
-	}
-	if output.Numel() != c.cfg.Size*input.Numel() {
-		return commerr.Invalid("output has %d elements, want %d ranks × %d", output.Numel(), c.cfg.Size, input.Numel())
-	}
-	views, ptrs := s.blocks.room(c.cfg.Size)
-	if err := cut(views, ptrs, output, s.Counts); err != nil {
-		return err
-	}
-	s.Outputs = ptrs
-	return nil
+	return c.blocks(s, blocked{op: Op{Name: OpGatherSingle, Kind: algorithms.Gather, Root: root}, mine: input, gathers: true, whole: output, single: true})
 }
 
 // Scatter sends root's inputs[q] to rank q's output. inputs is read on root
 // only.
 func (c *Comm) Scatter(ctx context.Context, output *Tensor, inputs []*Tensor, root int, opts ...CallOption) error {
-	r := c.record()
-	return c.runRecord(ctx, r, c.scatter(&r.op, output, inputs, root), opts)
+	return c.runLaid(ctx, opts, func(s *roomOp) error { return c.scatter(s, output, inputs, root) })
 }
 
 // ScatterAsync is the async form of Scatter.
 func (c *Comm) ScatterAsync(output *Tensor, inputs []*Tensor, root int, opts ...CallOption) *Work {
-	r := c.record()
-	return c.startRecord(r, c.scatter(&r.op, output, inputs, root), opts)
+	return c.startLaid(opts, func(s *roomOp) error { return c.scatter(s, output, inputs, root) })
 }
 
 func (c *Comm) scatter(s *roomOp, output *Tensor, inputs []*Tensor, root int) error {
-	s.Op = Op{Name: OpScatter, Kind: algorithms.Scatter, Root: root}
-	if err := c.checkRank("root", root); err != nil {
-		return err
-	}
-	if err := c.checkTensor("output", output); err != nil {
-		return err
-	}
-	s.DType = output.DType()
-	s.outputs(output)
-	s.blocks.counts = repeatInto(s.blocks.counts, output.Numel(), c.cfg.Size)
-	s.Counts = s.blocks.counts
-	if c.cfg.Rank != root {
-		return nil
-	}
-	if err := c.checkTensors("inputs", inputs, c.cfg.Size, s.DType); err != nil {
-		return err
-	}
-	for q, t := range inputs {
-		if t.Numel() != output.Numel() {
-			return commerr.Invalid("inputs[%d] has %d elements, output %d", q, t.Numel(), output.Numel())
-		}
-	}
-	s.Inputs = inputs
-	return nil
+	return c.blocks(s, blocked{op: Op{Name: OpScatter, Kind: algorithms.Scatter, Root: root}, mine: output, list: inputs})
 }
 
 // Barrier returns once every rank has entered it.
 func (c *Comm) Barrier(ctx context.Context, opts ...CallOption) error {
-	r := c.record()
-	r.op.Op = barrierOp()
-	return c.runRecord(ctx, r, nil, opts)
+	return c.runLaid(ctx, opts, barrier)
 }
 
 // BarrierAsync is the async form of Barrier.
 func (c *Comm) BarrierAsync(opts ...CallOption) *Work {
-	r := c.record()
-	r.op.Op = barrierOp()
-	return c.startRecord(r, nil, opts)
+	return c.startLaid(opts, barrier)
+}
+
+func barrier(s *roomOp) error {
+	s.Op = barrierOp()
+	return nil
 }
 
 func barrierOp() Op {

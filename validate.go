@@ -58,9 +58,14 @@ func checkReduce(op ReduceOp, dt DType) error {
 	return nil
 }
 
-func checkSameDType(what string, t *Tensor, dt DType) error {
+// checkLike checks t, named what, and that it has dt, the dtype of the
+// collective's tensor named like.
+func (c *Comm) checkLike(what string, t *Tensor, like string, dt DType) error {
+	if err := c.checkTensor(what, t); err != nil {
+		return err
+	}
 	if t.DType() != dt {
-		return commerr.Invalid("%s is %v, input is %v", what, t.DType(), dt)
+		return commerr.Invalid("%s is %v, %s is %v", what, t.DType(), like, dt)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/engine"
+	"github.com/gocomms/gocomms/internal/names"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -74,12 +75,10 @@ const (
 	AccessUnified
 )
 
-func (a AccessType) String() string {
-	if a == AccessUnified {
-		return "unified"
-	}
-	return "separate"
-}
+var accessTypeNames = [...]string{AccessSeparate: "separate", AccessUnified: "unified"}
+
+// String returns "unified" for AccessUnified, else "separate".
+func (a AccessType) String() string { return names.Else(a, accessTypeNames[:], "separate") }
 
 // ErrWindowClosed fails operations on a closed window, and those a
 // window still held when it closed.
@@ -591,12 +590,10 @@ const (
 	LockExclusive
 )
 
-func (l LockType) String() string {
-	if l == LockExclusive {
-		return "exclusive"
-	}
-	return "shared"
-}
+var lockTypeNames = [...]string{LockShared: "shared", LockExclusive: "exclusive"}
+
+// String returns "exclusive" for LockExclusive, else "shared".
+func (l LockType) String() string { return names.Else(l, lockTypeNames[:], "shared") }
 
 // Lock takes rank's window lock, waiting for it as long as the operation's
 // timeout allows: shared with other shared holders, or exclusive. Locks

@@ -10,6 +10,7 @@ import (
 	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/flight"
 	"github.com/gocomms/gocomms/gpu/cuda"
+	"github.com/gocomms/gocomms/internal/names"
 )
 
 // WorkStatus is where an operation stands, as torchcomms' WorkStatus.
@@ -23,21 +24,9 @@ const (
 	Failed
 )
 
-func (s WorkStatus) String() string {
-	switch s {
-	case NotStarted:
-		return "not_started"
-	case InProgress:
-		return "in_progress"
-	case Completed:
-		return "completed"
-	case TimedOut:
-		return "timed_out"
-	case Failed:
-		return "error"
-	}
-	return "unknown"
-}
+var workStatusNames = [...]string{NotStarted: "not_started", InProgress: "in_progress", Completed: "completed", TimedOut: "timed_out", Failed: "error"}
+
+func (s WorkStatus) String() string { return names.Else(s, workStatusNames[:], "unknown") }
 
 // Work is an operation in flight. Dropping a Work without waiting is fine:
 // the operation still completes and nothing leaks. A Work's tensors belong

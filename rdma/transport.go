@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gocomms/gocomms/internal/names"
 )
 
 // maxTransfer is the longest Write or Read, in bytes (1 TiB): far above
@@ -24,19 +26,9 @@ const (
 	opCompareAndSwap opKind = 4
 )
 
-func (k opKind) String() string {
-	switch k {
-	case opWrite:
-		return "write"
-	case opRead:
-		return "read"
-	case opFetchAdd:
-		return "fetch-add"
-	case opCompareAndSwap:
-		return "compare-and-swap"
-	}
-	return fmt.Sprintf("op %d", uint8(k))
-}
+var opKindNames = [...]string{opWrite: "write", opRead: "read", opFetchAdd: "fetch-add", opCompareAndSwap: "compare-and-swap"}
+
+func (k opKind) String() string { return names.Numbered(k, "op ", opKindNames[:]) }
 
 // op is one operation on its way through an endpoint. Ops are pooled per
 // Transport: an op goes back to the pool only once its done channel has

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/gocomms/gocomms/internal/names"
 )
 
 // The software provider's wire format; doc.go and docs/RDMA.md show it
@@ -82,21 +84,15 @@ const (
 	answerWrongPeer answer = 4 // this transport connected to another peer
 )
 
-func (a answer) String() string {
-	switch a {
-	case answerAccepted:
-		return "accepted"
-	case answerStale:
-		return "refused: the address is stale (its transport was closed, and another bound its port)"
-	case answerBusy:
-		return "refused: another peer is connected to that transport already"
-	case answerVersion:
-		return "refused: protocol version not supported"
-	case answerWrongPeer:
-		return "refused: that transport connected to another peer than this one"
-	}
-	return fmt.Sprintf("answer %d", uint8(a))
+var answerNames = [...]string{
+	answerAccepted:  "accepted",
+	answerStale:     "refused: the address is stale (its transport was closed, and another bound its port)",
+	answerBusy:      "refused: another peer is connected to that transport already",
+	answerVersion:   "refused: protocol version not supported",
+	answerWrongPeer: "refused: that transport connected to another peer than this one",
 }
+
+func (a answer) String() string { return names.Numbered(a, "answer ", answerNames[:]) }
 
 // putAnswer writes a, from a listener that speaks version.
 func (p *protocol) putAnswer(b *[answerLen]byte, version uint16, a answer) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gocomms/gocomms/internal/names"
 )
 
 // DeviceType says which kind of memory a tensor lives in.
@@ -20,18 +22,10 @@ const (
 	DeviceMeta
 )
 
-// String returns "cpu", "cuda" or "device_type(N)".
-func (t DeviceType) String() string {
-	switch t {
-	case DeviceCPU:
-		return "cpu"
-	case DeviceCUDA:
-		return "cuda"
-	case DeviceMeta:
-		return "meta"
-	}
-	return fmt.Sprintf("device_type(%d)", uint8(t))
-}
+var deviceTypeNames = [...]string{DeviceCPU: "cpu", DeviceCUDA: "cuda", DeviceMeta: "meta"}
+
+// String returns "cpu", "cuda", "meta" or "device_type(N)".
+func (t DeviceType) String() string { return names.Of(t, "device_type", deviceTypeNames[:]) }
 
 // Device names a memory location: a device type and, for accelerators, an
 // index. The CPU has a single device; its Index is ignored.

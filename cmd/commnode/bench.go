@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,75 +31,11 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	if driver, worker := ftWantsIt(args); driver || worker {
 		return benchFT(args, worker, stdout, stderr)
 	}
-	fs := commandFlags("bench", benchUsage, stderr)
-	var job jobFlags
-	job.register(fs)
-	cfg := bench.DefaultConfig()
-	fs.Var(bytesFlag{&cfg.MinBytes}, "b", "smallest size in `bytes`; suffix K, M or G for powers of 1024")
-	fs.Var(bytesFlag{&cfg.MaxBytes}, "e", "largest size in `bytes`; suffix K, M or G for powers of 1024")
-	fs.Int64Var(&cfg.Factor, "f", cfg.Factor, "multiplication factor between sizes")
-	op := fs.String("op", "all_reduce", "collective: all_reduce, reduce, broadcast, all_gather, reduce_scatter, all_to_all, gather, scatter, barrier, send_recv, or all")
-	dtype := fs.String("dtype", cfg.DType.String(), "element type: any gocomms dtype name")
-	redop := fs.String("redop", "sum", "reduction: sum, prod, min, max, avg, band, bor, bxor")
-	fs.IntVar(&cfg.Root, "root", cfg.Root, "root rank of reduce, broadcast, gather and scatter")
-	fs.IntVar(&cfg.Iters, "n", cfg.Iters, "timed iterations per size")
-	fs.IntVar(&cfg.Warmup, "w", cfg.Warmup, "warm-up iterations per size")
-	fs.BoolVar(&cfg.Registered, "R", false, "allocate the buffers with Comm.Alloc, registered with the communicator: peers of this host read them in place")
-	fs.BoolVar(&cfg.Blocking, "z", false, "wait for each op before issuing the next, as blocking calls do (default: issue all, then wait)")
-	check := fs.Int("c", 1, "check results: 1 counts wrong elements after the timed loop, 0 skips it")
-	jsonOut := fs.Bool("json", false, "print one JSON object per size instead of the table")
-	fs.StringVar(&cfg.Algorithm, "algo", "", "algorithm hint for the ops that have it, or all: each schedule in turn, and the fastest per size (default: gocomms chooses)")
-	alpha := fs.Duration("alpha", 15*time.Microsecond, "with --algo all: the model's latency per message, for each schedule's estimate (defaults: fitted to processes over loopback TCP, docs/ALGORITHMS.md)")
-	overhead := fs.Duration("overhead", 80*time.Microsecond, "with --algo all: the model's sender time per message")
-	linkGBps := fs.Float64("link-gbps", 1.0, "with --algo all: the model's bandwidth per port in GB/s; 0 estimates nothing")
-	local := fs.Int("local", 0, "run N ranks in this process instead of joining a job")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to `file` (one file per process: add the rank, as in prof.$RANK)")
-	fs.Bool("ft", false, "run a training loop in worker processes under a fault plan instead (Linux; see commnode bench --ft -h)")
-	if code, ok := parseFlags(fs, args); !ok {
+	a, code, ok := parseBenchArgs(args, stderr)
+	if !ok {
 		return code
 	}
-	usage := func(err error) int {
-		fmt.Fprintf(stderr, "commnode bench: %v\n%s\n", err, benchUsage)
-		return 2
-	}
-	var errs []error
-	var err error
-	if cfg.Ops, err = bench.ParseOps(*op); err != nil {
-		errs = append(errs, err)
-	}
-	if cfg.DType, err = tensor.ParseDType(*dtype); err != nil {
-		errs = append(errs, fmt.Errorf("unknown dtype %q", *dtype))
-	}
-	if cfg.RedOp, err = bench.ParseRedOp(*redop); err != nil {
-		errs = append(errs, err)
-	}
-	if *check != 0 && *check != 1 {
-		errs = append(errs, errors.New("-c must be 0 or 1"))
-	}
-	cfg.Check = *check == 1
-	if *alpha < 0 || *overhead < 0 || *linkGBps < 0 {
-		errs = append(errs, errors.New("--alpha, --overhead and --link-gbps must not be negative"))
-	}
-	cfg.Model = algorithms.Model{Alpha: alpha.Seconds(), Overhead: overhead.Seconds(), BytesPerSecond: *linkGBps * 1e9}
-	if *local < 0 {
-		errs = append(errs, errors.New("-local must not be negative"))
-	}
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
-	}
-	if len(errs) > 0 {
-		return usage(errors.Join(errs...))
-	}
-	if err := cfg.Validate(); err != nil {
-		return usage(err)
-	}
-	if *local > 0 {
-		if err := cfg.ValidateRanks(*local); err != nil {
-			return usage(err)
-		}
-	}
-
-	stopProfile, err := startCPUProfile(*cpuProfile)
+	stopProfile, err := startCPUProfile(a.cpuProfile)
 	if err != nil {
 		fmt.Fprintf(stderr, "commnode bench: -cpuprofile: %v\n", err)
 		return 1
@@ -106,15 +43,122 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	defer stopProfile()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	progress := newProgressLine(stderr, job.verbose)
-	rank := func(ctx context.Context, c *gocomms.Comm) (int64, error) {
+	progress := newProgressLine(stderr, a.job.verbose)
+	wrong, err := runRanks(ctx, a.local, &a.job, stderr, a.cfg.ValidateRanks, a.rank(stdout, progress))
+	return exitCode(stderr, "bench", benchUsage, err, wrong, "elements")
+}
+
+// benchArgs is what `commnode bench` was asked for: the job, the
+// benchmark's configuration, and the flags that become it once checked.
+type benchArgs struct {
+	job        jobFlags
+	cfg        bench.Config
+	op         string
+	dtype      string
+	redop      string
+	check      int
+	jsonOut    bool
+	alpha      time.Duration
+	overhead   time.Duration
+	linkGBps   float64
+	local      int
+	cpuProfile string
+}
+
+// parseBenchArgs parses and checks args; not ok, the command exits with
+// code.
+func parseBenchArgs(args []string, stderr io.Writer) (a *benchArgs, code int, ok bool) {
+	a = &benchArgs{cfg: bench.DefaultConfig()}
+	fs := commandFlags("bench", benchUsage, stderr)
+	a.register(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return nil, code, false
+	}
+	if err := a.settle(fs.Args()); err != nil {
+		fmt.Fprintf(stderr, "commnode bench: %v\n%s\n", err, benchUsage)
+		return nil, 2, false
+	}
+	return a, 0, true
+}
+
+func (a *benchArgs) register(fs *flag.FlagSet) {
+	cfg := &a.cfg
+	a.job.register(fs)
+	fs.Var(bytesFlag{&cfg.MinBytes}, "b", "smallest size in `bytes`; suffix K, M or G for powers of 1024")
+	fs.Var(bytesFlag{&cfg.MaxBytes}, "e", "largest size in `bytes`; suffix K, M or G for powers of 1024")
+	fs.Int64Var(&cfg.Factor, "f", cfg.Factor, "multiplication factor between sizes")
+	fs.StringVar(&a.op, "op", "all_reduce", "collective: all_reduce, reduce, broadcast, all_gather, reduce_scatter, all_to_all, gather, scatter, barrier, send_recv, or all")
+	fs.StringVar(&a.dtype, "dtype", cfg.DType.String(), "element type: any gocomms dtype name")
+	fs.StringVar(&a.redop, "redop", "sum", "reduction: sum, prod, min, max, avg, band, bor, bxor")
+	fs.IntVar(&cfg.Root, "root", cfg.Root, "root rank of reduce, broadcast, gather and scatter")
+	fs.IntVar(&cfg.Iters, "n", cfg.Iters, "timed iterations per size")
+	fs.IntVar(&cfg.Warmup, "w", cfg.Warmup, "warm-up iterations per size")
+	fs.BoolVar(&cfg.Registered, "R", false, "allocate the buffers with Comm.Alloc, registered with the communicator: peers of this host read them in place")
+	fs.BoolVar(&cfg.Blocking, "z", false, "wait for each op before issuing the next, as blocking calls do (default: issue all, then wait)")
+	fs.IntVar(&a.check, "c", 1, "check results: 1 counts wrong elements after the timed loop, 0 skips it")
+	fs.BoolVar(&a.jsonOut, "json", false, "print one JSON object per size instead of the table")
+	fs.StringVar(&cfg.Algorithm, "algo", "", "algorithm hint for the ops that have it, or all: each schedule in turn, and the fastest per size (default: gocomms chooses)")
+	fs.DurationVar(&a.alpha, "alpha", 15*time.Microsecond, "with --algo all: the model's latency per message, for each schedule's estimate (defaults: fitted to processes over loopback TCP, docs/ALGORITHMS.md)")
+	fs.DurationVar(&a.overhead, "overhead", 80*time.Microsecond, "with --algo all: the model's sender time per message")
+	fs.Float64Var(&a.linkGBps, "link-gbps", 1.0, "with --algo all: the model's bandwidth per port in GB/s; 0 estimates nothing")
+	fs.IntVar(&a.local, "local", 0, "run N ranks in this process instead of joining a job")
+	fs.StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to `file` (one file per process: add the rank, as in prof.$RANK)")
+	fs.Bool("ft", false, "run a training loop in worker processes under a fault plan instead (Linux; see commnode bench --ft -h)")
+}
+
+// settle turns the flags into a.cfg and checks it; rest is what the
+// flags left.
+func (a *benchArgs) settle(rest []string) error {
+	cfg := &a.cfg
+	var errs []error
+	var err error
+	if cfg.Ops, err = bench.ParseOps(a.op); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.DType, err = tensor.ParseDType(a.dtype); err != nil {
+		errs = append(errs, fmt.Errorf("unknown dtype %q", a.dtype))
+	}
+	if cfg.RedOp, err = bench.ParseRedOp(a.redop); err != nil {
+		errs = append(errs, err)
+	}
+	if a.check != 0 && a.check != 1 {
+		errs = append(errs, errors.New("-c must be 0 or 1"))
+	}
+	cfg.Check = a.check == 1
+	if a.alpha < 0 || a.overhead < 0 || a.linkGBps < 0 {
+		errs = append(errs, errors.New("--alpha, --overhead and --link-gbps must not be negative"))
+	}
+	cfg.Model = algorithms.Model{Alpha: a.alpha.Seconds(), Overhead: a.overhead.Seconds(), BytesPerSecond: a.linkGBps * 1e9}
+	if a.local < 0 {
+		errs = append(errs, errors.New("-local must not be negative"))
+	}
+	if len(rest) > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments %q", rest))
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if a.local > 0 {
+		return cfg.ValidateRanks(a.local)
+	}
+	return nil
+}
+
+// rank returns what each rank runs: the benchmark, whose results rank 0
+// writes to stdout as a table or JSON lines.
+func (a *benchArgs) rank(stdout io.Writer, progress *progressLine) func(context.Context, *gocomms.Comm) (int64, error) {
+	cfg := a.cfg
+	return func(ctx context.Context, c *gocomms.Comm) (int64, error) {
 		rcfg := cfg
 		report := func(bench.Result) error { return nil }
 		finish := func() error { return nil }
 		if c.Rank() == 0 {
 			rcfg.Progress = progress.step
 			add := func(r bench.Result) error { return bench.WriteJSON(stdout, r) }
-			if !*jsonOut {
+			if !a.jsonOut {
 				t := bench.NewTable(stdout, bench.Header{Version: bench.Version(), Host: hostname(), Ranks: c.Size(), Config: cfg})
 				add, finish = t.Add, t.Close
 			}
@@ -130,8 +174,6 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		return w, finish()
 	}
-	wrong, err := runRanks(ctx, *local, &job, stderr, cfg.ValidateRanks, rank)
-	return exitCode(stderr, "bench", benchUsage, err, wrong, "elements")
 }
 
 // runRanks runs rank on local in-process ranks, or, with local 0, as this

@@ -285,153 +285,188 @@ func (d *ftDriver) run(ctx context.Context) (*ftReport, error) {
 	defer st.Close()
 	d.env = append(os.Environ(), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(addr.Port))
 
-	o := d.o
-	launched := time.Now()
-	d.slots = make([]*ftProc, o.np)
-	for s := range o.np {
+	l := &ftLoop{d: d, st: st, launched: time.Now(), done: ctx.Done()}
+	l.startup = l.launched.Add(d.o.joinTimeout + ftStartup)
+	d.slots = make([]*ftProc, d.o.np)
+	for s := range d.o.np {
 		if err := d.start(s, false); err != nil {
 			d.killAll()
 			d.reap()
 			return nil, err
 		}
 	}
-
-	var (
-		t0       time.Time // the first step's completion
-		end      time.Time // --duration after t0
-		settle   time.Time // the latest the run waits past end for replacements
-		nextKill time.Time
-		stopAt   time.Time // when the stop key was set
-		killAt   time.Time // when stragglers are killed
-		pending  []*ftFault
-		nextSlot int
-		startup  = launched.Add(o.joinTimeout + ftStartup)
-		stopping bool
-	)
-	beginStop := func() {
-		if stopping {
-			return
-		}
-		stopping = true
-		stopAt = time.Now()
-		killAt = stopAt.Add(ftGrace)
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := st.Set(sctx, ftStopKey, []byte("1")); err != nil {
-			fmt.Fprintln(d.stderr, "commnode bench --ft: telling the workers to stop:", err)
-			d.killAll()
-		}
-	}
-	done := ctx.Done()
 	for d.live() > 0 {
 		now := time.Now()
-		// What is due now.
-		switch {
-		case stopping:
-			if now.After(killAt) {
-				for _, p := range d.procs {
-					if p.running && !p.straggler {
-						p.straggler = true
-						launch.SignalGroup(p.pid, syscall.SIGKILL)
-					}
-				}
-			}
-		case t0.IsZero():
-			if now.After(startup) {
-				d.problem("no step completed within %v of the start", startup.Sub(launched).Round(time.Millisecond))
-				beginStop()
-			}
-		default:
-			for len(pending) > 0 && !now.Before(pending[0].ReplacedAt) {
-				f := pending[0]
-				pending = pending[1:]
-				if err := d.start(f.Slot, true); err != nil {
-					d.problem("starting a replacement for worker %d: %v", f.Slot, err)
-					beginStop()
-					break
-				}
-				f.Replacement, f.ReplacedAt = d.slots[f.Slot].pid, d.slots[f.Slot].started
-			}
-			if !stopping && !nextKill.IsZero() && !now.Before(nextKill) && now.Before(end) {
-				if f := d.kill(&nextSlot); f != nil {
-					f.ReplacedAt = f.At.Add(o.replaceAfter) // when it is due
-					pending = append(pending, f)
-				}
-				nextKill = nextKill.Add(o.killEvery)
-			}
-			if !stopping && !now.Before(end) {
-				if settle.IsZero() {
-					settle = end.Add(o.replaceAfter + o.joinTimeout + ftSettle)
-				}
-				if len(pending) == 0 && !d.regrowing() || now.After(settle) {
-					beginStop()
-				}
-			}
-		}
-
-		// The next thing due.
-		var next time.Time
-		earliest := func(t time.Time) {
-			if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-				next = t
-			}
-		}
-		switch {
-		case stopping:
-			earliest(killAt)
-			if now.After(killAt) {
-				earliest(now.Add(time.Second))
-			}
-		case t0.IsZero():
-			earliest(startup)
-		default:
-			if len(pending) > 0 {
-				earliest(pending[0].ReplacedAt)
-			}
-			if nextKill.Before(end) {
-				earliest(nextKill)
-			}
-			earliest(end)
-			if now.After(end) {
-				earliest(now.Add(10 * time.Millisecond))
-			}
-		}
-		timer := time.NewTimer(time.Until(next))
-		select {
-		case ev := <-d.events:
-			if ev.line == nil {
-				d.exited(ev.p)
-				switch p := ev.p; {
-				case p.killed || p.straggler:
-				case !stopping:
-					d.problem("worker %d (pid %d) exited outside the fault plan: %s%s", p.slot, p.pid, p.status, p.tail.describe())
-					beginStop()
-				case !p.cmd.ProcessState.Success():
-					d.problem("worker %d (pid %d) ended with %s%s", p.slot, p.pid, p.status, p.tail.describe())
-				}
-				break
-			}
-			d.line(ev)
-			if ev.err == nil && ev.rec.Event == "" {
-				if t0.IsZero() {
-					t0 = time.Unix(0, ev.rec.T)
-					end = t0.Add(o.duration)
-					if o.killEvery > 0 {
-						nextKill = t0.Add(o.killEvery)
-					}
-				}
-			}
-		case <-done:
-			done = nil
-			d.problem("interrupted")
-			beginStop()
-		case <-timer.C:
-		}
-		timer.Stop()
+		l.act(now)
+		l.wait(l.next(now))
 	}
 	// Each worker's lines came before its exit.
 	d.readers.Wait()
-	return d.report(t0, stopAt, launched), nil
+	return d.report(l.t0, l.stopAt, l.launched), nil
+}
+
+// ftLoop is the state of ftDriver.run's loop, which starts the faults
+// and replacements of the plan as they fall due, then stops the workers.
+type ftLoop struct {
+	d        *ftDriver
+	st       *tcpstore.Client
+	done     <-chan struct{} // the run's context's, until it is done
+	launched time.Time
+	startup  time.Time // the latest the first step may complete
+	t0       time.Time // the first step's completion
+	end      time.Time // --duration after t0
+	settle   time.Time // the latest the run waits past end for replacements
+	nextKill time.Time
+	stopAt   time.Time // when the stop key was set
+	killAt   time.Time // when stragglers are killed
+	pending  []*ftFault
+	nextSlot int
+	stopping bool
+}
+
+// beginStop tells the workers to stop, once.
+func (l *ftLoop) beginStop() {
+	if l.stopping {
+		return
+	}
+	l.stopping = true
+	l.stopAt = time.Now()
+	l.killAt = l.stopAt.Add(ftGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := l.st.Set(sctx, ftStopKey, []byte("1")); err != nil {
+		fmt.Fprintln(l.d.stderr, "commnode bench --ft: telling the workers to stop:", err)
+		l.d.killAll()
+	}
+}
+
+// act does what is due at now.
+func (l *ftLoop) act(now time.Time) {
+	switch {
+	case l.stopping:
+		if now.After(l.killAt) {
+			l.killStragglers()
+		}
+	case l.t0.IsZero():
+		if now.After(l.startup) {
+			l.d.problem("no step completed within %v of the start", l.startup.Sub(l.launched).Round(time.Millisecond))
+			l.beginStop()
+		}
+	default:
+		l.replace(now)
+		if !l.stopping && !l.nextKill.IsZero() && !now.Before(l.nextKill) && now.Before(l.end) {
+			if f := l.d.kill(&l.nextSlot); f != nil {
+				f.ReplacedAt = f.At.Add(l.d.o.replaceAfter) // when it is due
+				l.pending = append(l.pending, f)
+			}
+			l.nextKill = l.nextKill.Add(l.d.o.killEvery)
+		}
+		if !l.stopping && !now.Before(l.end) {
+			if l.settle.IsZero() {
+				l.settle = l.end.Add(l.d.o.replaceAfter + l.d.o.joinTimeout + ftSettle)
+			}
+			if len(l.pending) == 0 && !l.d.regrowing() || now.After(l.settle) {
+				l.beginStop()
+			}
+		}
+	}
+}
+
+// killStragglers kills the workers still running past the grace after
+// the stop.
+func (l *ftLoop) killStragglers() {
+	for _, p := range l.d.procs {
+		if p.running && !p.straggler {
+			p.straggler = true
+			launch.SignalGroup(p.pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// replace starts the replacements due at now; failing to, it stops the
+// run.
+func (l *ftLoop) replace(now time.Time) {
+	for len(l.pending) > 0 && !now.Before(l.pending[0].ReplacedAt) {
+		f := l.pending[0]
+		l.pending = l.pending[1:]
+		if err := l.d.start(f.Slot, true); err != nil {
+			l.d.problem("starting a replacement for worker %d: %v", f.Slot, err)
+			l.beginStop()
+			return
+		}
+		f.Replacement, f.ReplacedAt = l.d.slots[f.Slot].pid, l.d.slots[f.Slot].started
+	}
+}
+
+// next returns when the next thing falls due, after now.
+func (l *ftLoop) next(now time.Time) time.Time {
+	var next time.Time
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	switch {
+	case l.stopping:
+		earliest(l.killAt)
+		if now.After(l.killAt) {
+			earliest(now.Add(time.Second))
+		}
+	case l.t0.IsZero():
+		earliest(l.startup)
+	default:
+		if len(l.pending) > 0 {
+			earliest(l.pending[0].ReplacedAt)
+		}
+		if l.nextKill.Before(l.end) {
+			earliest(l.nextKill)
+		}
+		earliest(l.end)
+		if now.After(l.end) {
+			earliest(now.Add(10 * time.Millisecond))
+		}
+	}
+	return next
+}
+
+// wait waits until next, a worker's event or the run's interruption,
+// and handles what came.
+func (l *ftLoop) wait(next time.Time) {
+	timer := time.NewTimer(time.Until(next))
+	defer timer.Stop()
+	select {
+	case ev := <-l.d.events:
+		if ev.line == nil {
+			l.exited(ev.p)
+			return
+		}
+		l.d.line(ev)
+		if ev.err == nil && ev.rec.Event == "" && l.t0.IsZero() {
+			l.t0 = time.Unix(0, ev.rec.T)
+			l.end = l.t0.Add(l.d.o.duration)
+			if l.d.o.killEvery > 0 {
+				l.nextKill = l.t0.Add(l.d.o.killEvery)
+			}
+		}
+	case <-l.done:
+		l.done = nil
+		l.d.problem("interrupted")
+		l.beginStop()
+	case <-timer.C:
+	}
+}
+
+// exited notes p's exit, a problem unless the plan or the stop ended it.
+func (l *ftLoop) exited(p *ftProc) {
+	l.d.exited(p)
+	switch {
+	case p.killed || p.straggler:
+	case !l.stopping:
+		l.d.problem("worker %d (pid %d) exited outside the fault plan: %s%s", p.slot, p.pid, p.status, p.tail.describe())
+		l.beginStop()
+	case !p.cmd.ProcessState.Success():
+		l.d.problem("worker %d (pid %d) ended with %s%s", p.slot, p.pid, p.status, p.tail.describe())
+	}
 }
 
 // start starts a worker for slot.

@@ -110,12 +110,50 @@ type ftStep struct {
 // number missing between the first and the last, and a replacement whose
 // first step is not past the last step completed before it started.
 func ftAnalyze(tl ftTimeline) *ftReport {
-	r := &ftReport{Ranks: tl.NP, FirstStep: -1, LastStep: -1}
-	byStep := map[int64]*ftStep{}
+	a := &ftAnalysis{tl: tl, r: &ftReport{Ranks: tl.NP, FirstStep: -1, LastStep: -1}}
+	a.collect()
+	if tl.Start.IsZero() {
+		return a.r
+	}
+	a.rates()
+	for _, f := range tl.Faults {
+		a.r.Faults = append(a.r.Faults, a.fault(f))
+	}
+	if a.r.Wrong > 0 {
+		a.problem("%d wrong elements", a.r.Wrong)
+	}
+	if a.r.Inconsistent > 0 {
+		a.problem("%d inconsistencies between the workers' steps", a.r.Inconsistent)
+	}
+	return a.r
+}
+
+// ftAnalysis is ftAnalyze's report in the making, and the steps it is
+// made from.
+type ftAnalysis struct {
+	tl      ftTimeline
+	r       *ftReport
+	steps   []ftStep // by number
+	byStep  map[int64]*ftStep
+	index   map[int64]int // of steps, by number
+	firstOf map[int]int64 // each worker's first step, by pid
+	median  time.Duration // of the failure-free steps
+}
+
+func (a *ftAnalysis) problem(format string, args ...any) {
+	a.r.Problems = append(a.r.Problems, fmt.Sprintf(format, args...))
+}
+
+func (a *ftAnalysis) since(t time.Time) float64 { return t.Sub(a.tl.Start).Seconds() }
+
+// collect gathers the records' steps, counting rejoins, wrong elements
+// and inconsistencies.
+func (a *ftAnalysis) collect() {
+	r := a.r
+	a.byStep, a.firstOf = map[int64]*ftStep{}, map[int]int64{}
 	contrib := map[int64]map[int]bool{}
 	last := map[int]int64{}
-	firstOf := map[int]int64{}
-	for _, rec := range tl.Records {
+	for _, rec := range a.tl.Records {
 		if rec.Event != "" {
 			if rec.Event == "rejoin" {
 				r.Rejoins++
@@ -127,31 +165,36 @@ func ftAnalyze(tl ftTimeline) *ftReport {
 			r.Inconsistent++
 		}
 		last[rec.Pid] = rec.Step
-		if _, ok := firstOf[rec.Pid]; !ok {
-			firstOf[rec.Pid] = rec.Step
+		if _, ok := a.firstOf[rec.Pid]; !ok {
+			a.firstOf[rec.Pid] = rec.Step
 		}
 		t := time.Unix(0, rec.T)
-		s := byStep[rec.Step]
+		s := a.byStep[rec.Step]
 		if s == nil {
 			s = &ftStep{Step: rec.Step, T: t, Contributors: rec.Contributors}
-			byStep[rec.Step] = s
+			a.byStep[rec.Step] = s
 			contrib[rec.Step] = map[int]bool{}
 		} else if t.Before(s.T) {
 			s.T, s.Contributors = t, rec.Contributors
 		}
 		contrib[rec.Step][rec.Contributors] = true
 	}
-	steps := make([]ftStep, 0, len(byStep))
-	for n, s := range byStep {
-		steps = append(steps, *s)
+	for n, s := range a.byStep {
+		a.steps = append(a.steps, *s)
 		if len(contrib[n]) > 1 {
 			r.Inconsistent++
 		}
 	}
-	slices.SortFunc(steps, func(a, b ftStep) int { return cmp.Compare(a.Step, b.Step) })
-	index := make(map[int64]int, len(steps))
+	a.order()
+}
+
+// order sorts the steps by number and sums them up in the report.
+func (a *ftAnalysis) order() {
+	steps, r := a.steps, a.r
+	slices.SortFunc(steps, func(x, y ftStep) int { return cmp.Compare(x.Step, y.Step) })
+	a.index = make(map[int64]int, len(steps))
 	for i, s := range steps {
-		index[s.Step] = i
+		a.index[s.Step] = i
 	}
 	r.Steps = len(steps)
 	if len(steps) > 0 {
@@ -159,98 +202,99 @@ func ftAnalyze(tl ftTimeline) *ftReport {
 		r.FinalContributors = steps[len(steps)-1].Contributors
 		r.Inconsistent += int(r.LastStep-r.FirstStep+1) - len(steps)
 	}
-	if tl.Start.IsZero() {
-		return r
-	}
-	since := func(t time.Time) float64 { return t.Sub(tl.Start).Seconds() }
-	r.EndS = since(tl.End)
+}
 
+// rates measures the step rate with and without faults, past the
+// warm-up, and the median failure-free step.
+func (a *ftAnalysis) rates() {
+	tl, r := a.tl, a.r
+	r.EndS = a.since(tl.End)
 	from := tl.Start.Add(tl.Warmup)
 	firstKill := tl.End
 	if len(tl.Faults) > 0 {
 		firstKill = tl.Faults[0].At
 	}
-	window := func(a, b time.Time, closed bool) ftWindow {
-		w := ftWindow{FromS: since(a), ToS: since(b)}
-		for _, s := range steps {
-			if !s.T.Before(a) && (s.T.Before(b) || closed && s.T.Equal(b)) {
-				w.Steps++
-			}
-		}
-		if d := b.Sub(a).Seconds(); d > 0 {
-			w.Rate = float64(w.Steps) / d
-		}
-		return w
-	}
-	r.FailureFree = window(from, firstKill, false)
-	r.UnderFaults = window(from, tl.End, true)
+	r.FailureFree = a.window(from, firstKill, false)
+	r.UnderFaults = a.window(from, tl.End, true)
 	if r.FailureFree.Rate > 0 {
 		r.Ratio = r.UnderFaults.Rate / r.FailureFree.Rate
 	}
 	var gaps []time.Duration
-	for i := 1; i < len(steps); i++ {
-		a, b := steps[i-1], steps[i]
-		if b.Step == a.Step+1 && !a.T.Before(from) && b.T.Before(firstKill) {
-			gaps = append(gaps, b.T.Sub(a.T))
+	for i := 1; i < len(a.steps); i++ {
+		s, t := a.steps[i-1], a.steps[i]
+		if t.Step == s.Step+1 && !s.T.Before(from) && t.T.Before(firstKill) {
+			gaps = append(gaps, t.T.Sub(s.T))
 		}
 	}
-	median := medianDuration(gaps)
-	r.MedianStepMS = ms(median)
+	a.median = medianDuration(gaps)
+	r.MedianStepMS = ms(a.median)
+}
 
-	for _, f := range tl.Faults {
-		fr := ftFaultReport{AtS: since(f.At), Slot: f.Slot, Pid: f.Pid, RecoveryStep: -1}
-		recovery := slices.IndexFunc(steps, func(s ftStep) bool { return s.T.After(f.At) })
-		if recovery >= 0 {
-			s := steps[recovery]
-			fr.RecoveryMS = ptr(ms(max(0, s.T.Sub(f.At)-median)))
-			fr.RecoveryStep, fr.Contributors = s.Step, s.Contributors
+// window counts the steps from from to to (closed: including to).
+func (a *ftAnalysis) window(from, to time.Time, closed bool) ftWindow {
+	w := ftWindow{FromS: a.since(from), ToS: a.since(to)}
+	for _, s := range a.steps {
+		if !s.T.Before(from) && (s.T.Before(to) || closed && s.T.Equal(to)) {
+			w.Steps++
 		}
-		regrown := len(steps) - 1 // the index of the step at full size again
-		if fr.RecoveryMS == nil {
-			r.Problems = append(r.Problems, fmt.Sprintf("no step completed after the kill at %.2fs", fr.AtS))
-		}
-		if f.Replacement != 0 {
-			fr.ReplacedAtS, fr.ReplacementPid = ptr(since(f.ReplacedAt)), f.Replacement
-			if first, ok := firstOf[f.Replacement]; ok {
-				var before int64 = -1
-				for _, s := range steps {
-					if s.T.Before(f.ReplacedAt) {
-						before = max(before, s.Step)
-					}
-				}
-				if first <= before {
-					r.Inconsistent++
-				}
-			}
-			for _, rec := range tl.Records {
-				if rec.Pid == f.Replacement && rec.Event == "" && rec.Contributors == tl.NP {
-					fr.RegrowMS = ptr(ms(byStep[rec.Step].T.Sub(f.ReplacedAt)))
-					regrown = index[rec.Step]
-					break
-				}
-			}
-			if fr.RegrowMS == nil {
-				r.Problems = append(r.Problems, fmt.Sprintf("the replacement started at %.2fs never took part in a step at full size", *fr.ReplacedAtS))
-			}
-		}
-		if recovery >= 0 {
-			var longest time.Duration
-			for i := max(recovery, 1); i <= regrown; i++ {
-				if steps[i].Step == steps[i-1].Step+1 {
-					longest = max(longest, steps[i].T.Sub(steps[i-1].T))
-				}
-			}
-			fr.LongestStepMS = ms(longest)
-		}
-		r.Faults = append(r.Faults, fr)
 	}
-	if r.Wrong > 0 {
-		r.Problems = append(r.Problems, fmt.Sprintf("%d wrong elements", r.Wrong))
+	if d := to.Sub(from).Seconds(); d > 0 {
+		w.Rate = float64(w.Steps) / d
 	}
-	if r.Inconsistent > 0 {
-		r.Problems = append(r.Problems, fmt.Sprintf("%d inconsistencies between the workers' steps", r.Inconsistent))
+	return w
+}
+
+// fault reports f: the recovery from the kill, the replacement's
+// regrowth and the longest step between.
+func (a *ftAnalysis) fault(f ftFault) ftFaultReport {
+	fr := ftFaultReport{AtS: a.since(f.At), Slot: f.Slot, Pid: f.Pid, RecoveryStep: -1}
+	recovery := slices.IndexFunc(a.steps, func(s ftStep) bool { return s.T.After(f.At) })
+	if recovery >= 0 {
+		s := a.steps[recovery]
+		fr.RecoveryMS = ptr(ms(max(0, s.T.Sub(f.At)-a.median)))
+		fr.RecoveryStep, fr.Contributors = s.Step, s.Contributors
+	} else {
+		a.problem("no step completed after the kill at %.2fs", fr.AtS)
 	}
-	return r
+	regrown := len(a.steps) - 1 // the index of the step at full size again
+	if f.Replacement != 0 {
+		regrown = a.replacement(f, &fr)
+	}
+	if recovery >= 0 {
+		var longest time.Duration
+		for i := max(recovery, 1); i <= regrown; i++ {
+			if a.steps[i].Step == a.steps[i-1].Step+1 {
+				longest = max(longest, a.steps[i].T.Sub(a.steps[i-1].T))
+			}
+		}
+		fr.LongestStepMS = ms(longest)
+	}
+	return fr
+}
+
+// replacement reports f's replacement in fr, and returns the index of
+// the first step at full size it took part in (the last step if none).
+func (a *ftAnalysis) replacement(f ftFault, fr *ftFaultReport) int {
+	fr.ReplacedAtS, fr.ReplacementPid = ptr(a.since(f.ReplacedAt)), f.Replacement
+	if first, ok := a.firstOf[f.Replacement]; ok {
+		var before int64 = -1
+		for _, s := range a.steps {
+			if s.T.Before(f.ReplacedAt) {
+				before = max(before, s.Step)
+			}
+		}
+		if first <= before {
+			a.r.Inconsistent++
+		}
+	}
+	for _, rec := range a.tl.Records {
+		if rec.Pid == f.Replacement && rec.Event == "" && rec.Contributors == a.tl.NP {
+			fr.RegrowMS = ptr(ms(a.byStep[rec.Step].T.Sub(f.ReplacedAt)))
+			return a.index[rec.Step]
+		}
+	}
+	a.problem("the replacement started at %.2fs never took part in a step at full size", *fr.ReplacedAtS)
+	return len(a.steps) - 1
 }
 
 func medianDuration(ds []time.Duration) time.Duration {

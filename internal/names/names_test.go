@@ -24,3 +24,21 @@ func TestOf(t *testing.T) {
 		}
 	}
 }
+
+func TestFallbacks(t *testing.T) {
+	table := []string{1: "red"}
+	for _, c := range []struct {
+		got, want string
+	}{
+		{Numbered(color(1), "color ", table), "red"},
+		{Numbered(color(7), "color ", table), "color 7"},
+		{Numbered(signed(-2), "color ", table), "color -2"},
+		{Else(color(1), table, "unknown"), "red"},
+		{Else(color(0), table, "unknown"), "unknown"},
+		{Else(signed(-1), table, "unknown"), "unknown"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/gocomms/gocomms/internal/names"
 )
 
 // The values of these types are libibverbs' own (enum ibv_*), so that they
@@ -98,13 +100,9 @@ const (
 	PortActiveDefer PortState = 5
 )
 
-func (s PortState) String() string {
-	names := []string{"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
-	if int(s) < len(names) {
-		return names[s]
-	}
-	return fmt.Sprintf("PortState(%d)", uint32(s))
-}
+var portStateNames = [...]string{"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
+
+func (s PortState) String() string { return names.Of(s, "PortState", portStateNames[:]) }
 
 // LinkLayer is what a port runs over.
 type LinkLayer uint8
@@ -115,17 +113,9 @@ const (
 	LinkEthernet    LinkLayer = 2 // RoCE: addressing needs a GID
 )
 
-func (l LinkLayer) String() string {
-	switch l {
-	case LinkUnspecified:
-		return "unspecified"
-	case LinkInfiniBand:
-		return "InfiniBand"
-	case LinkEthernet:
-		return "Ethernet"
-	}
-	return fmt.Sprintf("LinkLayer(%d)", uint8(l))
-}
+var linkLayerNames = [...]string{LinkUnspecified: "unspecified", LinkInfiniBand: "InfiniBand", LinkEthernet: "Ethernet"}
+
+func (l LinkLayer) String() string { return names.Of(l, "LinkLayer", linkLayerNames[:]) }
 
 // AtomicCap says whether and how a device performs atomics (enum
 // ibv_atomic_cap).
@@ -141,17 +131,9 @@ const (
 	AtomicGlobal AtomicCap = 2
 )
 
-func (a AtomicCap) String() string {
-	switch a {
-	case AtomicNone:
-		return "none"
-	case AtomicHCA:
-		return "HCA"
-	case AtomicGlobal:
-		return "global"
-	}
-	return fmt.Sprintf("AtomicCap(%d)", uint32(a))
-}
+var atomicCapNames = [...]string{AtomicNone: "none", AtomicHCA: "HCA", AtomicGlobal: "global"}
+
+func (a AtomicCap) String() string { return names.Of(a, "AtomicCap", atomicCapNames[:]) }
 
 // Status is a completion's status (enum ibv_wc_status).
 type Status uint32
@@ -194,12 +176,7 @@ var statusNames = [...]string{
 
 // String returns the name rdma-core gives the status, without its
 // IBV_WC_ prefix.
-func (s Status) String() string {
-	if int(s) < len(statusNames) {
-		return statusNames[s]
-	}
-	return fmt.Sprintf("Status(%d)", uint32(s))
-}
+func (s Status) String() string { return names.Of(s, "Status", statusNames[:]) }
 
 // Opcode is what a completion completed (enum ibv_wc_opcode).
 type Opcode uint32
@@ -222,19 +199,14 @@ const (
 	OpRecvWriteImm Opcode = OpRecv + 1
 )
 
-var opcodeNames = map[Opcode]string{
+var opcodeNames = [...]string{
 	OpSend: "send", OpWrite: "write", OpRead: "read", OpCompareSwap: "compare-swap",
 	OpFetchAdd: "fetch-add", OpBindMW: "bind-mw", OpLocalInv: "local-invalidate",
 	OpTSO: "tso", OpAtomicWrite: "atomic-write", OpRecv: "recv",
 	OpRecvWriteImm: "recv-write-imm",
 }
 
-func (o Opcode) String() string {
-	if n, ok := opcodeNames[o]; ok {
-		return n
-	}
-	return fmt.Sprintf("Opcode(%d)", uint32(o))
-}
+func (o Opcode) String() string { return names.Of(o, "Opcode", opcodeNames[:]) }
 
 // IsRecv reports whether o completes a receive request.
 func (o Opcode) IsRecv() bool { return o&OpRecv != 0 }

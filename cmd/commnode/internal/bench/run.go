@@ -299,111 +299,159 @@ type plan struct {
 // plan lays o out on the buffers: sendN elements in, recvN out, n per rank
 // where the op splits its buffer among ranks (nccl-tests' paramcount).
 func (b *bench) plan(o Op, sendN, recvN, n int) (plan, error) {
-	c, r, p, root, es := b.c, b.rank, b.ranks, b.cfg.Root, b.elemSize
-	op, dt := b.cfg.RedOp, b.cfg.DType
-	var opts []gocomms.CallOption
-	if b.algo != "" {
-		opts = []gocomms.CallOption{gocomms.OpHints(map[string]string{gocomms.HintAlgorithm: b.algo})}
-	}
-	in := b.send[:sendN*es]
-	var out []byte
-	if b.recv != nil {
-		out = b.recv[:recvN*es]
-	}
-	block := func(buf []byte, q int) []byte { return buf[q*n*es : (q+1)*n*es] }
-	// Outputs start as the pattern of a rank that does not exist, so that
-	// an element the op failed to write differs from its reference (unless
-	// the patterns agree there by chance, as bool's two values often do).
-	poisoned := region{out, p, 0}
-	v := views{dt: dt, b: b}
+	pb := b.planner(sendN, recvN, n)
 	var pl plan
-	if o == SendRecv {
-		prev := (r + p - 1) % p
-		batch := c.NewBatch().Send(v.of(in), (r+1)%p).Recv(v.of(out), prev)
-		pl.issue = func() *gocomms.Work { return batch.IssueAsync(opts...) }
-		pl.call = func(ctx context.Context) error { return batch.Issue(ctx, opts...) }
-		pl.fills = []region{{in, r, 0}, poisoned}
-		pl.checks = []region{{out, prev, 0}}
-		return pl, v.err
-	}
-	switch algorithms.Kind(o) {
-	case algorithms.AllReduce:
-		t := v.of(in)
-		pl.issue = func() *gocomms.Work { return c.AllReduceAsync(t, op, opts...) }
-		pl.call = func(ctx context.Context) error { return c.AllReduce(ctx, t, op, opts...) }
-		pl.fills = []region{{in, r, 0}}
-		pl.checks = []region{{in, reduced, 0}}
-	case algorithms.Reduce:
-		t := v.of(in)
-		pl.issue = func() *gocomms.Work { return c.ReduceAsync(t, root, op, opts...) }
-		pl.call = func(ctx context.Context) error { return c.Reduce(ctx, t, root, op, opts...) }
-		pl.fills = []region{{in, r, 0}}
-		want := r // other ranks' tensors are inputs only: unchanged
-		if r == root {
-			want = reduced
-		}
-		pl.checks = []region{{in, want, 0}}
-	case algorithms.Broadcast:
-		t := v.of(in)
-		pl.issue = func() *gocomms.Work { return c.BroadcastAsync(t, root, opts...) }
-		pl.call = func(ctx context.Context) error { return c.Broadcast(ctx, t, root, opts...) }
-		pl.fills = []region{{in, r, 0}}
-		pl.checks = []region{{in, root, 0}}
-	case algorithms.AllGather:
-		ti, to := v.of(in), v.of(out)
-		pl.issue = func() *gocomms.Work { return c.AllGatherSingleAsync(to, ti, opts...) }
-		pl.call = func(ctx context.Context) error { return c.AllGatherSingle(ctx, to, ti, opts...) }
-		pl.fills = []region{{in, r, 0}, poisoned}
-		for q := range p {
-			pl.checks = append(pl.checks, region{block(out, q), q, 0})
-		}
-	case algorithms.ReduceScatter:
-		ti, to := v.of(in), v.of(out)
-		pl.issue = func() *gocomms.Work { return c.ReduceScatterSingleAsync(to, ti, op, opts...) }
-		pl.call = func(ctx context.Context) error { return c.ReduceScatterSingle(ctx, to, ti, op, opts...) }
-		pl.fills = []region{{in, r, 0}, poisoned}
-		pl.checks = []region{{out, reduced, r * n}}
-	case algorithms.AllToAll:
-		ti, to := v.of(in), v.of(out)
-		pl.issue = func() *gocomms.Work { return c.AllToAllSingleAsync(to, ti, opts...) }
-		pl.call = func(ctx context.Context) error { return c.AllToAllSingle(ctx, to, ti, opts...) }
-		pl.fills = []region{{in, r, 0}, poisoned}
-		for q := range p {
-			pl.checks = append(pl.checks, region{block(out, q), q, r * n})
-		}
-	case algorithms.Gather:
-		ti := v.of(in)
-		var outs []*gocomms.Tensor // read on root only
-		pl.fills = []region{{in, r, 0}}
-		if r == root {
-			pl.fills = append(pl.fills, poisoned)
-			for q := range p {
-				outs = append(outs, v.of(block(out, q)))
-				pl.checks = append(pl.checks, region{block(out, q), q, 0})
-			}
-		}
-		pl.issue = func() *gocomms.Work { return c.GatherAsync(outs, ti, root, opts...) }
-		pl.call = func(ctx context.Context) error { return c.Gather(ctx, outs, ti, root, opts...) }
-	case algorithms.Scatter:
-		to := v.of(out)
-		var ins []*gocomms.Tensor // read on root only
-		pl.fills = []region{poisoned}
-		if r == root {
-			pl.fills = append(pl.fills, region{in, root, 0})
-			for q := range p {
-				ins = append(ins, v.of(block(in, q)))
-			}
-		}
-		pl.checks = []region{{out, root, r * n}}
-		pl.issue = func() *gocomms.Work { return c.ScatterAsync(to, ins, root, opts...) }
-		pl.call = func(ctx context.Context) error { return c.Scatter(ctx, to, ins, root, opts...) }
-	case algorithms.Barrier:
+	switch k := algorithms.Kind(o); {
+	case o == SendRecv:
+		pl = pb.sendRecv()
+	case k == algorithms.AllReduce || k == algorithms.Reduce || k == algorithms.Broadcast:
+		pl = pb.whole(k)
+	case k == algorithms.AllGather || k == algorithms.ReduceScatter || k == algorithms.AllToAll:
+		pl = pb.single(k)
+	case k == algorithms.Gather:
+		pl = pb.gather()
+	case k == algorithms.Scatter:
+		pl = pb.scatter()
+	case k == algorithms.Barrier:
+		c, opts := pb.c, pb.opts
 		pl.issue = func() *gocomms.Work { return c.BarrierAsync(opts...) }
 		pl.call = func(ctx context.Context) error { return c.Barrier(ctx, opts...) }
 	default:
 		return plan{}, fmt.Errorf("invalid op %v", o)
 	}
-	return pl, v.err
+	return pl, pb.v.err
+}
+
+// planner is what plan lays an op out with: the buffers' parts in use,
+// n elements per rank, and views over them.
+type planner struct {
+	c                 *gocomms.Comm
+	r, p, root, n, es int
+	op                gocomms.ReduceOp
+	opts              []gocomms.CallOption
+	in, out           []byte
+	// Outputs start as the pattern of a rank that does not exist, so that
+	// an element the op failed to write differs from its reference (unless
+	// the patterns agree there by chance, as bool's two values often do).
+	poisoned region
+	v        views
+}
+
+func (b *bench) planner(sendN, recvN, n int) *planner {
+	pb := &planner{c: b.c, r: b.rank, p: b.ranks, root: b.cfg.Root, n: n, es: b.elemSize, op: b.cfg.RedOp}
+	if b.algo != "" {
+		pb.opts = []gocomms.CallOption{gocomms.OpHints(map[string]string{gocomms.HintAlgorithm: b.algo})}
+	}
+	pb.in = b.send[:sendN*pb.es]
+	if b.recv != nil {
+		pb.out = b.recv[:recvN*pb.es]
+	}
+	pb.poisoned = region{pb.out, pb.p, 0}
+	pb.v = views{dt: b.cfg.DType, b: b}
+	return pb
+}
+
+// block returns rank q's block of buf.
+func (pb *planner) block(buf []byte, q int) []byte {
+	return buf[q*pb.n*pb.es : (q+1)*pb.n*pb.es]
+}
+
+// sendRecv plans a send to the next rank and a receive from the previous.
+func (pb *planner) sendRecv() plan {
+	c, r, p, opts := pb.c, pb.r, pb.p, pb.opts
+	prev := (r + p - 1) % p
+	batch := c.NewBatch().Send(pb.v.of(pb.in), (r+1)%p).Recv(pb.v.of(pb.out), prev)
+	return plan{
+		issue:  func() *gocomms.Work { return batch.IssueAsync(opts...) },
+		call:   func(ctx context.Context) error { return batch.Issue(ctx, opts...) },
+		fills:  []region{{pb.in, r, 0}, pb.poisoned},
+		checks: []region{{pb.out, prev, 0}},
+	}
+}
+
+// whole plans a collective of kind k on one tensor a rank, the input.
+func (pb *planner) whole(k algorithms.Kind) plan {
+	c, t, r, root, op, opts := pb.c, pb.v.of(pb.in), pb.r, pb.root, pb.op, pb.opts
+	pl := plan{fills: []region{{pb.in, r, 0}}}
+	switch k {
+	case algorithms.AllReduce:
+		pl.issue = func() *gocomms.Work { return c.AllReduceAsync(t, op, opts...) }
+		pl.call = func(ctx context.Context) error { return c.AllReduce(ctx, t, op, opts...) }
+		pl.checks = []region{{pb.in, reduced, 0}}
+	case algorithms.Reduce:
+		pl.issue = func() *gocomms.Work { return c.ReduceAsync(t, root, op, opts...) }
+		pl.call = func(ctx context.Context) error { return c.Reduce(ctx, t, root, op, opts...) }
+		want := r // other ranks' tensors are inputs only: unchanged
+		if r == root {
+			want = reduced
+		}
+		pl.checks = []region{{pb.in, want, 0}}
+	case algorithms.Broadcast:
+		pl.issue = func() *gocomms.Work { return c.BroadcastAsync(t, root, opts...) }
+		pl.call = func(ctx context.Context) error { return c.Broadcast(ctx, t, root, opts...) }
+		pl.checks = []region{{pb.in, root, 0}}
+	}
+	return pl
+}
+
+// single plans a collective of kind k from the input to the output, each
+// one tensor.
+func (pb *planner) single(k algorithms.Kind) plan {
+	c, ti, to, r, n, op, opts := pb.c, pb.v.of(pb.in), pb.v.of(pb.out), pb.r, pb.n, pb.op, pb.opts
+	pl := plan{fills: []region{{pb.in, r, 0}, pb.poisoned}}
+	switch k {
+	case algorithms.AllGather:
+		pl.issue = func() *gocomms.Work { return c.AllGatherSingleAsync(to, ti, opts...) }
+		pl.call = func(ctx context.Context) error { return c.AllGatherSingle(ctx, to, ti, opts...) }
+		for q := range pb.p {
+			pl.checks = append(pl.checks, region{pb.block(pb.out, q), q, 0})
+		}
+	case algorithms.ReduceScatter:
+		pl.issue = func() *gocomms.Work { return c.ReduceScatterSingleAsync(to, ti, op, opts...) }
+		pl.call = func(ctx context.Context) error { return c.ReduceScatterSingle(ctx, to, ti, op, opts...) }
+		pl.checks = []region{{pb.out, reduced, r * n}}
+	case algorithms.AllToAll:
+		pl.issue = func() *gocomms.Work { return c.AllToAllSingleAsync(to, ti, opts...) }
+		pl.call = func(ctx context.Context) error { return c.AllToAllSingle(ctx, to, ti, opts...) }
+		for q := range pb.p {
+			pl.checks = append(pl.checks, region{pb.block(pb.out, q), q, r * n})
+		}
+	}
+	return pl
+}
+
+// gather plans a gather into the root's list of the output's blocks.
+func (pb *planner) gather() plan {
+	c, ti, root, opts := pb.c, pb.v.of(pb.in), pb.root, pb.opts
+	var outs []*gocomms.Tensor // read on root only
+	pl := plan{fills: []region{{pb.in, pb.r, 0}}}
+	if pb.r == root {
+		pl.fills = append(pl.fills, pb.poisoned)
+		for q := range pb.p {
+			outs = append(outs, pb.v.of(pb.block(pb.out, q)))
+			pl.checks = append(pl.checks, region{pb.block(pb.out, q), q, 0})
+		}
+	}
+	pl.issue = func() *gocomms.Work { return c.GatherAsync(outs, ti, root, opts...) }
+	pl.call = func(ctx context.Context) error { return c.Gather(ctx, outs, ti, root, opts...) }
+	return pl
+}
+
+// scatter plans a scatter from the root's list of the input's blocks.
+func (pb *planner) scatter() plan {
+	c, to, root, opts := pb.c, pb.v.of(pb.out), pb.root, pb.opts
+	var ins []*gocomms.Tensor // read on root only
+	pl := plan{fills: []region{pb.poisoned}}
+	if pb.r == root {
+		pl.fills = append(pl.fills, region{pb.in, root, 0})
+		for q := range pb.p {
+			ins = append(ins, pb.v.of(pb.block(pb.in, q)))
+		}
+	}
+	pl.checks = []region{{pb.out, root, pb.r * pb.n}}
+	pl.issue = func() *gocomms.Work { return c.ScatterAsync(to, ins, root, opts...) }
+	pl.call = func(ctx context.Context) error { return c.Scatter(ctx, to, ins, root, opts...) }
+	return pl
 }
 
 // views makes tensors over byte slices of the bench's buffers, or over
