@@ -105,7 +105,7 @@ func TestRMAKilledRank(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr+"/ring", func(t *testing.T) {
 			t.Setenv("GOCOMMS_TRANSPORT", tr)
-			procs := startRanks(t, 3, []int{0, 1, 2}, "rma", "--verify", "-counts", "1024", "-n", "1000000000", "-timeout", timeout.String())
+			procs := startRanks(t, 3, []int{0, 1, 2}, "rma", "--verify", "-counts", "1024", "-n", "1000000000", "-timeout", timeout.String(), "--http", "127.0.0.1:0")
 			survivors := killRankOf(t, procs, 1, timeout)
 			// A survivor exits on its error, so the other may see it go
 			// before it hears of rank 1, and name it: both are gone. One
@@ -127,7 +127,7 @@ func TestRMAKilledRank(t *testing.T) {
 		t.Run(tr+"/target", func(t *testing.T) {
 			t.Setenv("GOCOMMS_TRANSPORT", tr)
 			procs := startRanks(t, 2, []int{0, 1}, "rma", "--op", "put", "-b", "64K", "-e", "64K",
-				"-n", "1000000000", "-V", "0", "-w", "1", "-timeout", timeout.String())
+				"-n", "1000000000", "-V", "0", "-w", "1", "-timeout", timeout.String(), "--http", "127.0.0.1:0")
 			survivors := killRankOf(t, procs, 1, timeout)
 			// window_put #0: window 0: gocomms: peer failed: rank 1: ...
 			want := regexp.MustCompile(`window_(put|flush) #\d+: window \d+: (gocomms: )?peer failed: rank 1\b`)
@@ -138,12 +138,23 @@ func TestRMAKilledRank(t *testing.T) {
 	}
 }
 
-// killRankOf SIGKILLs procs' rank victim once the job is under way, and
-// returns the others once they have exited, failing the test unless each
-// exited non-zero well inside its operation timeout.
+// serves is the line of a rank run with --http that says where it serves.
+var serves = regexp.MustCompile(`rank \d+ serves (http://[^/]+)/`)
+
+// killRankOf SIGKILLs procs' rank victim once the job is under way (every
+// rank, run with --http, has an operation completed in its flight record),
+// and returns the others once they have exited, failing the test unless
+// each exited non-zero well inside its operation timeout.
 func killRankOf(t *testing.T, procs []*rankProc, victim int, timeout time.Duration) []*rankProc {
 	t.Helper()
-	time.Sleep(2 * time.Second) // rendezvous done, the loop running
+	for _, p := range procs {
+		p.waitFor(t, &p.stderr, serves, time.Minute)
+		url := serves.FindStringSubmatch(p.stderr.String())[1] + "/debug/flight"
+		waitFor(t, time.Minute, fmt.Sprintf("operation completed on rank %d", p.rank), func() bool {
+			_, body := fetch(t, url)
+			return strings.Contains(body, `"state":"completed"`)
+		})
+	}
 	for _, p := range procs {
 		select {
 		case <-p.done:
