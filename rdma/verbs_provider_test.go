@@ -461,7 +461,6 @@ func TestVerbsAbandoned(t *testing.T) {
 	if !errors.As(err, &oe) || oe.Op != "read" || oe.Peer == "" {
 		t.Fatalf("abandoned read: %#v, want an *OpError naming the read and the peer", err)
 	}
-	start := time.Now()
 	for _, err := range []error{
 		a.Write(testContext(t), view(t, src, 0, 8), dst.Remote(), false),
 		a.WaitForWrite(testContext(t)),
@@ -473,9 +472,6 @@ func TestVerbsAbandoned(t *testing.T) {
 		if !errors.Is(err, ErrBroken) || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "abandoned") {
 			t.Errorf("call after the break: %v, want ErrBroken with the first cause and no deadline of its own", err)
 		}
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("calls after the break took %v", d)
 	}
 	if err := b.WaitForWrite(testContext(t)); !errors.Is(err, ErrBroken) || !strings.Contains(err.Error(), "closed by the peer") {
 		t.Fatalf("the peer of a broken transport: %v, want ErrBroken saying the peer closed", err)
@@ -582,12 +578,9 @@ func TestVerbsCompletionError(t *testing.T) {
 		t.Fatalf("write with a bad rkey: %v, want ErrBroken with the device's remote access error", err)
 	}
 	t.Logf("write with a bad rkey: %v", err)
-	start := time.Now()
+	// A call that waited on the broken queue pair would end with ctx.
 	if err2 := a.Read(ctx, mutableView(t, src, 0, 8), dst.Remote()); !errors.Is(err2, ErrBroken) || !errors.As(err2, &ce) {
 		t.Fatalf("read after the break: %v, want the first cause", err2)
-	}
-	if time.Since(start) > time.Second {
-		t.Error("a call after the break did not fail at once")
 	}
 	if err := b.WaitForWrite(ctx); !errors.Is(err, ErrBroken) {
 		t.Fatalf("the peer: %v, want ErrBroken", err)
