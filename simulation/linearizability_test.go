@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocomms/gocomms/actors/window"
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -291,9 +291,9 @@ func runAtomics(s rmaSetup, w atomicsWorkload) (*atomicsRun, error) {
 			op.arg = op.cmp + 1 + c.rng.Int64N(100)
 		}
 		res := make([]byte, 8)
-		wop := &window.Op{Code: window.FetchAndOp, Peer: t, Offset: uint64(8 * wi), Len: 8, DType: tensor.Int64, Reduce: reduce.Sum, Data: payload(op.arg), Result: res}
+		wop := &backend.WindowOp{Code: backend.WindowFetchAndOp, Peer: t, Offset: uint64(8 * wi), Len: 8, DType: tensor.Int64, Reduce: reduce.Sum, Data: payload(op.arg), Result: res}
 		if op.kind == opCompareSwap {
-			wop.Code, wop.Data = window.CompareAndSwap, payload(op.arg, op.cmp)
+			wop.Code, wop.Data = backend.WindowCompareAndSwap, payload(op.arg, op.cmp)
 		}
 		c.inflight++
 		op.inv = j.now()

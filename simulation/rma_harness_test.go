@@ -21,7 +21,7 @@ import (
 )
 
 // rmaJob is a simulated job whose ranks each open one RMA window and use
-// it through the window actors' own messages (window.Op, Wait, Read),
+// it through the window actors' own messages (backend.WindowOp, Wait, Read),
 // sent from the loop, as Window's methods send them from user
 // goroutines. Everything below the window is the run's: the loop, the
 // network and its fault plan, the rank and link actors, the trace.

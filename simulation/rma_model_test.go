@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms/actors/window"
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -251,7 +252,7 @@ func (m *rmaModel) watch(t, o int) {
 	j := m.j
 	j.waits++
 	m.waiting[t][o][0] = true
-	j.send(t, &window.Wait{ID: j.waits, Slot: o, Cmp: window.CmpGE, Value: m.seen[t][o] + 1, Done: func(v uint64, err error) {
+	j.send(t, &window.Wait{ID: j.waits, Slot: o, Cmp: backend.SignalGE, Value: m.seen[t][o] + 1, Done: func(v uint64, err error) {
 		m.waiting[t][o][0] = false
 		if err != nil {
 			m.opFailed(t, o, fmt.Sprintf("wait for a signal of rank %d", o), err)
@@ -307,7 +308,7 @@ func (c *rmaClient) span(n int) (first, count int) {
 }
 
 // send issues op on target t; check runs if it succeeds, fail if not.
-func (c *rmaClient) send(t int, what string, op *window.Op, check, fail func()) {
+func (c *rmaClient) send(t int, what string, op *backend.WindowOp, check, fail func()) {
 	m := c.m
 	op.Peer = t
 	op.DType = tensor.Int64
@@ -333,18 +334,18 @@ func (c *rmaClient) send(t int, what string, op *window.Op, check, fail func()) 
 
 func (c *rmaClient) notify(t int) {
 	c.views[t].notified++
-	c.send(t, "notify", &window.Op{Code: window.Signal, Signal: window.SignalAdd, Slot: c.m.n + c.me, Value: 1}, nil, nil)
+	c.send(t, "notify", &backend.WindowOp{Code: backend.WindowSignal, Signal: backend.SignalAdd, Slot: c.m.n + c.me, Value: 1}, nil, nil)
 }
 
 // signalOf makes op carry a signal of the latest version to t: set to it,
 // or add what it lacks.
-func (c *rmaClient) signalOf(op *window.Op, t int) {
+func (c *rmaClient) signalOf(op *backend.WindowOp, t int) {
 	v := &c.views[t]
 	op.Slot = c.me
 	if c.rng.IntN(2) == 0 {
-		op.Signal, op.Value = window.SignalSet, uint64(v.version)
+		op.Signal, op.Value = backend.SignalSet, uint64(v.version)
 	} else {
-		op.Signal, op.Value = window.SignalAdd, uint64(v.version-v.signalled)
+		op.Signal, op.Value = backend.SignalAdd, uint64(v.version-v.signalled)
 	}
 	v.signalled = v.version
 }
@@ -365,7 +366,7 @@ func (c *rmaClient) next() {
 			vals[i] = putValue(me, t, seq, a+i)
 		}
 		copy(v.priv[a:], vals)
-		op := &window.Op{Code: window.Put, Offset: off(lay.priv(me) + a), Len: uint64(8 * n), Data: payload(vals...)}
+		op := &backend.WindowOp{Code: backend.WindowPut, Offset: off(lay.priv(me) + a), Len: uint64(8 * n), Data: payload(vals...)}
 		if m.sabotage == putLate {
 			m.j.r.loop.At(m.j.r.loop.Elapsed()+20*time.Microsecond, func() { c.send(t, "put", op, nil, nil) })
 			return
@@ -375,7 +376,7 @@ func (c *rmaClient) next() {
 		a, n := c.span(privWords)
 		want := slices.Clone(v.priv[a : a+n])
 		res := make([]byte, 8*n)
-		c.send(t, "get", &window.Op{Code: window.Get, Offset: off(lay.priv(me) + a), Len: uint64(8 * n), Result: res}, func() {
+		c.send(t, "get", &backend.WindowOp{Code: backend.WindowGet, Offset: off(lay.priv(me) + a), Len: uint64(8 * n), Result: res}, func() {
 			got := wordsOf(res)
 			m.record(me, seq, got...)
 			m.check(slices.Equal(got, want), "rank %d: get #%d of its words %d-%d on rank %d read %x, want %x: what its own puts issued before left there", me, seq, a, a+n-1, t, got, want)
@@ -387,15 +388,15 @@ func (c *rmaClient) next() {
 			vals[i] = 1 + c.rng.Int64N(1000)
 			m.added[t][a+i] += vals[i]
 		}
-		op := &window.Op{Code: window.Accumulate, Offset: off(lay.counter(a)), Len: uint64(8 * n), Data: payload(vals...), Reduce: reduce.Sum}
+		op := &backend.WindowOp{Code: backend.WindowAccumulate, Offset: off(lay.counter(a)), Len: uint64(8 * n), Data: payload(vals...), Reduce: reduce.Sum}
 		if k < 36 {
 			c.send(t, "accumulate", op, nil, nil)
 			if m.sabotage == applyTwice {
-				c.send(t, "accumulate", &window.Op{Code: window.Accumulate, Offset: op.Offset, Len: op.Len, Data: payload(vals...), Reduce: reduce.Sum}, nil, nil)
+				c.send(t, "accumulate", &backend.WindowOp{Code: backend.WindowAccumulate, Offset: op.Offset, Len: op.Len, Data: payload(vals...), Reduce: reduce.Sum}, nil, nil)
 			}
 			return
 		}
-		op.Code = window.GetAccumulate
+		op.Code = backend.WindowGetAccumulate
 		op.Result = make([]byte, 8*n)
 		c.send(t, "get_accumulate", op, func() {
 			got := wordsOf(op.Result)
@@ -409,7 +410,7 @@ func (c *rmaClient) next() {
 		add := 1 + c.rng.Int64N(1000)
 		m.added[t][w] += add
 		res := make([]byte, 8)
-		c.send(t, "fetch_and_op", &window.Op{Code: window.FetchAndOp, Offset: off(lay.counter(w)), Len: 8, Data: payload(add), Result: res, Reduce: reduce.Sum}, func() {
+		c.send(t, "fetch_and_op", &backend.WindowOp{Code: backend.WindowFetchAndOp, Offset: off(lay.counter(w)), Len: 8, Data: payload(add), Result: res, Reduce: reduce.Sum}, func() {
 			old := word(res, 0)
 			m.record(me, seq, old)
 			m.fetches[t][w] = append(m.fetches[t][w], fetched{me, seq, old, add})
@@ -422,7 +423,7 @@ func (c *rmaClient) next() {
 		}
 		nv := swapValue(me, seq)
 		res := make([]byte, 8)
-		c.send(t, "compare_and_swap", &window.Op{Code: window.CompareAndSwap, Offset: off(lay.swap(w)), Len: 8, Data: payload(nv, compare), Result: res}, func() {
+		c.send(t, "compare_and_swap", &backend.WindowOp{Code: backend.WindowCompareAndSwap, Offset: off(lay.swap(w)), Len: 8, Data: payload(nv, compare), Result: res}, func() {
 			old := word(res, 0)
 			m.record(me, seq, old)
 			m.swaps[t][w] = append(m.swaps[t][w], swapped{me, seq, compare, nv, old})
@@ -433,10 +434,10 @@ func (c *rmaClient) next() {
 		}, nil)
 	case k < 80:
 		v.version++
-		op := &window.Op{Code: window.Put, Offset: off(lay.sig(me)), Len: 8 * sigWords, Data: payload(sigData(me, t, v.version)...)}
+		op := &backend.WindowOp{Code: backend.WindowPut, Offset: off(lay.sig(me)), Len: 8 * sigWords, Data: payload(sigData(me, t, v.version)...)}
 		what := "put of version " + fmt.Sprint(v.version)
 		if k >= 70 && m.sabotage == signalEarly {
-			sig := &window.Op{Code: window.Signal}
+			sig := &backend.WindowOp{Code: backend.WindowSignal}
 			c.signalOf(sig, t)
 			c.send(t, "signal ahead of its data", sig, nil, nil)
 		} else if k >= 70 {
@@ -445,7 +446,7 @@ func (c *rmaClient) next() {
 		}
 		c.send(t, what, op, nil, nil)
 	case k < 86:
-		op := &window.Op{Code: window.Signal}
+		op := &backend.WindowOp{Code: backend.WindowSignal}
 		c.signalOf(op, t)
 		c.send(t, "signal of version "+fmt.Sprint(v.version), op, nil, nil)
 	case k < 91:
@@ -453,7 +454,7 @@ func (c *rmaClient) next() {
 	case k < 95:
 		want := sigData(me, t, v.version)
 		res := make([]byte, 8*sigWords)
-		c.send(t, "get of the signal region", &window.Op{Code: window.Get, Offset: off(lay.sig(me)), Len: 8 * sigWords, Result: res}, func() {
+		c.send(t, "get of the signal region", &backend.WindowOp{Code: backend.WindowGet, Offset: off(lay.sig(me)), Len: 8 * sigWords, Result: res}, func() {
 			got := wordsOf(res)
 			m.record(me, seq, got...)
 			m.check(slices.Equal(got, want), "rank %d: get #%d of its signal region on rank %d read %x, want version %d: %x", me, seq, t, got, want[0], want)
@@ -473,7 +474,7 @@ func (c *rmaClient) flush() {
 		c.syncing, c.flushing = false, false
 		c.pump()
 	}
-	c.send(t, "flush", &window.Op{Code: window.Flush}, func() {
+	c.send(t, "flush", &backend.WindowOp{Code: backend.WindowFlush}, func() {
 		v := &c.views[t]
 		mem := m.j.mem[t]
 		priv := wordsOf(mem[8*m.lay.priv(me) : 8*(m.lay.priv(me)+privWords)])

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gocomms/gocomms/actors/window"
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -351,11 +352,11 @@ func TestWindowCrashRevokes(t *testing.T) {
 			}
 			for _, peer := range []int{crashed, live} {
 				name := fmt.Sprintf("rank %d: a get from rank %d after the crash", i, peer)
-				j.send(i, &window.Op{Code: window.Get, Peer: peer, Len: 8, DType: tensor.Int64, Result: make([]byte, 8), Done: func(err error) { ends[name] = err }})
+				j.send(i, &backend.WindowOp{Code: backend.WindowGet, Peer: peer, Len: 8, DType: tensor.Int64, Result: make([]byte, 8), Done: func(err error) { ends[name] = err }})
 			}
 			name := fmt.Sprintf("rank %d: a wait after the crash", i)
 			j.waits++
-			j.send(i, &window.Wait{ID: j.waits, Slot: 0, Cmp: window.CmpGE, Value: 1 << 60, Done: func(_ uint64, err error) { ends[name] = err }})
+			j.send(i, &window.Wait{ID: j.waits, Slot: 0, Cmp: backend.SignalGE, Value: 1 << 60, Done: func(_ uint64, err error) { ends[name] = err }})
 			probes += 3
 		}
 		j.run()
@@ -392,9 +393,9 @@ func TestWindowRevokedWithoutLinkToFailedRank(t *testing.T) {
 	var waitErr error
 	j, err := newRMAJob(s, func(j *rmaJob) {
 		// 2 talks to 1, 1 to 0; 0 waits for a signal from 2.
-		j.send(2, &window.Op{Code: window.Put, Peer: 1, Len: 8, DType: tensor.Int64, Data: payload(7), Done: func(error) {}})
-		j.send(1, &window.Op{Code: window.Signal, Peer: 0, Signal: window.SignalAdd, Slot: 1, Value: 1, Done: func(error) {}})
-		j.send(0, &window.Wait{ID: 1, Slot: 2, Cmp: window.CmpGE, Value: 1, Done: func(_ uint64, err error) { ended, waitErr = true, err }})
+		j.send(2, &backend.WindowOp{Code: backend.WindowPut, Peer: 1, Len: 8, DType: tensor.Int64, Data: payload(7), Done: func(error) {}})
+		j.send(1, &backend.WindowOp{Code: backend.WindowSignal, Peer: 0, Signal: backend.SignalAdd, Slot: 1, Value: 1, Done: func(error) {}})
+		j.send(0, &window.Wait{ID: 1, Slot: 2, Cmp: backend.SignalGE, Value: 1, Done: func(_ uint64, err error) { ended, waitErr = true, err }})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -423,15 +424,15 @@ func TestWindowRevokedWhenLinkGivesUp(t *testing.T) {
 		for o := range 3 { // every pair has a link
 			for peer := range 3 {
 				if o != peer {
-					j.send(o, &window.Op{Code: window.Signal, Peer: peer, Signal: window.SignalAdd, Slot: o, Value: 1, Done: func(error) {}})
+					j.send(o, &backend.WindowOp{Code: backend.WindowSignal, Peer: peer, Signal: backend.SignalAdd, Slot: o, Value: 1, Done: func(error) {}})
 				}
 			}
 		}
-		j.send(0, &window.Wait{ID: 1, Slot: 2, Cmp: window.CmpGE, Value: 2, Done: func(_ uint64, err error) { ends["rank 0's wait for rank 2's signal"] = err }})
+		j.send(0, &window.Wait{ID: 1, Slot: 2, Cmp: backend.SignalGE, Value: 2, Done: func(_ uint64, err error) { ends["rank 0's wait for rank 2's signal"] = err }})
 		j.r.loop.At(100*time.Microsecond, func() {
-			j.send(0, &window.Op{Code: window.Get, Peer: 2, Len: 8, DType: tensor.Int64, Result: make([]byte, 8),
+			j.send(0, &backend.WindowOp{Code: backend.WindowGet, Peer: 2, Len: 8, DType: tensor.Int64, Result: make([]byte, 8),
 				Done: func(err error) { ends["rank 0's get from rank 2"] = err }})
-			j.send(1, &window.Op{Code: window.FetchAndOp, Peer: 2, Len: 8, DType: tensor.Int64, Reduce: reduce.Sum, Data: payload(1), Result: make([]byte, 8),
+			j.send(1, &backend.WindowOp{Code: backend.WindowFetchAndOp, Peer: 2, Len: 8, DType: tensor.Int64, Reduce: reduce.Sum, Data: payload(1), Result: make([]byte, 8),
 				Done: func(err error) { ends["rank 1's fetch-and-op on rank 2"] = err }})
 		})
 	})
@@ -461,15 +462,15 @@ func TestWindowRevocationBlamesTheFailedRank(t *testing.T) {
 		plan: Plan{{Kind: Crash, Rank: 2, At: 50 * time.Microsecond}}}
 	var getErr, waitErr error
 	j, err := newRMAJob(s, func(j *rmaJob) {
-		j.send(2, &window.Op{Code: window.Put, Peer: 1, Len: 8, DType: tensor.Int64, Data: payload(7), Done: func(error) {}})
-		j.send(1, &window.Op{Code: window.Signal, Peer: 0, Signal: window.SignalAdd, Slot: 1, Value: 1, Done: func(error) {}})
-		j.send(0, &window.Wait{ID: 1, Slot: 2, Cmp: window.CmpGE, Value: 1, Done: func(_ uint64, err error) { waitErr = err }})
+		j.send(2, &backend.WindowOp{Code: backend.WindowPut, Peer: 1, Len: 8, DType: tensor.Int64, Data: payload(7), Done: func(error) {}})
+		j.send(1, &backend.WindowOp{Code: backend.WindowSignal, Peer: 0, Signal: backend.SignalAdd, Slot: 1, Value: 1, Done: func(error) {}})
+		j.send(0, &window.Wait{ID: 1, Slot: 2, Cmp: backend.SignalGE, Value: 1, Done: func(_ uint64, err error) { waitErr = err }})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	j.run() // rank 1 and rank 0's rank know rank 2 failed
-	j.send(0, &window.Op{Code: window.Get, Peer: 1, Len: 8, DType: tensor.Int64, Result: make([]byte, 8), Done: func(err error) { getErr = err }})
+	j.send(0, &backend.WindowOp{Code: backend.WindowGet, Peer: 1, Len: 8, DType: tensor.Int64, Result: make([]byte, 8), Done: func(err error) { getErr = err }})
 	j.run()
 	j.close()
 	for what, err := range map[string]error{"rank 0's get from rank 1": getErr, "rank 0's wait for rank 2's signal": waitErr} {
@@ -498,8 +499,8 @@ func TestWindowHungPeerIsDetected(t *testing.T) {
 	}
 	j, err := newRMAJob(s, func(j *rmaJob) {
 		j.r.loop.At(100*time.Microsecond, func() {
-			j.send(0, &window.Op{Code: window.Get, Peer: 2, Len: 8, DType: tensor.Int64, Result: make([]byte, 8), Done: record("rank 0's get from rank 2")})
-			j.send(1, &window.Op{Code: window.FetchAndOp, Peer: 2, Len: 8, DType: tensor.Int64, Reduce: reduce.Sum, Data: payload(1), Result: make([]byte, 8),
+			j.send(0, &backend.WindowOp{Code: backend.WindowGet, Peer: 2, Len: 8, DType: tensor.Int64, Result: make([]byte, 8), Done: record("rank 0's get from rank 2")})
+			j.send(1, &backend.WindowOp{Code: backend.WindowFetchAndOp, Peer: 2, Len: 8, DType: tensor.Int64, Reduce: reduce.Sum, Data: payload(1), Result: make([]byte, 8),
 				Done: record("rank 1's fetch-and-op on rank 2")})
 		})
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/actors/link"
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/transport"
 )
@@ -38,7 +39,7 @@ type Config struct {
 type Wait struct {
 	ID      uint64
 	Slot    int
-	Cmp     Cmp
+	Cmp     backend.SignalCmp
 	Value   uint64
 	Consume bool
 	Done    func(uint64, error)
@@ -87,7 +88,7 @@ func Producer(rt *actors.Runtime, cfg Config) actor.Producer {
 // pending is an operation, or a chunk of one, waiting for its reply.
 type pending struct {
 	id       uint64
-	op       *Op
+	op       *backend.WindowOp
 	done     func(error) // the op's, or its chunk's
 	result   []byte      // where the reply goes
 	deadline time.Time   // zero: none
@@ -138,7 +139,7 @@ func (w *windowActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		w.timer = w.rt.NewTimer(ctx.Self(), checkTimeouts{})
-	case *Op:
+	case *backend.WindowOp:
 		w.issue(ctx, m)
 	case *Wait:
 		w.wait(m)
@@ -160,13 +161,13 @@ func (w *windowActor) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopping:
 		w.timer.Stop()
-		w.fail(ErrClosed)
+		w.fail(backend.ErrWindowClosed)
 	}
 }
 
 // issue starts op: at once on this rank's own window, else as frames to
 // its peer, one per chunk.
-func (w *windowActor) issue(ctx actor.Context, op *Op) {
+func (w *windowActor) issue(ctx actor.Context, op *backend.WindowOp) {
 	if w.failed != nil {
 		transport.PutBuffer(op.Data)
 		op.Done(w.failed)
@@ -262,12 +263,12 @@ func countdown(n int, done func(error)) func(error) {
 // chunk returns the request of chunk i of op's n, and the bytes [lo, hi)
 // of op's region it covers: the signal goes with the last chunk. An
 // operation on a word or on nothing is one chunk.
-func chunkOf(op *Op, i, n int) (r request, lo, hi int) {
+func chunkOf(op *backend.WindowOp, i, n int) (r request, lo, hi int) {
 	lo, hi = chunkBounds(i, int(op.Len))
 	r = requestOf(op)
 	r.Offset, r.Len = op.Offset+uint64(lo), uint64(hi-lo)
 	if i < n-1 {
-		r.SignalOp, r.Slot, r.Value = SignalNone, 0, 0
+		r.SignalOp, r.Slot, r.Value = backend.SignalNone, 0, 0
 	}
 	return r, lo, hi
 }
@@ -308,7 +309,7 @@ func (w *windowActor) linked(ctx actor.Context, m *Link) {
 
 // applyLocal applies op to this rank's own window, in the actor's order
 // with the operations of other ranks, chunk by chunk as a peer would.
-func (w *windowActor) applyLocal(ctx actor.Context, op *Op) {
+func (w *windowActor) applyLocal(ctx actor.Context, op *backend.WindowOp) {
 	r := requestOf(op)
 	if err := w.tgt.check(op.Code, &r); err != nil {
 		transport.PutBuffer(op.Data)
@@ -316,10 +317,10 @@ func (w *windowActor) applyLocal(ctx actor.Context, op *Op) {
 		return
 	}
 	switch op.Code {
-	case Lock:
+	case backend.WindowLock:
 		w.granted(ctx, w.lock.take(lockRequest{origin: w.cfg.Rank, exclusive: op.Value == 1, op: op}))
 		return
-	case Unlock:
+	case backend.WindowUnlock:
 		op.Done(nil)
 		w.granted(ctx, w.lock.release(w.cfg.Rank))
 		return
@@ -338,14 +339,14 @@ func (w *windowActor) applyLocal(ctx actor.Context, op *Op) {
 	}
 	transport.PutBuffer(op.Data)
 	op.Done(nil)
-	if op.Signal != SignalNone {
+	if op.Signal != backend.SignalNone {
 		w.signalled(op.Slot)
 	}
 }
 
 // opDataLen is the length of op's data, less the room Stage left for
 // headers.
-func opDataLen(op *Op) int {
+func opDataLen(op *backend.WindowOp) int {
 	if op.Data == nil {
 		return 0
 	}
@@ -353,7 +354,7 @@ func opDataLen(op *Op) int {
 }
 
 // request is the wire form of op.
-func requestOf(op *Op) request {
+func requestOf(op *backend.WindowOp) request {
 	return request{
 		Offset: op.Offset, Len: op.Len, DType: op.DType, Reduce: op.Reduce,
 		SignalOp: op.Signal, Slot: uint32(op.Slot), Value: op.Value,
@@ -362,7 +363,7 @@ func requestOf(op *Op) request {
 
 func (w *windowActor) delivered(ctx actor.Context, m *link.Delivered) {
 	h := m.Frame.Header
-	if code := Code(h.Tag); code&replyBit != 0 {
+	if code := backend.WindowCode(h.Tag); code&replyBit != 0 {
 		w.replied(ctx, m.Peer, h.Sig, m.Frame.Payload)
 	} else {
 		w.serve(ctx, m.Peer, code, h.Sig, m.Frame.Payload)
@@ -373,7 +374,7 @@ func (w *windowActor) delivered(ctx actor.Context, m *link.Delivered) {
 
 // serve applies an operation another rank sent, and answers it if it
 // asks for an answer.
-func (w *windowActor) serve(ctx actor.Context, origin int, code Code, id uint64, payload []byte) {
+func (w *windowActor) serve(ctx actor.Context, origin int, code backend.WindowCode, id uint64, payload []byte) {
 	if id <= w.applied[origin] {
 		return // applied already: a retransmission
 	}
@@ -385,10 +386,10 @@ func (w *windowActor) serve(ctx actor.Context, origin int, code Code, id uint64,
 	w.out = w.out[:0]
 	switch {
 	case err != nil:
-	case code == Lock:
+	case code == backend.WindowLock:
 		w.granted(ctx, w.lock.take(lockRequest{origin: origin, id: id, exclusive: r.Value == 1}))
 		return // answered once granted
-	case code == Unlock:
+	case code == backend.WindowUnlock:
 		defer w.granted(ctx, w.lock.release(origin))
 	default: // a signal alone, or a flush, applies nothing but its signal
 
@@ -400,13 +401,13 @@ func (w *windowActor) serve(ctx actor.Context, origin int, code Code, id uint64,
 	case err != nil:
 		w.rt.Logger.Warn("window: dropped an operation the target cannot apply", "window", w.cfg.ID, "origin", origin, "err", err)
 	}
-	if err == nil && r.SignalOp != SignalNone {
+	if err == nil && r.SignalOp != backend.SignalNone {
 		w.signalled(int(r.Slot))
 	}
 }
 
 // reply answers operation id of origin: with what w.out holds, or err.
-func (w *windowActor) reply(ctx actor.Context, origin int, code Code, id uint64, err error) {
+func (w *windowActor) reply(ctx actor.Context, origin int, code backend.WindowCode, id uint64, err error) {
 	var p []byte
 	if err != nil {
 		msg := err.Error()
@@ -509,7 +510,7 @@ func (w *windowActor) read(m *Read) {
 func (w *windowActor) fail(err error) {
 	if w.failed == nil {
 		w.failed = err
-		if w.cfg.Revoked != nil && !errors.Is(err, ErrClosed) {
+		if w.cfg.Revoked != nil && !errors.Is(err, backend.ErrWindowClosed) {
 			w.cfg.Revoked(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 )
@@ -22,21 +23,21 @@ func TestApplyMatchesModel(t *testing.T) {
 		tgt := target{mem: make([]byte, 8*words), slots: make([]uint64, slots)}
 		model := make([]int64, words)
 		modelSlots := make([]uint64, slots)
-		codes := []Code{Put, Get, Accumulate, GetAccumulate, FetchAndOp, CompareAndSwap, Signal}
+		codes := []backend.WindowCode{backend.WindowPut, backend.WindowGet, backend.WindowAccumulate, backend.WindowGetAccumulate, backend.WindowFetchAndOp, backend.WindowCompareAndSwap, backend.WindowSignal}
 		kinds := []reduce.Kind{reduce.Sum, reduce.Product, reduce.Min, reduce.Max, reduce.BXor}
 		for range rapid.IntRange(1, 60).Draw(t, "ops") {
 			code := rapid.SampledFrom(codes).Draw(t, "code")
 			first := rapid.IntRange(0, words-1).Draw(t, "word")
 			n := rapid.IntRange(0, words-first).Draw(t, "words")
-			if code == FetchAndOp || code == CompareAndSwap {
+			if code == backend.WindowFetchAndOp || code == backend.WindowCompareAndSwap {
 				n = 1
 			}
-			if code == Signal {
+			if code == backend.WindowSignal {
 				n = 0
 			}
 			r := request{Offset: uint64(8 * first), Len: uint64(8 * n), DType: tensor.Int64, Reduce: rapid.SampledFrom(kinds).Draw(t, "reduce")}
-			if code == Signal || rapid.Bool().Draw(t, "signal") && code == Put {
-				r.SignalOp = SignalOp(rapid.IntRange(1, 2).Draw(t, "signal_op"))
+			if code == backend.WindowSignal || rapid.Bool().Draw(t, "signal") && code == backend.WindowPut {
+				r.SignalOp = backend.SignalOp(rapid.IntRange(1, 2).Draw(t, "signal_op"))
 				r.Slot = uint32(rapid.IntRange(0, slots-1).Draw(t, "slot"))
 				r.Value = rapid.Uint64Range(0, 5).Draw(t, "value")
 			}
@@ -46,9 +47,9 @@ func TestApplyMatchesModel(t *testing.T) {
 			}
 			var data []byte
 			switch code {
-			case Put, Accumulate, GetAccumulate, FetchAndOp:
+			case backend.WindowPut, backend.WindowAccumulate, backend.WindowGetAccumulate, backend.WindowFetchAndOp:
 				data = int64Bytes(operands)
-			case CompareAndSwap:
+			case backend.WindowCompareAndSwap:
 				compare := model[first]
 				if rapid.Bool().Draw(t, "mismatch") {
 					compare++
@@ -71,27 +72,27 @@ func TestApplyMatchesModel(t *testing.T) {
 			before := int64Bytes(model[first : first+n])
 			var want []byte
 			switch code {
-			case Put:
+			case backend.WindowPut:
 				copy(model[first:], operands)
-			case Get:
+			case backend.WindowGet:
 				want = before
-			case Accumulate, GetAccumulate, FetchAndOp:
+			case backend.WindowAccumulate, backend.WindowGetAccumulate, backend.WindowFetchAndOp:
 				for i, v := range operands {
 					model[first+i] = combine(r.Reduce, model[first+i], v)
 				}
-				if code != Accumulate {
+				if code != backend.WindowAccumulate {
 					want = before
 				}
-			case CompareAndSwap:
+			case backend.WindowCompareAndSwap:
 				want = before
 				if model[first] == int64(binary.LittleEndian.Uint64(data[8:])) {
 					model[first] = operands[0]
 				}
 			}
 			switch r.SignalOp {
-			case SignalSet:
+			case backend.SignalSet:
 				modelSlots[r.Slot] = r.Value
-			case SignalAdd:
+			case backend.SignalAdd:
 				modelSlots[r.Slot] += r.Value
 			}
 			if !bytes.Equal(out, want) {
@@ -138,19 +139,19 @@ func int64Bytes(v []int64) []byte {
 func TestCheckRejects(t *testing.T) {
 	tgt := target{mem: make([]byte, 64), slots: make([]uint64, 2)}
 	cases := []struct {
-		code Code
+		code backend.WindowCode
 		r    request
 	}{
-		{Put, request{Offset: 60, Len: 8}},
-		{Get, request{Offset: math.MaxUint64 - 3, Len: 8}},
-		{Put, request{Offset: 0, Len: math.MaxUint64}},
-		{Accumulate, request{Offset: 4, Len: 8, DType: tensor.Int64, Reduce: reduce.Sum}},
-		{Accumulate, request{Offset: 0, Len: 4, DType: tensor.Int64, Reduce: reduce.Sum}},
-		{Accumulate, request{Offset: 0, Len: 8, DType: tensor.Float64, Reduce: reduce.BXor}},
-		{Accumulate, request{Offset: 0, Len: 8, DType: tensor.Float64, Reduce: reduce.Avg}},
-		{FetchAndOp, request{Offset: 0, Len: 16, DType: tensor.Int64, Reduce: reduce.Sum}},
-		{CompareAndSwap, request{Offset: 4, Len: 8}},
-		{Signal, request{SignalOp: SignalAdd, Slot: 2}},
+		{backend.WindowPut, request{Offset: 60, Len: 8}},
+		{backend.WindowGet, request{Offset: math.MaxUint64 - 3, Len: 8}},
+		{backend.WindowPut, request{Offset: 0, Len: math.MaxUint64}},
+		{backend.WindowAccumulate, request{Offset: 4, Len: 8, DType: tensor.Int64, Reduce: reduce.Sum}},
+		{backend.WindowAccumulate, request{Offset: 0, Len: 4, DType: tensor.Int64, Reduce: reduce.Sum}},
+		{backend.WindowAccumulate, request{Offset: 0, Len: 8, DType: tensor.Float64, Reduce: reduce.BXor}},
+		{backend.WindowAccumulate, request{Offset: 0, Len: 8, DType: tensor.Float64, Reduce: reduce.Avg}},
+		{backend.WindowFetchAndOp, request{Offset: 0, Len: 16, DType: tensor.Int64, Reduce: reduce.Sum}},
+		{backend.WindowCompareAndSwap, request{Offset: 4, Len: 8}},
+		{backend.WindowSignal, request{SignalOp: backend.SignalAdd, Slot: 2}},
 	}
 	for _, c := range cases {
 		if err := tgt.check(c.code, &c.r); err == nil {
@@ -166,7 +167,7 @@ func TestCmpRollsOver(t *testing.T) {
 		base := rapid.Uint64().Draw(t, "base")
 		d := rapid.Int64Range(-1<<40, 1<<40).Draw(t, "distance")
 		slot, v := base+uint64(d), base
-		checks := map[Cmp]bool{CmpEQ: d == 0, CmpNE: d != 0, CmpLT: d < 0, CmpLE: d <= 0, CmpGT: d > 0, CmpGE: d >= 0}
+		checks := map[backend.SignalCmp]bool{backend.SignalEQ: d == 0, backend.SignalNE: d != 0, backend.SignalLT: d < 0, backend.SignalLE: d <= 0, backend.SignalGT: d > 0, backend.SignalGE: d >= 0}
 		for c, want := range checks {
 			if got := holds(c, slot, v); got != want {
 				t.Fatalf("%d %v %d (distance %d): %v, want %v", slot, c, v, d, got, want)
@@ -179,21 +180,21 @@ func TestCmpRollsOver(t *testing.T) {
 // them either refuses them or applies them within the window; nothing
 // panics.
 func FuzzServe(f *testing.F) {
-	for _, c := range []Code{Put, Get, Accumulate, FetchAndOp, CompareAndSwap, Signal, Flush} {
+	for _, c := range []backend.WindowCode{backend.WindowPut, backend.WindowGet, backend.WindowAccumulate, backend.WindowFetchAndOp, backend.WindowCompareAndSwap, backend.WindowSignal, backend.WindowFlush} {
 		p := make([]byte, requestSize+8)
-		(&request{Offset: 8, Len: 8, DType: tensor.Int64, Reduce: reduce.Sum, SignalOp: SignalAdd, Slot: 1, Value: 1}).encode(p)
+		(&request{Offset: 8, Len: 8, DType: tensor.Int64, Reduce: reduce.Sum, SignalOp: backend.SignalAdd, Slot: 1, Value: 1}).encode(p)
 		f.Add(uint32(c), p)
 	}
 	f.Fuzz(func(t *testing.T, code uint32, payload []byte) {
 		tgt := target{mem: make([]byte, 64), slots: make([]uint64, 2)}
-		r, data, err := decodeRequest(Code(code), payload)
+		r, data, err := decodeRequest(backend.WindowCode(code), payload)
 		if err != nil {
 			return
 		}
-		if tgt.check(Code(code), &r) != nil {
+		if tgt.check(backend.WindowCode(code), &r) != nil {
 			return
 		}
-		tgt.apply(Code(code), &r, data, nil)
+		tgt.apply(backend.WindowCode(code), &r, data, nil)
 		if _, err := decodeReply(payload); err == nil && len(payload) == 0 {
 			t.Fatal("an empty reply decoded")
 		}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/gocomms/gocomms/backend"
 )
 
 // locks is a window's lock, as its own actor keeps it: held shared by any
@@ -23,7 +24,7 @@ type lockRequest struct {
 	origin    int
 	id        uint64
 	exclusive bool
-	op        *Op
+	op        *backend.WindowOp
 }
 
 func newLocks() locks { return locks{exclusive: -1} }
@@ -82,6 +83,6 @@ func (w *windowActor) granted(ctx actor.Context, qs []lockRequest) {
 			continue
 		}
 		w.out = w.out[:0]
-		w.reply(ctx, q.origin, Lock, q.id, nil)
+		w.reply(ctx, q.origin, backend.WindowLock, q.id, nil)
 	}
 }

@@ -4,19 +4,20 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/gocomms/gocomms/backend"
 	"github.com/gocomms/gocomms/reduce"
 	"github.com/gocomms/gocomms/tensor"
 )
 
 // replyBit marks a reply in a frame's Tag, the code of its request with
 // it set.
-const replyBit Code = 1 << 31
+const replyBit backend.WindowCode = 1 << 31
 
 // replies reports whether the origin waits for a reply to c: for what c
 // reads back, or for the completion a flush asks about.
-func replies(c Code) bool {
+func replies(c backend.WindowCode) bool {
 	switch c {
-	case Get, GetAccumulate, FetchAndOp, CompareAndSwap, Flush, Lock, Unlock:
+	case backend.WindowGet, backend.WindowGetAccumulate, backend.WindowFetchAndOp, backend.WindowCompareAndSwap, backend.WindowFlush, backend.WindowLock, backend.WindowUnlock:
 		return true
 	}
 	return false
@@ -30,7 +31,7 @@ type request struct {
 	Len      uint64
 	DType    tensor.DType
 	Reduce   reduce.Kind
-	SignalOp SignalOp
+	SignalOp backend.SignalOp
 	Slot     uint32
 	Value    uint64 // the signal's
 }
@@ -51,41 +52,41 @@ func (r *request) encode(b []byte) {
 // decodeRequest parses the payload of an operation of code c, returning
 // the request and its data. It checks what the bytes alone can say; the
 // window's bounds are the applier's to check.
-func decodeRequest(c Code, p []byte) (request, []byte, error) {
+func decodeRequest(c backend.WindowCode, p []byte) (request, []byte, error) {
 	if len(p) < requestSize {
 		return request{}, nil, fmt.Errorf("window: %v: payload of %d bytes, shorter than its %d-byte header", c, len(p), requestSize)
 	}
 	r := request{
 		Offset: binary.LittleEndian.Uint64(p[0:]), Len: binary.LittleEndian.Uint64(p[8:]),
-		DType: tensor.DType(p[16]), Reduce: reduce.Kind(p[17]), SignalOp: SignalOp(p[18]),
+		DType: tensor.DType(p[16]), Reduce: reduce.Kind(p[17]), SignalOp: backend.SignalOp(p[18]),
 		Slot: binary.LittleEndian.Uint32(p[20:]), Value: binary.LittleEndian.Uint64(p[24:]),
 	}
 	data := p[requestSize:]
-	if p[19] != 0 || r.SignalOp > SignalAdd {
+	if p[19] != 0 || r.SignalOp > backend.SignalAdd {
 		return request{}, nil, fmt.Errorf("window: %v: malformed header", c)
 	}
 	var want uint64 // the data's length
 	switch c {
-	case Put, Accumulate, GetAccumulate:
+	case backend.WindowPut, backend.WindowAccumulate, backend.WindowGetAccumulate:
 		want = r.Len
-	case FetchAndOp:
+	case backend.WindowFetchAndOp:
 		want = 8
-	case CompareAndSwap:
+	case backend.WindowCompareAndSwap:
 		want = 16 // the value, then what it is compared with
 	}
 	if uint64(len(data)) != want {
 		return request{}, nil, fmt.Errorf("window: %v: %d bytes of data, want %d", c, len(data), want)
 	}
 	switch c {
-	case Accumulate, GetAccumulate, FetchAndOp:
+	case backend.WindowAccumulate, backend.WindowGetAccumulate, backend.WindowFetchAndOp:
 		if !r.DType.Valid() || !r.Reduce.Valid() {
 			return request{}, nil, fmt.Errorf("window: %v: dtype %d or reduction %d unknown", c, p[16], p[17])
 		}
-	case CompareAndSwap:
+	case backend.WindowCompareAndSwap:
 		if r.Len != 8 {
 			return request{}, nil, fmt.Errorf("window: %v of %d bytes, not 8", c, r.Len)
 		}
-	case Lock:
+	case backend.WindowLock:
 		if r.Value > 1 {
 			return request{}, nil, fmt.Errorf("window: %v of kind %d", c, r.Value)
 		}
