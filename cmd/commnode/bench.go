@@ -308,7 +308,7 @@ func runLocalRanks(ctx context.Context, n int, job *jobFlags, stdout, stderr io.
 		var err error
 		oks[r], err = rank(ctx, c, out, errOut)
 		return err
-	}, gocomms.WithTimeout(job.timeout), gocomms.WithLogger(job.logger(stderr)))
+	}, gocomms.WithTimeout(job.timeout), gocomms.WithLogger(job.logger(stderr)), gocomms.WithFailureDetector(job.heartbeat, localSilence(job.silence)))
 	stop() // before the ranks' buffered output, which a dump would interleave with
 	for r := 1; r < n; r++ {
 		stdout.Write(outs[r].Bytes())
@@ -322,6 +322,18 @@ func runLocalRanks(ctx context.Context, n int, job *jobFlags, stdout, stderr io.
 		return 1
 	}
 	return 0
+}
+
+// localSilence is the silence that fails an in-process rank's peer: off
+// unless -silence sets it. Ranks of one process share its CPUs, and
+// hundreds of them on a few cores leave one quiet for seconds while it
+// waits its turn; nothing between them can be lost, and -timeout still
+// bounds a rank that hangs.
+func localSilence(silence time.Duration) time.Duration {
+	if silence == 0 {
+		return -1
+	}
+	return silence
 }
 
 // bytesFlag is a size flag in nccl-tests' syntax.

@@ -90,7 +90,7 @@ type jobFlags struct {
 func (j *jobFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&j.timeout, "timeout", time.Minute, "per-operation timeout")
 	fs.DurationVar(&j.heartbeat, "heartbeat", 0, "ask a peer this rank waits on for a frame after this long without one (default 1s)")
-	fs.DurationVar(&j.silence, "silence", 0, "a peer this rank waits on that stays silent this long has failed (default 5s; negative: never)")
+	fs.DurationVar(&j.silence, "silence", 0, "a peer this rank waits on that stays silent this long has failed (default 5s, and never with -local; negative: never)")
 	j.logFlags.register(fs, "log debug events to stderr")
 	fs.StringVar(&j.name, "comm", "commnode", "communicator name")
 	fs.StringVar(&j.device, "device", "cpu", `where tensors live: cpu, cuda (this rank's GPU: its local rank modulo the GPUs) or cuda:N`)
