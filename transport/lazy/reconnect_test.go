@@ -105,14 +105,29 @@ func TestNewerDialSupersedes(t *testing.T) {
 			t.Fatal("a stale dial took the connection down")
 		}
 
-		newer, err := nw.Dial(t.Context(), c.addrs[0], helloGen(groupID, 1, 2))
-		if err != nil {
-			t.Fatal(err)
+		// Two newer dials: one waits for the live connection to fail, and
+		// the other, meanwhile, is closed at once, which shows that the
+		// first is held, unanswered.
+		var dials [2]transport.Conn
+		var recs [2]endedRecorder
+		for i := range dials {
+			d, err := nw.Dial(t.Context(), c.addrs[0], helloGen(groupID, 1, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			dials[i], recs[i] = d, endedRecorder{transporttest.NewRecorder(), make(chan struct{})}
+			d.Start(recs[i])
 		}
-		defer newer.Close()
-		rn := transporttest.NewRecorder()
-		newer.Start(rn)
-		time.Sleep(50 * time.Millisecond)
+		held := 0
+		select {
+		case <-recs[0].ended:
+			held = 1
+		case <-recs[1].ended:
+		case <-time.After(time.Minute):
+			t.Fatal("neither of two newer dials was closed")
+		}
+		newer, rn := dials[held], recs[held].Recorder
 		if got, _ := rn.Snapshot(); len(got) != 0 || !c.groups[0].Up(1) {
 			t.Fatalf("a newer dial to a live connection was answered (%d frames) or took it down", len(got))
 		}
@@ -211,4 +226,16 @@ func TestClosedConnRefusesRedial(t *testing.T) {
 			t.Errorf("a redial to a conn closed on purpose ended with %v, want ErrRefused", err)
 		}
 	})
+}
+
+// endedRecorder is a Recorder that also closes ended at the connection's
+// end, for a test to select on.
+type endedRecorder struct {
+	*transporttest.Recorder
+	ended chan struct{}
+}
+
+func (r endedRecorder) HandleError(err error) {
+	r.Recorder.HandleError(err)
+	close(r.ended)
 }
