@@ -7,8 +7,12 @@
 //		gocomms.WithRank(r), gocomms.WithSize(n), gocomms.WithStore(st))
 //
 // libnccl.so.2 is loaded at run time (dlopen, through cgo), so the module
-// builds without NCCL or its header; where it will not load, New fails
-// with an error matching ErrUnavailable that says why. Tensors live in
+// builds without NCCL or its header. Locate finds it: at the file
+// $GOCOMMS_NCCL_LIBRARY (or $NCCL_LIBRARY) names, else on the loader's
+// search path, else where pip's nvidia-nccl-cu12 wheel puts it in a
+// Python installation's site-packages, which the loader does not search.
+// Where none loads, New fails with an error matching ErrUnavailable that
+// lists where it looked and why each failed. Tensors live in
 // the device memory of gpu/cuda's shared context of the device, the one
 // the caller's tensors and streams belong to.
 //

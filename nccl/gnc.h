@@ -165,6 +165,16 @@ static int gnc_bind_cuda(char *err, size_t errlen)
 			return 1;                                       \
 	} while (0)
 
+/* gnc_path returns the file of the bound library, or NULL. */
+static const char *gnc_path(void)
+{
+	Dl_info info;
+
+	if (!gnc_fn.bound || !dladdr(*(void **)&gnc_fn.get_version, &info))
+		return NULL;
+	return info.dli_fname;
+}
+
 static int gnc_version(void)
 {
 	int v = 0;

@@ -20,16 +20,16 @@ import (
 // Name is the backend's name for gocomms.NewComm.
 const Name = "nccl"
 
-// LibraryName is the file New loads: NCCL's soname.
+// LibraryName is NCCL's soname, and the file's name in pip's wheel.
 const LibraryName = "libnccl.so.2"
 
 // idBytes is NCCL_UNIQUE_ID_BYTES, the size of an ncclUniqueId.
 const idBytes = 128
 
 var (
-	// ErrUnavailable reports that NCCL cannot be used here: libnccl.so.2
-	// will not load, or this build cannot load it at all. The error says
-	// which.
+	// ErrUnavailable reports that NCCL cannot be used here: no
+	// libnccl.so.2 loads (Locate), or this build cannot load it at all.
+	// The error says which, and where it looked.
 	ErrUnavailable = errors.New("nccl: NCCL unavailable")
 	// ErrUnsupported reports an operation, dtype or reduction that NCCL
 	// has no counterpart for. It matches commerr.ErrInvalidArgument.
@@ -52,13 +52,10 @@ func load(name string) error {
 	return sysLoad(name)
 }
 
-// Version loads NCCL and returns its version, as "2.21.5".
+// Version loads NCCL (Locate) and returns its version, as "2.21.5".
 func Version() (string, error) {
-	if err := load(LibraryName); err != nil {
-		return "", err
-	}
-	v := sysVersion()
-	return fmt.Sprintf("%d.%d.%d", v/10000, v/100%100, v%100), nil
+	f, err := Locate()
+	return f.Version, err
 }
 
 // bindCUDA finds the CUDA driver's entry points NCCL's callers need, once
@@ -103,7 +100,7 @@ func New(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
 	case cfg.Size > 1 && cfg.Store == nil:
 		return nil, commerr.Invalid("nccl: %d ranks need a store to pass NCCL's unique id through", cfg.Size)
 	}
-	if err := load(LibraryName); err != nil {
+	if _, err := Locate(); err != nil {
 		return nil, err
 	}
 	cu, err := cuda.Shared(cfg.Device.Index)

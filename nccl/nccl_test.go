@@ -28,24 +28,20 @@ const childEnv = "GOCOMMS_NCCL_TEST"
 
 func TestMissingLibrary(t *testing.T) {
 	err := load("libnccl-absent.so.2")
-	if !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("load of a missing library: %v; want an error matching ErrUnavailable", err)
+	if err == nil || haveLoader && err.Error() != "libnccl-absent.so.2 not found" {
+		t.Fatalf("load of a missing library: %v; want it to say what is missing", err)
 	}
-	if haveLoader && !strings.Contains(err.Error(), "libnccl-absent.so.2 not found (NCCL is not installed") {
-		t.Errorf("load of a missing library: %q does not say what is missing", err)
-	}
-	t.Log(err)
 }
 
 // TestNewCommWithoutNCCL checks NewComm's error where this process has no
 // NCCL, as this machine may not.
 func TestNewCommWithoutNCCL(t *testing.T) {
-	if os.Getenv(childEnv) != "" || load(LibraryName) == nil {
+	if _, err := Locate(); os.Getenv(childEnv) != "" || err == nil {
 		t.Skip("skip: NCCL loads here")
 	}
 	_, err := gocomms.NewComm(context.Background(), Name, tensor.CUDA(0), t.Name(), gocomms.WithRank(0), gocomms.WithSize(1))
-	if !errors.Is(err, ErrUnavailable) || haveLoader && !strings.Contains(err.Error(), LibraryName) {
-		t.Fatalf("NewComm without NCCL: %v; want ErrUnavailable naming %s", err, LibraryName)
+	if !errors.Is(err, ErrUnavailable) || haveLoader && !strings.Contains(err.Error(), "looked in: "+loaderPath) {
+		t.Fatalf("NewComm without NCCL: %v; want ErrUnavailable saying where it looked", err)
 	}
 }
 
@@ -75,17 +71,7 @@ func TestFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	_, self, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(self), "testdata", "fakenccl.c")
-	build := exec.Command(cc, "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-		"-o", filepath.Join(dir, LibraryName), src, "-lpthread", "-ldl")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", src, err, out)
-	}
+	buildFake(t, dir)
 	env := fakecuda.Env(cudaDir, 1, 2000, false)
 	for i, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "LD_LIBRARY_PATH="); ok {
@@ -101,6 +87,25 @@ func TestFake(t *testing.T) {
 	}
 	if strings.Contains(string(out), "--- SKIP") || !strings.Contains(string(out), "--- PASS: TestDeviceAllReduce") {
 		t.Fatal("the child skipped device tests")
+	}
+}
+
+// buildFake builds testdata/fakenccl.c into dir/libnccl.so.2.
+func buildFake(t *testing.T, dir string) {
+	t.Helper()
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Skipf("skip: no C compiler (%s): %v", cc, err)
+	}
+	_, self, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(self), "testdata", "fakenccl.c")
+	build := exec.Command(cc, "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+		"-o", filepath.Join(dir, LibraryName), src, "-lpthread", "-ldl")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", src, err, out)
 	}
 }
 

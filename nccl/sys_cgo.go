@@ -5,12 +5,14 @@ package nccl
 /*
 #cgo CFLAGS: -I${SRCDIR}/../internal/dlib
 #cgo LDFLAGS: -ldl
+#define _GNU_SOURCE // for dladdr
 #include <stdlib.h>
 #include "gnc.h"
 */
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unsafe"
@@ -25,6 +27,7 @@ import (
 
 const haveLoader = true
 
+// sysLoad loads the library called name, and says why not.
 func sysLoad(name string) error {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
@@ -35,13 +38,21 @@ func sysLoad(name string) error {
 	case rc == 0:
 		return nil
 	case rc == -1 && strings.Contains(why, "No such file"):
-		return errkind.Of(fmt.Sprintf("nccl: %s not found (NCCL is not installed; pip's nvidia-nccl-cu12 "+
-			"or the libnccl2 package provide it): %s", name, why), ErrUnavailable, nil)
+		return fmt.Errorf("%s not found", name)
 	case rc == -1:
-		return errkind.Of(fmt.Sprintf("nccl: cannot load %s: %s", name, why), ErrUnavailable, nil)
+		return errors.New(why)
 	default:
-		return errkind.Of(fmt.Sprintf("nccl: %s lacks %s: older than NCCL 2.18", name, why), ErrUnavailable, nil)
+		return fmt.Errorf("%s lacks %s: older than NCCL 2.18", name, why)
 	}
+}
+
+// sysPath returns the file of the bound library, "" where the loader
+// cannot say.
+func sysPath() string {
+	if p := C.gnc_path(); p != nil {
+		return C.GoString(p)
+	}
+	return ""
 }
 
 func sysBindCUDA() error {

@@ -25,6 +25,7 @@ func unavailable() error {
 func sysLoad(string) error                                               { return unavailable() }
 func sysBindCUDA() error                                                 { return unavailable() }
 func sysVersion() int                                                    { return 0 }
+func sysPath() string                                                    { return "" }
 func sysUniqueID() ([idBytes]byte, error)                                { return [idBytes]byte{}, unavailable() }
 func sysInit(uintptr, int, int, [idBytes]byte) (unsafe.Pointer, error)   { return nil, unavailable() }
 func sysSplit(uintptr, unsafe.Pointer, int, int) (unsafe.Pointer, error) { return nil, unavailable() }
