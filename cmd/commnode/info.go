@@ -13,6 +13,7 @@ import (
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/gpu"
 	"github.com/gocomms/gocomms/launcher"
+	"github.com/gocomms/gocomms/nccl"
 	"github.com/gocomms/gocomms/nvl"
 	"github.com/gocomms/gocomms/transport/tcp"
 )
@@ -45,6 +46,7 @@ func infoCommand(args []string, stdout, stderr io.Writer) int {
 	for _, line := range gpu.Describe(devs) {
 		fmt.Fprintf(w, "gpu\t%s\n", line)
 	}
+	fmt.Fprintf(w, "nccl\t%s\n", ncclLine(nccl.Locate()))
 	if env, err := launcher.FromEnv(os.LookupEnv); err == nil {
 		fmt.Fprintf(w, "rank\t%d of %d (from %s variables)\n", env.Rank, env.Size, env.Source)
 		who := "rank 0 hosts it"
@@ -70,6 +72,15 @@ func infoCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// ncclLine says which NCCL the nccl backend loads, from where, or where
+// it looked.
+func ncclLine(f nccl.Found, err error) string {
+	if err != nil {
+		return strings.TrimPrefix(err.Error(), "nccl: ")
+	}
+	return fmt.Sprintf("%s (%s, found through %s)", f.Version, f.Path, f.Via)
 }
 
 // transports says which transport a rank would use for which peers under

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gocomms/gocomms/gpu"
+	"github.com/gocomms/gocomms/nccl"
 	"github.com/gocomms/gocomms/transport/tcp"
 )
 
@@ -66,6 +67,38 @@ func TestTCPAddress(t *testing.T) {
 			if !strings.Contains(got, w) {
 				t.Errorf("%q: %q lacks %q", tc.spec, got, w)
 			}
+		}
+	}
+}
+
+// TestInfoNCCL checks info's line on NCCL: the version and file Locate
+// found, or where it looked.
+func TestInfoNCCL(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"info"}, &out, &errb); code != 0 {
+		t.Fatalf("info: exit %d, stderr %q", code, errb.String())
+	}
+	var got []string
+	for line := range strings.Lines(out.String()) {
+		if key, rest, _ := strings.Cut(line, " "); key == "nccl" {
+			got = append(got, strings.TrimSpace(rest))
+		}
+	}
+	if want := ncclLine(nccl.Locate()); len(got) != 1 || got[0] != want {
+		t.Errorf("info printed nccl lines %q, want one, %q", got, want)
+	}
+	for _, tc := range []struct {
+		f    nccl.Found
+		err  error
+		want string
+	}{
+		{nccl.Found{Version: "2.21.5", Path: "/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2", Via: "$VIRTUAL_ENV"}, nil,
+			"2.21.5 (/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2, found through $VIRTUAL_ENV)"},
+		{nccl.Found{}, errors.New("nccl: NCCL not found; looked in: the loader's search path (libnccl.so.2 not found)"),
+			"NCCL not found; looked in: the loader's search path (libnccl.so.2 not found)"},
+	} {
+		if got := ncclLine(tc.f, tc.err); got != tc.want {
+			t.Errorf("ncclLine(%+v, %v) = %q, want %q", tc.f, tc.err, got, tc.want)
 		}
 	}
 }
