@@ -208,3 +208,45 @@ func TestImports(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsupportedCasesPassedOver has every rank decline the bitwise
+// all-reduces, as a backend without them does: with Plan.Unsupported
+// they are results marked so and the sweep goes on; without, the first
+// ends it.
+func TestUnsupportedCasesPassedOver(t *testing.T) {
+	errNo := fmt.Errorf("no bitwise reductions here: %w", gocomms.ErrInvalidArgument)
+	plan := commtest.Plan{DTypes: []gocomms.DType{gocomms.Int32}, Counts: []int{0, 3}, Collectives: []string{"all_reduce"}}
+	decline := func(c *gocomms.Comm) {
+		c.RegisterPreHook(func(op *gocomms.Op) error {
+			if op.Name == gocomms.OpAllReduce && slices.Contains([]gocomms.ReduceOp{gocomms.BAnd, gocomms.BOr, gocomms.BXor}, op.Reduce) {
+				return errNo
+			}
+			return nil
+		})
+	}
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		decline(c)
+		p := plan
+		p.Unsupported = errNo
+		rep, err := commtest.Sweep(ctx, c, p)
+		if err != nil {
+			return err
+		}
+		var declined []string
+		for _, r := range rep.Results {
+			if r.Unsupported {
+				declined = append(declined, fmt.Sprintf("%v %d", r.Op, r.Count))
+			}
+		}
+		if want := []string{"band 0", "bor 0", "bxor 0", "band 3", "bor 3", "bxor 3"}; !slices.Equal(declined, want) || rep.Wrong() != 0 {
+			return fmt.Errorf("rank %d: unsupported %q, %d wrong; want %q and none", c.Rank(), declined, rep.Wrong(), want)
+		}
+		if _, err := commtest.Sweep(ctx, c, plan); !errors.Is(err, errNo) {
+			return fmt.Errorf("rank %d: a sweep that does not expect it: %v; want the error", c.Rank(), err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -60,6 +60,12 @@ type Plan struct {
 	// Progress, if set, hears each case's result on this rank as the
 	// sweep goes.
 	Progress func(Result)
+	// Unsupported, if set, is the error with which the communicator's
+	// backend declines a case it has no counterpart for
+	// (nccl.ErrUnsupported): such a case is a Result marked Unsupported,
+	// and the sweep goes on, as every rank declines it alike before
+	// anything moves.
+	Unsupported error
 }
 
 // Collectives names every collective a plan runs, in the order All runs
@@ -115,7 +121,8 @@ func (p Plan) Cases() ([]Case, error) {
 // Result is one case's outcome on one rank.
 type Result struct {
 	Case
-	Wrong bool
+	Wrong       bool
+	Unsupported bool // the backend declined it (Plan.Unsupported)
 }
 
 // Report is what one rank saw in a sweep.
@@ -194,10 +201,11 @@ func Sweep(ctx context.Context, c *gocomms.Comm, p Plan) (Report, error) {
 	for _, cs := range cases {
 		err := ck.Run(ctx, cs)
 		var m *Mismatch
-		if err != nil && !errors.As(err, &m) {
+		declined := p.Unsupported != nil && errors.Is(err, p.Unsupported)
+		if err != nil && !errors.As(err, &m) && !declined {
 			return rep, err
 		}
-		rep.Results = append(rep.Results, Result{Case: cs, Wrong: m != nil})
+		rep.Results = append(rep.Results, Result{Case: cs, Wrong: m != nil, Unsupported: declined})
 		if p.Progress != nil {
 			p.Progress(rep.Results[len(rep.Results)-1])
 		}
