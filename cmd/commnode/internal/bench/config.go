@@ -42,6 +42,12 @@ type Config struct {
 
 	// Progress, if set, is called on every rank before each size.
 	Progress func(Step)
+
+	// Unsupported, if set, is the error with which the communicator's
+	// backend declines an op it has no counterpart for
+	// (nccl.ErrUnsupported): Run reports the op once as unsupported and
+	// goes on to the next, as every rank declines it alike.
+	Unsupported error
 }
 
 // Step says where a sweep stands: row Index (from 1) of Total.

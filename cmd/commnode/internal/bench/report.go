@@ -29,6 +29,9 @@ type Result struct {
 	Algorithm string `json:"algo,omitempty"`
 	// EstimateUS is the schedule's time on Config.Model, with --algo all.
 	EstimateUS float64 `json:"estimate_us,omitempty"`
+	// Unsupported, on the one row of an op the backend declined
+	// (Config.Unsupported), says why; the row has no measures.
+	Unsupported string `json:"unsupported,omitempty"`
 }
 
 // WriteJSON writes r as one line of JSON.
@@ -90,6 +93,11 @@ func (t *Table) printf(format string, args ...any) {
 // Add prints r, under a new table heading when its op differs from the
 // previous row's.
 func (t *Table) Add(r Result) error {
+	if r.Unsupported != "" {
+		t.closeOp()
+		t.printf("#\n# %v: unsupported: %s\n", r.Op, r.Unsupported)
+		return t.err
+	}
 	if t.rows == 0 || r.Op != t.op || r.Algorithm != t.algo {
 		t.closeOp()
 		t.op, t.algo = r.Op, r.Algorithm

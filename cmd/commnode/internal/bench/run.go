@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -61,6 +62,7 @@ func Run(ctx context.Context, c *gocomms.Comm, cfg Config, report func(Result) e
 		if !runs(o, b.ranks) {
 			continue
 		}
+	sweep:
 		for _, b.algo = range cfg.algorithms(o) {
 			for _, size := range opSizes(o) {
 				step++
@@ -68,6 +70,12 @@ func Run(ctx context.Context, c *gocomms.Comm, cfg Config, report func(Result) e
 					cfg.Progress(Step{Op: o, Bytes: size, Index: step, Total: total})
 				}
 				res, err := b.row(ctx, o, size)
+				if cfg.Unsupported != nil && errors.Is(err, cfg.Unsupported) {
+					if err := report(Result{Op: o, Ranks: b.ranks, Unsupported: err.Error()}); err != nil {
+						return wrong, err
+					}
+					break sweep
+				}
 				if err != nil {
 					return wrong, fmt.Errorf("%v of %d bytes%s: %w", o, size, b.by(), err)
 				}

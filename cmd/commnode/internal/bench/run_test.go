@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -215,5 +216,57 @@ func TestRunStopsPromptlyWhenInterrupted(t *testing.T) {
 	}
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("the run ended %v after starting, long after the interruption", took)
+	}
+}
+
+// TestRunPassesOverUnsupported has every rank decline all_gather, as a
+// backend without it would: with Config.Unsupported the op gets one row
+// that says so, and the ops after it run.
+func TestRunPassesOverUnsupported(t *testing.T) {
+	errNo := fmt.Errorf("no all_gather here: %w", gocomms.ErrInvalidArgument)
+	ops := []Op{Op(algorithms.AllReduce), Op(algorithms.AllGather), Op(algorithms.Broadcast)}
+	var rows []Result
+	err := gocomms.RunLocal(context.Background(), 2, func(ctx context.Context, c *gocomms.Comm) error {
+		c.RegisterPreHook(func(op *gocomms.Op) error {
+			if strings.HasPrefix(string(op.Name), "all_gather") {
+				return errNo
+			}
+			return nil
+		})
+		cfg := DefaultConfig()
+		cfg.Ops, cfg.MaxBytes, cfg.Unsupported = ops, 16, errNo
+		wrong, err := Run(ctx, c, cfg, func(r Result) error {
+			if c.Rank() == 0 {
+				rows = append(rows, r)
+			}
+			return nil
+		})
+		if err == nil && wrong != 0 {
+			err = fmt.Errorf("%d wrong", wrong)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%v %d %t", r.Op, r.Bytes, strings.Contains(r.Unsupported, "no all_gather here")))
+	}
+	if want := []string{"all_reduce 8 false", "all_reduce 16 false", "all_gather 0 true", "broadcast 8 false", "broadcast 16 false"}; !slices.Equal(got, want) {
+		t.Fatalf("rows %q, want %q", got, want)
+	}
+	var out strings.Builder
+	tab := NewTable(&out, Header{Ranks: 2, Config: DefaultConfig()})
+	for _, r := range rows {
+		if err := tab.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "#\n# all_gather: unsupported: ") || strings.Count(out.String(), "Avg bus bandwidth") != 2 {
+		t.Errorf("table:\n%s", out.String())
 	}
 }
