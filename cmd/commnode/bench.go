@@ -21,7 +21,7 @@ import (
 	"github.com/gocomms/gocomms/tensor"
 )
 
-const benchUsage = "usage: commnode bench [-local N] [-b MIN] [-e MAX] [-f F] [--op OP] [--dtype T] [--redop R] [--root R] [-n N] [-w N] [-c 0|1] [--json] [--algo A|all] [--alpha D] [--overhead D] [--link-gbps G] [-timeout D] [-heartbeat D] [-silence D] [-v] [-comm NAME] [-cpuprofile FILE]"
+const benchUsage = "usage: commnode bench [-local N] [--backend native|nccl] [-device D] [-b MIN] [-e MAX] [-f F] [--op OP] [--dtype T] [--redop R] [--root R] [-n N] [-w N] [-c 0|1] [--json] [--algo A|all] [--alpha D] [--overhead D] [--link-gbps G] [-timeout D] [-heartbeat D] [-silence D] [-v] [-comm NAME] [-cpuprofile FILE]"
 
 // benchCommand runs `commnode bench`, nccl-tests for gocomms: as one rank
 // of a job, or as -local N in-process ranks. Rank 0 prints the table (or
@@ -84,6 +84,7 @@ func parseBenchArgs(args []string, stderr io.Writer) (a *benchArgs, code int, ok
 func (a *benchArgs) register(fs *flag.FlagSet) {
 	cfg := &a.cfg
 	a.job.register(fs)
+	a.job.registerBackend(fs)
 	fs.Var(bytesFlag{&cfg.MinBytes}, "b", "smallest size in `bytes`; suffix K, M or G for powers of 1024")
 	fs.Var(bytesFlag{&cfg.MaxBytes}, "e", "largest size in `bytes`; suffix K, M or G for powers of 1024")
 	fs.Int64Var(&cfg.Factor, "f", cfg.Factor, "multiplication factor between sizes")
@@ -132,6 +133,10 @@ func (a *benchArgs) settle(rest []string) error {
 	if a.local < 0 {
 		errs = append(errs, errors.New("-local must not be negative"))
 	}
+	if err := a.job.checkBackend(a.local > 0); err != nil {
+		errs = append(errs, err)
+	}
+	cfg.Unsupported = a.job.unsupported()
 	if len(rest) > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments %q", rest))
 	}

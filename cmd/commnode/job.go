@@ -3,18 +3,22 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lmittmann/tint"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gocomms/gocomms"
+	"github.com/gocomms/gocomms/nccl"
 	"github.com/gocomms/gocomms/tensor"
 )
 
@@ -79,8 +83,9 @@ type jobFlags struct {
 	heartbeat time.Duration
 	silence   time.Duration
 	logFlags
-	name   string
-	device string
+	name    string
+	device  string
+	backend string // gocomms.NativeBackend unless the command takes --backend
 	// http is where to serve metrics and health (--http); stuckAfter
 	// is when /readyz calls an operation in flight stuck.
 	http       string
@@ -88,6 +93,7 @@ type jobFlags struct {
 }
 
 func (j *jobFlags) register(fs *flag.FlagSet) {
+	j.backend = gocomms.NativeBackend
 	fs.DurationVar(&j.timeout, "timeout", time.Minute, "per-operation timeout")
 	fs.DurationVar(&j.heartbeat, "heartbeat", 0, "ask a peer this rank waits on for a frame after this long without one (default 1s)")
 	fs.DurationVar(&j.silence, "silence", 0, "a peer this rank waits on that stays silent this long has failed (default 5s, and never with -local; negative: never)")
@@ -96,6 +102,44 @@ func (j *jobFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&j.device, "device", "cpu", `where tensors live: cpu, cuda (this rank's GPU: its local rank modulo the GPUs) or cuda:N`)
 	fs.StringVar(&j.http, "http", os.Getenv("GOCOMMS_HTTP_ADDR"), "serve /metrics, /healthz, /readyz, /debug/flight and /debug/pprof/ at host:port, the port plus this rank's local rank (0: a free port; default $GOCOMMS_HTTP_ADDR)")
 	fs.DurationVar(&j.stuckAfter, "stuck-after", gocomms.DefaultStuckAfter, "with -http, /readyz reports an operation in flight this long")
+}
+
+// registerBackend adds --backend, for the commands that run on any
+// backend; $GOCOMMS_BACKEND is its default.
+func (j *jobFlags) registerBackend(fs *flag.FlagSet) {
+	fs.StringVar(&j.backend, "backend", cmp.Or(os.Getenv("GOCOMMS_BACKEND"), gocomms.NativeBackend),
+		"the communicator's backend: "+strings.Join(gocomms.Backends(), " or ")+" (nccl needs -device cuda; default $GOCOMMS_BACKEND, else native)")
+}
+
+// checkBackend says why --backend cannot run as asked: a name no backend
+// has, or nccl on the CPU or with in-process ranks (local), which run on
+// the native backend alone and share one GPU, where NCCL needs one per
+// rank.
+func (j *jobFlags) checkBackend(local bool) error {
+	if !slices.Contains(gocomms.Backends(), j.backend) {
+		return fmt.Errorf("unknown backend %q (known: %s)", j.backend, strings.Join(gocomms.Backends(), ", "))
+	}
+	if j.backend != nccl.Name {
+		return nil
+	}
+	if dev, err := tensor.ParseDevice(j.device); err == nil && dev.Type != tensor.DeviceCUDA {
+		return fmt.Errorf("--backend nccl runs on GPUs: give -device cuda (this rank's GPU) or cuda:N, not %s", j.device)
+	}
+	if local {
+		return errors.New("--backend nccl runs one rank per process and GPU, not -local ranks; " +
+			"start them with commnode launch -n N -- commnode ... --backend nccl -device cuda")
+	}
+	return nil
+}
+
+// unsupported is the error with which the backend declines an operation
+// it has no counterpart for, which a sweep reports and passes over; nil
+// where it runs every one.
+func (j *jobFlags) unsupported() error {
+	if j.backend == nccl.Name {
+		return nccl.ErrUnsupported
+	}
+	return nil
 }
 
 // dev is the device -device names; in-process ranks share cuda's GPU 0.
@@ -121,7 +165,7 @@ func (j *jobFlags) join(ctx context.Context, stderr io.Writer) (*gocomms.Comm, e
 		reg = newRegistry()
 		opts = append(opts, gocomms.WithMetrics(reg))
 	}
-	c, err := gocomms.NewComm(ctx, gocomms.NativeBackend, dev, j.name, opts...)
+	c, err := gocomms.NewComm(ctx, j.backend, dev, j.name, opts...)
 	if err != nil {
 		return nil, err
 	}

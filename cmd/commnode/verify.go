@@ -13,7 +13,7 @@ import (
 	"github.com/gocomms/gocomms/commtest"
 )
 
-const verifyUsage = "usage: commnode verify [-local N] [-counts C,C,...] [-full] [-R] [-timeout D] [-heartbeat D] [-silence D] [-comm NAME] [-v]"
+const verifyUsage = "usage: commnode verify [-local N] [--backend native|nccl] [-device D] [-counts C,C,...] [-full] [-R] [-timeout D] [-heartbeat D] [-silence D] [-comm NAME] [-v]"
 
 // fullCounts are what -full adds: 65537 elements pass one 512 KiB chunk
 // even of float64, and 1<<20+1 span several chunks of every dtype.
@@ -28,6 +28,7 @@ func verifyCommand(args []string, stdout, stderr io.Writer) int {
 	fs := commandFlags("verify", verifyUsage, stderr)
 	var job jobFlags
 	job.register(fs)
+	job.registerBackend(fs)
 	local := fs.Int("local", 0, "run N in-process ranks instead of joining a job as one rank")
 	countsFlag := fs.String("counts", "", "elements per rank, comma-separated (default 0,1,P-1,P+1,2P+1,1000 on P ranks)")
 	full := fs.Bool("full", false, fmt.Sprintf("also sweep %v elements per rank (minutes, not seconds)", fullCounts))
@@ -36,10 +37,13 @@ func verifyCommand(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	counts, err := parseCounts(*countsFlag)
+	berr := job.checkBackend(*local > 0)
 	var problem string
 	switch {
 	case err != nil:
 		problem = err.Error()
+	case berr != nil:
+		problem = berr.Error()
 	case fs.NArg() > 0:
 		problem = fmt.Sprintf("unexpected argument %q", fs.Arg(0))
 	case *local < 0 || *local == 0 && flagsSet(fs)["local"]:
@@ -51,7 +55,7 @@ func verifyCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "commnode verify: %s\n%s\n", problem, verifyUsage)
 		return 2
 	}
-	v := verifier{counts: counts, full: *full, registered: *registered, verbose: job.verbose}
+	v := verifier{counts: counts, full: *full, registered: *registered, verbose: job.verbose, unsupported: job.unsupported()}
 	if *local > 0 {
 		return v.runLocal(*local, &job, stdout, stderr)
 	}
@@ -75,10 +79,11 @@ func parseCounts(s string) ([]int, error) {
 }
 
 type verifier struct {
-	counts     []int // nil: the default for the world size
-	full       bool
-	registered bool
-	verbose    bool
+	counts      []int // nil: the default for the world size
+	full        bool
+	registered  bool
+	verbose     bool
+	unsupported error // the backend's error for what it declines (commtest.Plan.Unsupported)
 }
 
 func (v verifier) plan(size int) commtest.Plan {
@@ -90,7 +95,7 @@ func (v verifier) plan(size int) commtest.Plan {
 		counts = append(counts, fullCounts...)
 	}
 	slices.Sort(counts)
-	return commtest.Plan{Counts: slices.Compact(counts), Registered: v.registered}
+	return commtest.Plan{Counts: slices.Compact(counts), Registered: v.registered, Unsupported: v.unsupported}
 }
 
 func (v verifier) runJob(job *jobFlags, stdout, stderr io.Writer) int {
@@ -148,44 +153,87 @@ func (v verifier) verify(ctx context.Context, c *gocomms.Comm, stdout, stderr io
 			progress.show(fmt.Sprintf("commnode verify: [%d/%d] %s, %v", done, len(cases), r.Collective, time.Since(start).Round(time.Second)))
 		}
 	}
-	wrongCases := 0
+	wrongCases, ran := 0, 0
+	var declined []string // a line per collective with cases the backend declined
 	for _, name := range commtest.Collectives() {
 		p := plan
 		p.Collectives = []string{name}
-		n, wrong, err := v.verifyCollective(ctx, c, p, stderr)
+		n, wrong, unsupported, err := v.verifyCollective(ctx, c, p, stderr)
 		if err != nil {
 			progress.clear()
 			return false, err
+		}
+		if len(unsupported) > 0 {
+			declined = append(declined, fmt.Sprintf("verify: %s: %d cases unsupported by the %s backend: %s",
+				name, len(unsupported), c.Backend(), unsupportedNames(unsupported)))
 		}
 		if n == 0 {
 			continue
 		}
 		wrongCases += wrong
+		ran += n
 		if show {
 			progress.clear()
 			table.row(name, n, wrong)
 		}
 	}
 	if show {
+		for _, line := range declined {
+			fmt.Fprintln(stdout, line)
+		}
 		if wrongCases > 0 {
-			fmt.Fprintf(stdout, "verify: %d of %d cases WRONG\n", wrongCases, len(cases))
+			fmt.Fprintf(stdout, "verify: %d of %d cases WRONG\n", wrongCases, ran)
 		} else {
-			fmt.Fprintf(stdout, "verify: %d cases on %d ranks, all correct\n", len(cases), c.Size())
+			fmt.Fprintf(stdout, "verify: %d cases on %d ranks, all correct\n", ran, c.Size())
 		}
 		printPaths(stdout, c)
 	}
 	return wrongCases == 0, nil
 }
 
+// unsupportedNames names the dtypes and reductions of cases, once each:
+// "int16 (sum, prod), int32 (band)".
+func unsupportedNames(cases []commtest.Case) string {
+	var dtypes []gocomms.DType
+	ops := map[gocomms.DType][]string{}
+	for _, cs := range cases {
+		if _, ok := ops[cs.DType]; !ok {
+			dtypes = append(dtypes, cs.DType)
+			ops[cs.DType] = nil
+		}
+		if op := cs.Op.String(); cs.Op != (gocomms.ReduceOp{}) && !slices.Contains(ops[cs.DType], op) {
+			ops[cs.DType] = append(ops[cs.DType], op)
+		}
+	}
+	names := make([]string, len(dtypes))
+	for i, dt := range dtypes {
+		names[i] = dt.String()
+		if len(ops[dt]) > 0 {
+			names[i] += " (" + strings.Join(ops[dt], ", ") + ")"
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // verifyCollective sweeps p, one collective's cases, and returns how
-// many there are and how many were wrong on any rank.
-func (v verifier) verifyCollective(ctx context.Context, c *gocomms.Comm, p commtest.Plan, stderr io.Writer) (cases, wrong int, err error) {
+// many ran, how many were wrong on any rank, and those the backend
+// declined, alike on every rank.
+func (v verifier) verifyCollective(ctx context.Context, c *gocomms.Comm, p commtest.Plan, stderr io.Writer) (cases, wrong int, unsupported []commtest.Case, err error) {
 	rep, err := commtest.Sweep(ctx, c, p)
 	for _, m := range rep.Mismatches {
 		fmt.Fprintln(stderr, "commnode verify:", m)
 	}
-	if err != nil || len(rep.Results) == 0 {
-		return 0, 0, err
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	rep.Results = slices.DeleteFunc(rep.Results, func(r commtest.Result) bool {
+		if r.Unsupported {
+			unsupported = append(unsupported, r.Case)
+		}
+		return r.Unsupported
+	})
+	if len(rep.Results) == 0 {
+		return 0, 0, unsupported, nil
 	}
 	wrongAt := make([]int32, len(rep.Results)) // ranks that saw case i wrong
 	for i, r := range rep.Results {
@@ -194,7 +242,7 @@ func (v verifier) verifyCollective(ctx context.Context, c *gocomms.Comm, p commt
 		}
 	}
 	if err := commtest.AllReduceHost(ctx, c, gocomms.FromSlice(wrongAt), gocomms.Sum); err != nil {
-		return 0, 0, fmt.Errorf("combining the ranks' results: %w", err)
+		return 0, 0, nil, fmt.Errorf("combining the ranks' results: %w", err)
 	}
 	for i, r := range rep.Results {
 		// Its own results stand even if the all-reduce that combined them is what is broken.
@@ -202,7 +250,7 @@ func (v verifier) verifyCollective(ctx context.Context, c *gocomms.Comm, p commt
 			wrong++
 		}
 	}
-	return len(rep.Results), wrong, nil
+	return len(rep.Results), wrong, unsupported, nil
 }
 
 // printPaths says, on a GPU, how many operations ran from the device

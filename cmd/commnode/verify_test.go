@@ -144,3 +144,45 @@ func TestVerifyUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyReportsUnsupported has every rank decline the bitwise
+// all-reduces, as the nccl backend does: verify names them, counts the
+// rest, and succeeds.
+func TestVerifyReportsUnsupported(t *testing.T) {
+	errNo := fmt.Errorf("no bitwise reductions here: %w", gocomms.ErrInvalidArgument)
+	v := verifier{counts: []int{0, 2}, unsupported: errNo}
+	const ranks = 2
+	outs := make([]bytes.Buffer, ranks)
+	err := gocomms.RunLocal(context.Background(), ranks, func(ctx context.Context, c *gocomms.Comm) error {
+		c.RegisterPreHook(func(op *gocomms.Op) error {
+			if op.Name == gocomms.OpAllReduce && slices.Contains([]gocomms.ReduceOp{gocomms.BAnd, gocomms.BOr, gocomms.BXor}, op.Reduce) {
+				return errNo
+			}
+			return nil
+		})
+		var errb bytes.Buffer
+		ok, err := v.verify(ctx, c, &outs[c.Rank()], &errb)
+		if err == nil && (!ok || errb.Len() > 0) {
+			err = fmt.Errorf("rank %d: ok %v, stderr %q", c.Rank(), ok, errb.String())
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declined []string
+	var ints []string
+	for _, dt := range tensor.DTypes() {
+		if gocomms.BAnd.Supports(dt) == nil {
+			declined = append(declined, dt.String()+" (band, bor, bxor)")
+			ints = append(ints, dt.String())
+		}
+	}
+	n := 3 * 2 * len(ints) // three ops, two counts
+	out := outs[0].String()
+	want := fmt.Sprintf("verify: all_reduce: %d cases unsupported by the native backend: %s\n", n, strings.Join(declined, ", "))
+	summary := fmt.Sprintf("verify: %d cases on %d ranks, all correct\n", casesFor(t, 0, 2)-n, ranks)
+	if !strings.Contains(out, want) || !strings.HasSuffix(out, summary) {
+		t.Errorf("printed\n%s\nwant %q and, at the end, %q", out, want, summary)
+	}
+}
