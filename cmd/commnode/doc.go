@@ -13,10 +13,12 @@
 //	                                  mpi_rma.c does (rank 0 on rank 1)
 //	commnode rma --verify             check windows across the ranks: the
 //	                                  WindowRmaTest ring and the atomics
-//	commnode info                     this host and what a rank would use
+//	commnode info                     this host, the NCCL found, and what
+//	                                  a rank would use
 //	commnode store [-port P]          serve a TCPStore until interrupted
 //	commnode fr-trace [--json] DIR    what the ranks' flight-record dumps
 //	                                  in DIR disagree on, as fr_trace
 //
-// docs/commnode.md describes each in full.
+// verify, bench and demo take --backend native|nccl ($GOCOMMS_BACKEND);
+// nccl needs -device cuda. docs/commnode.md describes each in full.
 package main
