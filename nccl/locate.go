@@ -11,9 +11,9 @@ import (
 	"github.com/gocomms/gocomms/internal/errkind"
 )
 
-// LibraryVars name the file to load instead of searching, in the order
+// libraryVars name the file to load instead of searching, in the order
 // Locate reads them.
-var LibraryVars = []string{"GOCOMMS_NCCL_LIBRARY", "NCCL_LIBRARY"}
+var libraryVars = []string{"GOCOMMS_NCCL_LIBRARY", "NCCL_LIBRARY"}
 
 // loaderPath is how Found and errors call the dynamic loader's search
 // (LD_LIBRARY_PATH, ld.so.cache, the system directories).
@@ -60,7 +60,7 @@ type place struct {
 // through getenv and the filesystem as fsys, its root "/"; relative
 // entries of $PYTHONPATH are taken from cwd.
 func places(getenv func(string) string, fsys fs.FS, cwd string) []place {
-	for _, v := range LibraryVars {
+	for _, v := range libraryVars {
 		if f := getenv(v); f != "" {
 			return []place{{via: "$" + v, where: f, file: f, set: true}}
 		}
@@ -149,7 +149,7 @@ func locate(ps []place) (Found, error) {
 		looked = append(looked, fmt.Sprintf("%s (%v)", p.where, err))
 	}
 	return Found{}, errkind.Of(fmt.Sprintf("nccl: NCCL not found; looked in: %s. pip's nvidia-nccl-cu12 or the "+
-		"libnccl2 package provide it; %s may name the file", strings.Join(looked, ", "), LibraryVars[0]), ErrUnavailable, nil)
+		"libnccl2 package provide it; %s may name the file", strings.Join(looked, ", "), libraryVars[0]), ErrUnavailable, nil)
 }
 
 // lookedIn names a place where nothing was found, with the variable

@@ -195,7 +195,7 @@ func TestLocateSitePackages(t *testing.T) {
 
 // withoutPython drops from env the variables that point Locate somewhere.
 func withoutPython(env []string) []string {
-	drop := append([]string{"VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH", "HOME"}, LibraryVars...)
+	drop := append([]string{"VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH", "HOME"}, libraryVars...)
 	return slices.DeleteFunc(env, func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
 		return slices.Contains(drop, k)
