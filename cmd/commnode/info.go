@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/gpu"
+	"github.com/gocomms/gocomms/gpu/cuda"
 	"github.com/gocomms/gocomms/launcher"
 	"github.com/gocomms/gocomms/nccl"
 	"github.com/gocomms/gocomms/nvl"
@@ -46,6 +47,7 @@ func infoCommand(args []string, stdout, stderr io.Writer) int {
 	for _, line := range gpu.Describe(devs) {
 		fmt.Fprintf(w, "gpu\t%s\n", line)
 	}
+	fmt.Fprintf(w, "cuda driver\t%s\n", cudaLine(cuda.Open()))
 	fmt.Fprintf(w, "nccl\t%s\n", ncclLine(nccl.Locate()))
 	if env, err := launcher.FromEnv(os.LookupEnv); err == nil {
 		fmt.Fprintf(w, "rank\t%d of %d (from %s variables)\n", env.Rank, env.Size, env.Source)
@@ -72,6 +74,20 @@ func infoCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// cudaLine says which CUDA the driver (libcuda.so.1) runs and how many
+// devices it sees, or, in the driver's own words, why it cannot be used.
+func cudaLine(drv *cuda.Driver, err error) string {
+	if err != nil {
+		return "none: " + err.Error()
+	}
+	major, minor := drv.Version()
+	devs, err := drv.Devices()
+	if err != nil {
+		return fmt.Sprintf("CUDA %d.%d; devices unknown: %v", major, minor, err)
+	}
+	return fmt.Sprintf("CUDA %d.%d, %d devices", major, minor, len(devs))
 }
 
 // ncclLine says which NCCL the nccl backend loads, from where, or where
