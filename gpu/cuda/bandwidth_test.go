@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -14,8 +15,8 @@ import (
 // a kernel that streams its operands brings close to the copy's, and
 // algGB/s, the operand's size per second.
 
-// benchSize is each operand's size: large enough that caches do not
-// count.
+// benchSize is each kernel operand's size: large enough that caches do
+// not count.
 const benchSize = 256 << 20
 
 // benchStream returns a stream of the first GPU's context, skipping
@@ -67,15 +68,21 @@ func timeOnDevice(b *testing.B, ctx *Context, s *Stream, moved, size int, queue 
 	b.ReportMetric(float64(size)*float64(b.N)/sec/1e9, "algGB/s")
 }
 
-// BenchmarkDeviceCopy copies 256 MiB from one allocation to another on a
-// stream (cuMemcpyDtoDAsync): each byte is read once and written once.
+// BenchmarkDeviceCopy copies from one allocation to another on a stream
+// (cuMemcpyDtoDAsync), 1 MiB to 1 GiB by powers of two, the sizes
+// collectives are benchmarked at: each byte is read once and written
+// once, and the small sizes show what a launch costs.
 func BenchmarkDeviceCopy(b *testing.B) {
-	ctx, s := benchStream(b)
-	src := benchMem(b, ctx, benchSize, 1)
-	dst := benchMem(b, ctx, benchSize, 0)
-	timeOnDevice(b, ctx, s, 2*benchSize, benchSize, func() error {
-		return s.CopyDtoD(dst, 0, src, 0, benchSize)
-	})
+	for size := 1 << 20; size <= 1<<30; size *= 2 {
+		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
+			ctx, s := benchStream(b)
+			src := benchMem(b, ctx, size, 1)
+			dst := benchMem(b, ctx, size, 0)
+			timeOnDevice(b, ctx, s, 2*size, size, func() error {
+				return s.CopyDtoD(dst, 0, src, 0, size)
+			})
+		})
+	}
 }
 
 // BenchmarkDeviceCombine runs the Sum kernel, dst = a + b, on 256 MiB

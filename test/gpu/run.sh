@@ -1,34 +1,54 @@
 #!/usr/bin/env bash
 # run.sh checks gocomms on a GPU machine, from the repository root, with
 # the binaries test/gpu/build.sh built elsewhere (the machine needs no
-# Go): NVML against nvidia-smi, the CUDA layer and its kernels against the
-# CPU, the device's copy and kernel bandwidth, commnode's collectives on
-# device memory where it has them, the nccl package, and torch.distributed
-# over NCCL as the reference. Each step runs under a time limit, and a
-# failure does not stop the next; the whole stays under 8 minutes. It
-# prints PASS, FAIL or SKIP per step and a summary, on standard output
-# and, where $OUT is set, in $OUT/gpu-run.txt.
+# Go). A 30-second smoke test comes first and stops the run where the
+# build does not work here. Then: NVML against nvidia-smi, the device's
+# copy bandwidth from 1 MiB to 1 GiB, commnode bench of all_reduce and
+# all_gather on device memory on the native backend and on NCCL,
+# torch.distributed over NCCL as the reference, the CUDA layer's device
+# tests, and commnode verify on both backends. Each step runs under its
+# own time limit and a failure does not stop the next; the whole stays
+# under 9 minutes, so that it fits one 10-minute command. It prints PASS,
+# FAIL or SKIP per step, a summary and a table of the figures per size,
+# into $OUT/gpu-run.txt (test/gpu/out/ where $OUT is unset) and
+# standard output, and writes gpu-run.json beside it after every step,
+# so a run cut short still reports what it did.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit
 bin=test/gpu/bin
 commnode=$PWD/$bin/commnode
-deadline=$((SECONDS + 440)) # 8 minutes, less the checks between steps and the summary
+out=${OUT:-$PWD/test/gpu/out}
+mkdir -p "$out"
+json=$out/gpu-run.json
+deadline=$((SECONDS + 510)) # 9 minutes, less the summary and the kills' grace
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 results=()
 
+# version KEY VALUE records a version for the report.
+version() {
+	printf '%s\t%s\n' "$1" "$2" >>"$tmp/versions.tsv"
+}
+
+# report STATUS rewrites the JSON report from the steps so far.
+report() {
+	python3 test/gpu/report.py "$tmp" "$json" "$1" "${@:2}" ||
+		echo "run.sh: could not write $json (python3 test/gpu/report.py failed)"
+}
+
 # step ID NAME LIMIT COMMAND... runs COMMAND, for LIMIT seconds at most
 # and never past the deadline, and prints its output, kept in $tmp/ID, once
 # it ends: a process it leaves behind cannot hold a pipe open. A Go test
-# binary that passes having run nothing but skips counts as SKIP.
+# binary that passes having run nothing but skips counts as SKIP. It sets
+# verdict.
 step() {
-	local id=$1 name=$2 limit=$3 rc=0 verdict start
+	local id=$1 name=$2 limit=$3 rc=0 start
 	shift 3
 	if ((limit > deadline - SECONDS)); then
 		limit=$((deadline - SECONDS))
 	fi
 	if ((limit < 10)); then
-		skip "$name" "out of time"
+		skip "$id" "$name" "out of time"
 		return
 	fi
 	echo
@@ -47,12 +67,18 @@ step() {
 	fi
 	echo "=== $name: $verdict in $((SECONDS - start))s"
 	results+=("$(printf '%-20s %4ss  %s' "$verdict" $((SECONDS - start)) "$name")")
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$name" "$verdict" $((SECONDS - start)) "$limit" "$*" >>"$tmp/steps.tsv"
+	report running
 }
 
+# skip ID NAME WHY records a step not run.
 skip() {
+	verdict=SKIP
 	echo
-	echo "=== $1: SKIP ($2)"
-	results+=("$(printf '%-20s %4s   %s (%s)' SKIP - "$1" "$2")")
+	echo "=== $2: SKIP ($3)"
+	results+=("$(printf '%-20s %4s   %s (%s)' SKIP - "$2" "$3")")
+	printf '%s\t%s\t%s\t\t\t%s\n' "$1" "$2" "SKIP ($3)" "" >>"$tmp/steps.tsv"
+	report running
 }
 
 # gbps NAME FILE prints the GB/s that benchmark NAME reported in FILE.
@@ -60,103 +86,144 @@ gbps() {
 	awk -v name="$1" '$1 ~ "^Benchmark" name "(-[0-9]+)?$" { for (i = 2; i < NF; i++) if ($(i+1) == "GB/s") print $i }' "$2"
 }
 
-# has_flag SUBCOMMAND FLAG tells whether commnode SUBCOMMAND has FLAG.
-has_flag() {
-	"$commnode" "$1" -h 2>&1 | grep -qE -- "^ +-$2([[:space:]]|$)"
-}
-
-main() {
+# preflight prints and records the machine: its GPUs, driver, glibc
+# against the binaries', the NCCL commnode finds and PyTorch's. It sets
+# gpus to the number of GPUs and torch where PyTorch has CUDA and NCCL.
+preflight() {
+	local have need line
 	echo "# gocomms GPU checks, $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname)"
-	if timeout 30 nvidia-smi; then
-		gpu=1
-		timeout 30 nvidia-smi topo -m
+	version date "$(date -u '+%Y-%m-%dT%H:%M:%SZ')"
+	version host "$(hostname)"
+	version revision "$(cat "$bin/revision" 2>/dev/null || echo unknown)"
+	gpus=0
+	if timeout 15 nvidia-smi; then
+		timeout 15 nvidia-smi topo -m
+		gpus=$(timeout 15 nvidia-smi -L | grep -c '^GPU ')
+		version gpu "$(timeout 15 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1)"
+		version driver "$(timeout 15 nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+		version cuda "$(timeout 15 nvidia-smi | grep -o 'CUDA Version: [0-9.]*' | sed 's/.*: //')"
 	else
-		gpu=
-		echo "nvidia-smi fails: no usable GPU here; the Go tests skip rather than fail"
+		echo "nvidia-smi fails: no usable GPU here"
 	fi
+	version gpus "$gpus"
 
-	local have need
-	have=$(ldd --version 2>&1 | head -1)
-	echo "glibc here: $have"
+	have=$(ldd --version 2>&1 | head -1 | grep -oE '[0-9]+\.[0-9]+$')
+	version glibc "${have:-unknown}"
 	if [ ! -f "$bin/glibc" ]; then
-		echo "no $bin: run test/gpu/build.sh on a machine with Go first"
+		echo "no $bin: run test/gpu/build.sh on a machine with Go first, and bring $bin here"
 	else
 		need=$(cat "$bin/glibc")
-		have=$(grep -oE '[0-9]+\.[0-9]+$' <<<"$have")
-		if [ "$(printf '%s\n' "$need" "$have" | sort -V | head -1)" = "$need" ]; then
-			echo "the binaries need glibc $need: OK"
+		version glibc_needed "$need"
+		if [ "$(printf '%s\n' "$need" "${have:-0}" | sort -V | head -1)" = "$need" ]; then
+			echo "glibc here: $have; the binaries need $need: OK"
 		else
-			echo "the binaries need glibc $need, newer than this machine's $have: they will not start"
+			echo "glibc here: ${have:-unknown}; the binaries need $need: they will not start"
 		fi
 	fi
 
-	step nvml "1. NVML against nvidia-smi" 60 "$bin/gpu.test" -test.run NVML -test.v
+	# The NCCL commnode finds by itself is recorded; where it finds none,
+	# the one in Python's nvidia packages, which PyTorch loads, is named.
+	line=$(timeout 15 "$commnode" info 2>&1 | sed -n 's/^nccl  *//p')
+	version nccl_located "${line:-commnode info failed}"
+	if [[ $line == "NCCL not found"* && -z ${GOCOMMS_NCCL_LIBRARY:-} ]]; then
+		GOCOMMS_NCCL_LIBRARY=$(timeout 20 python3 -c '
+import glob, importlib.util, os
+spec = importlib.util.find_spec("nvidia")
+for d in spec.submodule_search_locations if spec else []:
+    for p in sorted(glob.glob(os.path.join(d, "**", "libnccl.so*"), recursive=True)):
+        print(p)
+        raise SystemExit
+' 2>/dev/null)
+		if [ -n "$GOCOMMS_NCCL_LIBRARY" ]; then
+			export GOCOMMS_NCCL_LIBRARY
+			echo "commnode finds no NCCL by itself; Python's is $GOCOMMS_NCCL_LIBRARY: GOCOMMS_NCCL_LIBRARY names it"
+			version nccl_library "$GOCOMMS_NCCL_LIBRARY"
+		fi
+	fi
 
-	step device "2. gpu/cuda device tests" 150 \
-		env GOCOMMS_CUDA_REQUIRE=$gpu "$bin/cuda.test" -test.run '^TestDevice' -test.v
+	torch=
+	if line=$(timeout 60 python3 -c '
+import torch
+assert torch.cuda.is_available() and torch.distributed.is_nccl_available()
+print(torch.__version__, ".".join(map(str, torch.cuda.nccl.version())))' 2>/dev/null); then
+		torch=1
+		version torch "${line% *}"
+		version torch_nccl "${line#* }"
+		echo "PyTorch $line"
+	else
+		echo "no PyTorch with CUDA and NCCL here"
+	fi
+}
 
-	step bandwidth "3. copy and kernel bandwidth" 90 \
+main() {
+	preflight
+
+	# In 30 seconds: does the build run here and reach the GPU?
+	# shellcheck disable=SC2016 # $1 is the inner shell's
+	step smoke "0. smoke test: commnode info, 2-rank verify on cuda" 30 bash -c \
+		'"$1" info && "$1" launch -n 2 -timeout 25s -- "$1" verify -device cuda -counts 0,1' - "$commnode"
+	if [ "$verdict" != PASS ]; then
+		echo
+		echo "run.sh: STOPPED: the smoke test failed ($verdict), so the build does not work on this machine;"
+		echo "run.sh: see its output above (and the glibc line), fix it, and run again; nothing else was run"
+		report "stopped: the smoke test failed"
+		return 1
+	fi
+	version cuda_driver "$(sed -n 's/^cuda driver  *//p' "$tmp/smoke")"
+	version nccl "$(sed -n 's/^nccl  *//p' "$tmp/smoke")"
+
+	# NCCL refuses two ranks on one GPU; the native backend shares one.
+	local nccl_ranks=$((gpus > 1 ? gpus : 1)) native_ranks=$((gpus > 2 ? gpus : 2)) op copy kernel g backend n
+
+	step nvml "1. NVML against nvidia-smi" 30 "$bin/gpu.test" -test.run NVML -test.v
+
+	step bandwidth "2. device copy 1 MiB to 1 GiB, and kernel bandwidth" 60 \
 		"$bin/cuda.test" -test.run '^$' -test.bench 'DeviceCopy|DeviceCombine' -test.benchtime 20x -test.v
-	local copy kernel g
-	copy=$(gbps DeviceCopy "$tmp/bandwidth" 2>/dev/null)
+	copy=$(gbps DeviceCopy/256MiB "$tmp/bandwidth" 2>/dev/null)
 	if [ -n "$copy" ]; then
-		echo "copy: $copy GB/s (bytes read and written per second)"
 		for kernel in sum_float32 sum_bfloat16; do
 			g=$(gbps "DeviceCombine/$kernel" "$tmp/bandwidth")
 			[ -z "$g" ] || echo "Sum kernel, $kernel: $g GB/s, $(awk -v g="$g" -v c="$copy" \
-				'BEGIN { printf "%.0f", 100 * g / c }')% of the copy's"
+				'BEGIN { printf "%.0f", 100 * g / c }')% of a 256 MiB copy's $copy GB/s"
 		done
 	fi
 
-	local n
-	if [ ! -x "$commnode" ]; then
-		skip "4. commnode verify on cuda" "no $commnode"
-	elif ! has_flag verify device; then
-		skip "4. commnode verify on cuda" "commnode verify has no -device flag yet"
-	else
-		for n in 2 4; do
-			step "verify$n" "4. commnode verify -device cuda, $n ranks" 60 \
-				"$commnode" launch -n "$n" -timeout 55s -- "$commnode" verify -device cuda
-		done
-	fi
-
-	local op
-	if [ ! -x "$commnode" ]; then
-		skip "5. commnode bench on cuda" "no $commnode"
-	elif ! has_flag bench device; then
-		skip "5. commnode bench on cuda" "commnode bench has no -device flag yet"
-	else
+	for backend in native nccl; do
+		n=$native_ranks
+		[ "$backend" = native ] || n=$nccl_ranks
 		for op in all_reduce all_gather; do
-			step "bench_$op" "5. commnode bench -device cuda -op $op, 2 ranks" 90 \
-				"$commnode" launch -n 2 -timeout 85s -- "$commnode" bench -device cuda -op "$op" -b 1M -e 1G -n 10 -w 3
-			echo "$op: average busbw $(grep -m1 -h '^\[rank 0\] # Avg bus bandwidth' "$tmp/bench_$op" 2>/dev/null |
-				sed 's/.*: *//') GB/s, beside the device's copy: ${copy:-unmeasured} GB/s read and written"
+			step "bench_${backend}_$op" "3. commnode bench --backend $backend -op $op, $n ranks, 1 MiB to 1 GiB" 60 \
+				"$commnode" launch -n "$n" -timeout 55s -- "$commnode" bench --backend "$backend" -device cuda \
+				-op "$op" -b 1M -e 1G -n 10 -w 3 --json -timeout 30s
 		done
+	done
+
+	if [ -z "$torch" ]; then
+		skip torch "4. torch.distributed NCCL reference" "no PyTorch with CUDA and NCCL here"
+	else
+		local torchrun=(torchrun)
+		command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
+		step torch "4. torch.distributed NCCL reference, $nccl_ranks ranks" 120 \
+			"${torchrun[@]}" --nproc_per_node="$nccl_ranks" test/gpu/torch_nccl.py
 	fi
 
-	if [ -x "$bin/nccl.test" ]; then
-		step nccl "6. nccl package, world size 1" 60 env GOCOMMS_NCCL_REQUIRE=1 "$bin/nccl.test" -test.v
-	else
-		skip "6. nccl package" "no $bin/nccl.test: no nccl package was built"
-	fi
+	step device "5. gpu/cuda device tests" 120 \
+		env GOCOMMS_CUDA_REQUIRE=1 "$bin/cuda.test" -test.run '^TestDevice' -test.v
 
-	local torchrun=(torchrun)
-	command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
-	if ! timeout 30 python3 -c 'import torch, sys; sys.exit(not (torch.cuda.is_available() and torch.distributed.is_nccl_available()))' 2>/dev/null; then
-		skip "7. torch.distributed NCCL reference" "no PyTorch with CUDA and NCCL here"
-	else
-		step torch "7. torch.distributed NCCL reference, 1 rank" 150 \
-			"${torchrun[@]}" --nproc_per_node=1 test/gpu/torch_nccl.py
-	fi
+	for n in 2 4; do
+		step "verify_native_$n" "6. commnode verify --backend native, $n ranks" 45 \
+			"$commnode" launch -n "$n" -timeout 40s -- "$commnode" verify --backend native -device cuda
+	done
+	step "verify_nccl_$nccl_ranks" "6. commnode verify --backend nccl, $nccl_ranks ranks" 45 \
+		"$commnode" launch -n "$nccl_ranks" -timeout 40s -- "$commnode" verify --backend nccl -device cuda
 
 	echo
 	echo "=== summary"
 	printf '%s\n' "${results[@]}"
+	echo
+	report "done" --table
+	echo "run.sh: report in $json"
 	! printf '%s\n' "${results[@]}" | grep -q '^FAIL'
 }
 
-if [ -n "${OUT:-}" ]; then
-	main 2>&1 | tee "$OUT/gpu-run.txt"
-else
-	main 2>&1
-fi
+main 2>&1 | tee "$out/gpu-run.txt"
