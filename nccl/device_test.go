@@ -507,56 +507,110 @@ func TestDeviceCommSplit(t *testing.T) {
 func TestDeviceSplit(t *testing.T) {
 	cu := device(t)
 	const n = 4
-	ctx := context.Background()
-	st := store.NewMemory()
-	config := func(name string, r, size int) *backend.Config {
-		return &backend.Config{Name: name, Device: tensor.CUDA(0), Rank: r, Size: size, Store: st,
-			Timeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)}
+	needGPUs(t, n)
+	spawn(t, n, func(ctx context.Context, r int, st store.Store) {
+		config := func(name string, r, size int) *backend.Config {
+			return &backend.Config{Name: name, Device: tensor.CUDA(cu.Device().Ordinal()), Rank: r, Size: size,
+				Store: st, Timeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)}
+		}
+		b, err := New(ctx, config(t.Name(), r, n))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer b.Finalize(ctx)
+		var none []int
+		group := []int{0, 1}
+		switch r {
+		case 2:
+			group = []int{2}
+		case 3:
+			group, none = nil, []int{3} // rank 3 joins no group
+		}
+		child, err := b.Split(ctx, group, config(t.Name()+"/half", slices.Index(group, r), len(group)), nil)
+		if err != nil || (child == nil) != (none != nil) {
+			t.Errorf("rank %d: split: %v, %v", r, child, err)
+			return
+		}
+		if child == nil {
+			return
+		}
+		defer child.Finalize(ctx)
+		d := upload(t, cu, tensor.Int64, []float64{float64(r), 1})
+		done := make(completion)
+		child.Issue(&backend.Op{Name: backend.OpAllReduce, Kind: algorithms.AllReduce, DType: tensor.Int64,
+			Reduce: reduce.New(reduce.Sum), Root: -1, Counts: []int{2}, Inputs: []*tensor.Tensor{d},
+			Outputs: []*tensor.Tensor{d}, Timeout: 10 * time.Second}, done)
+		if err := <-done; err != nil {
+			t.Errorf("rank %d: all_reduce in the split: %v", r, err)
+			return
+		}
+		sum := 0
+		for _, q := range group {
+			sum += q
+		}
+		expect(t, fmt.Sprintf("rank %d: all_reduce in the split", r), tensor.Int64, download(t, cu, d),
+			[]float64{float64(sum), float64(len(group))})
+	})
+}
+
+// TestDeviceDuplicateGPU puts two ranks of a communicator on cuda:0, in
+// one process and in two, which NCCL refuses: every rank fails with
+// ncclInvalidUsage.
+func TestDeviceDuplicateGPU(t *testing.T) {
+	device(t)
+	refused := func(r int, err error) {
+		var e *ncclError
+		if !errors.As(err, &e) || e.code != 5 || e.text != "invalid usage (run with NCCL_DEBUG=WARN for details)" {
+			t.Errorf("rank %d on the other's GPU: %v; want ncclInvalidUsage", r, err)
+		}
 	}
-	var wg sync.WaitGroup
-	for r := range n {
-		wg.Go(func() {
-			b, err := New(ctx, config(t.Name(), r, n))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer b.Finalize(ctx)
-			var none []int
-			group := []int{0, 1}
-			switch r {
-			case 2:
-				group = []int{2}
-			case 3:
-				group, none = nil, []int{3} // rank 3 joins no group
-			}
-			child, err := b.Split(ctx, group, config(t.Name()+"/half", slices.Index(group, r), len(group)), nil)
-			if err != nil || (child == nil) != (none != nil) {
-				t.Errorf("rank %d: split: %v, %v", r, child, err)
-				return
-			}
-			if child == nil {
-				return
-			}
-			defer child.Finalize(ctx)
-			d := upload(t, cu, tensor.Int64, []float64{float64(r), 1})
-			done := make(completion)
-			child.Issue(&backend.Op{Name: backend.OpAllReduce, Kind: algorithms.AllReduce, DType: tensor.Int64,
-				Reduce: reduce.New(reduce.Sum), Root: -1, Counts: []int{2}, Inputs: []*tensor.Tensor{d},
-				Outputs: []*tensor.Tensor{d}, Timeout: 10 * time.Second}, done)
-			if err := <-done; err != nil {
-				t.Errorf("rank %d: all_reduce in the split: %v", r, err)
-				return
-			}
-			sum := 0
-			for _, q := range group {
-				sum += q
-			}
-			expect(t, fmt.Sprintf("rank %d: all_reduce in the split", r), tensor.Int64, download(t, cu, d),
-				[]float64{float64(sum), float64(len(group))})
-		})
+	join := func(ctx context.Context, r int, st store.Store, name string) error {
+		c, err := gocomms.NewComm(ctx, Name, tensor.CUDA(0), name, gocomms.WithRank(r), gocomms.WithSize(2),
+			gocomms.WithStore(st), gocomms.WithTimeout(30*time.Second))
+		if err == nil {
+			_ = c.Finalize(ctx)
+		}
+		return err
 	}
-	wg.Wait()
+	spawn(t, 1, func(ctx context.Context, _ int, _ store.Store) {
+		st := store.NewMemory()
+		var wg sync.WaitGroup
+		for r := range 2 {
+			wg.Go(func() { refused(r, join(ctx, r, st, t.Name()+"/one process")) })
+		}
+		wg.Wait()
+	})
+	spawn(t, 2, func(ctx context.Context, r int, st store.Store) {
+		refused(r, join(ctx, r, st, t.Name()+"/two processes"))
+	})
+}
+
+// TestDeviceInvalidRank joins a communicator of two ranks as rank 2,
+// which NCCL refuses with ncclInvalidArgument before looking for peers.
+func TestDeviceInvalidRank(t *testing.T) {
+	device(t)
+	spawn(t, 1, func(ctx context.Context, _ int, _ store.Store) {
+		cu, err := cuda.Shared(0)
+		if err == nil {
+			_, err = Locate()
+		}
+		if err == nil {
+			err = bindCUDA()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := sysUniqueID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = sysInit(cu.Handle(), 2, 2, id)
+		var e *ncclError
+		if !errors.As(err, &e) || e.code != 4 {
+			t.Errorf("rank 2 of 2: %v; want ncclInvalidArgument", err)
+		}
+	})
 }
 
 // completion passes an operation's end.
@@ -574,7 +628,7 @@ func TestDeviceAlloc(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		if d.Device() != tensor.CUDA(0) {
+		if d.Device() != tensor.CUDA(r) {
 			t.Errorf("Alloc: a tensor on %v", d.Device())
 		}
 		expect(t, "Alloc's zeros", tensor.Float32, download(t, cu, d), make([]float64, 6))

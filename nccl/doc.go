@@ -53,4 +53,12 @@
 // ignored, as NCCL has none. Custom schedules, agreement, shrinking,
 // revocation and reconfiguration fail with ErrUnsupported: NCCL runs its
 // own algorithms, and its communicators have fixed members.
+//
+// NCCL takes one rank of a communicator per GPU: two on one GPU fail
+// ncclCommInitRank with ncclInvalidUsage ("Duplicate GPU detected"). The
+// TestDevice tests run so: each rank in a process of its own, on its own
+// device, sharing a tcpstore; a test of more ranks than GPUs skips.
+// TestFake runs them against a fake NCCL (testdata/fakenccl.c) and CUDA
+// driver, whose ranks meet across processes and which refuses what NCCL
+// refuses, with NCCL's result codes.
 package nccl

@@ -18,6 +18,7 @@ import (
 	"github.com/gocomms/gocomms/gpu/cuda"
 	"github.com/gocomms/gocomms/gpu/cuda/fakecuda"
 	"github.com/gocomms/gocomms/store"
+	"github.com/gocomms/gocomms/store/tcpstore"
 	"github.com/gocomms/gocomms/tensor"
 )
 
@@ -72,7 +73,7 @@ func TestFake(t *testing.T) {
 	}
 	dir := t.TempDir()
 	buildFake(t, dir)
-	env := fakecuda.Env(cudaDir, 1, 2000, false)
+	env := fakecuda.Env(cudaDir, 4, 2000, false) // a device for each of up to 4 ranks
 	for i, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "LD_LIBRARY_PATH="); ok {
 			env[i] = "LD_LIBRARY_PATH=" + dir + ":" + v
@@ -109,56 +110,131 @@ func buildFake(t *testing.T, dir string) {
 	}
 }
 
-// device returns the shared context of cuda:0, skipping the test unless
-// it runs as TestFake's child or was asked to.
+// The environment of a process that runs one rank of a TestDevice test:
+// NCCL refuses two ranks of a communicator on one GPU, so each rank runs
+// in a process of its own, on its own device.
+const (
+	rankEnv  = "GOCOMMS_NCCL_TEST_RANK"  // "r/n": rank r of n
+	storeEnv = "GOCOMMS_NCCL_TEST_STORE" // the address of the ranks' tcpstore
+)
+
+// rank returns the rank and size this process runs, if it runs one.
+func rank() (r, n int, ok bool) {
+	_, err := fmt.Sscanf(os.Getenv(rankEnv), "%d/%d", &r, &n)
+	return r, n, err == nil
+}
+
+// device skips the test unless it runs as TestFake's child or was asked
+// to. In a rank's process it returns the shared context of the rank's
+// device, cuda:r; elsewhere, nil.
 func device(t *testing.T) *cuda.Context {
 	t.Helper()
 	if os.Getenv(childEnv) == "" {
-		t.Skipf("skip: runs in TestFake's child, or with %s=1 where NCCL and a GPU are", childEnv)
+		t.Skipf("skip: runs in TestFake's child, or with %s=1 where NCCL and GPUs are", childEnv)
 	}
-	cu, err := cuda.Shared(0)
+	r, _, ok := rank()
+	if !ok {
+		return nil
+	}
+	cu, err := cuda.Shared(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cu
 }
 
-// ranks runs fn on each of n ranks of a communicator on cuda:0, in
-// goroutines of this process, then finalizes them.
-func ranks(t *testing.T, n int, fn func(ctx context.Context, r int, c *gocomms.Comm), opts ...gocomms.Option) {
+// needGPUs skips the test where there are fewer than n GPUs, one for each
+// rank.
+func needGPUs(t *testing.T, n int) {
+	t.Helper()
+	drv, err := cuda.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs, err := drv.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) < n {
+		t.Skipf("skip: %d ranks need %d GPUs, not %d: NCCL refuses two ranks of a communicator on one GPU "+
+			"(ncclInvalidUsage: Duplicate GPU detected)", n, n, len(devs))
+	}
+}
+
+// spawn runs fn as each of n ranks, each in a process of its own that
+// runs this test again, sharing a tcpstore served here. In a rank's
+// process it runs fn for that rank, where the size is n.
+func spawn(t *testing.T, n int, fn func(ctx context.Context, r int, st store.Store)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st := store.NewMemory()
-	name := fmt.Sprintf("%s/%d", t.Name(), n)
-	comms := make([]*gocomms.Comm, n)
-	errs := make([]error, n)
+	if r, size, ok := rank(); ok {
+		if size != n {
+			return
+		}
+		st, err := tcpstore.Dial(ctx, os.Getenv(storeEnv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		// The hub of rank 0's communicators lives in its process, so no
+		// rank leaves before every rank is done.
+		defer func() {
+			keys := make([]string, n)
+			for q := range keys {
+				keys[q] = fmt.Sprintf("done/%d", q)
+			}
+			if err := errors.Join(st.Set(ctx, keys[r], nil), st.Wait(ctx, keys...)); err != nil {
+				t.Errorf("rank %d: waiting for the others to finish: %v", r, err)
+			}
+		}()
+		fn(ctx, r, st)
+		return
+	}
+	srv, err := tcpstore.Listen(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	outs, errs := make([][]byte, n), make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
 		wg.Go(func() {
-			all := append([]gocomms.Option{gocomms.WithRank(r), gocomms.WithSize(n), gocomms.WithStore(st),
-				gocomms.WithTimeout(30 * time.Second)}, opts...)
-			comms[r], errs[r] = gocomms.NewComm(ctx, Name, tensor.CUDA(0), name, all...)
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d/%d", rankEnv, r, n), storeEnv+"="+srv.Addr().String())
+			outs[r], errs[r] = cmd.CombinedOutput()
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
+	for r := range n {
+		if errs[r] != nil || !strings.Contains(string(outs[r]), "--- PASS: "+t.Name()) {
+			t.Errorf("rank %d of %d: %v\n%s", r, n, errs[r], outs[r])
+		}
 	}
-	for r, c := range comms {
-		wg.Go(func() { fn(ctx, r, c) })
-	}
-	wg.Wait()
-	for r, c := range comms {
+}
+
+// ranks runs fn on each of n ranks of a communicator, rank r on cuda:r in
+// a process of its own (spawn), then finalizes them.
+func ranks(t *testing.T, n int, fn func(ctx context.Context, r int, c *gocomms.Comm), opts ...gocomms.Option) {
+	t.Helper()
+	needGPUs(t, n)
+	spawn(t, n, func(ctx context.Context, r int, st store.Store) {
+		all := append([]gocomms.Option{gocomms.WithRank(r), gocomms.WithSize(n), gocomms.WithStore(st),
+			gocomms.WithTimeout(30 * time.Second)}, opts...)
+		c, err := gocomms.NewComm(ctx, Name, tensor.CUDA(r), fmt.Sprintf("%s/%d", t.Name(), n), all...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(ctx, r, c)
 		// Finalize reports the operations that failed, which tests of
 		// failures expect.
 		if err := c.Finalize(ctx); err != nil && !c.IsAborted() && !strings.Contains(err.Error(), "operations failed") {
 			t.Errorf("rank %d: finalize: %v", r, err)
 		}
-	}
+	})
 }
 
-// upload returns a tensor on cuda:0 holding vals.
+// upload returns a tensor on cu's device holding vals.
 func upload(t *testing.T, cu *cuda.Context, dt tensor.DType, vals []float64) *tensor.Tensor {
 	h, err := tensor.New(dt, len(vals))
 	if err != nil {
@@ -177,14 +253,14 @@ func upload(t *testing.T, cu *cuda.Context, dt tensor.DType, vals []float64) *te
 		return nil
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	d, err := tensor.OnDevice(tensor.CUDA(0), m, 0, dt, len(vals))
+	d, err := tensor.OnDevice(tensor.CUDA(cu.Device().Ordinal()), m, 0, dt, len(vals))
 	if err != nil {
 		t.Error(err)
 	}
 	return d
 }
 
-// download returns the values of a tensor on cuda:0.
+// download returns the values of a tensor on cu's device.
 func download(t *testing.T, cu *cuda.Context, d *tensor.Tensor) []float64 {
 	if d == nil {
 		return nil
@@ -207,7 +283,7 @@ func download(t *testing.T, cu *cuda.Context, d *tensor.Tensor) []float64 {
 	return vals
 }
 
-// views cuts a tensor on cuda:0 holding the concatenation of blocks into
+// views cuts a tensor on cu's device holding the concatenation of blocks into
 // one view per block, back to back, as a collective's blocks may lie.
 func views(t *testing.T, cu *cuda.Context, dt tensor.DType, blocks [][]float64) []*tensor.Tensor {
 	var all []float64

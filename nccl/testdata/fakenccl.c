@@ -3,37 +3,61 @@
  * with package fakecuda's libcuda.so.1, whose device memory is host
  * memory: device addresses are host addresses.
  *
- * Every rank of a communicator lives in this process, on its own thread.
- * Ranks meet by unique id in a process-wide table, and a call runs at
- * once, on the host, inside the call: a collective once every rank has
- * made it (the last to arrive computes every rank's results), a send by
- * copying its data into a message, a receive once the matching message
- * is there (the k-th send from a to b matches b's k-th receive from a).
- * Between ncclGroupStart and ncclGroupEnd calls are queued; ncclGroupEnd
- * makes the sends, then the collectives in order, then the receives.
+ * Ranks live in processes of their own, as NCCL's do, or share one.
+ * ncclGetUniqueId starts a hub in its process: a thread that listens on
+ * an abstract Unix socket, whose name the unique id carries. Every
+ * communicator of every rank holds a connection to its hub, and sends it
+ * each call with the bytes the call reads; the hub answers with the bytes
+ * the call writes. The hub runs calls on the host as they meet: a
+ * collective once every rank has made it (the last to arrive computes
+ * every rank's results), a send by keeping its data as a message, a
+ * receive once the matching message is there (the k-th send from a to b
+ * matches b's k-th receive from a). Between ncclGroupStart and
+ * ncclGroupEnd calls are queued, and ncclGroupEnd sends them together:
+ * the hub makes the sends, then the collectives in order, then the
+ * receives. Unlike NCCL's, a group holds the calls of one communicator
+ * only. The communicators ncclCommSplit makes belong to their parent's
+ * hub.
  *
- * Before reading or writing memory a call runs the work queued on its
- * stream so far, with the driver's cuStreamSynchronize, so that it sees
- * what was queued before it; the work queued after it then sees its
- * results. It calls the driver before taking its own lock, never while
- * holding it: the fake driver holds a lock of its own while running a
- * stream's work.
+ * Before reading memory a call runs the work queued on its stream so far,
+ * with the driver's cuStreamSynchronize, so that it sees what was queued
+ * before it; it writes its results before it returns, so the work queued
+ * after it sees them. It never holds its lock while calling the driver:
+ * the fake driver holds a lock of its own while running a stream's work.
+ *
+ * It refuses what NCCL refuses, with NCCL's result codes: a rank out of
+ * range (ncclInvalidArgument); two ranks of one communicator on one
+ * device, known by its PCI bus id, in one process or in two (every rank
+ * fails with ncclInvalidUsage, "Duplicate GPU detected"); unknown data
+ * types and reductions, and roots and peers out of range
+ * (ncclInvalidArgument). Where NCCL would hang or corrupt memory, it
+ * fails with ncclInvalidUsage instead: ranks that disagree on the number
+ * of ranks, a rank that joins twice, collectives whose kind, count, type,
+ * root or reduction differ between ranks, a receive of another size than
+ * its send. As NCCL does, it prints why to standard error where
+ * NCCL_DEBUG is WARN, INFO or TRACE.
  *
  * A wait for peers that does not end within GOCOMMS_FAKENCCL_TIMEOUT_MS
  * (10000 by default) fails with ncclSystemError, and sets the
  * communicator's asynchronous error, where NCCL would hang. ncclCommAbort
- * on one rank fails the waits of the others with ncclRemoteError.
- * Communicators are kept until the process ends, once made, since peers
- * may still look for them.
+ * on one rank fails the waits of the others with ncclRemoteError, and a
+ * call whose hub is gone fails with ncclRemoteError. A hub keeps its
+ * communicators until its process ends, since peers may still look for
+ * them, so that process must outlive the other ranks' calls. An aborted
+ * communicator is kept too: a call of another thread may still use it.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,7 +75,8 @@ enum {
 
 enum { NTYPES = 10, NOPS = 5, MAX_CUSTOM = 256, NOCOLOR = -1 };
 enum { F_INT8, F_UINT8, F_INT32, F_UINT32, F_INT64, F_UINT64, F_HALF, F_FLOAT, F_DOUBLE, F_BF16 };
-enum { O_SUM, O_PROD, O_MAX, O_MIN, O_AVG };
+/* O_PREMUL stands, on the way to the hub, for any ncclRedOpCreatePreMulSum op. */
+enum { O_SUM, O_PROD, O_MAX, O_MIN, O_AVG, O_PREMUL };
 static const size_t type_size[NTYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
 
 typedef struct {
@@ -60,63 +85,62 @@ typedef struct {
 
 enum kind { K_ALL_REDUCE, K_BROADCAST, K_REDUCE, K_ALL_GATHER, K_REDUCE_SCATTER, K_SEND, K_RECV, K_SPLIT };
 
-struct group;
+/* wire_call is a call as it travels to the hub. */
+struct wire_call {
+	int32_t kind, dtype, op, peer; /* peer: the root, for rooted collectives */
+	int32_t color, key;            /* ncclCommSplit's */
+	uint64_t count;
+	double scalar; /* O_PREMUL's */
+};
+
+enum { REQ_INIT, REQ_RUN, REQ_ABORT };
+
+/* A request is followed, for REQ_RUN, by ncalls wire_calls, then the bytes
+ * each reads; its reply, if the calls succeeded, by the bytes each writes. */
+struct request {
+	int32_t type, rank, nranks, ncalls;
+	uint64_t group; /* the hub's number for the communicator */
+	int64_t busid;  /* REQ_INIT's: the rank's device */
+};
+
+struct reply {
+	int32_t rc;
+	int32_t rank, nranks; /* of the communicator made (init, split); rank -1 for none */
+	uint64_t group;
+	char warn[200]; /* why it failed, as NCCL's WARN says */
+};
 
 struct ncclComm {
-	struct group *g;
-	int rank;
-	uint64_t collectives; /* begun: numbers their slots */
-	ncclResult_t async;
+	char hub[100]; /* its socket's name */
+	int fd, rank, nranks;
+	uint64_t group;
+	int64_t busid;
+	pthread_mutex_t io; /* one request at a time on fd */
+	ncclResult_t async; /* read and written atomically */
 };
 typedef struct ncclComm *ncclComm_t;
 
-struct call {
-	enum kind kind;
+/* pending is a call made on this side, queued or on its way. */
+struct pending {
 	ncclComm_t comm;
 	void *stream;
 	const void *send;
 	void *recv;
-	size_t count;
-	int dtype, op, peer; /* peer: the root, for rooted collectives */
-	int color, key;      /* ncclCommSplit's */
+	int op; /* ncclRedOp_t */
+	struct wire_call w;
 	ncclComm_t *newcomm;
-};
-
-/* slot gathers the ranks' calls of one collective. */
-struct slot {
-	uint64_t seq;
-	int arrived, left, done, broken;
-	ncclResult_t result;
-	struct call *calls; /* by rank */
-	struct slot *next;
-};
-
-struct msg {
-	int src, dst;
-	size_t bytes;
-	void *data;
-	struct msg *next;
-};
-
-struct group {
-	char id[128];
-	int nranks, joined, ready, aborted;
-	struct slot *slots;
-	struct msg *mail; /* in the order sent */
-	struct group *next; /* in forming, while ranks join */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static struct group *forming;
 static struct {
-	int used, dtype;
+	int used;
 	double scalar;
 } custom[MAX_CUSTOM];
 static uint64_t ids;
 
 static __thread int depth;
-static __thread struct call *queued;
+static __thread struct pending *queued;
 static __thread int nqueued, capqueued;
 
 static long timeout_ms(void)
@@ -140,25 +164,147 @@ static struct timespec deadline(void)
 	return ts;
 }
 
-/* The driver's cuStreamSynchronize, found once. */
-static int (*stream_sync)(void *);
-static pthread_once_t sync_once = PTHREAD_ONCE_INIT;
+/* warn prints why a call fails, where NCCL_DEBUG asks for NCCL's warnings. */
+static void warn(const char *why)
+{
+	const char *level = getenv("NCCL_DEBUG");
+	if (why[0] && level &&
+	    (!strcasecmp(level, "WARN") || !strcasecmp(level, "INFO") || !strcasecmp(level, "TRACE")))
+		fprintf(stderr, "fakenccl:%d NCCL WARN %s\n", (int)getpid(), why);
+}
 
-static void find_sync(void)
+/* The driver's entry points, found once. */
+static struct {
+	int (*stream_sync)(void *);
+	int (*ctx_get_device)(int *);
+	int (*pci_bus_id)(char *, int, int);
+} drv;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+
+static void find_driver(void)
 {
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	if (h)
-		*(void **)(&stream_sync) = dlsym(h, "cuStreamSynchronize");
+	if (!h)
+		return;
+	*(void **)(&drv.stream_sync) = dlsym(h, "cuStreamSynchronize");
+	*(void **)(&drv.ctx_get_device) = dlsym(h, "cuCtxGetDevice");
+	*(void **)(&drv.pci_bus_id) = dlsym(h, "cuDeviceGetPCIBusId");
 }
 
 static ncclResult_t sync_stream(void *s)
 {
 	if (!s)
 		return ncclSuccess;
-	pthread_once(&sync_once, find_sync);
-	if (!stream_sync || stream_sync(s) != 0)
+	pthread_once(&drv_once, find_driver);
+	if (!drv.stream_sync || drv.stream_sync(s) != 0)
 		return ncclUnhandledCudaError;
 	return ncclSuccess;
+}
+
+/* current_busid finds the bus id of the current context's device, as a
+ * number the way NCCL makes one: "0000:41:00.0" is 0x41000. */
+static ncclResult_t current_busid(int64_t *out)
+{
+	char s[32];
+	int dev;
+	int64_t id = 0;
+
+	pthread_once(&drv_once, find_driver);
+	if (!drv.ctx_get_device || !drv.pci_bus_id || drv.ctx_get_device(&dev) != 0 ||
+	    drv.pci_bus_id(s, sizeof s, dev) != 0)
+		return ncclUnhandledCudaError;
+	for (const char *p = s; *p; p++) {
+		int v;
+		if (*p == '.' || *p == ':')
+			continue;
+		if (*p >= '0' && *p <= '9')
+			v = *p - '0';
+		else if (*p >= 'a' && *p <= 'f')
+			v = *p - 'a' + 10;
+		else if (*p >= 'A' && *p <= 'F')
+			v = *p - 'A' + 10;
+		else
+			break;
+		id = id << 4 | v;
+	}
+	*out = id;
+	return ncclSuccess;
+}
+
+/* Sockets. */
+
+static int full(int fd, void *buf, size_t n, int writing)
+{
+	char *p = buf;
+	while (n > 0) {
+		ssize_t k = writing ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int get(int fd, void *buf, size_t n) { return full(fd, buf, n, 0); }
+static int put(int fd, const void *buf, size_t n) { return full(fd, (void *)buf, n, 1); }
+
+static socklen_t address(struct sockaddr_un *a, const char *name)
+{
+	size_t n = strnlen(name, sizeof a->sun_path - 2);
+	memset(a, 0, sizeof *a);
+	a->sun_family = AF_UNIX;
+	memcpy(a->sun_path + 1, name, n); /* sun_path[0] == 0: abstract, nothing to remove */
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+static int dial(const char *name)
+{
+	struct sockaddr_un a;
+	socklen_t len = address(&a, name);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, len) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* send_bytes and recv_bytes are how many bytes call w of rank of n ranks
+ * reads and writes. */
+static size_t send_bytes(const struct wire_call *w, int rank, int n)
+{
+	size_t b = w->kind == K_SPLIT ? 0 : w->count * type_size[w->dtype];
+	switch (w->kind) {
+	case K_BROADCAST:
+		return rank == w->peer ? b : 0;
+	case K_REDUCE_SCATTER:
+		return b * (size_t)n;
+	case K_RECV:
+	case K_SPLIT:
+		return 0;
+	default:
+		return b;
+	}
+}
+
+static size_t recv_bytes(const struct wire_call *w, int rank, int n)
+{
+	size_t b = w->kind == K_SPLIT ? 0 : w->count * type_size[w->dtype];
+	switch (w->kind) {
+	case K_REDUCE:
+		return rank == w->peer ? b : 0;
+	case K_ALL_GATHER:
+		return b * (size_t)n;
+	case K_SEND:
+	case K_SPLIT:
+		return 0;
+	default:
+		return b;
+	}
 }
 
 /* Values: integers as 64 bits, floats as double. */
@@ -305,22 +451,21 @@ static void put_i(void *p, size_t i, int dt, uint64_t v)
 
 /*
  * reduce_into sets count elements of dst to the reduction of the n
- * blocks src[r] + off elements, with op (a custom one's scalar premultiplied).
+ * blocks src[r] + off elements, with op (O_PREMUL: a sum of each src[r]
+ * times scale[r]).
  */
-static void reduce_into(void *dst, const void *const *src, int n, size_t off, size_t count, int dt, int op)
+static void reduce_into(void *dst, const void *const *src, const double *scale, int n, size_t off, size_t count,
+			int dt, int op)
 {
-	double scalar = 1;
 	int kind = op;
 
-	if (op >= NOPS) {
-		scalar = custom[op - NOPS].scalar;
+	if (op == O_PREMUL)
 		kind = O_SUM;
-	}
 	for (size_t i = off; i < off + count; i++) {
 		if (is_float(dt)) {
-			double acc = get_f(src[0], i, dt) * scalar;
+			double acc = get_f(src[0], i, dt) * scale[0];
 			for (int r = 1; r < n; r++) {
-				double v = get_f(src[r], i, dt) * scalar;
+				double v = get_f(src[r], i, dt) * scale[r];
 				switch (kind) {
 				case O_PROD:
 					acc *= v;
@@ -364,21 +509,91 @@ static void reduce_into(void *dst, const void *const *src, int n, size_t off, si
 	}
 }
 
-/* Checks. */
 
-static ncclResult_t check_call(const struct call *c)
+/* The hub. */
+
+struct member {
+	uint64_t collectives; /* begun: numbers their slots */
+	int64_t busid;
+	int joined;
+};
+
+/* made is what a split makes for one rank. */
+struct made {
+	uint64_t group;
+	int rank, nranks;
+};
+
+/* call is a call in the hub; send and recv are the hub's copies. */
+struct call {
+	enum kind kind;
+	struct group *g;
+	int rank;
+	const void *send;
+	void *recv;
+	size_t count;
+	int dtype, op, peer, color, key;
+	double scalar;
+	struct made *made;
+};
+
+/* slot gathers the ranks' calls of one collective. */
+struct slot {
+	uint64_t seq;
+	int arrived, left, done, broken;
+	ncclResult_t result;
+	struct call *calls; /* by rank */
+	struct slot *next;
+};
+
+struct msg {
+	int src, dst;
+	size_t bytes;
+	void *data;
+	struct msg *next;
+};
+
+struct group {
+	uint64_t id;
+	int nranks, joined, ready, aborted;
+	struct member *members; /* by rank */
+	struct slot *slots;
+	struct msg *mail;   /* in the order sent */
+	struct group *next; /* in groups */
+};
+
+static struct group *groups; /* of every hub of this process */
+
+struct hub {
+	int fd;
+	struct group *root; /* the unique id's communicator, once a rank joins */
+};
+
+struct conn {
+	struct hub *h;
+	int fd;
+};
+
+/* new_group makes a group of n ranks, mu held. */
+static struct group *new_group(int n)
 {
-	if (!c->comm)
-		return ncclInvalidArgument;
-	if (c->kind == K_SPLIT)
-		return ncclSuccess;
-	if (c->dtype < 0 || c->dtype >= NTYPES)
-		return ncclInvalidArgument;
-	if (c->op < 0 || (c->op >= NOPS && (c->op - NOPS >= MAX_CUSTOM || !custom[c->op - NOPS].used)))
-		return ncclInvalidArgument;
-	if (c->peer < -1 || c->peer >= c->comm->g->nranks)
-		return ncclInvalidArgument;
-	return ncclSuccess;
+	struct group *g = calloc(1, sizeof *g);
+	g->id = ++ids;
+	g->nranks = n;
+	g->members = calloc((size_t)n, sizeof *g->members);
+	g->next = groups;
+	groups = g;
+	return g;
+}
+
+static struct group *find_group(uint64_t id)
+{
+	struct group *g;
+	pthread_mutex_lock(&mu);
+	for (g = groups; g && g->id != id; g = g->next)
+		;
+	pthread_mutex_unlock(&mu);
+	return g;
 }
 
 /* compute runs slot's collective for every rank, mu held. */
@@ -387,83 +602,81 @@ static ncclResult_t compute(struct group *g, struct slot *s)
 	struct call *c = s->calls, *c0 = &s->calls[0];
 	int n = g->nranks;
 	const void **src = calloc((size_t)n, sizeof *src);
-	size_t es = type_size[c0->dtype], bytes = c0->count * es;
+	double *scale = calloc((size_t)n, sizeof *scale);
+	size_t es = c0->kind == K_SPLIT ? 0 : type_size[c0->dtype], bytes = c0->count * es;
 	char *tmp = NULL;
+	ncclResult_t rc = ncclSuccess;
 
-	if (!src)
-		return ncclSystemError;
+	if (!src || !scale) {
+		rc = ncclSystemError;
+		goto out;
+	}
 	for (int r = 0; r < n; r++) {
 		if (c[r].kind != c0->kind || (c0->kind != K_SPLIT && (c[r].count != c0->count ||
-		    c[r].dtype != c0->dtype || c[r].peer != c0->peer || (c[r].op < NOPS) != (c0->op < NOPS) ||
-		    (c0->op < NOPS && c[r].op != c0->op)))) {
-			free(src);
-			return ncclInvalidUsage;
+		    c[r].dtype != c0->dtype || c[r].peer != c0->peer || c[r].op != c0->op))) {
+			rc = ncclInvalidUsage;
+			goto out;
 		}
 		src[r] = c[r].send;
+		scale[r] = c[r].scalar;
 	}
 	switch (c0->kind) {
 	case K_ALL_REDUCE:
 	case K_REDUCE:
 		tmp = malloc(bytes + 1);
-		reduce_into(tmp, src, n, 0, c0->count, c0->dtype, c0->op);
+		reduce_into(tmp, src, scale, n, 0, c0->count, c0->dtype, c0->op);
 		for (int r = 0; r < n; r++)
 			if (c0->kind == K_ALL_REDUCE || r == c0->peer)
 				memcpy(c[r].recv, tmp, bytes);
 		break;
 	case K_BROADCAST:
-		tmp = malloc(bytes + 1);
-		memcpy(tmp, c[c0->peer].send, bytes);
 		for (int r = 0; r < n; r++)
-			memcpy(c[r].recv, tmp, bytes);
+			memcpy(c[r].recv, c[c0->peer].send, bytes);
 		break;
 	case K_ALL_GATHER:
-		tmp = malloc(bytes * (size_t)n + 1);
 		for (int r = 0; r < n; r++)
-			memcpy(tmp + (size_t)r * bytes, c[r].send, bytes);
-		for (int r = 0; r < n; r++)
-			memcpy(c[r].recv, tmp, bytes * (size_t)n);
+			for (int q = 0; q < n; q++)
+				memcpy((char *)c[r].recv + (size_t)q * bytes, c[q].send, bytes);
 		break;
 	case K_REDUCE_SCATTER:
-		tmp = malloc(bytes * (size_t)n + 1);
 		for (int r = 0; r < n; r++)
-			reduce_into(tmp + (size_t)r * bytes, src, n, (size_t)r * c0->count, c0->count, c0->dtype, c0->op);
-		for (int r = 0; r < n; r++)
-			memcpy(c[r].recv, tmp + (size_t)r * bytes, bytes);
+			reduce_into(c[r].recv, src, scale, n, (size_t)r * c0->count, c0->count, c0->dtype, c0->op);
 		break;
 	case K_SPLIT:
 		for (int r = 0; r < n; r++) {
 			struct group *ng;
-			int members = 0, rank = 0;
+			int members = 0;
 
-			if (c[r].color == NOCOLOR || *c[r].newcomm)
+			if (c[r].color == NOCOLOR || c[r].made->group)
 				continue;
-			ng = calloc(1, sizeof *ng);
 			for (int q = 0; q < n; q++)
 				members += c[q].color == c[r].color;
-			ng->nranks = ng->joined = members;
+			ng = new_group(members);
+			ng->joined = members;
 			ng->ready = 1;
 			/* new ranks by key, then by parent rank */
 			for (int q = 0; q < n; q++) {
+				int rank = 0;
 				if (c[q].color != c[r].color)
 					continue;
-				rank = 0;
 				for (int p = 0; p < n; p++)
 					if (c[p].color == c[q].color &&
 					    (c[p].key < c[q].key || (c[p].key == c[q].key && p < q)))
 						rank++;
-				*c[q].newcomm = calloc(1, sizeof(struct ncclComm));
-				(*c[q].newcomm)->g = ng;
-				(*c[q].newcomm)->rank = rank;
+				*c[q].made = (struct made){.group = ng->id, .rank = rank, .nranks = members};
+				ng->members[rank] = g->members[q];
+				ng->members[rank].collectives = 0;
 			}
 		}
 		break;
 	default:
-		free(src);
-		return ncclInvalidUsage;
+		rc = ncclInvalidUsage;
 	}
+out:
 	free(tmp);
+	free(scale);
 	free(src);
-	return ncclSuccess;
+	return rc;
 }
 
 /* wait waits for cv until *until, mu held; nonzero once that passed. */
@@ -472,9 +685,8 @@ static int wait(const struct timespec *until) { return pthread_cond_timedwait(&c
 /* collective makes c, mu held: joins its slot, and waits for the others. */
 static ncclResult_t collective(struct call *c)
 {
-	ncclComm_t comm = c->comm;
-	struct group *g = comm->g;
-	uint64_t seq = comm->collectives++;
+	struct group *g = c->g;
+	uint64_t seq = g->members[c->rank].collectives++;
 	struct slot *s, **link;
 	struct timespec until = deadline();
 	ncclResult_t rc;
@@ -492,7 +704,7 @@ static ncclResult_t collective(struct call *c)
 	}
 	if (s->broken)
 		return ncclRemoteError;
-	s->calls[comm->rank] = *c;
+	s->calls[c->rank] = *c;
 	if (++s->arrived == g->nranks) {
 		s->result = compute(g, s);
 		s->done = 1;
@@ -500,7 +712,6 @@ static ncclResult_t collective(struct call *c)
 	}
 	while (!s->done && !s->broken && !g->aborted) {
 		if (wait(&until)) {
-			comm->async = ncclSystemError;
 			s->broken = 1;
 			pthread_cond_broadcast(&cv);
 			return ncclSystemError;
@@ -522,11 +733,11 @@ static ncclResult_t collective(struct call *c)
 static ncclResult_t post(const struct call *c)
 {
 	struct msg *m = calloc(1, sizeof *m), **tail;
-	struct group *g = c->comm->g;
+	struct group *g = c->g;
 
 	if (!m)
 		return ncclSystemError;
-	m->src = c->comm->rank;
+	m->src = c->rank;
 	m->dst = c->peer;
 	m->bytes = c->count * type_size[c->dtype];
 	m->data = malloc(m->bytes + 1);
@@ -540,7 +751,7 @@ static ncclResult_t post(const struct call *c)
 
 static ncclResult_t receive(const struct call *c)
 {
-	struct group *g = c->comm->g;
+	struct group *g = c->g;
 	struct timespec until = deadline();
 	size_t bytes = c->count * type_size[c->dtype];
 
@@ -550,7 +761,7 @@ static ncclResult_t receive(const struct call *c)
 			return ncclRemoteError;
 		for (link = &g->mail; *link; link = &(*link)->next) {
 			struct msg *m = *link;
-			if (m->src != c->peer || m->dst != c->comm->rank)
+			if (m->src != c->peer || m->dst != c->rank)
 				continue;
 			*link = m->next;
 			if (m->bytes != bytes) {
@@ -563,25 +774,16 @@ static ncclResult_t receive(const struct call *c)
 			free(m);
 			return ncclSuccess;
 		}
-		if (wait(&until)) {
-			c->comm->async = ncclSystemError;
+		if (wait(&until))
 			return ncclSystemError;
-		}
 	}
 }
 
-/* run makes n calls: their streams' work first, then sends, collectives
- * and receives. */
-static ncclResult_t run(struct call *calls, int n)
+/* hub_run makes one rank's n calls: sends, then collectives, then receives. */
+static ncclResult_t hub_run(struct call *calls, int n)
 {
 	ncclResult_t rc = ncclSuccess;
 
-	for (int i = 0; i < n; i++) {
-		if ((rc = check_call(&calls[i])) != ncclSuccess)
-			return rc;
-		if ((rc = sync_stream(calls[i].stream)) != ncclSuccess)
-			return rc;
-	}
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < n && rc == ncclSuccess; i++)
 		if (calls[i].kind == K_SEND)
@@ -596,19 +798,286 @@ static ncclResult_t run(struct call *calls, int n)
 	return rc;
 }
 
-static ncclResult_t submit(struct call c)
+/* hub_init joins a rank to h's communicator once all have joined, and
+ * checks, as NCCL does then, that no two share a device. */
+static ncclResult_t hub_init(struct hub *h, const struct request *q, struct reply *out)
+{
+	struct timespec until = deadline();
+	struct group *g;
+	ncclResult_t rc = ncclSuccess;
+
+	pthread_mutex_lock(&mu);
+	if (!h->root)
+		h->root = new_group(q->nranks);
+	g = h->root;
+	if (g->nranks != q->nranks) {
+		snprintf(out->warn, sizeof out->warn, "rank %d joins a communicator of %d ranks, not %d", q->rank,
+			 g->nranks, q->nranks);
+		rc = ncclInvalidUsage;
+		goto out;
+	}
+	if (q->rank < 0 || q->rank >= g->nranks) {
+		snprintf(out->warn, sizeof out->warn, "Invalid rank requested : %d/%d", q->rank, g->nranks);
+		rc = ncclInvalidArgument;
+		goto out;
+	}
+	if (g->members[q->rank].joined) {
+		snprintf(out->warn, sizeof out->warn, "rank %d of %d ranks has already checked in", q->rank,
+			 g->nranks);
+		rc = ncclInvalidUsage;
+		goto out;
+	}
+	g->members[q->rank].joined = 1;
+	g->members[q->rank].busid = q->busid;
+	if (++g->joined == g->nranks) {
+		g->ready = 1;
+		pthread_cond_broadcast(&cv);
+	}
+	while (!g->ready) {
+		if (wait(&until)) {
+			g->joined--;
+			g->members[q->rank].joined = 0;
+			rc = ncclSystemError;
+			goto out;
+		}
+	}
+	for (int i = 0; i < g->nranks; i++) {
+		if (i != q->rank && g->members[i].busid == q->busid) {
+			snprintf(out->warn, sizeof out->warn,
+				 "Duplicate GPU detected : rank %d and rank %d both on CUDA device %llx", q->rank, i,
+				 (unsigned long long)q->busid);
+			rc = ncclInvalidUsage;
+			goto out;
+		}
+	}
+	out->group = g->id;
+	out->rank = q->rank;
+	out->nranks = g->nranks;
+out:
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+/* serve_run reads the calls of q, makes them, and answers; nonzero if
+ * the connection failed. */
+static int serve_run(int fd, const struct request *q)
+{
+	struct group *g = find_group(q->group);
+	size_t n = (size_t)q->ncalls + 1;
+	struct wire_call *w = calloc(n, sizeof *w);
+	struct call *calls = calloc(n, sizeof *calls);
+	struct made *made = calloc(n, sizeof *made);
+	struct reply r = {.rank = -1};
+	int failed = !g || !w || !calls || !made || q->rank < 0 || q->rank >= g->nranks;
+
+	for (int i = 0; i < q->ncalls && !failed; i++) {
+		failed = get(fd, &w[i], sizeof w[i]) != 0 || (w[i].kind != K_SPLIT && (w[i].dtype < 0 || w[i].dtype >= NTYPES));
+		if (failed)
+			break;
+		made[i].rank = -1;
+		calls[i] = (struct call){.kind = w[i].kind, .g = g, .rank = q->rank, .count = w[i].count,
+					 .dtype = w[i].dtype, .op = w[i].op, .peer = w[i].peer, .color = w[i].color,
+					 .key = w[i].key, .scalar = w[i].scalar, .made = &made[i]};
+		calls[i].send = malloc(send_bytes(&w[i], q->rank, g->nranks) + 1);
+		calls[i].recv = malloc(recv_bytes(&w[i], q->rank, g->nranks) + 1);
+	}
+	for (int i = 0; i < q->ncalls && !failed; i++)
+		failed = get(fd, (void *)calls[i].send, send_bytes(&w[i], q->rank, g->nranks)) != 0;
+	if (!failed) {
+		r.rc = hub_run(calls, q->ncalls);
+		for (int i = 0; i < q->ncalls && r.rc == ncclSuccess; i++) {
+			if (calls[i].kind == K_SPLIT) {
+				r.group = made[i].group;
+				r.rank = made[i].rank;
+				r.nranks = made[i].nranks;
+			}
+		}
+		failed = put(fd, &r, sizeof r) != 0;
+	}
+	for (int i = 0; i < q->ncalls && !failed && r.rc == ncclSuccess; i++)
+		failed = put(fd, calls[i].recv, recv_bytes(&w[i], q->rank, g->nranks)) != 0;
+	for (int i = 0; calls && i < q->ncalls; i++) {
+		free((void *)calls[i].send);
+		free(calls[i].recv);
+	}
+	free(w);
+	free(calls);
+	free(made);
+	return failed;
+}
+
+/* serve answers one connection's requests until it closes. */
+static void *serve(void *arg)
+{
+	struct conn *c = arg;
+	struct request q;
+
+	while (get(c->fd, &q, sizeof q) == 0) {
+		struct reply r = {.rank = -1};
+		if (q.type == REQ_RUN) {
+			if (serve_run(c->fd, &q) != 0)
+				break;
+			continue;
+		}
+		if (q.type == REQ_INIT) {
+			r.rc = hub_init(c->h, &q, &r);
+		} else {
+			struct group *g = find_group(q.group);
+			pthread_mutex_lock(&mu);
+			if (g)
+				g->aborted = 1;
+			pthread_cond_broadcast(&cv);
+			pthread_mutex_unlock(&mu);
+		}
+		if (put(c->fd, &r, sizeof r) != 0)
+			break;
+	}
+	close(c->fd);
+	free(c);
+	return NULL;
+}
+
+static void *listen_loop(void *arg)
+{
+	struct hub *h = arg;
+
+	for (;;) {
+		pthread_t t;
+		struct conn *c;
+		int fd = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return NULL;
+		}
+		c = calloc(1, sizeof *c);
+		c->h = h;
+		c->fd = fd;
+		if (pthread_create(&t, NULL, serve, c) != 0) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		pthread_detach(t);
+	}
+}
+
+/* The ranks' side. */
+
+/* prepare checks a call, and puts its reduction on the wire. */
+static ncclResult_t prepare(struct pending *p)
+{
+	struct wire_call *w = &p->w;
+
+	if (!p->comm)
+		return ncclInvalidArgument;
+	if (w->kind == K_SPLIT)
+		return ncclSuccess;
+	if (w->dtype < 0 || w->dtype >= NTYPES || w->peer < -1 || w->peer >= p->comm->nranks)
+		return ncclInvalidArgument;
+	w->op = p->op;
+	w->scalar = 1;
+	if (p->op < 0 || p->op >= NOPS + MAX_CUSTOM)
+		return ncclInvalidArgument;
+	if (p->op >= NOPS) {
+		pthread_mutex_lock(&mu);
+		w->op = custom[p->op - NOPS].used ? O_PREMUL : -1;
+		w->scalar = custom[p->op - NOPS].scalar;
+		pthread_mutex_unlock(&mu);
+		if (w->op < 0)
+			return ncclInvalidArgument;
+	}
+	return ncclSuccess;
+}
+
+static ncclComm_t new_comm(const char *hub, const struct reply *r, int64_t busid)
+{
+	ncclComm_t c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	snprintf(c->hub, sizeof c->hub, "%s", hub);
+	c->fd = dial(hub);
+	c->rank = r->rank;
+	c->nranks = r->nranks;
+	c->group = r->group;
+	c->busid = busid;
+	pthread_mutex_init(&c->io, NULL);
+	if (c->fd < 0) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* exchange sends q and the calls' bytes on comm's connection, and reads
+ * the reply and the bytes they write. */
+static ncclResult_t exchange(ncclComm_t comm, const struct request *q, struct pending *p, struct reply *r)
+{
+	int failed;
+
+	pthread_mutex_lock(&comm->io);
+	failed = put(comm->fd, q, sizeof *q) != 0;
+	for (int i = 0; i < q->ncalls && !failed; i++)
+		failed = put(comm->fd, &p[i].w, sizeof p[i].w) != 0;
+	for (int i = 0; i < q->ncalls && !failed; i++)
+		failed = put(comm->fd, p[i].send, send_bytes(&p[i].w, comm->rank, comm->nranks)) != 0;
+	failed = failed || get(comm->fd, r, sizeof *r) != 0;
+	for (int i = 0; i < q->ncalls && !failed && r->rc == ncclSuccess; i++)
+		failed = get(comm->fd, p[i].recv, recv_bytes(&p[i].w, comm->rank, comm->nranks)) != 0;
+	pthread_mutex_unlock(&comm->io);
+	return failed ? ncclRemoteError : r->rc;
+}
+
+/* run makes n calls of one communicator: their streams' work first, then
+ * the calls, in the hub. */
+static ncclResult_t run(struct pending *p, int n)
+{
+	ncclComm_t comm = n > 0 ? p[0].comm : NULL;
+	struct request q = {.type = REQ_RUN, .ncalls = n};
+	struct reply r = {.rank = -1};
+	ncclResult_t rc;
+
+	for (int i = 0; i < n; i++) {
+		if ((rc = prepare(&p[i])) != ncclSuccess)
+			return rc;
+		if (p[i].comm != comm)
+			return ncclInvalidUsage;
+		if ((rc = sync_stream(p[i].stream)) != ncclSuccess)
+			return rc;
+	}
+	if (n == 0)
+		return ncclSuccess;
+	q.rank = comm->rank;
+	q.nranks = comm->nranks;
+	q.group = comm->group;
+	rc = exchange(comm, &q, p, &r);
+	if (rc == ncclSystemError)
+		__atomic_store_n(&comm->async, rc, __ATOMIC_SEQ_CST);
+	warn(r.warn);
+	for (int i = 0; i < n && rc == ncclSuccess; i++) {
+		if (p[i].w.kind == K_SPLIT && r.rank >= 0) {
+			*p[i].newcomm = new_comm(comm->hub, &r, comm->busid);
+			if (!*p[i].newcomm)
+				rc = ncclSystemError;
+		}
+	}
+	return rc;
+}
+
+static ncclResult_t submit(struct pending p)
 {
 	if (depth == 0)
-		return run(&c, 1);
+		return run(&p, 1);
 	if (nqueued == capqueued) {
 		int cap = capqueued ? 2 * capqueued : 16;
-		struct call *q = realloc(queued, (size_t)cap * sizeof *q);
+		struct pending *q = realloc(queued, (size_t)cap * sizeof *q);
 		if (!q)
 			return ncclSystemError;
 		queued = q;
 		capqueued = cap;
 	}
-	queued[nqueued++] = c;
+	queued[nqueued++] = p;
 	return ncclSuccess;
 }
 
@@ -622,89 +1091,104 @@ ncclResult_t ncclGetVersion(int *version)
 
 const char *ncclGetErrorString(ncclResult_t r)
 {
-	static const char *text[] = {"no error", "unhandled cuda error", "unhandled system error",
-				     "internal error", "invalid argument", "invalid usage",
-				     "remote process exited or there was a network error", "NCCL operation in progress"};
+	static const char *text[] = {"no error",
+				     "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+				     "unhandled system error (run with NCCL_DEBUG=INFO for details)",
+				     "internal error - please report this issue to the NCCL developers",
+				     "invalid argument (run with NCCL_DEBUG=WARN for details)",
+				     "invalid usage (run with NCCL_DEBUG=WARN for details)",
+				     "remote process exited or there was a network error",
+				     "NCCL operation in progress"};
 	return r >= 0 && r <= ncclInProgress ? text[r] : "unknown result code";
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
 {
-	struct timespec ts;
+	struct hub *h;
+	struct sockaddr_un a;
+	socklen_t len;
+	pthread_t t;
+	uint64_t n;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	memset(id, 0, sizeof *id);
+	if (!id)
+		return ncclInvalidArgument;
 	pthread_mutex_lock(&mu);
-	snprintf(id->internal, sizeof id->internal, "fakenccl %d %llu %lld.%09ld", (int)getpid(),
-		 (unsigned long long)++ids, (long long)ts.tv_sec, ts.tv_nsec);
+	n = ++ids;
 	pthread_mutex_unlock(&mu);
+	memset(id, 0, sizeof *id);
+	snprintf(id->internal, sizeof id->internal, "fakenccl-%d-%llu", (int)getpid(), (unsigned long long)n);
+	h = calloc(1, sizeof *h);
+	if (!h)
+		return ncclSystemError;
+	len = address(&a, id->internal);
+	h->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (h->fd < 0 || bind(h->fd, (struct sockaddr *)&a, len) != 0 || listen(h->fd, 64) != 0 ||
+	    pthread_create(&t, NULL, listen_loop, h) != 0) {
+		if (h->fd >= 0)
+			close(h->fd);
+		free(h);
+		return ncclSystemError;
+	}
+	pthread_detach(t);
 	return ncclSuccess;
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
 {
-	struct group *g, **link;
-	struct timespec until = deadline();
-	ncclComm_t c;
+	char hub[100];
+	struct request q = {.type = REQ_INIT, .rank = rank, .nranks = nranks};
+	struct reply r = {.rank = -1};
+	ncclResult_t rc;
+	int fd;
 
-	if (!comm || nranks < 1 || rank < 0 || rank >= nranks)
+	if (!comm || nranks < 1)
 		return ncclInvalidArgument;
-	pthread_mutex_lock(&mu);
-	for (g = forming; g && memcmp(g->id, id.internal, sizeof g->id) != 0; g = g->next)
-		;
-	if (!g) {
-		g = calloc(1, sizeof *g);
-		memcpy(g->id, id.internal, sizeof g->id);
-		g->nranks = nranks;
-		g->next = forming;
-		forming = g;
+	if (rank < 0 || rank >= nranks) {
+		snprintf(r.warn, sizeof r.warn, "Invalid rank requested : %d/%d", rank, nranks);
+		warn(r.warn);
+		return ncclInvalidArgument;
 	}
-	if (g->nranks != nranks) {
-		pthread_mutex_unlock(&mu);
-		return ncclInvalidUsage;
-	}
-	c = calloc(1, sizeof *c);
-	c->g = g;
-	c->rank = rank;
-	if (++g->joined == nranks) {
-		g->ready = 1;
-		for (link = &forming; *link != g; link = &(*link)->next)
-			;
-		*link = g->next;
-		pthread_cond_broadcast(&cv);
-	}
-	while (!g->ready) {
-		if (wait(&until)) {
-			g->joined--;
-			pthread_mutex_unlock(&mu);
-			free(c);
-			return ncclSystemError;
-		}
-	}
-	pthread_mutex_unlock(&mu);
-	*comm = c;
-	return ncclSuccess;
+	if ((rc = current_busid(&q.busid)) != ncclSuccess)
+		return rc;
+	snprintf(hub, sizeof hub, "%.*s", (int)strnlen(id.internal, sizeof hub - 1), id.internal);
+	fd = dial(hub);
+	if (fd < 0)
+		return ncclSystemError;
+	if (put(fd, &q, sizeof q) != 0 || get(fd, &r, sizeof r) != 0)
+		r.rc = ncclRemoteError;
+	close(fd); /* the communicator's own connection is made below */
+	warn(r.warn);
+	if (r.rc != ncclSuccess)
+		return r.rc;
+	*comm = new_comm(hub, &r, q.busid);
+	return *comm ? ncclSuccess : ncclSystemError;
 }
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, void *config)
 {
-	struct call c = {.kind = K_SPLIT, .comm = comm, .color = color, .key = key, .newcomm = newcomm};
+	struct pending p = {.comm = comm, .w = {.kind = K_SPLIT, .color = color, .key = key}, .newcomm = newcomm};
 	(void)config;
 	if (!newcomm || (color < 0 && color != NOCOLOR))
 		return ncclInvalidArgument;
 	*newcomm = NULL;
-	return run(&c, 1);
+	return run(&p, 1);
 }
 
 ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
+	struct request q = {.type = REQ_ABORT};
+	struct reply r;
+	int fd;
+
 	if (!comm)
 		return ncclInvalidArgument;
-	pthread_mutex_lock(&mu);
-	comm->g->aborted = 1;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-	free(comm);
+	q.group = comm->group;
+	fd = dial(comm->hub);
+	if (fd >= 0) {
+		if (put(fd, &q, sizeof q) == 0)
+			get(fd, &r, sizeof r);
+		close(fd);
+	}
 	return ncclSuccess;
 }
 
@@ -714,6 +1198,8 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
 	if (!comm)
 		return ncclInvalidArgument;
+	close(comm->fd);
+	pthread_mutex_destroy(&comm->io);
 	free(comm);
 	return ncclSuccess;
 }
@@ -722,9 +1208,7 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
 {
 	if (!comm || !err)
 		return ncclInvalidArgument;
-	pthread_mutex_lock(&mu);
-	*err = comm->async;
-	pthread_mutex_unlock(&mu);
+	*err = __atomic_load_n(&comm->async, __ATOMIC_SEQ_CST);
 	return ncclSuccess;
 }
 
@@ -739,7 +1223,6 @@ ncclResult_t ncclRedOpCreatePreMulSum(int *op, void *scalar, int dtype, int resi
 	for (int i = 0; i < MAX_CUSTOM; i++) {
 		if (!custom[i].used) {
 			custom[i].used = 1;
-			custom[i].dtype = dtype;
 			custom[i].scalar = v;
 			*op = NOPS + i;
 			pthread_mutex_unlock(&mu);
@@ -781,53 +1264,51 @@ ncclResult_t ncclGroupEnd(void)
 
 #define SUBMIT(...)                                                     \
 	do {                                                            \
-		struct call c_ = {__VA_ARGS__};                         \
-		return submit(c_);                                      \
+		struct pending p_ = {__VA_ARGS__};                      \
+		return submit(p_);                                      \
 	} while (0)
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, int dtype, int op, ncclComm_t comm,
 			   void *stream)
 {
-	SUBMIT(.kind = K_ALL_REDUCE, .comm = comm, .stream = stream, .send = send, .recv = recv,
-	       .count = count, .dtype = dtype, .op = op, .peer = -1);
+	SUBMIT(.comm = comm, .stream = stream, .send = send, .recv = recv, .op = op,
+	       .w = {.kind = K_ALL_REDUCE, .count = count, .dtype = dtype, .peer = -1});
 }
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, int dtype, int root, ncclComm_t comm,
 			   void *stream)
 {
-	SUBMIT(.kind = K_BROADCAST, .comm = comm, .stream = stream, .send = send, .recv = recv,
-	       .count = count, .dtype = dtype, .peer = root);
+	SUBMIT(.comm = comm, .stream = stream, .send = send, .recv = recv,
+	       .w = {.kind = K_BROADCAST, .count = count, .dtype = dtype, .peer = root});
 }
 
 ncclResult_t ncclReduce(const void *send, void *recv, size_t count, int dtype, int op, int root,
 			ncclComm_t comm, void *stream)
 {
-	SUBMIT(.kind = K_REDUCE, .comm = comm, .stream = stream, .send = send, .recv = recv,
-	       .count = count, .dtype = dtype, .op = op, .peer = root);
+	SUBMIT(.comm = comm, .stream = stream, .send = send, .recv = recv, .op = op,
+	       .w = {.kind = K_REDUCE, .count = count, .dtype = dtype, .peer = root});
 }
 
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, int dtype, ncclComm_t comm,
 			   void *stream)
 {
-	SUBMIT(.kind = K_ALL_GATHER, .comm = comm, .stream = stream, .send = send, .recv = recv,
-	       .count = count, .dtype = dtype, .peer = -1);
+	SUBMIT(.comm = comm, .stream = stream, .send = send, .recv = recv,
+	       .w = {.kind = K_ALL_GATHER, .count = count, .dtype = dtype, .peer = -1});
 }
 
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, int dtype, int op,
 			       ncclComm_t comm, void *stream)
 {
-	SUBMIT(.kind = K_REDUCE_SCATTER, .comm = comm, .stream = stream, .send = send, .recv = recv,
-	       .count = count, .dtype = dtype, .op = op, .peer = -1);
+	SUBMIT(.comm = comm, .stream = stream, .send = send, .recv = recv, .op = op,
+	       .w = {.kind = K_REDUCE_SCATTER, .count = count, .dtype = dtype, .peer = -1});
 }
 
 ncclResult_t ncclSend(const void *send, size_t count, int dtype, int peer, ncclComm_t comm, void *stream)
 {
-	SUBMIT(.kind = K_SEND, .comm = comm, .stream = stream, .send = send, .count = count, .dtype = dtype,
-	       .peer = peer);
+	SUBMIT(.comm = comm, .stream = stream, .send = send, .w = {.kind = K_SEND, .count = count, .dtype = dtype, .peer = peer});
 }
 
 ncclResult_t ncclRecv(void *recv, size_t count, int dtype, int peer, ncclComm_t comm, void *stream)
 {
-	SUBMIT(.kind = K_RECV, .comm = comm, .stream = stream, .recv = recv, .count = count, .dtype = dtype,
-	       .peer = peer);
+	SUBMIT(.comm = comm, .stream = stream, .recv = recv, .w = {.kind = K_RECV, .count = count, .dtype = dtype, .peer = peer});
 }

@@ -869,6 +869,17 @@ static CUresult set_current(CUcontext ctx)
 
 CUresult cuCtxSetCurrent(CUcontext ctx) { LOCKED(set_current(ctx)); }
 
+static CUresult ctx_get_device(CUdevice *dev)
+{
+	TRY(in());
+	if (!dev)
+		return CUDA_ERROR_INVALID_VALUE;
+	*dev = current->device;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *dev) { LOCKED(ctx_get_device(dev)); }
+
 /* Memory. */
 
 /* add_alloc lists memory at base, n bytes of kind; it owns fd. */
