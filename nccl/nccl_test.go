@@ -17,6 +17,7 @@ import (
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/gpu/cuda"
 	"github.com/gocomms/gocomms/gpu/cuda/fakecuda"
+	"github.com/gocomms/gocomms/internal/ccompiler"
 	"github.com/gocomms/gocomms/store"
 	"github.com/gocomms/gocomms/store/tcpstore"
 	"github.com/gocomms/gocomms/tensor"
@@ -94,12 +95,9 @@ func TestFake(t *testing.T) {
 // buildFake builds testdata/fakenccl.c into dir/libnccl.so.2.
 func buildFake(t *testing.T, dir string) {
 	t.Helper()
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		t.Skipf("skip: no C compiler (%s): %v", cc, err)
+	cc, err := ccompiler.Find()
+	if err != nil {
+		t.Skipf("skip: %v", err)
 	}
 	_, self, _, _ := runtime.Caller(0)
 	src := filepath.Join(filepath.Dir(self), "testdata", "fakenccl.c")

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gocomms/gocomms/internal/ccompiler"
 	"github.com/gocomms/gocomms/rdma/verbs"
 )
 
@@ -146,12 +147,9 @@ func runVerbsSuite(t *testing.T, suite []string, env ...string) {
 // or skips t if there is no C compiler or no rdma-core header.
 func buildFakeVerbs(t *testing.T, dir string) {
 	t.Helper()
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		t.Skipf("skip: no C compiler (%s): %v", cc, err)
+	cc, err := ccompiler.Find()
+	if err != nil {
+		t.Skipf("skip: %v", err)
 	}
 	probe := exec.Command(cc, "-E", "-x", "c", "-")
 	probe.Stdin = strings.NewReader("#include <infiniband/verbs.h>\n")

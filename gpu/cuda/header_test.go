@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gocomms/gocomms/internal/ccompiler"
 )
 
 // TestHeaderValues compiles, where CUDA's cuda.h is installed, a C file
@@ -18,12 +20,9 @@ func TestHeaderValues(t *testing.T) {
 	if _, err := os.Stat(header); err != nil {
 		t.Skipf("skip: no %s to check against", header)
 	}
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		t.Skipf("skip: no C compiler (%s): %v", cc, err)
+	cc, err := ccompiler.Find()
+	if err != nil {
+		t.Skipf("skip: %v", err)
 	}
 	var src strings.Builder
 	src.WriteString("#include <cuda.h>\n#include \"gcu.h\"\n")

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/gocomms/gocomms/internal/ccompiler"
 )
 
 // TestABI builds testdata/abicheck.c against rdma-core's own header and
@@ -68,12 +70,9 @@ func TestFakeProvider(t *testing.T) {
 // rdma-core's header, and skips the test, saying which is missing, if not.
 func compilerWithVerbsHeader(t *testing.T) string {
 	t.Helper()
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		t.Skipf("skip: no C compiler (%s): %v", cc, err)
+	cc, err := ccompiler.Find()
+	if err != nil {
+		t.Skipf("skip: %v", err)
 	}
 	probe := exec.Command(cc, "-E", "-x", "c", "-")
 	probe.Stdin = strings.NewReader("#include <infiniband/verbs.h>\n")

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+
+	"github.com/gocomms/gocomms/internal/ccompiler"
 )
 
 // Library is the file name Build writes, the one gpu/cuda loads.
@@ -37,12 +39,9 @@ func build() (string, error) {
 	if runtime.GOOS != "linux" || os.Getenv("CGO_ENABLED") == "0" {
 		return "", fmt.Errorf("%w: it needs Linux and cgo", ErrUnsupported)
 	}
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		return "", fmt.Errorf("%w: no C compiler (%s): %v", ErrUnsupported, cc, err)
+	cc, err := ccompiler.Find()
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
 	_, self, _, ok := runtime.Caller(0)
 	if !ok {
