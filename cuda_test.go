@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -268,5 +270,74 @@ func TestCUDAAsyncChain(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCUDADriverCalls counts, on the fake driver, the driver calls one
+// all-reduce of 256 MiB costs each of 2 ranks of one process: the host
+// work of an operation, which a GPU's time cannot hide when it is large.
+// It bounds it, so that it cannot grow unseen; docs/GPU.md records it.
+func TestCUDADriverCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skip: 256 MiB a rank on the fake driver, in -short")
+	}
+	inFakeCUDA(t, "TestCUDAAllReduceCalls", fakecuda.CallsVar+"="+filepath.Join(t.TempDir(), "calls"))
+}
+
+// callsPerAllReduce bounds TestCUDADriverCalls's count: 769 today, on the
+// staged path that ranks of one process take, two thirds of them
+// cuCtxSetCurrent, and a pinned host buffer allocated, freed, recorded
+// and queried for each 4 MiB piece. The goal is 12.
+const callsPerAllReduce = 800
+
+func TestCUDAAllReduceCalls(t *testing.T) {
+	needCUDA(t)
+	const n, count = 2, 64 << 20 // float32: 256 MiB
+	path := os.Getenv(fakecuda.CallsVar)
+	if path == "" {
+		t.Skip("skip: runs in TestCUDADriverCalls's child, which counts driver calls")
+	}
+	var ready, measured sync.WaitGroup
+	ready.Add(n)
+	measured.Add(n)
+	var before, after uint64
+	err := gocomms.RunLocalOn(context.Background(), n, gocomms.CUDA(0), func(ctx context.Context, c *gocomms.Comm) error {
+		x, err := c.Alloc(tensor.Float32, count)
+		if err != nil {
+			return err
+		}
+		defer c.Free(x)
+		if err := c.AllReduce(ctx, x, gocomms.Sum); err != nil { // connected, buffers made
+			return err
+		}
+		if err := c.Barrier(ctx); err != nil {
+			return err
+		}
+		ready.Done()
+		ready.Wait()
+		if c.Rank() == 0 {
+			if before, err = fakecuda.Calls(path); err != nil {
+				return err
+			}
+		}
+		if err := c.AllReduce(ctx, x, gocomms.Sum); err != nil {
+			return err
+		}
+		measured.Done()
+		measured.Wait()
+		if c.Rank() == 0 {
+			if after, err = fakecuda.Calls(path); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, gocomms.WithTimeout(2*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := (after - before) / n
+	t.Logf("driver calls per all-reduce of 256 MiB, per rank of %d: %d", n, per)
+	if per == 0 || per > callsPerAllReduce {
+		t.Errorf("%d driver calls per all-reduce of 256 MiB a rank; want 1 to %d", per, callsPerAllReduce)
 	}
 }

@@ -1,6 +1,7 @@
 package fakecuda
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -75,4 +76,21 @@ func Env(dir string, devices, waitMS int, require bool) []string {
 		fmt.Sprintf("GOCOMMS_FAKECUDA_WAIT_MS=%d", waitMS),
 		"GOCOMMS_CUDA_REQUIRE=" + req,
 	}
+}
+
+// CallsVar names the file where a process with the fake driver counts
+// the driver calls it makes, once set in its environment: 8 bytes, in
+// the host's order, which Calls reads while it runs.
+const CallsVar = "GOCOMMS_FAKECUDA_CALLS"
+
+// Calls returns the driver calls counted in the file CallsVar names.
+func Calls(path string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	if len(b) != 8 {
+		return 0, fmt.Errorf("fakecuda: %s holds %d bytes, not a count of 8", path, len(b))
+	}
+	return binary.NativeEndian.Uint64(b), nil
 }
