@@ -285,9 +285,8 @@ func TestCUDADriverCalls(t *testing.T) {
 }
 
 // callsPerAllReduce bounds TestCUDADriverCalls's count: 769 today, on the
-// staged path that ranks of one process take, two thirds of them
-// cuCtxSetCurrent, and a pinned host buffer allocated, freed, recorded
-// and queried for each 4 MiB piece. The goal is 12.
+// staged path that ranks of one process take, about 12 for each 4 MiB
+// piece, two thirds of them cuCtxSetCurrent. The goal is 12 in all.
 const callsPerAllReduce = 800
 
 func TestCUDAAllReduceCalls(t *testing.T) {
