@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -245,8 +246,7 @@ func TestFakeDriver(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(os.Args[0], "-test.run="+tests, "-test.v", "-test.count=1",
 			"-test.timeout=120s")
-		// A wait never met gives up after 2s: long enough for
-		// TestDeviceIPCProcesses's child to raise its flag.
+		// A wait still unmet after 2 s says so, and goes on waiting.
 		n, _ := strconv.Atoi(devices)
 		cmd.Env = append(os.Environ(), fakecuda.Env(dir, n, 2000, require)...)
 		out, err := cmd.CombinedOutput()
@@ -267,10 +267,38 @@ func TestFakeDriver(t *testing.T) {
 			t.Error("a context was released with objects still live in it")
 		}
 	})
+	// A wait never met holds the stream, as on a GPU, until the test's
+	// own deadline fails it; the fake names the wait meanwhile.
+	t.Run("wait never met", func(t *testing.T) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestWaitNeverMet$", "-test.v", "-test.count=1", "-test.timeout=3s")
+		cmd.Env = append(os.Environ(), append(fakecuda.Env(dir, 1, 500, true), neverMetVar+"=1")...)
+		out, err := cmd.CombinedOutput()
+		named := regexp.MustCompile(`fakecuda: a stream has waited \d+ ms for the 32-bit word at 0x[0-9a-f]+ to be == 1`)
+		if err == nil || !strings.Contains(string(out), "panic: test timed out") || !named.Match(out) {
+			t.Errorf("a wait never met: %v; want the test's deadline to fail it, the fake naming the wait:\n%s", err, out)
+		}
+	})
 	t.Run("no device", func(t *testing.T) {
 		out := run(t, "0", "^TestOpenHere$", false)
 		if !strings.Contains(out, "case: the driver finds no GPU") {
 			t.Error("Open did not report ErrNoDevice for a driver without GPUs")
 		}
 	})
+}
+
+// neverMetVar marks the child of TestFakeDriver that runs TestWaitNeverMet.
+const neverMetVar = "GOCOMMS_CUDA_WAIT_NEVER_MET"
+
+// TestWaitNeverMet queues a wait no one meets and synchronizes: it holds
+// until the test's deadline, as a GPU would.
+func TestWaitNeverMet(t *testing.T) {
+	if os.Getenv(neverMetVar) == "" {
+		t.Skip("skip: runs in TestFakeDriver's child, whose deadline it meets")
+	}
+	ctx := testContext(t, testDevices(t)[0])
+	s := need{t}.stream(ctx.NewStream())
+	m := need{t}.mem(ctx.Alloc(8))
+	ok(t, ctx.Memset(m, 0, 8, 0))
+	ok(t, s.WaitValue32(m, 0, 1, WaitEQ))
+	t.Errorf("Synchronize after a wait never met returned: %v", s.Synchronize())
 }

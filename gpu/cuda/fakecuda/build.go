@@ -63,8 +63,9 @@ func build() (string, error) {
 
 // Env returns the environment variables that make a process started with
 // them load the fake built in dir, with the given number of devices, a
-// wait for a value in device memory that gives up after waitMS
-// milliseconds, and GOCOMMS_CUDA_REQUIRE set or cleared.
+// wait for a value in device memory that says every waitMS milliseconds
+// which word it still waits for (it never gives up, as a GPU does not),
+// and GOCOMMS_CUDA_REQUIRE set or cleared.
 func Env(dir string, devices, waitMS int, require bool) []string {
 	req := ""
 	if require {

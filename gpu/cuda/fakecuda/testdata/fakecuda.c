@@ -27,9 +27,11 @@
  * So work that another process waits for runs only when its own process
  * waits for it. A wait for a value in memory (cuStreamWaitValue*), or for
  * an interprocess event recorded in another process, polls the memory
- * for GOCOMMS_FAKECUDA_WAIT_MS (10000 by default); a wait that does not
- * end by then is dropped, and the stream's next synchronize or query
- * fails with CUDA_ERROR_LAUNCH_TIMEOUT, where a GPU would stall for ever.
+ * for as long as it takes, as a GPU stalls a stream for ever: a wait never
+ * met holds the test until its own deadline fails it. Every
+ * GOCOMMS_FAKECUDA_WAIT_MS (10000 by default) of waiting, it says on
+ * standard error which word it waits for, to be what, so that the failed
+ * test names the wait.
  *
  * One mutex guards everything. A polling wait releases it between polls,
  * so that other threads run other streams' work meanwhile: streams of one
@@ -434,23 +436,30 @@ static int holds(const void *addr, uint64_t v, int width, unsigned int cond)
 
 static CUresult device_range(CUdeviceptr p, size_t n);
 
-/* await waits, for wait_ms at most, until the word at addr meets cond.
- * It releases mu between polls, so that other threads run the work that
- * may write the word. A word in device memory (device) is read only while
- * it is still allocated; an interprocess event's counters are never
- * unmapped. */
+/* cond_names name the conditions of a wait, by value. */
+static const char *const cond_names[] = {">=", "==", "& nonzero with", "| not all ones with"};
+
+/* await waits until the word at addr meets cond, saying every wait_ms
+ * which wait is still unmet. It releases mu between polls, so that other
+ * threads run the work that may write the word. A word in device memory
+ * (device) is read only while it is still allocated; an interprocess
+ * event's counters are never unmapped. */
 static CUresult await(const void *addr, uint64_t v, int width, unsigned int cond, int device)
 {
 	const struct timespec tick = {0, 200 * 1000};
-	double deadline = now_ms() + wait_ms;
+	double start = now_ms(), told = start;
 
 	for (;;) {
 		if (device && device_range((uintptr_t)addr, (size_t)width) != CUDA_SUCCESS)
 			return CUDA_ERROR_ILLEGAL_ADDRESS;
 		if (holds(addr, v, width, cond))
 			return CUDA_SUCCESS;
-		if (now_ms() >= deadline)
-			return CUDA_ERROR_LAUNCH_TIMEOUT;
+		if (now_ms() - told >= wait_ms) {
+			told = now_ms();
+			fprintf(stderr, "fakecuda: a stream has waited %.0f ms for the %d-bit word at %p to be %s %llu; "
+				"a GPU waits for ever\n", told - start, 8 * width, addr,
+				cond < 4 ? cond_names[cond] : "?", (unsigned long long)v);
+		}
 		pthread_mutex_unlock(&mu);
 		nanosleep(&tick, NULL);
 		pthread_mutex_lock(&mu);
