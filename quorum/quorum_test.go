@@ -22,6 +22,7 @@ type hooked struct {
 	store.Store
 	calls atomic.Int64
 	set   func(key string, value []byte) error // nil passes every Set through
+	check func(keys []string)                  // nil: Check is only counted
 }
 
 func (h *hooked) Set(ctx context.Context, key string, value []byte) error {
@@ -56,6 +57,9 @@ func (h *hooked) Delete(ctx context.Context, key string) (bool, error) {
 
 func (h *hooked) Check(ctx context.Context, keys ...string) (bool, error) {
 	h.calls.Add(1)
+	if h.check != nil {
+		h.check(keys)
+	}
 	return h.Store.Check(ctx, keys...)
 }
 
@@ -596,12 +600,24 @@ func count(xs []string, x string) int {
 
 func TestLateEntryIsReadAgain(t *testing.T) {
 	mem := store.NewMemory()
-	cfg := Config{Store: mem, Job: "job", JoinTimeout: 10 * time.Second}
-	// slow's entry arrives after the closer's grace (500ms here) has passed.
+	// slow's entry arrives once the closer's grace has passed: the closer
+	// then looks for the entries that are there, one Check each.
+	graceOver := make(chan struct{})
+	var once sync.Once
+	lookForEntry := func(keys []string) {
+		if slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, "/h/") }) {
+			once.Do(func() { close(graceOver) })
+		}
+	}
+	cfg := Config{Store: &hooked{Store: mem, check: lookForEntry}, Job: "job", JoinTimeout: 10 * time.Second}
 	slowCfg := cfg
 	slowCfg.Store = &hooked{Store: mem, set: func(key string, _ []byte) error {
 		if strings.Contains(key, "/h/") {
-			time.Sleep(600 * time.Millisecond)
+			select {
+			case <-graceOver:
+			case <-time.After(time.Minute):
+				return errors.New("the closer never looked for the missing entry")
+			}
 		}
 		return nil
 	}}
