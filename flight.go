@@ -90,10 +90,7 @@ func (r *FlightRecorder) Entries() []FlightEntry {
 }
 
 // Dropped returns how many entries the ring has overwritten so far.
-func (r *FlightRecorder) Dropped() uint64 {
-	_, dropped := r.ring.Snapshot()
-	return dropped
-}
+func (r *FlightRecorder) Dropped() uint64 { return r.ring.Dropped() }
 
 // flightWork is a Work as its recorder follows it.
 type flightWork Work

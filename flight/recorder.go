@@ -219,6 +219,13 @@ func (r *Recorder) Snapshot() (entries []Entry, dropped uint64) {
 	return entries, r.next - n
 }
 
+// Dropped returns how many entries the ring has overwritten so far.
+func (r *Recorder) Dropped() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next - uint64(len(r.ring))
+}
+
 // SizeFromEnv returns TORCHCOMM_FR_BUFFER_SIZE, or DefaultSize with an
 // error saying why the value was not taken.
 func SizeFromEnv() (int, error) {
