@@ -43,7 +43,7 @@ type scalar[T Element] struct {
 	toInt     func(T) int64
 	fromFloat func(float64) T
 	fromInt   func(int64) T
-	isNaN     func(T) bool // nil where T has no NaN
+	hasNaN    func([]T) bool // nil where T has no NaN
 }
 
 func (s scalar[T]) access() access {
@@ -53,11 +53,11 @@ func (s scalar[T]) access() access {
 		setFloat64: func(t *Tensor, i int, v float64) { *elem[T](t, i) = s.fromFloat(v) },
 		setInt64:   func(t *Tensor, i int, v int64) { *elem[T](t, i) = s.fromInt(v) },
 		hasNaN: func(t *Tensor) bool {
-			if s.isNaN == nil {
+			if s.hasNaN == nil {
 				return false
 			}
 			v, _ := As[T](t)
-			return slices.ContainsFunc(v, s.isNaN)
+			return s.hasNaN(v)
 		},
 	}
 }
@@ -88,8 +88,19 @@ func floatScalar[T float32 | float64]() scalar[T] {
 		toInt:     func(v T) int64 { return floatToInt64(float64(v)) },
 		fromFloat: func(v float64) T { return T(v) },
 		fromInt:   func(v int64) T { return T(v) },
-		isNaN:     func(v T) bool { return v != v },
+		hasNaN:    floatNaN[T],
 	}
+}
+
+// floatNaN reports whether v holds a NaN, comparing in the loop: a call
+// per element would slow the NaN check of a large tensor several times.
+func floatNaN[T float32 | float64](v []T) bool {
+	for _, x := range v {
+		if x != x {
+			return true
+		}
+	}
+	return false
 }
 
 type half interface {
@@ -106,7 +117,7 @@ func halfScalar[T half](fromFloat32 func(float32) T) scalar[T] {
 		toInt:     func(h T) int64 { return floatToInt64(h.Float64()) },
 		fromFloat: func(v float64) T { return fromFloat32(float32RoundOdd(v)) },
 		fromInt:   func(v int64) T { return fromFloat32(float32RoundOddInt(v)) },
-		isNaN:     func(h T) bool { return h.IsNaN() },
+		hasNaN:    func(v []T) bool { return slices.ContainsFunc(v, T.IsNaN) },
 	}
 }
 
