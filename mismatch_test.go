@@ -228,8 +228,8 @@ func TestExtraCollectiveNamesThePeerThatFinalized(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !errors.Is(extra, gocomms.ErrInvalidArgument) || !saysAll(extra, []string{"finalized after 1 collectives", "collective #1 has no partner"}) {
-				t.Errorf("the extra all-reduce: got %v, want ErrInvalidArgument naming a rank that finalized after 1 collectives", extra)
+			if !errors.Is(extra, gocomms.ErrInvalidArgument) || !saysAll(extra, []string{"finalized with a part in 1 collectives", "collective #1 has no partner"}) {
+				t.Errorf("the extra all-reduce: got %v, want ErrInvalidArgument naming a rank that finalized with a part in 1 collectives", extra)
 			}
 		})
 	}

@@ -14,7 +14,7 @@ import (
 // Without it the deviant exits naming the difference, and so do the
 // ranks that meet it (which those are depends on the algorithm); a rank
 // that completed the collective fails its next one naming the mismatch
-// a peer reports, or a peer that finalized after fewer collectives. The
+// a peer reports, or a peer that finalized with a part in fewer collectives. The
 // timeout is far above the time allowed, so an ending by timeout would
 // show.
 func TestMismatchAcrossProcesses(t *testing.T) {

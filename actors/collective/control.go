@@ -261,7 +261,7 @@ func DecodeProbeReply(peer, size int, p []byte) (*ProbeReply, error) {
 func LostPeerError(peer int, req *Request, err error) error {
 	var left *link.PeerLeft
 	if errors.As(err, &left) && req.P2P == nil && req.CollSeq >= left.Collectives {
-		return fmt.Errorf("%w: rank %d finalized after %d collectives, so collective #%d has no partner there", commerr.ErrInvalidArgument, peer, left.Collectives, req.CollSeq)
+		return fmt.Errorf("%w: rank %d finalized with a part in %d collectives, so collective #%d has no partner there", commerr.ErrInvalidArgument, peer, left.Collectives, req.CollSeq)
 	}
 	return fmt.Errorf("%w: rank %d: %v", commerr.ErrPeerFailed, peer, err)
 }

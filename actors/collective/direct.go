@@ -51,6 +51,9 @@ type Direct struct {
 	draining atomic.Bool
 	ran      atomic.Uint64 // operations started here
 	failed   atomic.Uint64 // of them, those that failed here, but for a mismatch
+	// mismatched is 1 + the first collective that failed here for a
+	// mismatch, 0 if none did.
+	mismatched atomic.Uint64
 	// polled holds the planes of the operation running, for Pollers,
 	// which reads them from the waiting goroutine: the first maxPolled.
 	polled  [maxPolled]atomic.Pointer[link.Plane]
@@ -179,6 +182,10 @@ func (d *Direct) Ran() uint64 { return d.ran.Load() }
 // Failures counts the operations started here that failed here for
 // another reason than a mismatch.
 func (d *Direct) Failures() uint64 { return d.failed.Load() }
+
+// FirstMismatch is 1 + the first collective that failed here for a
+// mismatch, 0 if none did.
+func (d *Direct) FirstMismatch() uint64 { return d.mismatched.Load() }
 
 // maxPolled bounds the planes a waiting goroutine polls: an operation
 // with more peers (a tree's, a large all-to-all's) takes the frames of
@@ -394,10 +401,14 @@ func (d *Direct) drop(op queuedOp, f *Fail) {
 }
 
 // failure counts f, a failure of req, unless it is a mismatch (the
-// program's, not this rank's), and returns what req's peers are told.
+// program's, not this rank's), which it notes if it is the first, and
+// returns what req's peers are told.
 func (d *Direct) failure(req *Request, f *Fail) []byte {
-	if !errors.Is(f.Err, commerr.ErrInvalidArgument) {
+	switch {
+	case !errors.Is(f.Err, commerr.ErrInvalidArgument):
 		d.failed.Add(1)
+	case req.P2P == nil:
+		d.mismatched.CompareAndSwap(0, req.CollSeq+1)
 	}
 	return f.reportFor(req)
 }

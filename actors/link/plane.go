@@ -56,16 +56,18 @@ type Plane struct {
 
 	strays *Strays // nil: early frames of ended collectives are dropped unanswered
 
-	// left is 1 + the collectives the peer called before it said goodbye
-	// (ControlBye), 0 while it has not or could not count them: its
+	// left is 1 + the collectives the peer has a part in, as its goodbye
+	// (ControlBye) said, 0 while it has not or could not count them: its
 	// connection's end then wraps in a PeerLeft.
 	left atomic.Uint64
 }
 
 // ControlBye is the tag of the control frame a rank sends each peer as it
-// finalizes, its header's Seq 1 + the collectives it called if its
-// communicator is sound, 0 if it broke (some of its calls then never
-// started, and are not counted). The link notes it before the connection
+// finalizes, its header's Seq 1 + the collectives it has a part in if
+// its communicator is sound, 0 if it broke (some of its calls then never
+// started, and are not counted). Those are the collectives it called, up
+// to the first that failed there for a mismatch: a peer that still waits
+// in that one waits for a part the rank will not play. The link notes it before the connection
 // that follows ends, so that the failure the end causes says the peer
 // finalized, not crashed.
 const ControlBye = 4

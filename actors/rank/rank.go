@@ -379,8 +379,13 @@ func (r *rankActor) perform(ctx actor.Context, a action) {
 		}
 	case actCloseLinks:
 		bye := a.seq
-		if l := r.cfg.Lease; l != nil && l.Direct().Failures() > 0 {
-			bye = 0 // as for an operation that failed on the actors
+		if l := r.cfg.Lease; l != nil {
+			if m := l.Direct().FirstMismatch(); m > 0 {
+				bye = min(bye, m) // as for a mismatch on the actors
+			}
+			if l.Direct().Failures() > 0 {
+				bye = 0 // as for an operation that failed on the actors
+			}
 		}
 		r.tellPeers(ctx, collective.ControlBye, bye, nil)
 		r.stopLinks(ctx, true)

@@ -38,6 +38,10 @@ type sequencer struct {
 	// given up on calls its peers make. After a mismatch, which is the
 	// program's, the count is what the peers need.
 	faulted bool
+	// mismatched is 1 + the first collective that failed here for a
+	// mismatch, 0 if none did: the goodbye counts none from it on, as
+	// this rank's part in it may never have been played.
+	mismatched uint64
 
 	reported map[uint64]report // collective sequence number -> a peer's failure report
 	left     []int             // peers that said goodbye: their link's end is no failure
@@ -227,6 +231,9 @@ func (s *sequencer) step(ev event, acts []action) []action {
 	case evEnded:
 		s.fault(ev.err)
 		if req := s.running; req != nil && req.Seq == ev.seq {
+			if req.P2P == nil && s.mismatched == 0 && errors.Is(ev.err, commerr.ErrInvalidArgument) {
+				s.mismatched = req.CollSeq + 1
+			}
 			s.running = nil
 			s.emit(action{kind: actRelease, req: req})
 			s.next()
@@ -361,10 +368,14 @@ func (s *sequencer) next() {
 		s.start(req)
 	case s.finalizing && !s.closing:
 		s.closing = true
-		// The goodbye counts the collectives called (ControlBye), unless
-		// one failed: the caller may have given up on calls its peers
-		// make, and a broken communicator refuses them unnumbered.
+		// The goodbye counts the collectives called (ControlBye), up to
+		// the first mismatch, unless one failed otherwise: the caller may
+		// have given up on calls its peers make, and a broken
+		// communicator refuses them unnumbered.
 		bye := s.collSeq + s.unreached + 1
+		if s.mismatched > 0 {
+			bye = min(bye, s.mismatched)
+		}
 		if s.faulted || s.broken != nil || s.aborted != nil {
 			bye = 0
 		}

@@ -20,7 +20,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // "reset" renews. The commands:
 //
 //	submit seq=N [op=NAME] [p2p]       evSubmit (a collective unless p2p)
-//	end seq=N                          evEnded
+//	end seq=N [mismatch=E]             evEnded (failed for a mismatch with E)
 //	unreachable seq=N rank=R [err=E]   evUnreachable
 //	cancel seq=N [err=E]               evCancel
 //	abort [err=E]                      evAbort (ErrAborted by default)
@@ -76,6 +76,9 @@ func (h *sequencerHarness) do(line string, w *strings.Builder) error {
 		ev = event{kind: evSubmit, req: req}
 	case "end":
 		ev = event{kind: evEnded, seq: args.Uint("seq")}
+		if args.Has("mismatch") {
+			ev.err = commerr.Invalid("%s", args.Text("mismatch", ""))
+		}
 	case "unreachable":
 		ev = event{kind: evUnreachable, seq: args.Uint("seq"), rank: args.Int("rank", -1), err: args.Cause("err", "connection refused")}
 	case "cancel":
