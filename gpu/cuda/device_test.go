@@ -34,9 +34,12 @@ var deviceTests = []string{
 	"TestDeviceReduceOrder",
 	"TestDeviceReduceMisuse",
 	"TestDeviceReduceConcurrent",
+	"TestDeviceFold",
+	"TestDeviceFoldMisuse",
 	"TestDeviceModule",
 	"TestDeviceIPC",
 	"TestDeviceStreamValues",
+	"TestDeviceMemOps",
 	"TestDeviceStreamPingPong",
 	"TestDeviceIPCProcesses",
 }

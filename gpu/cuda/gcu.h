@@ -47,11 +47,14 @@ enum {
 	GCU_IPC_HANDLE_SIZE = 64,                /* CU_IPC_HANDLE_SIZE */
 	GCU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1, /* the only flag cuIpcOpenMemHandle takes */
 	GCU_STREAM_WRITE_VALUE_DEFAULT = 0,      /* writes before it are visible first */
+	GCU_STREAM_MEM_OP_WAIT_VALUE_64 = 4,     /* CU_STREAM_MEM_OP_WAIT_VALUE_64 */
+	GCU_STREAM_MEM_OP_WRITE_VALUE_64 = 5,    /* CU_STREAM_MEM_OP_WRITE_VALUE_64 */
+	GCU_MAX_BATCH = 255,                     /* the most operations one cuStreamBatchMemOp takes */
 
 	GCU_NAME_LEN = 256,
 	GCU_PCI_BUS_ID_LEN = 64,
 
-	GCU_MAX_ARGS = 4 /* the most arguments a kernel launched here takes */
+	GCU_MAX_ARGS = 7 /* the most arguments a kernel launched here takes */
 };
 
 typedef int gcu_result;                 /* CUresult */
@@ -62,6 +65,20 @@ typedef struct gcu_stream_st *gcu_stream; /* CUstream */
 typedef struct gcu_event_st *gcu_event;   /* CUevent */
 typedef struct gcu_mod_st *gcu_module;    /* CUmodule */
 typedef struct gcu_func_st *gcu_function; /* CUfunction */
+
+/* CUstreamBatchMemOpParams for the 64-bit writes and waits, which lay
+ * out their fields alike, in cuda.h's 48 bytes. */
+typedef union {
+	unsigned int operation;
+	struct {
+		unsigned int operation;
+		gcu_deviceptr address;
+		unsigned long long value64;
+		unsigned int flags; /* a wait's CU_STREAM_WAIT_VALUE_*; 0 for a write */
+		gcu_deviceptr alias;
+	} value;
+	unsigned long long pad[6];
+} gcu_mem_op;
 
 /* CUipcMemHandle and CUipcEventHandle: opaque bytes, passed by value. */
 typedef struct {
@@ -133,6 +150,8 @@ struct gcu_fns {
 	gcu_result (*stream_wait_value32)(gcu_stream s, gcu_deviceptr addr, unsigned int value,
 					  unsigned int flags);
 	gcu_result (*stream_wait_value64)(gcu_stream s, gcu_deviceptr addr, unsigned long long value,
+					  unsigned int flags);
+	gcu_result (*stream_batch_mem_op)(gcu_stream s, unsigned int count, gcu_mem_op *ops,
 					  unsigned int flags);
 };
 
@@ -208,6 +227,7 @@ static int gcu_load(const char *name, char *err, size_t errlen)
 	*(void **)(&t.stream_write_value64) = dlsym(h, "cuStreamWriteValue64_v2");
 	*(void **)(&t.stream_wait_value32) = dlsym(h, "cuStreamWaitValue32_v2");
 	*(void **)(&t.stream_wait_value64) = dlsym(h, "cuStreamWaitValue64_v2");
+	*(void **)(&t.stream_batch_mem_op) = dlsym(h, "cuStreamBatchMemOp_v2");
 	t.bound = 1;
 	gcu_fn = t;
 	return 0;
@@ -551,6 +571,39 @@ static gcu_result gcu_stream_wait_value(gcu_context ctx, gcu_stream s, gcu_devic
 		return gcu_fn.stream_wait_value64 ? gcu_fn.stream_wait_value64(s, addr, value, flags)
 						  : GCU_ERROR_NOT_SUPPORTED;
 	return GCU_ERROR_INVALID_VALUE;
+}
+
+/*
+ * gcu_stream_mem_ops queues n 64-bit writes and waits on s, in order, in
+ * one driver call for each GCU_MAX_BATCH of them. Each is three words of
+ * ops: 0 for a write or 1 + the CU_STREAM_WAIT_VALUE_* of a wait, the
+ * address, the value.
+ */
+static gcu_result gcu_stream_mem_ops(gcu_context ctx, gcu_stream s, const unsigned long long *ops, int n)
+{
+	gcu_mem_op batch[GCU_MAX_BATCH];
+
+	GCU_IN(ctx);
+	if (!gcu_fn.stream_batch_mem_op)
+		return GCU_ERROR_NOT_SUPPORTED;
+	for (int done = 0; done < n;) {
+		int k = n - done < GCU_MAX_BATCH ? n - done : GCU_MAX_BATCH;
+		gcu_result rc;
+
+		memset(batch, 0, sizeof batch[0] * (size_t)k);
+		for (int i = 0; i < k; i++) {
+			const unsigned long long *op = ops + 3 * (done + i);
+			batch[i].value.operation = op[0] ? GCU_STREAM_MEM_OP_WAIT_VALUE_64 : GCU_STREAM_MEM_OP_WRITE_VALUE_64;
+			batch[i].value.flags = op[0] ? (unsigned int)(op[0] - 1) : GCU_STREAM_WRITE_VALUE_DEFAULT;
+			batch[i].value.address = op[1];
+			batch[i].value.value64 = op[2];
+		}
+		rc = gcu_fn.stream_batch_mem_op(s, (unsigned int)k, batch, 0);
+		if (rc != GCU_SUCCESS)
+			return rc;
+		done += k;
+	}
+	return GCU_SUCCESS;
 }
 
 #undef GCU_IN

@@ -12,8 +12,9 @@ import (
 )
 
 // TestHeaderValues compiles, where CUDA's cuda.h is installed, a C file
-// that asserts gcu.h's values and the Go side's Result and WaitCond
-// constants equal cuda.h's: the package declares them itself so as to
+// that asserts gcu.h's values, the layout of its batch of stream memory
+// operations, and the Go side's Result and WaitCond constants equal
+// cuda.h's: the package declares them itself so as to
 // build without the header, and this catches a typo in any of them.
 func TestHeaderValues(t *testing.T) {
 	const header = "/usr/include/cuda.h"
@@ -25,7 +26,7 @@ func TestHeaderValues(t *testing.T) {
 		t.Skipf("skip: %v", err)
 	}
 	var src strings.Builder
-	src.WriteString("#include <cuda.h>\n#include \"gcu.h\"\n")
+	src.WriteString("#include <stddef.h>\n#include <cuda.h>\n#include \"gcu.h\"\n")
 	assert := func(a, b string) {
 		fmt.Fprintf(&src, "_Static_assert((long long)(%s) == (long long)(%s), \"%s\");\n", a, b, a)
 	}
@@ -44,6 +45,15 @@ func TestHeaderValues(t *testing.T) {
 		{"GCU_IPC_HANDLE_SIZE", "CU_IPC_HANDLE_SIZE"},
 		{"GCU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS", "CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"},
 		{"GCU_STREAM_WRITE_VALUE_DEFAULT", "CU_STREAM_WRITE_VALUE_DEFAULT"},
+		{"GCU_STREAM_MEM_OP_WAIT_VALUE_64", "CU_STREAM_MEM_OP_WAIT_VALUE_64"},
+		{"GCU_STREAM_MEM_OP_WRITE_VALUE_64", "CU_STREAM_MEM_OP_WRITE_VALUE_64"},
+		{"sizeof(gcu_mem_op)", "sizeof(CUstreamBatchMemOpParams)"},
+		{"offsetof(gcu_mem_op, value.address)", "offsetof(CUstreamBatchMemOpParams, waitValue.address)"},
+		{"offsetof(gcu_mem_op, value.value64)", "offsetof(CUstreamBatchMemOpParams, waitValue.value64)"},
+		{"offsetof(gcu_mem_op, value.flags)", "offsetof(CUstreamBatchMemOpParams, waitValue.flags)"},
+		{"offsetof(gcu_mem_op, value.address)", "offsetof(CUstreamBatchMemOpParams, writeValue.address)"},
+		{"offsetof(gcu_mem_op, value.value64)", "offsetof(CUstreamBatchMemOpParams, writeValue.value64)"},
+		{"offsetof(gcu_mem_op, value.flags)", "offsetof(CUstreamBatchMemOpParams, writeValue.flags)"},
 		{"sizeof(gcu_ipc_mem_handle)", "sizeof(CUipcMemHandle)"},
 		{"sizeof(gcu_ipc_event_handle)", "sizeof(CUipcEventHandle)"},
 		{"sizeof(gcu_deviceptr)", "sizeof(CUdeviceptr)"},

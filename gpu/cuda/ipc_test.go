@@ -3,6 +3,7 @@ package cuda
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -416,4 +417,66 @@ func TestIPCChild(t *testing.T) {
 	ok(t, e.Close())
 	ok(t, m.Close())
 	wantErr(t, "second Close of opened memory", m.Close(), ErrClosed)
+}
+
+// TestDeviceMemOps queues writes and waits in batches: a wait in one
+// stream's batch holds the write after it until another stream's batch
+// meets it, a batch longer than one driver call keeps its order, and
+// misuse is refused before anything is queued.
+func TestDeviceMemOps(t *testing.T) {
+	ctx := testContext(t, testDevices(t)[0])
+	n := need{t}
+	a, b := n.stream(ctx.NewStream()), n.stream(ctx.NewStream())
+	const words = 600 // three driver calls' worth
+	m := n.mem(ctx.Alloc(8 * words))
+	ok(t, ctx.Memset(m, 0, 8*words, 0))
+
+	// a waits for word 0 to reach 2, then writes 7 to word 1; b writes
+	// word 0, first 1 then 2.
+	ok(t, a.MemOps([]MemOp{{Mem: m, Off: 0, Value: 2, Wait: true, Cond: WaitGEQ}, {Mem: m, Off: 8, Value: 7}}))
+	ok(t, b.MemOps([]MemOp{{Mem: m, Off: 0, Value: 1}, {Mem: m, Off: 0, Value: 2}}))
+	ok(t, b.Synchronize())
+	ok(t, a.Synchronize())
+	got := make([]byte, 16)
+	ok(t, ctx.CopyDtoH(got, m, 0))
+	if v := binary.LittleEndian.Uint64(got[8:]); v != 7 {
+		t.Errorf("the write after the wait left %d, want 7", v)
+	}
+
+	// Every word written twice, in order: the second value stays.
+	var ops []MemOp
+	for pass := range uint64(2) {
+		for w := range words {
+			ops = append(ops, MemOp{Mem: m, Off: 8 * w, Value: uint64(w)<<8 | pass})
+		}
+	}
+	ok(t, a.MemOps(ops))
+	ok(t, a.Synchronize())
+	all := make([]byte, 8*words)
+	ok(t, ctx.CopyDtoH(all, m, 0))
+	for w := range words {
+		if v := binary.LittleEndian.Uint64(all[8*w:]); v != uint64(w)<<8|1 {
+			t.Fatalf("word %d is %#x after the batch, want %#x", w, v, uint64(w)<<8|1)
+		}
+	}
+
+	// A bad operation anywhere refuses the whole batch.
+	write := MemOp{Mem: m, Off: 0, Value: 99}
+	for _, tc := range []struct {
+		what string
+		bad  MemOp
+	}{
+		{"an unaligned word", MemOp{Mem: m, Off: 4, Value: 1}},
+		{"a word past the end", MemOp{Mem: m, Off: 8 * words, Value: 1}},
+		{"an unknown condition", MemOp{Mem: m, Wait: true, Cond: WaitCond(4)}},
+		{"nil memory", MemOp{Value: 1}},
+	} {
+		wantErr(t, tc.what, a.MemOps([]MemOp{write, tc.bad}), ErrInvalid)
+	}
+	ok(t, a.Synchronize())
+	ok(t, ctx.CopyDtoH(got[:8], m, 0))
+	if v := binary.LittleEndian.Uint64(got); v == 99 {
+		t.Error("a refused batch queued its first write")
+	}
+	ok(t, a.MemOps(nil))
 }

@@ -43,8 +43,9 @@ func finishKernel(k reduce.Kind, dt tensor.DType) string {
 }
 
 // kernelNames lists every kernel that reduce.cu defines: one combining
-// kernel for each kind and dtype that reduce supports, and one finishing
-// kernel for each dtype that Avg and PreMulSum support.
+// kernel for each kind and dtype that reduce supports, one finishing
+// kernel for each dtype that Avg and PreMulSum support, and one fold for
+// each kind and dtype.
 func kernelNames() []string {
 	var names []string
 	for _, dt := range tensor.DTypes() {
@@ -62,6 +63,7 @@ func kernelNames() []string {
 			default:
 				names = append(names, combineKernel(k, dt))
 			}
+			names = append(names, foldKernel(k, dt))
 		}
 	}
 	return names
@@ -152,25 +154,32 @@ func (s *Stream) Finish(op reduce.Op, dt tensor.DType, buf *DeviceMemory, off, c
 		if count == 0 || (k != reduce.Avg && k != reduce.PreMulSum) || (k == reduce.Avg && contributions == 1) {
 			return kernelLaunch{}, nil
 		}
-		var scalar uint64
-		switch {
-		case k == reduce.PreMulSum && dt == tensor.Float64:
-			scalar = math.Float64bits(op.Factor())
-		case k == reduce.PreMulSum:
-			put(&scalar, float32(op.Factor()))
-		case dt == tensor.Float64:
-			scalar = math.Float64bits(float64(contributions))
-		case dt.IsFloat():
-			put(&scalar, float32(contributions))
-		default: // int64 or uint64, as the kernel's type for dt reads it
-			scalar = uint64(contributions)
-		}
 		return kernelLaunch{
 			name:  finishKernel(k, dt),
 			count: count,
-			args:  []uint64{p, uint64(count), scalar},
+			args:  []uint64{p, uint64(count), finishScalar(op, dt, contributions)},
 		}, nil
 	})
+}
+
+// finishScalar is the parameter of the kernel that finishes op on dt
+// over contributions: Avg's divisor, PreMulSum's factor, 0 for the rest.
+func finishScalar(op reduce.Op, dt tensor.DType, contributions int) uint64 {
+	var scalar uint64
+	switch k := op.Kind(); {
+	case k != reduce.Avg && k != reduce.PreMulSum:
+	case k == reduce.PreMulSum && dt == tensor.Float64:
+		scalar = math.Float64bits(op.Factor())
+	case k == reduce.PreMulSum:
+		put(&scalar, float32(op.Factor()))
+	case dt == tensor.Float64:
+		scalar = math.Float64bits(float64(contributions))
+	case dt.IsFloat():
+		put(&scalar, float32(contributions))
+	default: // int64 or uint64, as the kernel's type for dt reads it
+		scalar = uint64(contributions)
+	}
+	return scalar
 }
 
 // put stores f in the first bytes of slot, where a float parameter reads

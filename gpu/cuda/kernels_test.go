@@ -51,12 +51,13 @@ func TestKernelsPTXCurrent(t *testing.T) {
 func TestKernelNames(t *testing.T) {
 	names := kernelNames()
 	// 13 dtypes with sum, product, min and max; 8 integers and bool with
-	// band, bor and bxor; avg for 12 numeric dtypes; premul_sum for 4.
-	if want := 13*4 + 9*3 + 12 + 4; len(names) != want {
+	// band, bor and bxor; avg for 12 numeric dtypes; premul_sum for 4;
+	// and a fold for each.
+	if want := 2 * (13*4 + 9*3 + 12 + 4); len(names) != want {
 		t.Errorf("%d kernels, want %d", len(names), want)
 	}
 	for _, name := range []string{"gc_sum_bool", "gc_product_i8", "gc_bxor_u64", "gc_min_bf16",
-		"gc_avg_i32", "gc_premul_sum_f16"} {
+		"gc_avg_i32", "gc_premul_sum_f16", "gc_fold_sum_bool", "gc_fold_avg_i64", "gc_fold_premul_sum_bf16"} {
 		if !slices.Contains(names, name) {
 			t.Errorf("no kernel %s", name)
 		}

@@ -94,3 +94,46 @@ func (s *Stream) waitValue(op string, m *DeviceMemory, off int, v uint64, width 
 	}
 	return sysStreamWaitValue(c.h, s.h, addr, v, width, cond)
 }
+
+// MemOp is one operation of Stream.MemOps on the 8-byte, 8-byte aligned
+// word of Mem at Off: a write of Value, as WriteValue64 queues it, or,
+// with Wait, a wait until the word meets Cond with Value, as WaitValue64
+// queues it.
+type MemOp struct {
+	Mem   *DeviceMemory
+	Off   int
+	Value uint64
+	Wait  bool
+	Cond  WaitCond
+}
+
+// MemOps queues ops on s, in order, as WriteValue64 and WaitValue64 would
+// one by one, but in one driver call (cuStreamBatchMemOp_v2) for each 255
+// of them. It checks every operation before it queues any (ErrInvalid).
+func (s *Stream) MemOps(ops []MemOp) error {
+	const name = "Stream.MemOps"
+	c, err := s.rlock(name)
+	if err != nil {
+		return err
+	}
+	defer c.mu.RUnlock()
+	if len(ops) == 0 {
+		return nil
+	}
+	words := make([]uint64, 0, 3*len(ops))
+	for _, op := range ops {
+		addr, err := c.word(name, op.Mem, op.Off, 8)
+		if err != nil {
+			return err
+		}
+		kind := uint64(0) // a write
+		if op.Wait {
+			if op.Cond > WaitNor {
+				return invalid(name, "%v", op.Cond)
+			}
+			kind = 1 + uint64(op.Cond)
+		}
+		words = append(words, kind, addr, op.Value)
+	}
+	return sysStreamMemOps(c.h, s.h, words)
+}

@@ -312,3 +312,10 @@ func sysStreamWaitValue(ctx, s unsafe.Pointer, addr, v uint64, width int, cond W
 	return check(op, C.gcu_stream_wait_value(C.gcu_context(ctx), C.gcu_stream(s), C.gcu_deviceptr(addr),
 		C.ulonglong(v), C.int(width), C.uint(cond)))
 }
+
+// sysStreamMemOps queues 64-bit writes and waits, three words each (see
+// gcu_stream_mem_ops), which C reads during the call.
+func sysStreamMemOps(ctx, s unsafe.Pointer, ops []uint64) error {
+	return check("cuStreamBatchMemOp_v2", C.gcu_stream_mem_ops(C.gcu_context(ctx), C.gcu_stream(s),
+		(*C.ulonglong)(unsafe.Pointer(unsafe.SliceData(ops))), C.int(len(ops)/3)))
+}

@@ -101,3 +101,5 @@ func sysStreamWriteValue(unsafe.Pointer, unsafe.Pointer, uint64, uint64, int) er
 func sysStreamWaitValue(unsafe.Pointer, unsafe.Pointer, uint64, uint64, int, WaitCond) error {
 	return unavailable()
 }
+
+func sysStreamMemOps(unsafe.Pointer, unsafe.Pointer, []uint64) error { return unavailable() }

@@ -80,18 +80,35 @@ func Env(dir string, devices, waitMS int, require bool) []string {
 }
 
 // CallsVar names the file where a process with the fake driver counts
-// the driver calls it makes, once set in its environment: 8 bytes, in
-// the host's order, which Calls reads while it runs.
+// the driver calls it makes, once set in its environment: two 8-byte
+// words, in the host's order, which Calls reads while it runs. Processes
+// that share the file add to it.
 const CallsVar = "GOCOMMS_FAKECUDA_CALLS"
 
+// Count is what the fake driver counted.
+type Count struct {
+	// Calls counts every driver call but cuCtxSetCurrent: those that
+	// queue work, wait, allocate or ask.
+	Calls uint64
+	// ContextSets counts cuCtxSetCurrent, which each package call makes
+	// first: the driver only stores the context in the calling thread's
+	// state.
+	ContextSets uint64
+}
+
 // Calls returns the driver calls counted in the file CallsVar names.
-func Calls(path string) (uint64, error) {
+func Calls(path string) (Count, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, err
+		return Count{}, err
 	}
-	if len(b) != 8 {
-		return 0, fmt.Errorf("fakecuda: %s holds %d bytes, not a count of 8", path, len(b))
+	if len(b) != 16 {
+		return Count{}, fmt.Errorf("fakecuda: %s holds %d bytes, not two counts of 8", path, len(b))
 	}
-	return binary.NativeEndian.Uint64(b), nil
+	return Count{Calls: binary.NativeEndian.Uint64(b), ContextSets: binary.NativeEndian.Uint64(b[8:])}, nil
+}
+
+// Sub returns the calls counted since before.
+func (c Count) Sub(before Count) Count {
+	return Count{Calls: c.Calls - before.Calls, ContextSets: c.ContextSets - before.ContextSets}
 }

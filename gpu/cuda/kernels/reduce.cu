@@ -6,18 +6,29 @@
  *	gc_<op>_<dtype>(T *dst, const T *a, const T *b, u64 n)   dst[i] = a[i] op b[i]
  *	gc_avg_<dtype>(T *buf, u64 n, S divisor)                 buf[i] /= divisor
  *	gc_premul_sum_<dtype>(T *buf, u64 n, S factor)           buf[i] *= factor
+ *	gc_fold_<op>_<dtype>(const u64 *tab, u64 nsrc, u64 first, u64 ndst, u64 off, u64 n, S s)
+ *		x = tab[0][i] op ... op tab[nsrc-1][i], finished (avg: x / s,
+ *		premul_sum: x * s, others: x and s unused), stored at
+ *		tab[first][i] ... tab[first+ndst-1][i], where tab[q][i] is
+ *		element i of the array at byte address tab[q] + off
  *
  * op is sum, product, min, max, band, bor or bxor (avg and premul_sum
  * combine as sum); dtype is bool, i8 to i64, u8 to u64, f16, bf16, f32 or
- * f64. dst may be a or b, but not overlap them otherwise. n counts
- * elements; each thread walks them with a grid-stride loop, so any grid
- * covers any n.
+ * f64, and op of a fold also avg or premul_sum. dst may be a or b, but
+ * not overlap them otherwise; a fold's arrays may be the same, but not
+ * overlap otherwise. n counts elements; each thread walks them with a
+ * grid-stride loop, so any grid covers any n. A fold reads every array's
+ * element i before it writes any, so it may store into its sources: one
+ * kernel reduces the same elements of several ranks' buffers, which a
+ * table in device memory lists, and hands the result to several.
  *
  * The same text is C: testdata/fakecuda.c includes it and runs these
  * kernels on the host, one simulated thread at a time, so the tests that
  * compare them with package reduce test this source, not a copy. That is
  * why it uses no C++ and no CUDA header, and spells bit casts through
- * GC_* macros.
+ * GC_* macros. A fold's loops over the arrays stay rolled (GC_ROLLED):
+ * unrolled, they nearly doubled the PTX, which the driver compiles at the
+ * first reduction.
  *
  * Integers wrap: sums and products are computed in an unsigned type,
  * where overflow is defined. float16 and bfloat16 are raw bits, widened
@@ -36,11 +47,13 @@
 #define GC_BITS_F64(u) __longlong_as_double((long long)(u))
 #define GC_HOST_COMBINE(name, T)
 #define GC_HOST_FINISH(name, T, S)
+#define GC_HOST_FOLD(name, T, S)
+#define GC_ROLLED _Pragma("unroll 1")
 #else
 /*
  * Included from C, which defines blockIdx, blockDim, gridDim and
- * threadIdx, and GC_HOST_COMBINE and GC_HOST_FINISH to register each
- * kernel, and includes <string.h>.
+ * threadIdx, and GC_HOST_COMBINE, GC_HOST_FINISH and GC_HOST_FOLD to
+ * register each kernel, and includes <string.h>.
  */
 #define GC_DEV static inline
 #define GC_GLOBAL static void
@@ -52,6 +65,7 @@ GC_DEV double gc_bits_f64(unsigned long long u) { double f; memcpy(&f, &u, sizeo
 #define GC_BITS_F32(u) gc_bits_f32(u)
 #define GC_F64_BITS(f) gc_f64_bits(f)
 #define GC_BITS_F64(u) gc_bits_f64(u)
+#define GC_ROLLED
 #endif
 
 #define GC_FIRST ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x)
@@ -236,6 +250,23 @@ GC_DIV(f64, double, double)
 GC_DEV float gc_scale_f32(float a, float c) { return a * c; }
 GC_DEV double gc_scale_f64(double a, double c) { return a * c; }
 
+/* A fold's finishing step for the ops that have none. */
+#define GC_KEEP(sfx, T, S)                                                      \
+	GC_DEV T gc_keep_##sfx(T a, S s) { (void)s; return a; }
+GC_KEEP(bool, unsigned char, unsigned long long)
+GC_KEEP(i8, signed char, long long)
+GC_KEEP(i16, short, long long)
+GC_KEEP(i32, int, long long)
+GC_KEEP(i64, long long, long long)
+GC_KEEP(u8, unsigned char, unsigned long long)
+GC_KEEP(u16, unsigned short, unsigned long long)
+GC_KEEP(u32, unsigned, unsigned long long)
+GC_KEEP(u64, unsigned long long, unsigned long long)
+GC_KEEP(f16, unsigned short, float)
+GC_KEEP(bf16, unsigned short, float)
+GC_KEEP(f32, float, float)
+GC_KEEP(f64, double, double)
+
 /* The kernels. */
 
 #define GC_COMBINE(op, sfx, T, fn)                                              \
@@ -254,23 +285,47 @@ GC_DEV double gc_scale_f64(double a, double c) { return a * c; }
 	}                                                                       \
 	GC_HOST_FINISH(gc_##op##_##sfx, T, S)
 
-#define GC_NUMERIC(sfx, T)                                                      \
-	GC_COMBINE(sum, sfx, T, gc_add_##sfx)                                   \
-	GC_COMBINE(product, sfx, T, gc_mul_##sfx)                               \
-	GC_COMBINE(min, sfx, T, gc_lo_##sfx)                                    \
-	GC_COMBINE(max, sfx, T, gc_hi_##sfx)
+#define GC_FOLD(op, sfx, T, S, fn, fin)                                         \
+	GC_GLOBAL gc_fold_##op##_##sfx(const unsigned long long *tab, unsigned long long nsrc, \
+				       unsigned long long first, unsigned long long ndst, \
+				       unsigned long long off, unsigned long long n, S s) \
+	{                                                                       \
+		for (unsigned long long i = GC_FIRST; i < n; i += GC_STRIDE) {  \
+			T x = ((const T *)(tab[0] + off))[i];                   \
+			GC_ROLLED                                               \
+			for (unsigned long long q = 1; q < nsrc; q++)           \
+				x = fn(x, ((const T *)(tab[q] + off))[i]);      \
+			x = fin(x, s);                                          \
+			GC_ROLLED                                               \
+			for (unsigned long long d = first; d < first + ndst; d++) \
+				((T *)(tab[d] + off))[i] = x;                   \
+		}                                                               \
+	}                                                                       \
+	GC_HOST_FOLD(gc_fold_##op##_##sfx, T, S)
+
+/* An op's combining kernel and its fold. */
+#define GC_OP(op, sfx, T, S, fn)                                                \
+	GC_COMBINE(op, sfx, T, fn)                                              \
+	GC_FOLD(op, sfx, T, S, fn, gc_keep_##sfx)
+
+#define GC_NUMERIC(sfx, T, S)                                                   \
+	GC_OP(sum, sfx, T, S, gc_add_##sfx)                                     \
+	GC_OP(product, sfx, T, S, gc_mul_##sfx)                                 \
+	GC_OP(min, sfx, T, S, gc_lo_##sfx)                                      \
+	GC_OP(max, sfx, T, S, gc_hi_##sfx)                                      \
+	GC_FINISH(avg, sfx, T, S, gc_div_##sfx)                                 \
+	GC_FOLD(avg, sfx, T, S, gc_add_##sfx, gc_div_##sfx)
 
 #define GC_INTEGER(sfx, T, S)                                                   \
-	GC_NUMERIC(sfx, T)                                                      \
-	GC_COMBINE(band, sfx, T, gc_and_##sfx)                                  \
-	GC_COMBINE(bor, sfx, T, gc_or_##sfx)                                    \
-	GC_COMBINE(bxor, sfx, T, gc_xor_##sfx)                                  \
-	GC_FINISH(avg, sfx, T, S, gc_div_##sfx)
+	GC_NUMERIC(sfx, T, S)                                                   \
+	GC_OP(band, sfx, T, S, gc_and_##sfx)                                    \
+	GC_OP(bor, sfx, T, S, gc_or_##sfx)                                      \
+	GC_OP(bxor, sfx, T, S, gc_xor_##sfx)
 
 #define GC_FLOAT(sfx, T, S)                                                     \
-	GC_NUMERIC(sfx, T)                                                      \
-	GC_FINISH(avg, sfx, T, S, gc_div_##sfx)                                 \
-	GC_FINISH(premul_sum, sfx, T, S, gc_scale_##sfx)
+	GC_NUMERIC(sfx, T, S)                                                   \
+	GC_FINISH(premul_sum, sfx, T, S, gc_scale_##sfx)                        \
+	GC_FOLD(premul_sum, sfx, T, S, gc_add_##sfx, gc_scale_##sfx)
 
 GC_INTEGER(i8, signed char, long long)
 GC_INTEGER(i16, short, long long)
@@ -286,10 +341,10 @@ GC_FLOAT(f32, float, float)
 GC_FLOAT(f64, double, double)
 
 /* bool: sum and max are or, product and min are and. */
-GC_COMBINE(sum, bool, unsigned char, gc_or_bool)
-GC_COMBINE(product, bool, unsigned char, gc_and_bool)
-GC_COMBINE(min, bool, unsigned char, gc_and_bool)
-GC_COMBINE(max, bool, unsigned char, gc_or_bool)
-GC_COMBINE(band, bool, unsigned char, gc_and_bool)
-GC_COMBINE(bor, bool, unsigned char, gc_or_bool)
-GC_COMBINE(bxor, bool, unsigned char, gc_xor_bool)
+GC_OP(sum, bool, unsigned char, unsigned long long, gc_or_bool)
+GC_OP(product, bool, unsigned char, unsigned long long, gc_and_bool)
+GC_OP(min, bool, unsigned char, unsigned long long, gc_and_bool)
+GC_OP(max, bool, unsigned char, unsigned long long, gc_or_bool)
+GC_OP(band, bool, unsigned char, unsigned long long, gc_and_bool)
+GC_OP(bor, bool, unsigned char, unsigned long long, gc_or_bool)
+GC_OP(bxor, bool, unsigned char, unsigned long long, gc_xor_bool)

@@ -91,6 +91,7 @@ enum {
 	CUDA_ERROR_NOT_READY = 600,
 	CUDA_ERROR_ILLEGAL_ADDRESS = 700,
 	CUDA_ERROR_LAUNCH_TIMEOUT = 702,
+	CUDA_ERROR_NOT_SUPPORTED = 801,
 
 	ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
 	ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
@@ -122,16 +123,18 @@ enum {
 struct fake_launch {
 	const struct fake_kernel *kernel;
 	unsigned int grid, block;
-	uintptr_t ptr[3]; /* dst, a, b; or buf */
+	uintptr_t ptr[3]; /* dst, a, b; or buf; or a fold's table */
+	unsigned long long fold[4]; /* a fold's nsrc, first, ndst, off */
 	unsigned long long n;
 	unsigned char scalar[8];
 };
 
 /* A kernel of reduce.cu: nptr pointers to n elements of esize bytes, n,
- * and, for ssize > 0, a scalar of ssize bytes. */
+ * and, for ssize > 0, a scalar of ssize bytes; or, for a fold, its table
+ * and the four counts before n. */
 struct fake_kernel {
 	const char *name;
-	int nptr;
+	int nptr, fold;
 	size_t esize, ssize;
 	void (*run)(const struct fake_launch *l);
 	struct fake_kernel *next;
@@ -145,10 +148,10 @@ static struct {
 	unsigned int x;
 } blockIdx, blockDim, gridDim, threadIdx;
 
-#define FAKE_KERNEL(name_, nptr_, esize_, ssize_)                               \
+#define FAKE_KERNEL(name_, nptr_, fold_, esize_, ssize_)                        \
 	static struct fake_kernel kernel_##name_ = {                            \
-		.name = #name_, .nptr = nptr_, .esize = esize_, .ssize = ssize_, \
-		.run = run_##name_};                                            \
+		.name = #name_, .nptr = nptr_, .fold = fold_, .esize = esize_,  \
+		.ssize = ssize_, .run = run_##name_};                           \
 	__attribute__((constructor)) static void register_##name_(void)         \
 	{                                                                       \
 		kernel_##name_.next = kernels;                                  \
@@ -160,7 +163,7 @@ static struct {
 	{                                                                       \
 		name((T *)l->ptr[0], (const T *)l->ptr[1], (const T *)l->ptr[2], l->n); \
 	}                                                                       \
-	FAKE_KERNEL(name, 3, sizeof(T), 0)
+	FAKE_KERNEL(name, 3, 0, sizeof(T), 0)
 
 #define GC_HOST_FINISH(name, T, S)                                              \
 	static void run_##name(const struct fake_launch *l)                     \
@@ -169,7 +172,17 @@ static struct {
 		memcpy(&s, l->scalar, sizeof s);                                \
 		name((T *)l->ptr[0], l->n, s);                                  \
 	}                                                                       \
-	FAKE_KERNEL(name, 1, sizeof(T), sizeof(S))
+	FAKE_KERNEL(name, 1, 0, sizeof(T), sizeof(S))
+
+#define GC_HOST_FOLD(name, T, S)                                                \
+	static void run_##name(const struct fake_launch *l)                     \
+	{                                                                       \
+		S s;                                                            \
+		memcpy(&s, l->scalar, sizeof s);                                \
+		name((const unsigned long long *)l->ptr[0], l->fold[0], l->fold[1], \
+		     l->fold[2], l->fold[3], l->n, s);                          \
+	}                                                                       \
+	FAKE_KERNEL(name, 1, 1, sizeof(T), sizeof(S))
 
 #include "../../kernels/reduce.cu"
 
@@ -291,10 +304,13 @@ typedef struct fake_module *CUmodule;
 typedef struct fake_function *CUfunction;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-/* calls counts the driver calls made since cuInit, in the 8 bytes of the
- * file GOCOMMS_FAKECUDA_CALLS names, where set: a test reads it to see
- * the host work an operation costs. */
-static volatile uint64_t *calls;
+/* calls counts the driver calls made since cuInit, in the 16 bytes of
+ * the file GOCOMMS_FAKECUDA_CALLS names, where set: a test reads it to
+ * see the host work an operation costs. The first word counts every call
+ * but cuCtxSetCurrent, the second those, which only store the context in
+ * the thread's own state. Processes that share the file add to it
+ * atomically. */
+static uint64_t *calls;
 static pthread_cond_t idle = PTHREAD_COND_INITIALIZER; /* a stream stopped running */
 static int initialized, ndevices, wait_ms;
 static struct fake_ctx ctxs[MAX_DEVICES];
@@ -305,16 +321,18 @@ static struct fake_module *modules;
 static struct fake_function *functions;
 static __thread struct fake_ctx *current;
 
-#define LOCKED(call)                                                    \
+#define COUNTED(word, call)                                             \
 	do {                                                            \
 		CUresult rc_;                                           \
 		pthread_mutex_lock(&mu);                                \
 		if (calls)                                              \
-			(*calls)++;                                     \
+			__atomic_fetch_add(&calls[word], 1, __ATOMIC_RELAXED); \
 		rc_ = (call);                                           \
 		pthread_mutex_unlock(&mu);                              \
 		return rc_;                                             \
 	} while (0)
+
+#define LOCKED(call) COUNTED(0, call)
 
 #define TRY(call)                                                       \
 	do {                                                            \
@@ -683,6 +701,7 @@ static const struct {
 	{CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
 	{CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
 	{CUDA_ERROR_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
+	{CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 };
 
 static CUresult error_text(CUresult code, const char **out, int name)
@@ -711,12 +730,12 @@ static void count_calls(const char *path)
 	if (!path || !*path || calls)
 		return;
 	fd = open(path, O_RDWR | O_CREAT, 0600);
-	if (fd < 0 || ftruncate(fd, sizeof *calls) != 0) {
+	if (fd < 0 || ftruncate(fd, 2 * sizeof *calls) != 0) {
 		if (fd >= 0)
 			close(fd);
 		return;
 	}
-	m = mmap(NULL, sizeof *calls, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	m = mmap(NULL, 2 * sizeof *calls, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (m != MAP_FAILED)
 		calls = m;
@@ -903,7 +922,7 @@ static CUresult set_current(CUcontext ctx)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuCtxSetCurrent(CUcontext ctx) { LOCKED(set_current(ctx)); }
+CUresult cuCtxSetCurrent(CUcontext ctx) { COUNTED(1, set_current(ctx)); }
 
 static CUresult ctx_get_device(CUdevice *dev)
 {
@@ -1461,6 +1480,55 @@ CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, uint64_t value, un
 	LOCKED(wait_value(s, addr, value, 8, flags));
 }
 
+/* CUstreamBatchMemOpParams, as cuda.h lays it out: the 32- and 64-bit
+ * writes and waits, which share their layout, in 48 bytes. */
+typedef union {
+	unsigned int operation;
+	struct {
+		unsigned int operation;
+		CUdeviceptr address;
+		uint64_t value64; /* the 32-bit operations read its first 4 bytes */
+		unsigned int flags;
+		CUdeviceptr alias;
+	} value;
+	uint64_t pad[6];
+} CUstreamBatchMemOpParams;
+
+enum {
+	MEM_OP_WAIT_VALUE_32 = 1,
+	MEM_OP_WRITE_VALUE_32 = 2,
+	MEM_OP_WAIT_VALUE_64 = 4,
+	MEM_OP_WRITE_VALUE_64 = 5
+};
+
+/* batch_mem_op queues ops in order, refusing the whole batch if one of
+ * them is of a kind it does not run. */
+static CUresult batch_mem_op(CUstream s, unsigned int count, CUstreamBatchMemOpParams *ops, unsigned int flags)
+{
+	if (!ops || count == 0 || count >= 256 || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned int i = 0; i < count; i++)
+		if (ops[i].operation != MEM_OP_WAIT_VALUE_32 && ops[i].operation != MEM_OP_WRITE_VALUE_32 &&
+		    ops[i].operation != MEM_OP_WAIT_VALUE_64 && ops[i].operation != MEM_OP_WRITE_VALUE_64)
+			return CUDA_ERROR_NOT_SUPPORTED;
+	for (unsigned int i = 0; i < count; i++) {
+		const CUstreamBatchMemOpParams *op = &ops[i];
+		int width = op->operation == MEM_OP_WAIT_VALUE_64 || op->operation == MEM_OP_WRITE_VALUE_64 ? 8 : 4;
+		uint64_t v = width == 8 ? op->value.value64 : (uint32_t)op->value.value64;
+
+		if (op->operation == MEM_OP_WRITE_VALUE_32 || op->operation == MEM_OP_WRITE_VALUE_64)
+			TRY(write_value(s, op->value.address, v, width, op->value.flags));
+		else
+			TRY(wait_value(s, op->value.address, v, width, op->value.flags));
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned int count, CUstreamBatchMemOpParams *ops, unsigned int flags)
+{
+	LOCKED(batch_mem_op(s, count, ops, flags));
+}
+
 /* Modules and kernels. */
 
 static CUresult module_of_current(struct fake_module *m)
@@ -1567,6 +1635,23 @@ static CUresult function_of_current(struct fake_function *f)
 	return CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* fold_ranges checks a fold's table and every array it names, as a GPU
+ * would fault on an address outside memory: the table is read now, as the
+ * kernels read it when they run, and it does not change in between. */
+static CUresult fold_ranges(const struct fake_launch *l)
+{
+	unsigned long long nsrc = l->fold[0], first = l->fold[1], ndst = l->fold[2], off = l->fold[3];
+	unsigned long long rows = nsrc > first + ndst ? nsrc : first + ndst;
+	const unsigned long long *tab = (const unsigned long long *)l->ptr[0];
+
+	if (nsrc == 0 || first > 1024 || ndst > 1024 || rows > 1024)
+		return CUDA_ERROR_INVALID_VALUE;
+	TRY(device_range(l->ptr[0], rows * sizeof *tab));
+	for (unsigned long long q = 0; q < rows; q++)
+		TRY(device_range(tab[q] + off, l->n * l->kernel->esize));
+	return CUDA_SUCCESS;
+}
+
 static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
 		       unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params,
 		       void **extra)
@@ -1591,13 +1676,18 @@ static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned 
 		memcpy(&p, params[i], sizeof p);
 		l->ptr[i] = (uintptr_t)p;
 	}
+	for (int j = 0; k->fold && j < 4; j++)
+		memcpy(&l->fold[j], params[i++], sizeof l->fold[j]);
 	memcpy(&l->n, params[i++], sizeof l->n);
 	if (k->ssize)
 		memcpy(l->scalar, params[i], k->ssize);
 	if (l->n > SIZE_MAX / k->esize)
 		return CUDA_ERROR_INVALID_VALUE;
-	for (i = 0; i < k->nptr; i++)
-		TRY(device_range(l->ptr[i], l->n * k->esize));
+	if (k->fold)
+		TRY(fold_ranges(l));
+	else
+		for (i = 0; i < k->nptr; i++)
+			TRY(device_range(l->ptr[i], l->n * k->esize));
 	if (!s) {
 		run_kernel(l);
 		return CUDA_SUCCESS;
