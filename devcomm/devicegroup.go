@@ -32,7 +32,9 @@ type DeviceGroup struct {
 	bufferBytes int
 	regions     []*cuda.DeviceMemory // by rank; this rank's is allocated, the others' opened
 	opened      []bool               // regions[q] was opened: closed with the group
+	buffers     *cuda.Table          // every rank's buffer, by rank, for Fold
 	barriers    uint64               // barriers queued so far
+	ops         []cuda.MemOp         // a barrier's, kept between barriers
 }
 
 // DeviceRecordSize is the length of the record NewDeviceGroup exchanges.
@@ -108,11 +110,27 @@ func (g *DeviceGroup) open(recs [][]byte) error {
 		}
 		g.regions[q], g.opened[q] = m, true
 	}
+	if g.bufferBytes == 0 {
+		return nil
+	}
+	buffers := make([]cuda.TableRange, g.size)
+	for q, m := range g.regions {
+		buffers[q] = cuda.TableRange{Mem: m, Off: flagBytes, Len: g.bufferBytes}
+	}
+	t, err := g.ctx.NewTable(buffers)
+	if err != nil {
+		return fmt.Errorf("devcomm: listing the ranks' device buffers: %w", err)
+	}
+	g.buffers = t
 	return nil
 }
 
 // Buffer returns rank q's region and the offset of its data bytes in it.
 func (g *DeviceGroup) Buffer(q int) (*cuda.DeviceMemory, int) { return g.regions[q], flagBytes }
+
+// Buffers lists every rank's data bytes, by rank, for Stream.Fold; nil
+// where the buffers are empty.
+func (g *DeviceGroup) Buffers() *cuda.Table { return g.buffers }
 
 // Rank is this rank's place in the group, Size the group's ranks.
 func (g *DeviceGroup) Rank() int { return g.rank }
@@ -124,27 +142,27 @@ func (g *DeviceGroup) BufferBytes() int { return g.bufferBytes }
 // Barrier queues on s a barrier among the group's ranks: work queued on
 // s after it runs once every rank's stream has reached its barrier of
 // the same number, and so has finished what it queued before that. Every
-// rank must queue its barriers in the same order.
+// rank must queue its barriers in the same order. Its writes and waits
+// go to the driver in one batch.
 func (g *DeviceGroup) Barrier(s *cuda.Stream) error {
 	g.barriers++
 	n := g.barriers
+	if g.size == 1 {
+		return nil
+	}
+	ops := g.ops[:0]
 	for q := range g.size {
-		if q == g.rank {
-			continue
-		}
-		if err := s.WriteValue64(g.regions[q], 8*g.rank, n); err != nil {
-			return err
+		if q != g.rank {
+			ops = append(ops, cuda.MemOp{Mem: g.regions[q], Off: 8 * g.rank, Value: n})
 		}
 	}
 	for q := range g.size {
-		if q == g.rank {
-			continue
-		}
-		if err := s.WaitValue64(g.regions[g.rank], 8*q, n, cuda.WaitGEQ); err != nil {
-			return err
+		if q != g.rank {
+			ops = append(ops, cuda.MemOp{Mem: g.regions[g.rank], Off: 8 * q, Value: n, Wait: true, Cond: cuda.WaitGEQ})
 		}
 	}
-	return nil
+	g.ops = ops
+	return s.MemOps(ops)
 }
 
 // Barriers returns how many barriers this rank has queued.
@@ -179,6 +197,9 @@ func (g *DeviceGroup) Reached(s *cuda.Stream, pin []byte) ([]uint64, error) {
 // barrier has passed.
 func (g *DeviceGroup) Close() error {
 	var errs []error
+	if g.buffers != nil {
+		errs = append(errs, g.buffers.Close())
+	}
 	for q, m := range g.regions {
 		if m != nil && (q == g.rank || g.opened[q]) {
 			errs = append(errs, m.Close())

@@ -142,23 +142,13 @@ func (r *groupRun) copyOut(t *tensor.Tensor, to, q, slot, n int) error {
 	return r.s.CopyDtoD(mem, off+to*r.es(), src, srcOff, n*r.es())
 }
 
-// combine reduces every rank's n elements at slot into this rank's
-// buffer there, and finishes the reduction.
-func (r *groupRun) combine(slot, n int) error {
+// fold reduces every rank's n elements at slot, in one kernel, and
+// stores the result there in the buffers of ranks [first, first+dests).
+func (r *groupRun) fold(slot, n, first, dests int) error {
 	if n <= 0 {
 		return nil
 	}
-	mine, off := r.buffer(r.me(), slot)
-	for q := range r.size() {
-		if q == r.me() {
-			continue
-		}
-		other, otherOff := r.buffer(q, slot)
-		if err := r.s.Combine(r.op.Reduce, r.op.DType, mine, off, mine, off, other, otherOff, n); err != nil {
-			return err
-		}
-	}
-	return r.s.Finish(r.op.Reduce, r.op.DType, mine, off, n, r.size())
+	return r.s.Fold(r.op.Reduce, r.op.DType, r.b.group.Buffers(), r.size(), first, dests, slot*r.es(), n)
 }
 
 // share splits n elements among the ranks: rank q reduces [lo, hi).
@@ -168,10 +158,18 @@ func (r *groupRun) share(n, q int) (lo, hi int) {
 }
 
 // reduce is all-reduce, or reduce into the root: each rank reduces its
-// share of a window of every rank's elements, then reads every share.
+// share of a window of every rank's elements and stores it in every
+// buffer (all-reduce) or the root's, which then holds the whole window.
+// After the second barrier no rank touches another's buffer until the
+// next window's first, so that the copy out needs no third: per window,
+// a copy in, a barrier, one kernel, a barrier and a copy out.
 func (r *groupRun) reduce() error {
 	in := r.op.Inputs[0]
 	n, w := in.Numel(), r.window(1)
+	first, dests := 0, r.size()
+	if r.op.Name == backend.OpReduce {
+		first, dests = r.rank, 1
+	}
 	gathers := r.op.Name == backend.OpAllReduce || r.me() == r.rank
 	for lo := 0; lo < n; lo += w {
 		c := min(w, n-lo)
@@ -182,23 +180,16 @@ func (r *groupRun) reduce() error {
 			return err
 		}
 		a, z := r.share(c, r.me())
-		if err := r.combine(a, z-a); err != nil {
+		if err := r.fold(a, z-a, first, dests); err != nil {
 			return err
 		}
 		if err := r.barrier(); err != nil {
 			return err
 		}
 		if gathers {
-			out := r.op.Outputs[0]
-			for q := range r.size() {
-				a, z := r.share(c, q)
-				if err := r.copyOut(out, lo+a, q, a, z-a); err != nil {
-					return err
-				}
+			if err := r.copyOut(r.op.Outputs[0], lo, r.me(), 0, c); err != nil {
+				return err
 			}
-		}
-		if err := r.barrier(); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -278,7 +269,7 @@ func (r *groupRun) reduceScatter() error {
 			return err
 		}
 		c := min(w, counts[r.me()]-lo)
-		if err := r.combine(r.me()*w, c); err != nil {
+		if err := r.fold(r.me()*w, c, r.me(), 1); err != nil {
 			return err
 		}
 		mine, off := r.buffer(r.me(), r.me()*w)

@@ -23,9 +23,12 @@ import (
 // device group); 0 stages every operation through host memory instead.
 const DeviceBufferVar = "GOCOMMS_NVL_DEVICE_BUFFER"
 
-// defaultDeviceBuffer is large enough that a window's copies and kernels
-// dwarf its three barriers.
-const defaultDeviceBuffer = 32 << 20
+// defaultDeviceBuffer holds a 256 MiB all-reduce in one window: six
+// driver calls queue it (a copy in, two batches of barrier words, one
+// kernel, a copy out, the end's event), where each further window takes
+// five more. A communicator's ranks each lend that much; NCCL's buffers
+// for the channels of a node of eight GPUs take as much or more.
+const defaultDeviceBuffer = 256 << 20
 
 // StageChunkVar sets the bytes of the pieces a large staged operation is
 // cut into, so that one piece's copies overlap another's transfer

@@ -177,7 +177,13 @@ func (a *benchArgs) rank(stdout io.Writer, progress *progressLine) func(context.
 		if err != nil {
 			return 0, err
 		}
-		return w, finish()
+		if err := finish(); err != nil {
+			return 0, err
+		}
+		if c.Rank() == 0 && !a.jsonOut {
+			printPaths(stdout, c, "# ")
+		}
+		return w, nil
 	}
 }
 

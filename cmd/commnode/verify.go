@@ -186,7 +186,7 @@ func (v verifier) verify(ctx context.Context, c *gocomms.Comm, stdout, stderr io
 		} else {
 			fmt.Fprintf(stdout, "verify: %d cases on %d ranks, all correct\n", ran, c.Size())
 		}
-		printPaths(stdout, c)
+		printPaths(stdout, c, "verify: ")
 	}
 	return wrongCases == 0, nil
 }
@@ -254,14 +254,15 @@ func (v verifier) verifyCollective(ctx context.Context, c *gocomms.Comm, p commt
 }
 
 // printPaths says, on a GPU, how many operations ran from the device
-// memory of the host's ranks and how many were staged through the host.
-func printPaths(w io.Writer, c *gocomms.Comm) {
+// memory of the host's ranks and how many were staged through the host,
+// on a line that starts with prefix.
+func printPaths(w io.Writer, c *gocomms.Comm, prefix string) {
 	if d, ok := c.UnsafeBackend().(interface {
 		GroupOps() uint64
 		StagedOps() uint64
 	}); ok {
-		fmt.Fprintf(w, "verify: on %v, %d operations ran from device memory of this host's ranks, %d were staged through host memory\n",
-			c.Device(), d.GroupOps(), d.StagedOps())
+		fmt.Fprintf(w, "%son %v, %d operations ran from device memory of this host's ranks, %d were staged through host memory\n",
+			prefix, c.Device(), d.GroupOps(), d.StagedOps())
 	}
 }
 

@@ -80,20 +80,23 @@ func Env(dir string, devices, waitMS int, require bool) []string {
 }
 
 // CallsVar names the file where a process with the fake driver counts
-// the driver calls it makes, once set in its environment: two 8-byte
+// the driver calls it makes, once set in its environment: three 8-byte
 // words, in the host's order, which Calls reads while it runs. Processes
 // that share the file add to it.
 const CallsVar = "GOCOMMS_FAKECUDA_CALLS"
 
 // Count is what the fake driver counted.
 type Count struct {
-	// Calls counts every driver call but cuCtxSetCurrent: those that
-	// queue work, wait, allocate or ask.
+	// Calls counts the driver calls the others do not: those that queue
+	// work, synchronize, allocate or ask for a property.
 	Calls uint64
 	// ContextSets counts cuCtxSetCurrent, which each package call makes
 	// first: the driver only stores the context in the calling thread's
 	// state.
 	ContextSets uint64
+	// Queries counts cuEventQuery and cuStreamQuery, which a thread that
+	// waits for the device polls: as many as its wait lasts.
+	Queries uint64
 }
 
 // Calls returns the driver calls counted in the file CallsVar names.
@@ -102,13 +105,15 @@ func Calls(path string) (Count, error) {
 	if err != nil {
 		return Count{}, err
 	}
-	if len(b) != 16 {
-		return Count{}, fmt.Errorf("fakecuda: %s holds %d bytes, not two counts of 8", path, len(b))
+	if len(b) != 24 {
+		return Count{}, fmt.Errorf("fakecuda: %s holds %d bytes, not three counts of 8", path, len(b))
 	}
-	return Count{Calls: binary.NativeEndian.Uint64(b), ContextSets: binary.NativeEndian.Uint64(b[8:])}, nil
+	word := func(i int) uint64 { return binary.NativeEndian.Uint64(b[8*i:]) }
+	return Count{Calls: word(0), ContextSets: word(1), Queries: word(2)}, nil
 }
 
 // Sub returns the calls counted since before.
 func (c Count) Sub(before Count) Count {
-	return Count{Calls: c.Calls - before.Calls, ContextSets: c.ContextSets - before.ContextSets}
+	return Count{Calls: c.Calls - before.Calls, ContextSets: c.ContextSets - before.ContextSets,
+		Queries: c.Queries - before.Queries}
 }

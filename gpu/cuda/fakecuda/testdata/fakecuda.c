@@ -304,12 +304,13 @@ typedef struct fake_module *CUmodule;
 typedef struct fake_function *CUfunction;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-/* calls counts the driver calls made since cuInit, in the 16 bytes of
- * the file GOCOMMS_FAKECUDA_CALLS names, where set: a test reads it to
- * see the host work an operation costs. The first word counts every call
- * but cuCtxSetCurrent, the second those, which only store the context in
- * the thread's own state. Processes that share the file add to it
- * atomically. */
+/* calls counts the driver calls made since cuInit, in the three 8-byte
+ * words of the file GOCOMMS_FAKECUDA_CALLS names, where set: a test reads
+ * it to see the host work an operation costs. The first word counts every
+ * call but those the others count: the second cuCtxSetCurrent, which only
+ * stores the context in the thread's own state, the third cuEventQuery
+ * and cuStreamQuery, which a waiting thread polls. Processes that share
+ * the file add to it atomically. */
 static uint64_t *calls;
 static pthread_cond_t idle = PTHREAD_COND_INITIALIZER; /* a stream stopped running */
 static int initialized, ndevices, wait_ms;
@@ -730,12 +731,12 @@ static void count_calls(const char *path)
 	if (!path || !*path || calls)
 		return;
 	fd = open(path, O_RDWR | O_CREAT, 0600);
-	if (fd < 0 || ftruncate(fd, 2 * sizeof *calls) != 0) {
+	if (fd < 0 || ftruncate(fd, 3 * sizeof *calls) != 0) {
 		if (fd >= 0)
 			close(fd);
 		return;
 	}
-	m = mmap(NULL, 2 * sizeof *calls, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	m = mmap(NULL, 3 * sizeof *calls, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (m != MAP_FAILED)
 		calls = m;
@@ -1220,7 +1221,7 @@ static CUresult stream_query(CUstream s)
 	return CUDA_ERROR_NOT_READY;
 }
 
-CUresult cuStreamQuery(CUstream s) { LOCKED(stream_query(s)); }
+CUresult cuStreamQuery(CUstream s) { COUNTED(2, stream_query(s)); }
 
 static CUresult stream_wait_event(CUstream s, CUevent e, unsigned int flags)
 {
@@ -1354,7 +1355,7 @@ static CUresult event_query(CUevent e)
 	return event_reached(e) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
-CUresult cuEventQuery(CUevent e) { LOCKED(event_query(e)); }
+CUresult cuEventQuery(CUevent e) { COUNTED(2, event_query(e)); }
 
 static CUresult event_destroy(CUevent e)
 {
