@@ -72,7 +72,7 @@ func TestVerifyCUDAAcrossProcesses(t *testing.T) {
 		})
 	}
 	// A buffer of 2 KiB cuts the collectives into windows, as tensors
-	// larger than the 32 MiB default are.
+	// larger than the 256 MiB default are.
 	t.Run("windows", func(t *testing.T) {
 		t.Setenv("GOCOMMS_NVL_DEVICE_BUFFER", "2048")
 		verify(t, 2, "-device", "cuda", "-counts", "0,1,700,1500")

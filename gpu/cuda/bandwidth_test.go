@@ -101,3 +101,25 @@ func BenchmarkDeviceCombine(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDeviceFold runs the Sum fold of a device group's all-reduce
+// on 256 MiB ranges of one GPU: 2 and 4 sources, each also a destination,
+// as one rank folds its share of every rank's buffer into every buffer.
+func BenchmarkDeviceFold(b *testing.B) {
+	for _, ranks := range []int{2, 4} {
+		b.Run(fmt.Sprintf("sum_float32_%d", ranks), func(b *testing.B) {
+			ctx, s := benchStream(b)
+			ranges := make([]TableRange, ranks)
+			for i := range ranges {
+				ranges[i] = TableRange{Mem: benchMem(b, ctx, benchSize, 0x3f), Len: benchSize}
+			}
+			tab, err := ctx.NewTable(ranges)
+			ok(b, err)
+			b.Cleanup(func() { ok(b, tab.Close()) })
+			sum := reduce.New(reduce.Sum)
+			timeOnDevice(b, ctx, s, 2*ranks*benchSize, benchSize, func() error {
+				return s.Fold(sum, tensor.Float32, tab, ranks, 0, ranks, 0, benchSize/4)
+			})
+		})
+	}
+}

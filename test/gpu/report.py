@@ -52,7 +52,8 @@ def bandwidth(out):
         if size and "GB/s" in m:
             copy.append({"size": int(size.group(1)) << 20, "gbps": m["GB/s"], "alg_gbps": m.get("algGB/s")})
     kernels = {name.split("/", 1)[1]: m.get("GB/s") for name, m in bench.items() if name.startswith("DeviceCombine/")}
-    return {"copy": copy, "combine_256MiB": kernels}
+    folds = {name.split("/", 1)[1]: m.get("GB/s") for name, m in bench.items() if name.startswith("DeviceFold/")}
+    return {"copy": copy, "combine_256MiB": kernels, "fold_256MiB": folds}
 
 
 def bench_rows(out):

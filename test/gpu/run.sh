@@ -178,12 +178,12 @@ main() {
 	step nvml "1. NVML against nvidia-smi" 30 "$bin/gpu.test" -test.run NVML -test.v
 
 	step bandwidth "2. device copy 1 MiB to 1 GiB, and kernel bandwidth" 60 \
-		"$bin/cuda.test" -test.run '^$' -test.bench 'DeviceCopy|DeviceCombine' -test.benchtime 20x -test.v
+		"$bin/cuda.test" -test.run '^$' -test.bench 'DeviceCopy|DeviceCombine|DeviceFold' -test.benchtime 20x -test.v
 	copy=$(gbps DeviceCopy/256MiB "$tmp/bandwidth" 2>/dev/null)
 	if [ -n "$copy" ]; then
-		for kernel in sum_float32 sum_bfloat16; do
-			g=$(gbps "DeviceCombine/$kernel" "$tmp/bandwidth")
-			[ -z "$g" ] || echo "Sum kernel, $kernel: $g GB/s, $(awk -v g="$g" -v c="$copy" \
+		for kernel in DeviceCombine/sum_float32 DeviceCombine/sum_bfloat16 DeviceFold/sum_float32_2 DeviceFold/sum_float32_4; do
+			g=$(gbps "$kernel" "$tmp/bandwidth")
+			[ -z "$g" ] || echo "$kernel: $g GB/s, $(awk -v g="$g" -v c="$copy" \
 				'BEGIN { printf "%.0f", 100 * g / c }')% of a 256 MiB copy's $copy GB/s"
 		done
 	fi
