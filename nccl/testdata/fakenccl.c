@@ -19,11 +19,17 @@
  * only. The communicators ncclCommSplit makes belong to their parent's
  * hub.
  *
- * Before reading memory a call runs the work queued on its stream so far,
- * with the driver's cuStreamSynchronize, so that it sees what was queued
- * before it; it writes its results before it returns, so the work queued
- * after it sees them. It never holds its lock while calling the driver:
- * the fake driver holds a lock of its own while running a stream's work.
+ * A call returns once it is queued, as NCCL's do, and runs on a thread of
+ * its communicator's own, in stream order: the call records an event on
+ * its stream, after which the stream waits for a word in device memory
+ * to reach the call's number. The thread waits for the event (and so for
+ * the work queued before the call), makes the call in the hub, writes its
+ * results, and then the word, so that the work queued after the call sees
+ * them; a call that fails there sets the communicator's asynchronous
+ * error, and writes the word all the same. Splits run at once, on the
+ * calling thread, as NCCL's block. Nothing here holds its lock while
+ * calling the driver: the fake driver holds a lock of its own while
+ * running a stream's work.
  *
  * It refuses what NCCL refuses, with NCCL's result codes: a rank out of
  * range (ncclInvalidArgument); two ranks of one communicator on one
@@ -110,6 +116,8 @@ struct reply {
 	char warn[200]; /* why it failed, as NCCL's WARN says */
 };
 
+struct job;
+
 struct ncclComm {
 	char hub[100]; /* its socket's name */
 	int fd, rank, nranks;
@@ -117,6 +125,16 @@ struct ncclComm {
 	int64_t busid;
 	pthread_mutex_t io; /* one request at a time on fd */
 	ncclResult_t async; /* read and written atomically */
+
+	/* The thread that runs the queued calls, started by the first. */
+	pthread_mutex_t qmu;
+	pthread_cond_t qcv;
+	struct job *head, *tail;
+	int working, stopping, aborted;
+	pthread_t worker;
+	void *ctx;              /* the CUDA context the calls were queued in */
+	unsigned long long word; /* device memory: the number of the last call run */
+	uint64_t issued;         /* calls queued */
 };
 typedef struct ncclComm *ncclComm_t;
 
@@ -175,30 +193,41 @@ static void warn(const char *why)
 
 /* The driver's entry points, found once. */
 static struct {
-	int (*stream_sync)(void *);
+	int found;
 	int (*ctx_get_device)(int *);
 	int (*pci_bus_id)(char *, int, int);
+	int (*ctx_get_current)(void **);
+	int (*ctx_set_current)(void *);
+	int (*event_create)(void **, unsigned int);
+	int (*event_record)(void *, void *);
+	int (*event_sync)(void *);
+	int (*event_destroy)(void *);
+	int (*wait_value64)(void *, unsigned long long, uint64_t, unsigned int);
+	int (*mem_alloc)(unsigned long long *, size_t);
+	int (*mem_free)(unsigned long long);
 } drv;
 static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+
+enum { CU_EVENT_DISABLE_TIMING = 2, CU_STREAM_WAIT_VALUE_GEQ = 0 };
 
 static void find_driver(void)
 {
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	if (!h)
 		return;
-	*(void **)(&drv.stream_sync) = dlsym(h, "cuStreamSynchronize");
 	*(void **)(&drv.ctx_get_device) = dlsym(h, "cuCtxGetDevice");
 	*(void **)(&drv.pci_bus_id) = dlsym(h, "cuDeviceGetPCIBusId");
-}
-
-static ncclResult_t sync_stream(void *s)
-{
-	if (!s)
-		return ncclSuccess;
-	pthread_once(&drv_once, find_driver);
-	if (!drv.stream_sync || drv.stream_sync(s) != 0)
-		return ncclUnhandledCudaError;
-	return ncclSuccess;
+	*(void **)(&drv.ctx_get_current) = dlsym(h, "cuCtxGetCurrent");
+	*(void **)(&drv.ctx_set_current) = dlsym(h, "cuCtxSetCurrent");
+	*(void **)(&drv.event_create) = dlsym(h, "cuEventCreate");
+	*(void **)(&drv.event_record) = dlsym(h, "cuEventRecord");
+	*(void **)(&drv.event_sync) = dlsym(h, "cuEventSynchronize");
+	*(void **)(&drv.event_destroy) = dlsym(h, "cuEventDestroy_v2");
+	*(void **)(&drv.wait_value64) = dlsym(h, "cuStreamWaitValue64_v2");
+	*(void **)(&drv.mem_alloc) = dlsym(h, "cuMemAlloc_v2");
+	*(void **)(&drv.mem_free) = dlsym(h, "cuMemFree_v2");
+	drv.found = drv.ctx_get_current && drv.ctx_set_current && drv.event_create && drv.event_record &&
+		    drv.event_sync && drv.event_destroy && drv.wait_value64 && drv.mem_alloc && drv.mem_free;
 }
 
 /* current_busid finds the bus id of the current context's device, as a
@@ -1003,6 +1032,8 @@ static ncclComm_t new_comm(const char *hub, const struct reply *r, int64_t busid
 	c->group = r->group;
 	c->busid = busid;
 	pthread_mutex_init(&c->io, NULL);
+	pthread_mutex_init(&c->qmu, NULL);
+	pthread_cond_init(&c->qcv, NULL);
 	if (c->fd < 0) {
 		free(c);
 		return NULL;
@@ -1029,31 +1060,15 @@ static ncclResult_t exchange(ncclComm_t comm, const struct request *q, struct pe
 	return failed ? ncclRemoteError : r->rc;
 }
 
-/* run makes n calls of one communicator: their streams' work first, then
- * the calls, in the hub. */
-static ncclResult_t run(struct pending *p, int n)
+/* call_hub makes n calls of one communicator in the hub, and writes what
+ * they return: results, and the communicators a split made. */
+static ncclResult_t call_hub(ncclComm_t comm, struct pending *p, int n)
 {
-	ncclComm_t comm = n > 0 ? p[0].comm : NULL;
-	struct request q = {.type = REQ_RUN, .ncalls = n};
+	struct request q = {.type = REQ_RUN, .ncalls = n, .rank = comm->rank, .nranks = comm->nranks,
+			    .group = comm->group};
 	struct reply r = {.rank = -1};
-	ncclResult_t rc;
+	ncclResult_t rc = exchange(comm, &q, p, &r);
 
-	for (int i = 0; i < n; i++) {
-		if ((rc = prepare(&p[i])) != ncclSuccess)
-			return rc;
-		if (p[i].comm != comm)
-			return ncclInvalidUsage;
-		if ((rc = sync_stream(p[i].stream)) != ncclSuccess)
-			return rc;
-	}
-	if (n == 0)
-		return ncclSuccess;
-	q.rank = comm->rank;
-	q.nranks = comm->nranks;
-	q.group = comm->group;
-	rc = exchange(comm, &q, p, &r);
-	if (rc == ncclSystemError)
-		__atomic_store_n(&comm->async, rc, __ATOMIC_SEQ_CST);
 	warn(r.warn);
 	for (int i = 0; i < n && rc == ncclSuccess; i++) {
 		if (p[i].w.kind == K_SPLIT && r.rank >= 0) {
@@ -1062,6 +1077,179 @@ static ncclResult_t run(struct pending *p, int n)
 				rc = ncclSystemError;
 		}
 	}
+	return rc;
+}
+
+/* A job is calls queued together (a group's, or one), for the worker. */
+struct job {
+	struct pending *calls;
+	void **events; /* recorded on each call's stream as it was queued */
+	int n;
+	ncclResult_t failed; /* set where queuing failed after the stream waits */
+	uint64_t number;
+	struct job *next;
+};
+
+static void free_job(struct job *j)
+{
+	free(j->calls);
+	free(j->events);
+	free(j);
+}
+
+static void set_async(ncclComm_t comm, ncclResult_t rc)
+{
+	ncclResult_t none = ncclSuccess;
+	__atomic_compare_exchange_n(&comm->async, &none, rc, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+/* work runs comm's jobs in order: once each call's stream has reached it,
+ * in the hub; then it raises the word its streams wait for. Once the
+ * communicator is aborted, or destroyed, it runs what is queued and ends. */
+static void *work(void *arg)
+{
+	ncclComm_t comm = arg;
+
+	drv.ctx_set_current(comm->ctx);
+	for (;;) {
+		struct job *j;
+		ncclResult_t rc;
+
+		pthread_mutex_lock(&comm->qmu);
+		while (!comm->head && !comm->stopping && !comm->aborted)
+			pthread_cond_wait(&comm->qcv, &comm->qmu);
+		j = comm->head;
+		if (j && !(comm->head = j->next))
+			comm->tail = NULL;
+		pthread_mutex_unlock(&comm->qmu);
+		if (!j)
+			return NULL;
+		rc = j->failed;
+		for (int i = 0; i < j->n; i++) {
+			if (drv.event_sync(j->events[i]) != 0 && rc == ncclSuccess)
+				rc = ncclUnhandledCudaError;
+			drv.event_destroy(j->events[i]);
+		}
+		if (rc == ncclSuccess)
+			rc = call_hub(comm, j->calls, j->n);
+		if (rc != ncclSuccess)
+			set_async(comm, rc);
+		__atomic_store_n((uint64_t *)(uintptr_t)comm->word, j->number, __ATOMIC_SEQ_CST);
+		free_job(j);
+	}
+}
+
+/* start_work makes the word and the worker, once, in the calling thread's
+ * context; comm->qmu held. */
+static ncclResult_t start_work(ncclComm_t comm)
+{
+	if (comm->working)
+		return ncclSuccess;
+	pthread_once(&drv_once, find_driver);
+	if (!drv.found || drv.ctx_get_current(&comm->ctx) != 0 || !comm->ctx ||
+	    drv.mem_alloc(&comm->word, sizeof(uint64_t)) != 0)
+		return ncclUnhandledCudaError;
+	*(uint64_t *)(uintptr_t)comm->word = 0; /* the fake driver's device memory is the host's */
+	if (pthread_create(&comm->worker, NULL, work, comm) != 0) {
+		drv.mem_free(comm->word);
+		return ncclSystemError;
+	}
+	comm->working = 1;
+	return ncclSuccess;
+}
+
+/* enqueue queues n calls of comm for its worker: an event on each call's
+ * stream, and on each a wait for the word to reach the job's number. */
+static ncclResult_t enqueue(ncclComm_t comm, struct pending *p, int n)
+{
+	struct job *j = calloc(1, sizeof *j);
+	ncclResult_t rc = ncclSuccess;
+	int recorded = 0;
+
+	if (!j || !(j->calls = malloc((size_t)n * sizeof *p)) || !(j->events = calloc((size_t)n, sizeof(void *)))) {
+		if (j)
+			free_job(j);
+		return ncclSystemError;
+	}
+	memcpy(j->calls, p, (size_t)n * sizeof *p);
+	j->n = n;
+	pthread_mutex_lock(&comm->qmu);
+	if (comm->aborted || comm->stopping)
+		rc = ncclInvalidUsage;
+	if (rc == ncclSuccess)
+		rc = start_work(comm);
+	for (; rc == ncclSuccess && recorded < n; recorded++)
+		if (drv.event_create(&j->events[recorded], CU_EVENT_DISABLE_TIMING) != 0 ||
+		    (drv.event_record(j->events[recorded], p[recorded].stream) != 0 &&
+		     (drv.event_destroy(j->events[recorded]), 1)))
+			rc = ncclUnhandledCudaError;
+	if (rc != ncclSuccess) {
+		pthread_mutex_unlock(&comm->qmu);
+		for (int i = 0; i < recorded; i++)
+			drv.event_destroy(j->events[i]);
+		free_job(j);
+		return rc;
+	}
+	j->number = ++comm->issued;
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+		for (int k = 0; k < i; k++)
+			seen |= p[k].stream == p[i].stream;
+		if (!seen && drv.wait_value64(p[i].stream, comm->word, j->number, CU_STREAM_WAIT_VALUE_GEQ) != 0)
+			j->failed = ncclUnhandledCudaError; /* the worker still raises the word */
+	}
+	if (comm->tail)
+		comm->tail->next = j;
+	else
+		comm->head = j;
+	comm->tail = j;
+	pthread_cond_signal(&comm->qcv);
+	pthread_mutex_unlock(&comm->qmu);
+	return j->failed;
+}
+
+/* stop_work ends comm's worker once it has run what is queued, and frees
+ * the word: the driver's free waits for the streams first. */
+static void stop_work(ncclComm_t comm, int abort)
+{
+	pthread_mutex_lock(&comm->qmu);
+	comm->stopping = 1;
+	comm->aborted |= abort;
+	pthread_cond_broadcast(&comm->qcv);
+	int working = comm->working;
+	comm->working = 0;
+	pthread_mutex_unlock(&comm->qmu);
+	if (!working)
+		return;
+	pthread_join(comm->worker, NULL);
+	drv.ctx_set_current(comm->ctx);
+	drv.mem_free(comm->word);
+}
+
+/* run makes n calls of one communicator: a split at once, in the hub,
+ * the others by queuing them for the communicator's worker. */
+static ncclResult_t run(struct pending *p, int n)
+{
+	ncclComm_t comm = n > 0 ? p[0].comm : NULL;
+	int split = 0;
+	ncclResult_t rc;
+
+	for (int i = 0; i < n; i++) {
+		if ((rc = prepare(&p[i])) != ncclSuccess)
+			return rc;
+		if (p[i].comm != comm)
+			return ncclInvalidUsage;
+		split |= p[i].w.kind == K_SPLIT;
+	}
+	if (n == 0)
+		return ncclSuccess;
+	if (!split)
+		return enqueue(comm, p, n);
+	if (n > 1)
+		return ncclInvalidUsage; /* NCCL takes no split in a group */
+	rc = call_hub(comm, p, n);
+	if (rc == ncclSystemError)
+		set_async(comm, rc);
 	return rc;
 }
 
@@ -1189,6 +1377,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
 			get(fd, &r, sizeof r);
 		close(fd);
 	}
+	stop_work(comm, 1); /* the hub fails what it runs from now on */
 	return ncclSuccess;
 }
 
@@ -1198,8 +1387,11 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
 	if (!comm)
 		return ncclInvalidArgument;
+	stop_work(comm, 0);
 	close(comm->fd);
 	pthread_mutex_destroy(&comm->io);
+	pthread_mutex_destroy(&comm->qmu);
+	pthread_cond_destroy(&comm->qcv);
 	free(comm);
 	return ncclSuccess;
 }

@@ -91,8 +91,8 @@ type Count struct {
 	// work, synchronize, allocate or ask for a property.
 	Calls uint64
 	// ContextSets counts cuCtxSetCurrent, which each package call makes
-	// first: the driver only stores the context in the calling thread's
-	// state.
+	// first, and cuCtxGetCurrent: the driver only stores or reads the
+	// context in the calling thread's state.
 	ContextSets uint64
 	// Queries counts cuEventQuery and cuStreamQuery, which a thread that
 	// waits for the device polls: as many as its wait lasts.

@@ -307,8 +307,8 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 /* calls counts the driver calls made since cuInit, in the three 8-byte
  * words of the file GOCOMMS_FAKECUDA_CALLS names, where set: a test reads
  * it to see the host work an operation costs. The first word counts every
- * call but those the others count: the second cuCtxSetCurrent, which only
- * stores the context in the thread's own state, the third cuEventQuery
+ * call but those the others count: the second cuCtxSetCurrent and
+ * cuCtxGetCurrent, which only touch the thread's own state, the third cuEventQuery
  * and cuStreamQuery, which a waiting thread polls. Processes that share
  * the file add to it atomically. */
 static uint64_t *calls;
@@ -924,6 +924,18 @@ static CUresult set_current(CUcontext ctx)
 }
 
 CUresult cuCtxSetCurrent(CUcontext ctx) { COUNTED(1, set_current(ctx)); }
+
+static CUresult get_current(CUcontext *ctx)
+{
+	if (!initialized)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!ctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*ctx = current;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *ctx) { COUNTED(1, get_current(ctx)); }
 
 static CUresult ctx_get_device(CUdevice *dev)
 {
