@@ -93,44 +93,61 @@ type pieces struct {
 	err  error // the first piece's error
 }
 
-// cut returns op as pieces of at most chunk bytes each, in order, or nil
-// where it is small or not cut so: the collectives of one tensor whose
-// every element is reduced or copied on its own. Every rank cuts alike,
-// so the host sees the same operations everywhere.
+// cut returns op as pieces in order, or nil where it is small or not cut
+// so. A collective's buffers are lists of blocks (algorithms.Spec), and
+// every element moves or is reduced on its own, so piece k of every
+// collective is elements [k·per, (k+1)·per) of every block, per being
+// chunk bytes of elements: of each rank's input and output alike, so
+// that the pieces are collectives of their own whose blocks still match
+// across ranks. A block that ends before a piece is empty in it. Every
+// rank cuts alike, from the counts all of them share; all-to-all's own
+// counts (Send, Recv) are each rank's alone, so it is cut only in its
+// uniform forms, whose Counts every rank shares.
 func cut(op *backend.Op, chunk int) []*backend.Op {
-	switch op.Name {
-	case backend.OpAllReduce, backend.OpBroadcast, backend.OpReduce:
-	default:
+	if chunk <= 0 || op.Kind == 0 || op.Schedule != nil || op.P2P != nil || op.Send != nil {
 		return nil
 	}
-	if chunk <= 0 || op.Schedule != nil || len(op.Counts) != 1 || len(op.Inputs) > 1 || len(op.Outputs) > 1 {
+	n := longest(op.Counts)
+	if n == 0 {
 		return nil
 	}
-	n, es := op.Counts[0], op.DType.Size()
-	per := max(chunk/es, 1)
+	per := max(chunk/op.DType.Size(), 1)
 	if n <= per {
 		return nil
 	}
 	var ops []*backend.Op
 	for lo := 0; lo < n; lo += per {
-		c := min(per, n-lo)
 		piece := *op
-		piece.Counts = []int{c}
-		piece.Inputs = narrow(op.Inputs, lo, c)
-		piece.Outputs = narrow(op.Outputs, lo, c)
+		piece.Counts = column(op.Counts, lo, per)
+		piece.Inputs = narrow(op.Inputs, lo, per)
+		piece.Outputs = narrow(op.Outputs, lo, per)
 		ops = append(ops, &piece)
 	}
 	return ops
 }
 
-// narrow returns elements [lo, lo+n) of each of ts.
-func narrow(ts []*tensor.Tensor, lo, n int) []*tensor.Tensor {
+// column returns how many of each count's elements lie in [lo, lo+per).
+func column(counts []int, lo, per int) []int {
+	out := make([]int, len(counts))
+	for i, c := range counts {
+		out[i] = min(max(c-lo, 0), per)
+	}
+	return out
+}
+
+// narrow returns the elements of each of ts that lie in [lo, lo+per).
+func narrow(ts []*tensor.Tensor, lo, per int) []*tensor.Tensor {
 	if ts == nil {
 		return nil
 	}
 	out := make([]*tensor.Tensor, len(ts))
 	for i, t := range ts {
-		out[i], _ = t.Narrow(lo, n) // cut checked the counts
+		if t == nil {
+			continue
+		}
+		n := t.Numel()
+		from := min(lo, n)
+		out[i], _ = t.Narrow(from, min(n-from, per)) // within t, as cut's counts say
 	}
 	return out
 }
