@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
 # build.sh builds, where Go is, what test/gpu/run.sh runs on a GPU machine
-# that has no Go: commnode and the test binaries of gpu and gpu/cuda, into
-# test/gpu/bin. It records in bin/glibc the newest glibc symbol version
-# they need and prints it: cgo binaries do not start on an older glibc,
-# and run.sh compares it with the machine's.
-#
-# The nccl package's test binary stays out: its device tests put every
-# rank on cuda:0 of one process, which NCCL refuses beyond one rank;
-# run.sh checks the NCCL backend through commnode instead.
+# that has no Go: commnode and the test binaries of gpu, gpu/cuda and
+# nccl, into test/gpu/bin. It records in bin/glibc the newest glibc
+# symbol version they need and prints it: cgo binaries do not start on an
+# older glibc, and run.sh compares it with the machine's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=test/gpu/bin
@@ -27,6 +23,7 @@ ld=(-ldflags='-s -w') # no symbol tables: the binaries travel
 go build "${ld[@]}" -o "$bin/commnode" ./cmd/commnode
 go test -c "${ld[@]}" -o "$bin/gpu.test" ./gpu
 go test -c "${ld[@]}" -o "$bin/cuda.test" ./gpu/cuda
+go test -c "${ld[@]}" -o "$bin/nccl.test" ./nccl
 
 # Which commit the figures are of: the GPU machine has no git.
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -modified)" >"$bin/revision"

@@ -6,7 +6,8 @@
 # copy bandwidth from 1 MiB to 1 GiB, commnode bench of all_reduce and
 # all_gather on device memory on the native backend and on NCCL,
 # torch.distributed over NCCL as the reference, the CUDA layer's device
-# tests, and commnode verify on both backends. Each step runs under its
+# tests, the NCCL package's against the NCCL found (its nccl.h's values
+# too), and commnode verify on both backends. Each step runs under its
 # own time limit and a failure does not stop the next; the whole stays
 # under 9 minutes, so that it fits one 10-minute command. It prints PASS,
 # FAIL or SKIP per step, a summary and a table of the figures per size,
@@ -209,6 +210,11 @@ main() {
 
 	step device "5. gpu/cuda device tests" 120 \
 		env GOCOMMS_CUDA_REQUIRE=1 "$bin/cuda.test" -test.run '^TestDevice' -test.v
+	# The NCCL found: gnc.h's values against its nccl.h, then the nccl
+	# package's device tests, one rank per process and GPU.
+	# It reads gnc.h from the package's directory, as go test runs it.
+	step nccl "5. nccl header and device tests" 60 \
+		env -C nccl GOCOMMS_NCCL_TEST=1 "$PWD/$bin/nccl.test" -test.run '^(TestHeaderValues|TestDevice)' -test.v
 
 	for n in 2 4; do
 		step "verify_native_$n" "6. commnode verify --backend native, $n ranks" 45 \
