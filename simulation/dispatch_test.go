@@ -66,3 +66,35 @@ func TestProgressChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressPhases: a run's reports say what it does, in order: building
+// its ranks (how many so far), then making links at virtual time zero,
+// then simulating.
+func TestProgressPhases(t *testing.T) {
+	cfg := config(algorithms.AllReduce, 2*tickEvery, 16, 1)
+	cfg.Topology, cfg.Iterations, cfg.Phantom = DGXH100(2*tickEvery/8), 1, true
+	var reports []Progress
+	cfg.Progress, cfg.ProgressEvery = func(p Progress) { reports = append(reports, p) }, time.Nanosecond
+	mustRun(t, cfg)
+	order := map[Phase]int{Building: 0, Linking: 1, Simulating: 2}
+	seen := map[Phase]bool{}
+	for i, p := range reports {
+		seen[p.Phase] = true
+		if i > 0 && order[p.Phase] < order[reports[i-1].Phase] {
+			t.Errorf("report %d says %q after %q", i, p.Phase, reports[i-1].Phase)
+		}
+		switch {
+		case p.Phase == Building && (p.Built == 0 || p.Built >= cfg.Ranks || p.SimTime != 0):
+			t.Errorf("report %d: building with %d of %d ranks built, at %v", i, p.Built, cfg.Ranks, p.SimTime)
+		case p.Phase == Linking && (p.Built != cfg.Ranks || p.SimTime != 0):
+			t.Errorf("report %d: making links with %d of %d ranks built, at %v", i, p.Built, cfg.Ranks, p.SimTime)
+		case p.Phase == Simulating && p.SimTime == 0:
+			t.Errorf("report %d: simulating at virtual time zero", i)
+		}
+	}
+	for _, phase := range []Phase{Building, Linking, Simulating} {
+		if !seen[phase] {
+			t.Errorf("no report says %q, of %d reports", phase, len(reports))
+		}
+	}
+}

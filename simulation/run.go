@@ -91,14 +91,30 @@ type Config struct {
 
 // Progress is how far a run has got.
 type Progress struct {
+	Phase   Phase
+	Built   int           // ranks made so far
 	SimTime time.Duration // virtual time
 	Events  int64         // messages actors received
 	Frames  int64         // frames the network carried
 	Wall    time.Duration // since the run began
 }
 
-// reportProgress arms cfg.Progress on the loop. It reads the wall clock,
-// which only the report sees.
+// Phase is what a run is doing: setting up or simulating.
+type Phase string
+
+const (
+	// Building: the ranks' communicators are being made, before any
+	// virtual time runs.
+	Building Phase = "building ranks"
+	// Linking: the ranks start their operations and make the links they
+	// need, at virtual time zero.
+	Linking Phase = "making links"
+	// Simulating: virtual time runs.
+	Simulating Phase = "simulating"
+)
+
+// reportProgress arms cfg.Progress on the loop and while ranks are
+// built. It reads the wall clock, which only the report sees.
 func (r *run) reportProgress() {
 	report, every := r.cfg.Progress, cmp.Or(r.cfg.ProgressEvery, time.Second)
 	if report == nil {
@@ -106,14 +122,23 @@ func (r *run) reportProgress() {
 	}
 	start := time.Now()
 	last := start
-	r.loop.tick = func() {
+	r.tick = func() {
 		now := time.Now()
 		if now.Sub(last) < every {
 			return
 		}
 		last = now
-		report(Progress{SimTime: r.loop.Elapsed(), Events: r.trace.Events(), Frames: r.net.frames, Wall: now.Sub(start)})
+		phase := Simulating
+		switch {
+		case r.built < r.cfg.Ranks:
+			phase = Building
+		case r.loop.Elapsed() == 0:
+			phase = Linking
+		}
+		report(Progress{Phase: phase, Built: r.built, SimTime: r.loop.Elapsed(), Events: r.trace.Events(),
+			Frames: r.net.frames, Wall: now.Sub(start)})
 	}
+	r.loop.tick = r.tick
 }
 
 // Result is what a run did and what it broke.
@@ -195,6 +220,9 @@ type run struct {
 	decided    []*agree.Value // by rank, with Config.Agree
 	shrunk     *shrunk        // the survivors' communicator, with Config.AfterShrink
 	agreeFrom  int64          // frames carried before the first rank agreed
+
+	built int    // ranks joined so far
+	tick  func() // reports progress, if the run does; nil otherwise
 }
 
 // opEnd is how an operation ended, once it has.
@@ -227,6 +255,9 @@ func Run(cfg Config) (*Result, error) {
 	for i := range cfg.Ranks {
 		if err := r.join(i, slices.Clip(opts)); err != nil {
 			return nil, err
+		}
+		if r.built++; r.tick != nil && r.built%tickEvery == 0 {
+			r.tick()
 		}
 	}
 	for i := range cfg.Ranks {

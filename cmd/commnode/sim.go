@@ -119,10 +119,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	defer dumpFlightRecordsOnSignal(stderr)()
 	// A long run says how far it has got, every few seconds.
-	cfg.Progress, cfg.ProgressEvery = func(p simulation.Progress) {
-		fmt.Fprintf(stderr, "progress  %v simulated, %d events, %d frames, %.0f s (%.0f frames/s)\n",
-			p.SimTime, p.Events, p.Frames, p.Wall.Seconds(), float64(p.Frames)/p.Wall.Seconds())
-	}, 5*time.Second
+	cfg.Progress, cfg.ProgressEvery = func(p simulation.Progress) { printProgress(stderr, p, cfg.Ranks) }, 5*time.Second
 	start := time.Now()
 	res, err := simulation.Run(cfg)
 	if err != nil {
@@ -146,6 +143,16 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// printProgress prints a progress line: the phase, then how far it got.
+func printProgress(w io.Writer, p simulation.Progress, ranks int) {
+	if p.Phase == simulation.Building {
+		fmt.Fprintf(w, "progress  %s: %d of %d, %.0f s\n", p.Phase, p.Built, ranks, p.Wall.Seconds())
+		return
+	}
+	fmt.Fprintf(w, "progress  %s: %v simulated, %d events, %d frames, %.0f s (%.0f frames/s)\n",
+		p.Phase, p.SimTime, p.Events, p.Frames, p.Wall.Seconds(), float64(p.Frames)/p.Wall.Seconds())
 }
 
 // config is the run the flags describe, with the collective and its size
