@@ -16,11 +16,12 @@ import (
 // take about a fifth longer under 15 GiB than under 18, and fit in two
 // thirds of a 24 GiB machine. The rest of the machine is left to the
 // system and to whatever runs beside the simulation.
-func limitSimMemory() {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return
+// It returns the limit in force, math.MaxInt64 where there is none.
+func limitSimMemory() int64 {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		if total := physicalMemory(); total > 0 && total/8*5 < math.MaxInt64 {
+			debug.SetMemoryLimit(int64(total / 8 * 5))
+		}
 	}
-	if total := physicalMemory(); total > 0 && total/8*5 < math.MaxInt64 {
-		debug.SetMemoryLimit(int64(total / 8 * 5))
-	}
+	return debug.SetMemoryLimit(-1)
 }

@@ -45,6 +45,7 @@ type simFlags struct {
 	afterShrink  int
 	heartbeat    time.Duration
 	silence      time.Duration
+	force        bool
 	chaos        chaosFlags
 }
 
@@ -78,13 +79,14 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.heartbeat, "heartbeat", 0, "ranks ask a peer they wait on for a frame after this long without one, virtual time (default 1s)")
 	fs.DurationVar(&f.silence, "silence", 0, "a peer a rank waits on that stays silent this long has failed, virtual time (default 5s; negative: never)")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
+	fs.BoolVar(&f.force, "force", false, "run even where the estimate of live heap is over the memory limit")
 	fs.StringVar(&f.trace, "trace", "", "write the run's timeline to this file in Chrome trace format (open it in Perfetto)")
 	f.chaos.register(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	limitSimMemory()
+	limit := limitSimMemory()
 	stopProfile, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		fmt.Fprintf(stderr, "commnode sim: -cpuprofile: %v\n", err)
@@ -108,6 +110,9 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 		return sweep(f, cfg, stdout, stderr)
 	}
 	cfg.Faults = f.chaos.plan(cfg.Faults, cfg.Seed, cfg.Ranks)
+	if !fits(cfg, limit, f.force, stderr) {
+		return 2
+	}
 	if f.trace != "" {
 		file, err := os.Create(f.trace)
 		if err != nil {
@@ -143,6 +148,39 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// bigRun is the estimate of live heap past which sim says it before it
+// starts: a run whose set-up alone takes a while.
+const bigRun = 1 << 30
+
+// fits estimates cfg's peak of live heap and compares it with limit, the
+// memory limit the collector keeps to. Past the limit it refuses the run,
+// saying so with the largest rank count of the same shape that fits,
+// unless force runs it anyway. Large runs say their estimate first.
+func fits(cfg simulation.Config, limit int64, force bool, stderr io.Writer) bool {
+	est, err := cfg.Estimate()
+	if err != nil {
+		fmt.Fprintf(stderr, "commnode sim: estimating the run's memory: %v\n", err)
+		return false
+	}
+	gib := func(b int64) float64 { return float64(b) / (1 << 30) }
+	shape := fmt.Sprintf("%d ranks of %s, %.1f links and %.0f steps a rank", cfg.Ranks, est.Algorithm, est.Links, est.Steps)
+	if est.Bytes <= limit || force {
+		if est.Bytes > bigRun || est.Bytes > limit {
+			fmt.Fprintf(stderr, "estimate  %.1f GiB of live heap for %s; the limit is %.1f GiB\n", gib(est.Bytes), shape, gib(limit))
+		}
+		return true
+	}
+	most, err := cfg.MostRanks(limit)
+	if err != nil {
+		fmt.Fprintf(stderr, "commnode sim: estimating the run's memory: %v\n", err)
+		return false
+	}
+	fmt.Fprintf(stderr, "commnode sim: refused: %s need about %.1f GiB of live heap, over the %.1f GiB limit "+
+		"(five eighths of this machine's memory, or GOMEMLIMIT); at most %d ranks of this shape fit. "+
+		"--force runs it anyway.\n", shape, gib(est.Bytes), gib(limit), most)
+	return false
 }
 
 // printProgress prints a progress line: the phase, then how far it got.

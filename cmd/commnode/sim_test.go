@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSim: a clean run completes on every rank; a crash is reported
@@ -116,5 +118,42 @@ func TestSimRegressions(t *testing.T) {
 		if hashes[0] != hashes[1] {
 			t.Errorf("%s: traces %v", line, hashes)
 		}
+	}
+}
+
+// TestSimRefusesWhatWillNotFit: a run whose estimate of live heap is over
+// the limit is refused before any rank is built, saying its estimate and
+// the most ranks of its shape that fit; --force runs it anyway, saying
+// the estimate first.
+func TestSimRefusesWhatWillNotFit(t *testing.T) {
+	f := simFlags{ranks: 4096, nodes: 512, op: "all_reduce", bytes: "1MiB", dtype: "float32", algo: "rabenseifner",
+		topology: "dgx-h100", data: "phantom", iters: 1, timeout: time.Second, limit: time.Minute}
+	cfg, _, _, err := f.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	est, err := cfg.Estimate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs bytes.Buffer
+	if !fits(cfg, est.Bytes, false, &errs) || errs.Len() != 0 {
+		t.Errorf("a run of a small estimate, at its limit: refused, or said %q", errs.String())
+	}
+	limit := est.Bytes / 2
+	if fits(cfg, limit, false, &errs) {
+		t.Fatal("a run estimated at twice the limit was not refused")
+	}
+	m := regexp.MustCompile(`refused: 4096 ranks of rabenseifner, .* need about [0-9.]+ GiB of live heap, over the [0-9.]+ GiB limit .* at most (\d+) ranks of this shape fit\. --force runs it anyway`).FindStringSubmatch(errs.String())
+	if m == nil {
+		t.Fatalf("the refusal says %q", errs.String())
+	}
+	most, _ := strconv.Atoi(m[1])
+	if most <= 0 || most >= cfg.Ranks || most%8 != 0 {
+		t.Errorf("at most %d ranks fit, of 4096 at 8 a node", most)
+	}
+	errs.Reset()
+	if !fits(cfg, limit, true, &errs) || !strings.Contains(errs.String(), "estimate  ") {
+		t.Errorf("--force: refused, or said %q", errs.String())
 	}
 }

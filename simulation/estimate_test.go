@@ -1,0 +1,70 @@
+package simulation
+
+import (
+	"testing"
+
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/tensor"
+)
+
+// TestEstimateShape: the footprint counts the schedule every rank runs
+// (its peers and steps, as the schedule itself has them), real data's
+// buffers, and grows with the ranks; MostRanks finds the largest count of
+// whole nodes whose estimate fits.
+func TestEstimateShape(t *testing.T) {
+	cfg := config(algorithms.AllReduce, 64, 1<<10, 1)
+	cfg.Topology, cfg.DType, cfg.Algorithm = DGXH100(8), tensor.Float32, "ring"
+	f, err := cfg.Estimate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dataset{cfg: &cfg, elem: 4}
+	ring, err := algorithms.Build(d.spec(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Algorithm != "ring" || f.Links != 2 || f.Steps != float64(len(ring.Steps)) || f.Data != cfg.DataBytes() {
+		t.Errorf("ring of 64 ranks: %+v; want 2 links, %d steps, %d bytes of data", f, len(ring.Steps), cfg.DataBytes())
+	}
+	cfg.Phantom = true
+	phantom, err := cfg.Estimate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if phantom.Data != 0 || phantom.Bytes != f.Bytes-f.Data {
+		t.Errorf("phantom data: %+v, real: %+v", phantom, f)
+	}
+
+	cfg.Algorithm = "rabenseifner"
+	var last int64
+	for _, ranks := range []int{8, 64, 1024, 16384} {
+		cfg.Ranks, cfg.Topology = ranks, DGXH100(ranks/8)
+		f, err := cfg.Estimate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Bytes <= last || f.Links < 1 || f.Steps < f.Links {
+			t.Errorf("%d ranks: %+v after %d bytes", ranks, f, last)
+		}
+		last = f.Bytes
+	}
+	most, err := cfg.MostRanks(last / 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(ranks int) int64 {
+		s := cfg
+		s.Ranks, s.Topology = ranks, DGXH100(ranks/8)
+		f, err := s.Estimate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Bytes
+	}
+	if most%8 != 0 || most <= 0 || at(most) > last/3 || at(most+8) <= last/3 {
+		t.Errorf("MostRanks(%d) = %d: %d bytes there, %d with a node more", last/3, most, at(most), at(most+8))
+	}
+	if n, _ := cfg.MostRanks(1); n != 0 {
+		t.Errorf("MostRanks(1 byte) = %d", n)
+	}
+}
