@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # calibrate.sh: the simulator against the real engine on this machine.
 # Times all-reduce (float32, sum) with `commnode bench` between real
-# processes over loopback TCP, simulates the same sizes with
-# `commnode sim --topology loopback`, and prints per rank count a table of
-# size, measured and simulated time and the error, closed by the geometric
-# mean of |error|. docs/calibration.md explains the method and the fit.
+# processes over loopback TCP (or, with --transport shm, shared memory),
+# simulates the same sizes with `commnode sim --topology loopback` (shm),
+# and prints per rank count a table of size, measured and simulated time
+# and the error, closed by the geometric mean of |error|. With --fit it
+# first fits the topology to what it measured, writes it to
+# simulation/topologies/, and simulates with the fit.
+# docs/calibration.md explains the method and the fit.
 #
 # The machine may be shared: every rank count runs once per round, round
 # after round, so that load falls on all of them alike, and the table
@@ -23,6 +26,10 @@ usage: bench/calibrate.sh [options]
   --rounds N     rounds of measurement (default 5)
   --procs LIST   rank counts, comma-separated (default 2,4; the preset
                  was fitted at 2, 4 and 8, and misses 3 by far)
+  --transport T  tcp (default) or shm: what the ranks talk over, and the
+                 topology they are simulated on (loopback or shm)
+  --fit          fit that topology to the measurements and write it to
+                 simulation/topologies/TOPOLOGY.json (rebuild to use it)
   --out DIR      keep the raw output of every run there (default: discarded)
   -h, --help     this help
 
@@ -38,18 +45,27 @@ rounds=5
 procs=2,4
 out=
 quick=0
+transport=tcp
+fit=0
 while (($#)); do
 	case $1 in
 	--quick) quick=1 ;;
 	--rounds) rounds=${2:?--rounds needs a value}; shift ;;
 	--procs) procs=${2:?--procs needs a value}; shift ;;
 	--out) out=${2:?--out needs a value}; shift ;;
+	--transport) transport=${2:?--transport needs a value}; shift ;;
+	--fit) fit=1 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument: $1" ;;
 	esac
 	shift
 done
 need_positive --rounds "$rounds"
+case $transport in
+tcp) topology=loopback ;;
+shm) topology=shm ;;
+*) usage >&2; die "--transport $transport: want tcp or shm" ;;
+esac
 parse_procs "$procs" "all-reduce over a network needs at least 2 ranks"
 
 # Bands: "minb maxb factor iters warmup". An op takes hundreds of
@@ -79,7 +95,7 @@ load() {
 	[[ -r /proc/pressure/cpu ]] && p=", cpu pressure $(head -1 /proc/pressure/cpu)"
 	echo "load average $(cut -d' ' -f1-3 /proc/loadavg)$p"
 }
-echo "# all-reduce, float32, sum: commnode bench over loopback TCP against commnode sim --topology loopback"
+echo "# all-reduce, float32, sum: commnode bench over $transport against commnode sim --topology $topology"
 echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs ($(cpu_model)), $(uname -sr)"
 echo "# commnode $(build_id "$tmp/commnode")"
 echo "# rounds $rounds, ranks $procs; at start: $(load)"
@@ -94,10 +110,9 @@ for ((rnd = 1; rnd <= rounds; rnd++)); do
 		for band in "${bands[@]}"; do
 			read -r minb maxb factor iters warmup <<<"$band"
 			logf=$raw/bench_np${p}_r${rnd}_${minb}.log
-			# `commnode` after -- names the launcher's own binary. TCP, not
-			# the shared memory a host's ranks take by default; -z: the
+			# `commnode` after -- names the launcher's own binary. -z: the
 			# time of one operation, as the simulator's.
-			GOCOMMS_TRANSPORT=tcp "$tmp/commnode" launch -n "$p" -timeout 5m -- commnode bench -z \
+			GOCOMMS_TRANSPORT=$transport "$tmp/commnode" launch -n "$p" -timeout 5m -- commnode bench -z \
 				-b "$minb" -e "$maxb" -f "$factor" -n "$iters" -w "$warmup" --json >"$logf" 2>&1 ||
 				die "np=$p round $rnd: commnode bench failed; its output: $logf$([[ -n $out ]] || echo ' (pass --out to keep it)')"
 			sed -n 's/^\[rank 0\] {.*"size":\([0-9]*\),.*"time_us":\([0-9.e+-]*\),.*/\1\t\2/p' "$logf" |
@@ -107,6 +122,32 @@ for ((rnd = 1; rnd <= rounds; rnd++)); do
 	done
 done
 echo "# at end of measurement: $(load), $((SECONDS - start))s"
+
+# --- medians ------------------------------------------------------------------
+
+# Medians over rounds (sorted, the middle one or the mean of the middle
+# two); spread is (max - min) / median.
+sort -k1,1n -k2,2n -k3,3g "$raw/measured.tsv" | awk -F'\t' '
+	function flush() {
+		if (n) print ranks "\t" size "\t" ((n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) "\t" v[1] "\t" v[n]
+	}
+	$1 != ranks || $2 != size { flush(); ranks = $1; size = $2; n = 0 }
+	{ v[++n] = $3 }
+	END { flush() }' >"$raw/medians.tsv"
+
+# --- fit ----------------------------------------------------------------------
+
+# The fit goes where the preset is read from, and the simulation below
+# reads it from there: the binary built before holds the old one.
+simtopo=$topology
+if ((fit)); then
+	simtopo=$root/simulation/topologies/$topology.json
+	log "fitting $topology to $(wc -l <"$raw/medians.tsv") medians"
+	(cd "$root" && go run ./bench/fit -in "$raw/medians.tsv" -name "$topology" -cores "$(nproc)" \
+		-describe "$(date -u +%Y-%m-%d), $(nproc) CPUs ($(cpu_model)), commnode bench over $transport, $rounds rounds, ranks $procs" \
+		-out "$simtopo") || die "the fit failed"
+	log "wrote $simtopo"
+fi
 
 # --- simulate -----------------------------------------------------------------
 
@@ -119,7 +160,7 @@ for p in "${proc_list[@]}"; do
 	for size in $(cut -f2 "$raw/measured.tsv" | sort -un); do
 		shown "$size" || continue
 		simf=$raw/sim_np${p}_${size}.json
-		"$tmp/commnode" sim --ranks "$p" --topology loopback --op all_reduce --dtype float32 \
+		"$tmp/commnode" sim --ranks "$p" --topology "$simtopo" --op all_reduce --dtype float32 \
 			--bytes "$size" --json >"$simf" 2>&1 || die "commnode sim failed at $p ranks, $size B; its output: $simf"
 		t=$(sed -n 's/^ *"sim_time_us": \([0-9.e+-]*\),$/\1/p' "$simf")
 		[[ -n $t ]] || die "no sim_time_us in the output of commnode sim at $p ranks, $size B"
@@ -129,15 +170,6 @@ done
 
 # --- report -------------------------------------------------------------------
 
-# Medians over rounds (sorted, the middle one or the mean of the middle
-# two), joined with the simulation; spread is (max - min) / median.
-sort -k1,1n -k2,2n -k3,3g "$raw/measured.tsv" | awk -F'\t' '
-	function flush() {
-		if (n) print ranks "\t" size "\t" ((n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) "\t" v[1] "\t" v[n]
-	}
-	$1 != ranks || $2 != size { flush(); ranks = $1; size = $2; n = 0 }
-	{ v[++n] = $3 }
-	END { flush() }' >"$raw/medians.tsv"
 awk -F'\t' '
 	function human(b) {
 		if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) " MiB"

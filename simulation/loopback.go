@@ -1,79 +1,118 @@
 package simulation
 
 import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"time"
 )
 
-// The loopback fit (docs/calibration.md has the measurements, and
-// bench/calibrate.sh repeats them). The hop's cost, the bandwidth and the
-// exponent were fitted together, to all-reduce at 2, 4 and 8 ranks.
-const (
-	// loopbackCores is the CPU count of the machine the fit was made on:
-	// up to that many ranks, each has a CPU of its own.
-	loopbackCores = 2
-	// loopbackLatency is half the round trip of an 8-byte frame between two
-	// transport/tcp connections over loopback (BenchmarkPingPong, 32 µs).
-	loopbackLatency = 16 * time.Microsecond
-	// loopbackOverhead is the rest of a hop's 186 µs at up to loopbackCores
-	// ranks. All-reduce of 8 B to 16 KiB fixes the hop: recursive doubling,
-	// one hop at 2 ranks, two at 4, where the bytes cost a ninth of it or
-	// less.
-	loopbackOverhead = 170 * time.Microsecond
-	// loopbackBandwidth is what all-reduce of 1 MiB to 64 MiB fixes (the
-	// ring: at 2 ranks each port carries a rank's whole buffer). It is the
-	// CPU's rate, checksums, copies and the reduction included, not the
+// HostFit is a topology fitted to the real engine's ranks on one host:
+// `commnode bench` all-reduce between processes, against the simulator
+// with the fitted values, by bench/calibrate.sh --fit (docs/calibration.md
+// has the measurements). The ranks share the host's Cores CPUs: up to
+// that many, each has one of its own; past them, a hop costs
+// share^HopExponent times as much and a port's bandwidth is divided by
+// share^BandwidthExponent, share being the ranks per CPU. The simulator
+// has no CPUs, so the sharing is folded into the link.
+type HostFit struct {
+	Name   string `json:"name"`   // the topology: loopback or shm
+	Fitted string `json:"fitted"` // when, where and to what
+	Cores  int    `json:"cores"`
+	// HopUS is a hop's cost in microseconds, up to Cores ranks: the
+	// engine's per-step work and the transport's latency, which
+	// all-reduce fixes only as a sum; LatencyShare of it is charged after
+	// the send port (the wire), the rest before it (the sender's work).
+	HopUS        float64 `json:"hop_us"`
+	LatencyShare float64 `json:"latency_share"`
+	// BandwidthGBps is a rank's port, up to Cores ranks, in GB/s: the
+	// CPU's rate for copies, checksums and the reduction, not the
 	// kernel's.
-	loopbackBandwidth = 770e6
-	// loopbackHopExponent is how a hop's cost grows with the ranks each CPU
-	// carries: less than in proportion, since much of a hop is waiting,
-	// which ranks sharing a CPU overlap.
-	loopbackHopExponent = 0.85
-	// loopbackRetransmit is Linux's floor on TCP's retransmission timeout
-	// (TCP_RTO_MIN), which round trips of microseconds never lift. Not
-	// measured: loopback loses nothing.
-	loopbackRetransmit = 200 * time.Millisecond
-)
+	BandwidthGBps     float64 `json:"bandwidth_gbps"`
+	HopExponent       float64 `json:"hop_exponent"`
+	BandwidthExponent float64 `json:"bandwidth_exponent"`
+	// RetransmitMS is how long a lost frame waits to be sent again: for
+	// TCP, Linux's floor on the retransmission timeout, which loopback's
+	// round trips never lift. Not measured: loopback loses nothing.
+	RetransmitMS float64 `json:"retransmit_ms"`
+	// Error is the geometric mean of |error| over the sizes fitted, by
+	// rank count, in percent: what the fit left.
+	Error map[string]float64 `json:"error_pct,omitempty"`
+}
 
-// Loopback is ranks processes of one machine that talk over loopback TCP,
-// as `commnode launch` runs them: one node, every rank on it. It is fitted
-// to `commnode bench` all-reduce (float32, sum, 8 B to 64 MiB, medians
-// over rounds) on a 2-CPU virtual machine that other work kept busy, and
-// stands for that machine, not for loopback in general.
-//
-// What the fit found:
-//
-//   - The simulator charges Overhead before a frame's send port and
-//     Latency after it, once per hop of a schedule, so all-reduce fixes
-//     only their sum, 186 µs at 2 ranks; Latency is the transport's own
-//     share, from its ping-pong. The rest is the engine's per-step work
-//     (actors, goroutine wake-ups, garbage collection), not the network.
-//   - Bandwidth, 770 MB/s, is bound by the CPU: the transport alone
-//     streams 1.1 to 1.5 GB/s on the same machine.
-//   - The simulator has no CPUs, and beyond loopbackCores ranks the
-//     processes share them: with the 2-rank values, 4 ranks simulate 31%
-//     to 64% too fast. Loopback folds the sharing into the link: Bandwidth
-//     is divided by the ranks each CPU carries, ranks/loopbackCores, and
-//     the hop multiplied by that to the power loopbackHopExponent. The
-//     geometric mean of |error| over the data fitted is then under 10% at
-//     2, 4 and 8 ranks (9% to 24% on later runs, whose medians moved with
-//     the machine's other work by as much), but 33% at 3, whose schedules
-//     fold: while one pair of ranks works, the third idles and leaves its
-//     CPU to them, and the fixed share charges every step as if all were
-//     busy (up to 2.3 times the measured time, at 256 KiB).
-func Loopback(ranks int) Topology {
-	share := max(1, float64(ranks)/loopbackCores) // ranks per CPU
-	hop := math.Pow(share, loopbackHopExponent)
-	l := Link{
-		Latency:   time.Duration(float64(loopbackLatency) * hop),
-		Bandwidth: loopbackBandwidth / share,
-	}
+// Topology is the fit for ranks: one node, every rank on it.
+func (f HostFit) Topology(ranks int) Topology {
+	share := max(1, float64(ranks)/float64(f.Cores)) // ranks per CPU
+	hop := time.Duration(f.HopUS * math.Pow(share, f.HopExponent) * float64(time.Microsecond))
+	latency := time.Duration(float64(hop) * f.LatencyShare)
+	l := Link{Latency: latency, Bandwidth: f.BandwidthGBps * 1e9 / math.Pow(share, f.BandwidthExponent)}
 	return Topology{
 		Nodes:            1,
 		Intra:            l,
 		NIC:              l, // unused on one node, but it must validate
 		Oversubscription: 1,
-		Overhead:         time.Duration(float64(loopbackOverhead) * hop),
-		Retransmit:       loopbackRetransmit,
+		Overhead:         hop - latency,
+		Retransmit:       time.Duration(f.RetransmitMS * float64(time.Millisecond)),
 	}
 }
+
+// Validate reports what a fit lacks to make a topology.
+func (f HostFit) Validate() error {
+	if f.Cores < 1 || !(f.HopUS > 0) || !(f.BandwidthGBps > 0) || !(f.LatencyShare >= 0 && f.LatencyShare <= 1) ||
+		!(f.RetransmitMS > 0) || math.IsNaN(f.HopExponent) || math.IsNaN(f.BandwidthExponent) {
+		return fmt.Errorf("simulation: host fit %q: want cores ≥ 1, a positive hop, bandwidth and retransmission time, and a latency share in [0, 1]", f.Name)
+	}
+	return nil
+}
+
+// LoadHostFit reads a fit that bench/calibrate.sh --fit wrote.
+func LoadHostFit(path string) (HostFit, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return HostFit{}, err
+	}
+	return parseHostFit(b)
+}
+
+func parseHostFit(b []byte) (HostFit, error) {
+	var f HostFit
+	if err := json.Unmarshal(b, &f); err != nil {
+		return HostFit{}, fmt.Errorf("simulation: a host fit: %w", err)
+	}
+	return f, f.Validate()
+}
+
+// The presets, as bench/calibrate.sh --fit last wrote them.
+var (
+	//go:embed topologies/loopback.json
+	loopbackJSON []byte
+	//go:embed topologies/shm.json
+	shmJSON []byte
+)
+
+// mustFit parses an embedded fit: TestPresetFits checks both.
+func mustFit(b []byte) HostFit {
+	f, err := parseHostFit(b)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+var loopbackFit, shmFit = mustFit(loopbackJSON), mustFit(shmJSON)
+
+// Loopback is ranks processes of one machine that talk over loopback
+// TCP, as `commnode launch` runs them with GOCOMMS_TRANSPORT=tcp, fitted
+// on a 2-CPU virtual machine (topologies/loopback.json): it stands for
+// that machine, not for loopback in general.
+func Loopback(ranks int) Topology { return loopbackFit.Topology(ranks) }
+
+// SharedMemory is ranks processes of one machine that talk through shared
+// memory, `commnode launch`'s default between a host's processes, fitted
+// the same way (topologies/shm.json).
+func SharedMemory(ranks int) Topology { return shmFit.Topology(ranks) }
+
+// HostFits are the presets' fits, by name.
+func HostFits() map[string]HostFit { return map[string]HostFit{"loopback": loopbackFit, "shm": shmFit} }

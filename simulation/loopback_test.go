@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -8,22 +9,35 @@ import (
 	"github.com/gocomms/gocomms/tensor"
 )
 
-func TestLoopbackValidates(t *testing.T) {
-	for _, ranks := range []int{1, 2, 3, 4, 8, 64} {
-		topo := Loopback(ranks)
-		if err := topo.validate(ranks); err != nil {
-			t.Errorf("Loopback(%d): %v", ranks, err)
+// TestPresetFits: the embedded fits parse and validate, and make a valid
+// one-node topology at every rank count, the same up to one rank per
+// CPU; past that, the hop and the bandwidth follow the fit's exponents of
+// the ranks each CPU carries.
+func TestPresetFits(t *testing.T) {
+	for name, fit := range HostFits() {
+		if err := fit.Validate(); err != nil || fit.Name != name {
+			t.Errorf("preset %s: %v, named %q", name, err, fit.Name)
 		}
-		if topo.Nodes != 1 {
-			t.Errorf("Loopback(%d): %d nodes, want every rank on one", ranks, topo.Nodes)
+		for _, ranks := range []int{1, 2, 3, 4, 8, 64} {
+			topo := fit.Topology(ranks)
+			if err := topo.validate(ranks); err != nil || topo.Nodes != 1 {
+				t.Errorf("%s(%d): %v, %d nodes", name, ranks, err, topo.Nodes)
+			}
+		}
+		if fit.Topology(1) != fit.Topology(fit.Cores) {
+			t.Errorf("%s: %+v at one rank, %+v at %d", name, fit.Topology(1), fit.Topology(fit.Cores), fit.Cores)
+		}
+		one, four := fit.Topology(fit.Cores), fit.Topology(4*fit.Cores)
+		hop := func(t Topology) float64 { return float64(t.Overhead + t.Intra.Latency) }
+		if got, want := hop(four)/hop(one), math.Pow(4, fit.HopExponent); math.Abs(got-want) > 1e-3*want {
+			t.Errorf("%s: the hop grows %.4f times from %d to %d ranks, want 4^%.3f = %.4f", name, got, fit.Cores, 4*fit.Cores, fit.HopExponent, want)
+		}
+		if got, want := one.Intra.Bandwidth/four.Intra.Bandwidth, math.Pow(4, fit.BandwidthExponent); math.Abs(got-want) > 1e-9*want {
+			t.Errorf("%s: the bandwidth falls %.4f times, want %.4f", name, got, want)
 		}
 	}
-	// Up to one rank per CPU nothing is shared; beyond, bandwidth is split.
-	if Loopback(1) != Loopback(2) {
-		t.Errorf("Loopback(1) = %+v differs from Loopback(2) = %+v", Loopback(1), Loopback(2))
-	}
-	if two, four := Loopback(2).Intra.Bandwidth, Loopback(4).Intra.Bandwidth; four != two/2 {
-		t.Errorf("bandwidth at 4 ranks %g B/s, want half of 2 ranks' %g", four, two)
+	if _, err := parseHostFit([]byte(`{"name": "x", "cores": 0}`)); err == nil {
+		t.Error("a fit of no cores parsed")
 	}
 }
 

@@ -60,7 +60,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.bytes, "bytes", "1M", "bytes per rank, as nccl-tests counts them (K, M, G or KiB, MiB, GiB)")
 	fs.StringVar(&f.dtype, "dtype", "float32", "element type: int64, float32 or float64")
 	fs.StringVar(&f.algo, "algo", "", "schedule (default: the selector's choice)")
-	fs.StringVar(&f.topology, "topology", "dgx-h100", "network preset: dgx-h100, rail, host (nodes like this one: its GPUs, joined as NVML says) or loopback (--nodes ignored: one node)")
+	fs.StringVar(&f.topology, "topology", "dgx-h100", "network preset: dgx-h100, rail, host (nodes like this one: its GPUs, joined as NVML says), loopback or shm (this host's processes over TCP or shared memory, as fitted; --nodes ignored: one node), or FILE.json, a fit bench/calibrate.sh --fit wrote")
 	fs.StringVar(&f.data, "data", "auto", "real (carried and checked), phantom (only lengths travel) or auto (phantom above 1 GiB of buffers)")
 	fs.IntVar(&f.chunk, "chunk", 0, "largest message in bytes (0: the schedule's default)")
 	fs.IntVar(&f.root, "root", 0, "root of rooted collectives")
@@ -227,8 +227,17 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 		}
 	case "loopback":
 		topo = simulation.Loopback(f.ranks)
+	case "shm":
+		topo = simulation.SharedMemory(f.ranks)
 	default:
-		return cfg, 0, 0, fmt.Errorf("--topology %q: want dgx-h100, rail, host or loopback", f.topology)
+		if !strings.HasSuffix(f.topology, ".json") {
+			return cfg, 0, 0, fmt.Errorf("--topology %q: want dgx-h100, rail, host, loopback, shm or a fit's FILE.json", f.topology)
+		}
+		fit, err := simulation.LoadHostFit(f.topology)
+		if err != nil {
+			return cfg, 0, 0, fmt.Errorf("--topology: %w", err)
+		}
+		topo = fit.Topology(f.ranks)
 	}
 	plan, err := simulation.ParsePlan(f.faults)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gocomms/gocomms/simulation"
 )
 
 // TestSim: a clean run completes on every rank; a crash is reported
@@ -155,5 +157,42 @@ func TestSimRefusesWhatWillNotFit(t *testing.T) {
 	errs.Reset()
 	if !fits(cfg, limit, true, &errs) || !strings.Contains(errs.String(), "estimate  ") {
 		t.Errorf("--force: refused, or said %q", errs.String())
+	}
+}
+
+// TestSimTopologyFile: --topology FILE.json runs on a fit that
+// bench/calibrate.sh --fit wrote, the same as the preset it copies, and
+// a file that is no fit is a usage error.
+func TestSimTopologyFile(t *testing.T) {
+	fit, err := json.Marshal(simulation.HostFits()["shm"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "shm.json"), filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(good, fit, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(`{"name": "x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	times := map[string]float64{}
+	for _, topo := range []string{"shm", good} {
+		var out, errs bytes.Buffer
+		if code := run([]string{"sim", "--ranks", "4", "--topology", topo, "--bytes", "64KiB", "--json"}, &out, &errs); code != 0 {
+			t.Fatalf("--topology %s: exit %d: %s%s", topo, code, out.String(), errs.String())
+		}
+		var rep simReport
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		times[topo] = rep.SimTimeUS
+	}
+	if times["shm"] <= 0 || times["shm"] != times[good] {
+		t.Errorf("the shm preset simulates %v µs, its fit from a file %v", times["shm"], times[good])
+	}
+	var out, errs bytes.Buffer
+	if code := run([]string{"sim", "--ranks", "4", "--topology", bad}, &out, &errs); code != 2 {
+		t.Errorf("--topology of a file that is no fit: exit %d, want 2", code)
 	}
 }
