@@ -107,10 +107,13 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "commnode sim: --trace records one run, not a sweep")
 			return 2
 		}
+		if !fits(cfg, runtime.GOMAXPROCS(0), limit, f.force, stderr) {
+			return 2
+		}
 		return sweep(f, cfg, stdout, stderr)
 	}
 	cfg.Faults = f.chaos.plan(cfg.Faults, cfg.Seed, cfg.Ranks)
-	if !fits(cfg, limit, f.force, stderr) {
+	if !fits(cfg, 1, limit, f.force, stderr) {
 		return 2
 	}
 	if f.trace != "" {
@@ -154,11 +157,12 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 // starts: a run whose set-up alone takes a while.
 const bigRun = 1 << 30
 
-// fits estimates cfg's peak of live heap and compares it with limit, the
-// memory limit the collector keeps to. Past the limit it refuses the run,
-// saying so with the largest rank count of the same shape that fits,
-// unless force runs it anyway. Large runs say their estimate first.
-func fits(cfg simulation.Config, limit int64, force bool, stderr io.Writer) bool {
+// fits estimates the peak of live heap of runs runs of cfg at once (a
+// sweep runs one per CPU) and compares it with limit, the memory limit
+// the collector keeps to. Past the limit it refuses, saying so with the
+// largest rank count of the same shape that fits, unless force runs it
+// anyway. Large runs say their estimate first.
+func fits(cfg simulation.Config, runs int, limit int64, force bool, stderr io.Writer) bool {
 	est, err := cfg.Estimate()
 	if err != nil {
 		fmt.Fprintf(stderr, "commnode sim: estimating the run's memory: %v\n", err)
@@ -166,20 +170,24 @@ func fits(cfg simulation.Config, limit int64, force bool, stderr io.Writer) bool
 	}
 	gib := func(b int64) float64 { return float64(b) / (1 << 30) }
 	shape := fmt.Sprintf("%d ranks of %s, %.1f links and %.0f steps a rank", cfg.Ranks, est.Algorithm, est.Links, est.Steps)
-	if est.Bytes <= limit || force {
-		if est.Bytes > bigRun || est.Bytes > limit {
-			fmt.Fprintf(stderr, "estimate  %.1f GiB of live heap for %s; the limit is %.1f GiB\n", gib(est.Bytes), shape, gib(limit))
+	if runs > 1 {
+		shape = fmt.Sprintf("%d runs at once of %s", runs, shape)
+	}
+	need := est.Bytes * int64(runs)
+	if need <= limit || force {
+		if need > bigRun || need > limit {
+			fmt.Fprintf(stderr, "estimate  %.1f GiB of live heap for %s; the limit is %.1f GiB\n", gib(need), shape, gib(limit))
 		}
 		return true
 	}
-	most, err := cfg.MostRanks(limit)
+	most, err := cfg.MostRanks(limit / int64(runs))
 	if err != nil {
 		fmt.Fprintf(stderr, "commnode sim: estimating the run's memory: %v\n", err)
 		return false
 	}
 	fmt.Fprintf(stderr, "commnode sim: refused: %s need about %.1f GiB of live heap, over the %.1f GiB limit "+
 		"(five eighths of this machine's memory, or GOMEMLIMIT); at most %d ranks of this shape fit. "+
-		"--force runs it anyway.\n", shape, gib(est.Bytes), gib(limit), most)
+		"--force runs it anyway.\n", shape, gib(need), gib(limit), most)
 	return false
 }
 

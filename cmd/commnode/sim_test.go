@@ -139,11 +139,11 @@ func TestSimRefusesWhatWillNotFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var errs bytes.Buffer
-	if !fits(cfg, est.Bytes, false, &errs) || errs.Len() != 0 {
+	if !fits(cfg, 1, est.Bytes, false, &errs) || errs.Len() != 0 {
 		t.Errorf("a run of a small estimate, at its limit: refused, or said %q", errs.String())
 	}
 	limit := est.Bytes / 2
-	if fits(cfg, limit, false, &errs) {
+	if fits(cfg, 1, limit, false, &errs) {
 		t.Fatal("a run estimated at twice the limit was not refused")
 	}
 	m := regexp.MustCompile(`refused: 4096 ranks of rabenseifner, .* need about [0-9.]+ GiB of live heap, over the [0-9.]+ GiB limit .* at most (\d+) ranks of this shape fit\. --force runs it anyway`).FindStringSubmatch(errs.String())
@@ -155,8 +155,14 @@ func TestSimRefusesWhatWillNotFit(t *testing.T) {
 		t.Errorf("at most %d ranks fit, of 4096 at 8 a node", most)
 	}
 	errs.Reset()
-	if !fits(cfg, limit, true, &errs) || !strings.Contains(errs.String(), "estimate  ") {
+	if !fits(cfg, 1, limit, true, &errs) || !strings.Contains(errs.String(), "estimate  ") {
 		t.Errorf("--force: refused, or said %q", errs.String())
+	}
+	// A sweep runs a run per CPU at once: four that each fit half the
+	// limit do not fit it together.
+	errs.Reset()
+	if fits(cfg, 4, 2*est.Bytes, false, &errs) || !strings.Contains(errs.String(), "refused: 4 runs at once of 4096 ranks") {
+		t.Errorf("four runs of half the limit each: not refused, or said %q", errs.String())
 	}
 }
 
