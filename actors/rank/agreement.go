@@ -138,10 +138,18 @@ func (r *rankActor) markFailed(ctx actor.Context, peer int, why error) {
 		r.cfg.PeerFailed(peer)
 	}
 	if g := r.agrees; g != nil {
+		left := slices.Contains(r.sequencer.left, peer)
 		for _, a := range []*agreement{g.prev, g.latest} {
-			if a != nil {
-				g.queue(a, a.node.Fail(peer))
+			if a == nil {
+				continue
 			}
+			if _, decided := a.node.Decided(); decided && left {
+				// A peer that said goodbye sent whatever it owed this
+				// agreement before it: nobody needs this rank to take
+				// over for it, reaching for ranks that may have left too.
+				continue
+			}
+			g.queue(a, a.node.Fail(peer))
 		}
 		r.agreeFlush(ctx)
 	}
