@@ -86,6 +86,9 @@ type numbered struct {
 	queue    []transport.Frame
 	spare    []transport.Frame
 	draining bool
+	// drained, on the Conn's mu, wakes a Close that waits for another
+	// goroutine's drain to end, so that it sends what is left itself.
+	drained *sync.Cond
 	// acked holds what an acknowledgement forgot, to release once mu is
 	// let go; nil while a goroutine releases them.
 	acked []*record
@@ -223,6 +226,9 @@ func (c *Conn) drain() {
 		n.spare = batch[:0]
 	}
 	n.draining = false
+	if n.drained != nil {
+		n.drained.Broadcast()
+	}
 	c.mu.Unlock()
 }
 
@@ -270,8 +276,36 @@ func (c *Conn) Resume(under transport.Conn) {
 // Close ends the Conn: it closes the connection, which delivers what was
 // handed to it, and gives back every frame kept.
 func (c *Conn) Close() error {
+	c.flushBeforeClose()
 	c.end(transport.ErrClosed)
 	return nil
+}
+
+// flushBeforeClose sends every frame queued before Close: it waits for a
+// goroutine that sends a batch to finish, and then drains the rest itself,
+// so that none is dropped when the Conn ends.
+func (c *Conn) flushBeforeClose() {
+	c.mu.Lock()
+	n := c.n
+	if n == nil || c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	if n.drained == nil {
+		n.drained = sync.NewCond(&c.mu)
+	}
+	for {
+		for n.draining {
+			n.drained.Wait()
+		}
+		if len(n.queue) == 0 {
+			break
+		}
+		c.mu.Unlock()
+		c.drain()
+		c.mu.Lock()
+	}
+	c.mu.Unlock()
 }
 
 // end ends the Conn with err, unless it has ended, and returns the error
