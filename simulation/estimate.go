@@ -44,17 +44,21 @@ const sampledRanks = 16
 const largeSchedule = 1 << 16
 
 // Estimate works out the footprint of c's run from its shape, building a
-// few ranks' schedules and no rank. c must be valid (Run checks it). It
-// counts the operation's schedule, not what an agreement, a shrink or
-// windows add.
+// few ranks' schedules and no rank. c must be valid (Run checks it). An
+// agreement adds a link a rank to its coordinator and the coordinator's
+// to every rank, windows a link to each neighbour, and a shrink after the
+// agreement a second communicator, with the all-reduces' schedule.
 func (c *Config) Estimate() (Footprint, error) {
 	f := Footprint{}
 	if !c.Phantom {
 		f.Data = c.DataBytes()
 	}
-	if c.Op == PointToPoint {
+	switch {
+	case c.Iterations == 0 && c.AfterShrink == 0:
+		f.Algorithm = "none"
+	case c.Op == PointToPoint:
 		f.Algorithm, f.Links, f.Steps = "point_to_point", 2, 2
-	} else {
+	default:
 		d := dataset{cfg: c, elem: c.DType.Size()}
 		n := min(c.Ranks, sampledRanks)
 		var links, steps int
@@ -73,7 +77,17 @@ func (c *Config) Estimate() (Footprint, error) {
 		}
 		f.Links, f.Steps = float64(links)/float64(n), float64(steps)/float64(n)
 	}
-	perRank := bytesPerDoubling*max(0, math.Log2(float64(c.Ranks))-freeDoublings) +
+	comms := 1.0
+	if c.Agree {
+		f.Links += 2
+	}
+	if c.Windows {
+		f.Links += 2
+	}
+	if c.AfterShrink > 0 {
+		comms = 2
+	}
+	perRank := comms*bytesPerDoubling*max(0, math.Log2(float64(c.Ranks))-freeDoublings) +
 		f.Links*bytesPerLink + f.Steps*bytesPerStep
 	f.Bytes = int64(perRank*float64(c.Ranks)) + f.Data
 	return f, nil

@@ -67,4 +67,24 @@ func TestEstimateShape(t *testing.T) {
 	if n, _ := cfg.MostRanks(1); n != 0 {
 		t.Errorf("MostRanks(1 byte) = %d", n)
 	}
+
+	// An agreement alone runs no schedule: a link to its coordinator, and
+	// the coordinator's to every rank; a shrink after it runs the
+	// all-reduces on a second communicator.
+	cfg.Iterations, cfg.Agree = 0, true
+	agree, err := cfg.Estimate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if agree.Steps != 0 || agree.Links != 2 || agree.Algorithm != "none" {
+		t.Errorf("an agreement alone: %+v", agree)
+	}
+	cfg.AfterShrink = 1
+	shrink, err := cfg.Estimate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shrink.Steps == 0 || shrink.Links <= agree.Links || shrink.Bytes <= agree.Bytes {
+		t.Errorf("a shrink after the agreement: %+v, the agreement alone %+v", shrink, agree)
+	}
 }
