@@ -3,9 +3,7 @@ package cuda
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/gocomms/gocomms/internal/ccompiler"
@@ -25,12 +23,7 @@ func TestHeaderValues(t *testing.T) {
 	if err != nil {
 		t.Skipf("skip: %v", err)
 	}
-	var src strings.Builder
-	src.WriteString("#include <stddef.h>\n#include <cuda.h>\n#include \"gcu.h\"\n")
-	assert := func(a, b string) {
-		fmt.Fprintf(&src, "_Static_assert((long long)(%s) == (long long)(%s), \"%s\");\n", a, b, a)
-	}
-	for _, pair := range [][2]string{
+	pairs := [][2]string{
 		{"GCU_SUCCESS", "CUDA_SUCCESS"},
 		{"GCU_ERROR_INVALID_VALUE", "CUDA_ERROR_INVALID_VALUE"},
 		{"GCU_ERROR_NOT_READY", "CUDA_ERROR_NOT_READY"},
@@ -64,23 +57,16 @@ func TestHeaderValues(t *testing.T) {
 		{fmt.Sprint(uint32(WaitEQ)), "CU_STREAM_WAIT_VALUE_EQ"},
 		{fmt.Sprint(uint32(WaitAnd)), "CU_STREAM_WAIT_VALUE_AND"},
 		{fmt.Sprint(uint32(WaitNor)), "CU_STREAM_WAIT_VALUE_NOR"},
-	} {
-		assert(pair[0], pair[1])
 	}
 	for code, name := range resultNames {
-		assert(fmt.Sprint(int(code)), name)
-	}
-	dir := t.TempDir()
-	file := filepath.Join(dir, "check.c")
-	if err := os.WriteFile(file, []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
+		pairs = append(pairs, [2]string{fmt.Sprint(int(code)), name})
 	}
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(cc, "-std=gnu11", "-fsyntax-only", "-I", wd, "-I", filepath.Join(wd, "..", "..", "internal", "dlib"), file).CombinedOutput()
-	if err != nil {
+	prelude := "#include <stddef.h>\n#include <cuda.h>\n#include \"gcu.h\"\n"
+	if out, err := ccompiler.Equal(cc, prelude, pairs, wd, filepath.Join(wd, "..", "..", "internal", "dlib")); err != nil {
 		t.Fatalf("gcu.h or the Go constants disagree with %s: %v\n%s", header, err, out)
 	}
 }
