@@ -250,22 +250,10 @@ GC_DIV(f64, double, double)
 GC_DEV float gc_scale_f32(float a, float c) { return a * c; }
 GC_DEV double gc_scale_f64(double a, double c) { return a * c; }
 
-/* A fold's finishing step for the ops that have none. */
+/* A fold's finishing step for the ops that have none; each dtype's
+ * comes with its kernels below. */
 #define GC_KEEP(sfx, T, S)                                                      \
 	GC_DEV T gc_keep_##sfx(T a, S s) { (void)s; return a; }
-GC_KEEP(bool, unsigned char, unsigned long long)
-GC_KEEP(i8, signed char, long long)
-GC_KEEP(i16, short, long long)
-GC_KEEP(i32, int, long long)
-GC_KEEP(i64, long long, long long)
-GC_KEEP(u8, unsigned char, unsigned long long)
-GC_KEEP(u16, unsigned short, unsigned long long)
-GC_KEEP(u32, unsigned, unsigned long long)
-GC_KEEP(u64, unsigned long long, unsigned long long)
-GC_KEEP(f16, unsigned short, float)
-GC_KEEP(bf16, unsigned short, float)
-GC_KEEP(f32, float, float)
-GC_KEEP(f64, double, double)
 
 /* The kernels. */
 
@@ -309,6 +297,7 @@ GC_KEEP(f64, double, double)
 	GC_FOLD(op, sfx, T, S, fn, gc_keep_##sfx)
 
 #define GC_NUMERIC(sfx, T, S)                                                   \
+	GC_KEEP(sfx, T, S)                                                      \
 	GC_OP(sum, sfx, T, S, gc_add_##sfx)                                     \
 	GC_OP(product, sfx, T, S, gc_mul_##sfx)                                 \
 	GC_OP(min, sfx, T, S, gc_lo_##sfx)                                      \
@@ -341,6 +330,7 @@ GC_FLOAT(f32, float, float)
 GC_FLOAT(f64, double, double)
 
 /* bool: sum and max are or, product and min are and. */
+GC_KEEP(bool, unsigned char, unsigned long long)
 GC_OP(sum, bool, unsigned char, unsigned long long, gc_or_bool)
 GC_OP(product, bool, unsigned char, unsigned long long, gc_and_bool)
 GC_OP(min, bool, unsigned char, unsigned long long, gc_and_bool)
