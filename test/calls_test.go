@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -29,17 +28,7 @@ const callsPerGroupAllReduce = 12
 // 8 run 8 MiB in a buffer of 8 MiB, the same one window, and 16 MiB in
 // it, two.
 func TestCUDADriverCallsAcrossProcesses(t *testing.T) {
-	dir, err := fakecuda.Build()
-	if errors.Is(err, fakecuda.ErrUnsupported) {
-		t.Skipf("skip: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range fakecuda.Env(dir, 1, 20000, true) {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	useFakeCUDA(t)
 	for _, tc := range []struct {
 		ranks         int
 		size, buffer  string

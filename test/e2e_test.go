@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gocomms/gocomms/gpu/cuda/fakecuda"
 )
 
 // transports are the values of GOCOMMS_TRANSPORT the tests run under:
@@ -50,17 +47,7 @@ func TestVerifyRegisteredAcrossProcesses(t *testing.T) {
 // operations are staged through pinned memory and cross shared memory and
 // TCP between the processes.
 func TestVerifyCUDAAcrossProcesses(t *testing.T) {
-	dir, err := fakecuda.Build()
-	if errors.Is(err, fakecuda.ErrUnsupported) {
-		t.Skipf("skip: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range fakecuda.Env(dir, 1, 20000, true) {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	useFakeCUDA(t)
 	for _, transport := range transports {
 		t.Run(transport, func(t *testing.T) {
 			t.Setenv("GOCOMMS_TRANSPORT", transport)

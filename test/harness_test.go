@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,10 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gocomms/gocomms/gpu/cuda/fakecuda"
 )
 
 // commnode is the binary TestMain builds for every test.
@@ -198,4 +202,22 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// useFakeCUDA makes the commnode processes t starts load the fake CUDA
+// driver, with one device, built for the test, or skips t where it cannot
+// be built.
+func useFakeCUDA(t *testing.T) {
+	t.Helper()
+	dir, err := fakecuda.Build()
+	if errors.Is(err, fakecuda.ErrUnsupported) {
+		t.Skipf("skip: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range fakecuda.Env(dir, 1, 20000, true) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 }
