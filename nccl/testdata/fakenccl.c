@@ -1163,8 +1163,8 @@ static ncclResult_t start_work(ncclComm_t comm)
 static ncclResult_t enqueue(ncclComm_t comm, struct pending *p, int n)
 {
 	struct job *j = calloc(1, sizeof *j);
-	ncclResult_t rc = ncclSuccess;
-	int recorded = 0;
+	ncclResult_t rc;
+	int made = 0; /* events created, to destroy if queuing fails */
 
 	if (!j || !(j->calls = malloc((size_t)n * sizeof *p)) || !(j->events = calloc((size_t)n, sizeof(void *)))) {
 		if (j)
@@ -1174,18 +1174,19 @@ static ncclResult_t enqueue(ncclComm_t comm, struct pending *p, int n)
 	memcpy(j->calls, p, (size_t)n * sizeof *p);
 	j->n = n;
 	pthread_mutex_lock(&comm->qmu);
-	if (comm->aborted || comm->stopping)
-		rc = ncclInvalidUsage;
-	if (rc == ncclSuccess)
-		rc = start_work(comm);
-	for (; rc == ncclSuccess && recorded < n; recorded++)
-		if (drv.event_create(&j->events[recorded], CU_EVENT_DISABLE_TIMING) != 0 ||
-		    (drv.event_record(j->events[recorded], p[recorded].stream) != 0 &&
-		     (drv.event_destroy(j->events[recorded]), 1)))
+	rc = comm->aborted || comm->stopping ? ncclInvalidUsage : start_work(comm);
+	for (int i = 0; rc == ncclSuccess && i < n; i++) {
+		if (drv.event_create(&j->events[i], CU_EVENT_DISABLE_TIMING) != 0) {
 			rc = ncclUnhandledCudaError;
+			break;
+		}
+		made = i + 1;
+		if (drv.event_record(j->events[i], p[i].stream) != 0)
+			rc = ncclUnhandledCudaError;
+	}
 	if (rc != ncclSuccess) {
 		pthread_mutex_unlock(&comm->qmu);
-		for (int i = 0; i < recorded; i++)
+		for (int i = 0; i < made; i++)
 			drv.event_destroy(j->events[i]);
 		free_job(j);
 		return rc;
