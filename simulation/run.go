@@ -122,7 +122,7 @@ func (r *run) reportProgress() {
 	}
 	start := time.Now()
 	last := start
-	r.tick = func() {
+	r.loop.tick = func() {
 		now := time.Now()
 		if now.Sub(last) < every {
 			return
@@ -138,7 +138,6 @@ func (r *run) reportProgress() {
 		report(Progress{Phase: phase, Built: r.built, SimTime: r.loop.Elapsed(), Events: r.trace.Events(),
 			Frames: r.net.frames, Wall: now.Sub(start)})
 	}
-	r.loop.tick = r.tick
 }
 
 // Result is what a run did and what it broke.
@@ -221,8 +220,7 @@ type run struct {
 	shrunk     *shrunk        // the survivors' communicator, with Config.AfterShrink
 	agreeFrom  int64          // frames carried before the first rank agreed
 
-	built int    // ranks joined so far
-	tick  func() // reports progress, if the run does; nil otherwise
+	built int // ranks joined so far
 }
 
 // opEnd is how an operation ended, once it has.
@@ -256,8 +254,8 @@ func Run(cfg Config) (*Result, error) {
 		if err := r.join(i, slices.Clip(opts)); err != nil {
 			return nil, err
 		}
-		if r.built++; r.tick != nil && r.built%tickEvery == 0 {
-			r.tick()
+		if r.built++; r.loop.tick != nil && r.built%tickEvery == 0 {
+			r.loop.tick() // the loop does not run yet: the report comes from here
 		}
 	}
 	for i := range cfg.Ranks {
