@@ -72,7 +72,7 @@ func run(in, name, fitted string, cores int, out, from string) error {
 func fit(from simulation.HostFit, points []point) (simulation.HostFit, float64) {
 	best, cost := nelderMead(func(x []float64) float64 { return objective(withParams(from, x), points) }, params(from), 0.3, 120)
 	f := withParams(from, best)
-	f.Error = errors(f, points)
+	f.Error = errorsByRanks(f, points)
 	return f, cost
 }
 
@@ -180,8 +180,8 @@ func objective(f simulation.HostFit, ps []point) float64 {
 	return sum / float64(len(ps))
 }
 
-// errors is the geometric mean of |error|, in percent, by rank count.
-func errors(f simulation.HostFit, ps []point) map[string]float64 {
+// errorsByRanks is the geometric mean of |error|, in percent, by rank count.
+func errorsByRanks(f simulation.HostFit, ps []point) map[string]float64 {
 	us, err := simulateAll(f, ps)
 	if err != nil {
 		return nil
