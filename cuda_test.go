@@ -26,13 +26,7 @@ import (
 // they fail.
 func inFakeCUDA(t *testing.T, pattern string, env ...string) {
 	t.Helper()
-	dir, err := fakecuda.Build()
-	if errors.Is(err, fakecuda.ErrUnsupported) {
-		t.Skipf("skip: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := fakecuda.BuildFor(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^"+pattern+"$", "-test.v", "-test.count=1", "-test.timeout=300s")
 	cmd.Env = append(append(os.Environ(), fakecuda.Env(dir, 1, 20000, true)...), env...)
 	out, err := cmd.CombinedOutput()

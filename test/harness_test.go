@@ -3,7 +3,6 @@ package test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -209,13 +208,7 @@ func exitCode(err error) int {
 // be built.
 func useFakeCUDA(t *testing.T) {
 	t.Helper()
-	dir, err := fakecuda.Build()
-	if errors.Is(err, fakecuda.ErrUnsupported) {
-		t.Skipf("skip: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := fakecuda.BuildFor(t)
 	for _, kv := range fakecuda.Env(dir, 1, 20000, true) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)

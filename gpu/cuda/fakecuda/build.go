@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"testing"
 
 	"github.com/gocomms/gocomms/internal/ccompiler"
 )
@@ -34,6 +35,20 @@ var built struct {
 func Build() (string, error) {
 	built.once.Do(func() { built.dir, built.err = build() })
 	return built.dir, built.err
+}
+
+// BuildFor is Build for a test: it skips t where the fake cannot be
+// built here (ErrUnsupported), and fails it on any other error.
+func BuildFor(t testing.TB) string {
+	t.Helper()
+	dir, err := Build()
+	if errors.Is(err, ErrUnsupported) {
+		t.Skipf("skip: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func build() (string, error) {
