@@ -94,31 +94,39 @@ func (p pattern) fill(buf []byte, r, off int) {
 	case gocomms.Bool:
 		fillAs(buf, p, r, off, func(v int64) bool { return v != 0 })
 	case gocomms.Int8:
-		fillAs(buf, p, r, off, func(v int64) int8 { return int8(v) })
+		fillAs(buf, p, r, off, convert[int8])
 	case gocomms.Int16:
-		fillAs(buf, p, r, off, func(v int64) int16 { return int16(v) })
+		fillAs(buf, p, r, off, convert[int16])
 	case gocomms.Int32:
-		fillAs(buf, p, r, off, func(v int64) int32 { return int32(v) })
+		fillAs(buf, p, r, off, convert[int32])
 	case gocomms.Int64:
-		fillAs(buf, p, r, off, func(v int64) int64 { return v })
+		fillAs(buf, p, r, off, convert[int64])
 	case gocomms.Uint8:
-		fillAs(buf, p, r, off, func(v int64) uint8 { return uint8(v) })
+		fillAs(buf, p, r, off, convert[uint8])
 	case gocomms.Uint16:
-		fillAs(buf, p, r, off, func(v int64) uint16 { return uint16(v) })
+		fillAs(buf, p, r, off, convert[uint16])
 	case gocomms.Uint32:
-		fillAs(buf, p, r, off, func(v int64) uint32 { return uint32(v) })
+		fillAs(buf, p, r, off, convert[uint32])
 	case gocomms.Uint64:
-		fillAs(buf, p, r, off, func(v int64) uint64 { return uint64(v) })
+		fillAs(buf, p, r, off, convert[uint64])
 	case gocomms.Float16:
 		fillAs(buf, p, r, off, func(v int64) tensor.F16 { return tensor.Float16FromFloat32(float32(v)) })
 	case gocomms.BFloat16:
 		fillAs(buf, p, r, off, func(v int64) tensor.BF16 { return tensor.BFloat16FromFloat32(float32(v)) })
 	case gocomms.Float32:
-		fillAs(buf, p, r, off, func(v int64) float32 { return float32(v) })
+		fillAs(buf, p, r, off, convert[float32])
 	case gocomms.Float64:
-		fillAs(buf, p, r, off, func(v int64) float64 { return float64(v) })
+		fillAs(buf, p, r, off, convert[float64])
 	}
 }
+
+// number is the element types an int64 converts to as Go converts it.
+type number interface {
+	int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64 | float32 | float64
+}
+
+// convert is Go's conversion, exact for pattern values in every number type.
+func convert[T number](v int64) T { return T(v) }
 
 func fillAs[T any](buf []byte, p pattern, r, off int, conv func(int64) T) {
 	var z T
