@@ -13,18 +13,17 @@ import (
 // Accept takes them; further ones wait in their handshake goroutines.
 const backlogLen = 64
 
-// Backlog is the accepting half of a socket listener, shared by the
-// transports that listen on sockets: it accepts in its own goroutine and
-// runs the handshake of each connection in a goroutine of its own, so that
-// a slow or silent dialer holds up nobody; connections that pass wait, as
-// whatever the handshake made of them (P), for Accept. The handshake
-// answers the dialer before Accept is called: Dial does not wait for the
-// application.
-type Backlog[P any] struct {
+// Backlog is the Listener of the transports that listen on sockets: it
+// accepts in its own goroutine and runs the handshake of each connection
+// in a goroutine of its own, so that a slow or silent dialer holds up
+// nobody; connections that pass wait, as whatever the handshake made of
+// them (P), for Accept. The handshake answers the dialer before Accept is
+// called: Dial does not wait for the application.
+type Backlog[P Pending] struct {
 	ln        net.Listener
+	addr      string
 	what      string // "transport/tcp: accept on ADDR", for errors
 	handshake func(net.Conn) (P, error)
-	drop      func(P)
 
 	ready chan P
 	done  chan struct{} // closed by Close
@@ -35,16 +34,27 @@ type Backlog[P any] struct {
 	wg          sync.WaitGroup // the accept loop and the handshakes
 }
 
-// NewBacklog starts accepting on ln. handshake runs on each connection
-// and, if it fails, the connection is closed; drop lets go of one that
-// passed but was never accepted. what prefixes errors ("transport/tcp:
-// accept on 10.0.0.7:29500").
-func NewBacklog[P any](ln net.Listener, what string, handshake func(net.Conn) (P, error), drop func(P)) *Backlog[P] {
+// Pending is a connection through a Backlog's handshake, waiting for
+// Accept.
+type Pending interface {
+	// Accepted is the connection Accept returns, and its dialer's hello.
+	Accepted() (Conn, []byte)
+	// Drop lets go of a connection that is never accepted.
+	Drop()
+}
+
+var _ Listener = (*Backlog[Pending])(nil)
+
+// NewBacklog starts accepting on ln, whose address Addr reports as addr.
+// handshake runs on each connection and, if it fails, the connection is
+// closed. Errors start with pkg and the address ("transport/tcp: accept on
+// 10.0.0.7:29500").
+func NewBacklog[P Pending](ln net.Listener, addr, pkg string, handshake func(net.Conn) (P, error)) *Backlog[P] {
 	b := &Backlog[P]{
 		ln:          ln,
-		what:        what,
+		addr:        addr,
+		what:        pkg + ": accept on " + addr,
 		handshake:   handshake,
-		drop:        drop,
 		ready:       make(chan P, backlogLen),
 		done:        make(chan struct{}),
 		inHandshake: make(map[net.Conn]struct{}),
@@ -54,23 +64,25 @@ func NewBacklog[P any](ln net.Listener, what string, handshake func(net.Conn) (P
 	return b
 }
 
+func (b *Backlog[P]) Addr() string { return b.addr }
+
 // Accept returns the next connection through its handshake. It returns
 // ctx's error when ctx is done first, and an error wrapping ErrClosed once
 // the backlog is closed, even when connections wait.
-func (b *Backlog[P]) Accept(ctx context.Context) (P, error) {
-	var none P
+func (b *Backlog[P]) Accept(ctx context.Context) (Conn, []byte, error) {
 	select {
 	case <-b.done:
-		return none, b.closedErr()
+		return nil, nil, b.closedErr()
 	default:
 	}
 	select {
 	case p := <-b.ready:
-		return p, nil
+		c, hello := p.Accepted()
+		return c, hello, nil
 	case <-b.done:
-		return none, b.closedErr()
+		return nil, nil, b.closedErr()
 	case <-ctx.Done():
-		return none, fmt.Errorf("%s: %w", b.what, ctx.Err())
+		return nil, nil, fmt.Errorf("%s: %w", b.what, ctx.Err())
 	}
 }
 
@@ -99,7 +111,7 @@ func (b *Backlog[P]) Close() error {
 	for {
 		select {
 		case p := <-b.ready:
-			b.drop(p)
+			p.Drop()
 		default:
 			if err != nil {
 				return fmt.Errorf("%s: close: %w", b.what, err)
@@ -164,6 +176,6 @@ func (b *Backlog[P]) pass(c net.Conn) {
 	select {
 	case b.ready <- p:
 	case <-b.done:
-		b.drop(p)
+		p.Drop()
 	}
 }
