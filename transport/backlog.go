@@ -2,11 +2,11 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
-	"time"
+
+	"github.com/gocomms/gocomms/internal/accept"
 )
 
 // backlogLen is how many connections may finish their handshake before
@@ -25,12 +25,8 @@ type Backlog[P Pending] struct {
 	what      string // "transport/tcp: accept on ADDR", for errors
 	handshake func(net.Conn) (P, error)
 
-	ready chan P
-	done  chan struct{} // closed by Close
-
-	mu          sync.Mutex
-	closed      bool
-	inHandshake map[net.Conn]struct{}
+	ready       chan P
+	inHandshake *accept.Conns  // hung up on by Close
 	wg          sync.WaitGroup // the accept loop and the handshakes
 }
 
@@ -56,11 +52,9 @@ func NewBacklog[P Pending](ln net.Listener, addr, pkg string, handshake func(net
 		what:        pkg + ": accept on " + addr,
 		handshake:   handshake,
 		ready:       make(chan P, backlogLen),
-		done:        make(chan struct{}),
-		inHandshake: make(map[net.Conn]struct{}),
+		inHandshake: accept.NewConns(0),
 	}
-	b.wg.Add(1)
-	go b.acceptLoop()
+	b.wg.Go(b.acceptLoop)
 	return b
 }
 
@@ -71,7 +65,7 @@ func (b *Backlog[P]) Addr() string { return b.addr }
 // the backlog is closed, even when connections wait.
 func (b *Backlog[P]) Accept(ctx context.Context) (Conn, []byte, error) {
 	select {
-	case <-b.done:
+	case <-b.inHandshake.Done():
 		return nil, nil, b.closedErr()
 	default:
 	}
@@ -79,7 +73,7 @@ func (b *Backlog[P]) Accept(ctx context.Context) (Conn, []byte, error) {
 	case p := <-b.ready:
 		c, hello := p.Accepted()
 		return c, hello, nil
-	case <-b.done:
+	case <-b.inHandshake.Done():
 		return nil, nil, b.closedErr()
 	case <-ctx.Done():
 		return nil, nil, fmt.Errorf("%s: %w", b.what, ctx.Err())
@@ -94,18 +88,9 @@ func (b *Backlog[P]) closedErr() error {
 // accepted yet, so that their dialers learn of it. It returns once the
 // backlog's goroutines have ended.
 func (b *Backlog[P]) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	if !b.inHandshake.Close() {
 		return nil
 	}
-	b.closed = true
-	close(b.done)
-	for c := range b.inHandshake {
-		c.Close()
-	}
-	b.mu.Unlock()
-
 	err := b.ln.Close()
 	b.wg.Wait()
 	for {
@@ -121,61 +106,29 @@ func (b *Backlog[P]) Close() error {
 	}
 }
 
+// acceptLoop starts a handshake for each connection until Close.
 func (b *Backlog[P]) acceptLoop() {
-	defer b.wg.Done()
-	var backoff time.Duration
-	for {
-		c, err := b.ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of file descriptors or the like: wait for it to pass
-			// rather than spin or stop listening.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			select {
-			case <-b.done:
-				return
-			case <-time.After(backoff):
-			}
-			continue
-		}
-		backoff = 0
-		if !b.track(c) {
+	accept.Loop(b.ln, b.inHandshake.Done(), nil, func(c net.Conn) bool {
+		if b.inHandshake.Add(c) != nil {
 			c.Close()
-			return
+			return false
 		}
-		b.wg.Add(1)
-		go b.pass(c)
-	}
-}
-
-// track records a connection in its handshake, so that Close can cut it
-// short; false if the backlog is closed.
-func (b *Backlog[P]) track(c net.Conn) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return false
-	}
-	b.inHandshake[c] = struct{}{}
-	return true
+		b.wg.Go(func() { b.pass(c) })
+		return true
+	})
 }
 
 // pass runs c's handshake and queues what it made for Accept.
 func (b *Backlog[P]) pass(c net.Conn) {
-	defer b.wg.Done()
 	p, err := b.handshake(c)
-	b.mu.Lock()
-	delete(b.inHandshake, c)
-	b.mu.Unlock()
+	b.inHandshake.Remove(c)
 	if err != nil {
 		c.Close()
 		return
 	}
 	select {
 	case b.ready <- p:
-	case <-b.done:
+	case <-b.inHandshake.Done():
 		p.Drop()
 	}
 }
