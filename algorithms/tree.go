@@ -92,6 +92,16 @@ func (st *staging) at(u int) Region {
 	return Region{Buf: Scratch, Block: st.block, Off: st.offs[u-st.v-1], Len: st.counts[actual(u, st.root, st.size)]}
 }
 
+// subtreeBlocks returns where the rank at virtual rank v holds virtual rank
+// u's block while it relays it: the root holds every block in place, in
+// buf, and any other rank stages its descendants' blocks in Scratch.
+func subtreeBlocks(b *Builder, s *Spec, v int, buf Buffer) func(u int) Region {
+	if v == 0 {
+		return func(u int) Region { q := actual(u, s.Root, s.Size); return whole(buf, q, s.Counts[q]) }
+	}
+	return newStaging(b, s, v).at
+}
+
 // gatherTree: each rank collects its subtree's blocks, in virtual-rank order,
 // and forwards them whole to its parent: its own block straight from Input,
 // descendants' blocks from Scratch. The root receives into Output directly.
@@ -99,12 +109,7 @@ func gatherTree(b *Builder, s *Spec) {
 	p, r, root, cs, c := s.Size, s.Rank, s.Root, s.Counts, s.ChunkElems()
 	v := virtual(r, root, p)
 	b.Grow(2 * totalChunks(cs, c))
-	var dest func(u int) Region
-	if v == 0 {
-		dest = func(u int) Region { q := actual(u, root, p); return whole(Output, q, cs[q]) }
-	} else {
-		dest = newStaging(b, s, v).at
-	}
+	dest := subtreeBlocks(b, s, v, Output)
 	for _, child := range TreeChildren(r, root, p, nil) {
 		cv := virtual(child, root, p)
 		for u := cv; u < cv+span(cv, p); u++ {
@@ -132,14 +137,12 @@ func scatterTree(b *Builder, s *Spec) {
 	p, r, root, cs, c := s.Size, s.Rank, s.Root, s.Counts, s.ChunkElems()
 	v := virtual(r, root, p)
 	b.Grow(2 * totalChunks(cs, c))
-	var src func(u int) Region
+	src := subtreeBlocks(b, s, v, Input)
 	if v == 0 {
-		src = func(u int) Region { q := actual(u, root, p); return whole(Input, q, cs[q]) }
 		if cs[r] > 0 {
 			b.Copy(whole(Output, 0, cs[r]), src(0))
 		}
 	} else {
-		src = newStaging(b, s, v).at
 		parent := TreeParent(r, root, p)
 		recvAll(b, c, parent, whole(Output, 0, cs[r]))
 		for u := v + 1; u < v+span(v, p); u++ {

@@ -3,7 +3,6 @@
 package nvl
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -15,14 +14,14 @@ import (
 	"github.com/gocomms/gocomms/transport"
 )
 
-// listener accepts on its abstract Unix socket through a
+// newListener accepts on its abstract Unix socket through a
 // transport.Backlog, which runs the handshake of each connection in a
 // goroutine of its own; connections that pass wait, mapped but not yet
 // served, for Accept.
-type listener struct {
-	backlog *transport.Backlog[pending]
-	addr    string
-	cfg     *config
+func newListener(ln *net.UnixListener, addr string, cfg *config) *transport.Backlog[pending] {
+	return transport.NewBacklog(ln, addr, "nvl", func(c net.Conn) (pending, error) {
+		return exchange(c.(*net.UnixConn), addr, cfg)
+	})
 }
 
 // pending is a connection through its handshake, not yet accepted.
@@ -32,42 +31,25 @@ type pending struct {
 	pid           int
 	hello         []byte
 	sendByAddress bool
+	addr          string // the listener's
+	cfg           *config
 }
 
-func (p pending) drop() {
+func (p pending) Accepted() (transport.Conn, []byte) {
+	remote := fmt.Sprintf("nvl:%s/pid%d", Host(), p.pid)
+	return newConn(p.sock, p.seg, false, p.addr, remote, p.pid, p.sendByAddress, p.cfg), p.hello
+}
+
+func (p pending) Drop() {
 	p.seg.unmap()
 	p.sock.Close()
 }
 
-var _ transport.Listener = (*listener)(nil)
-
-func newListener(ln *net.UnixListener, addr string, cfg *config) *listener {
-	l := &listener{addr: addr, cfg: cfg}
-	l.backlog = transport.NewBacklog(ln, "nvl: accept on "+addr,
-		func(c net.Conn) (pending, error) { return l.exchange(c.(*net.UnixConn)) }, pending.drop)
-	return l
-}
-
-func (l *listener) Addr() string { return l.addr }
-
-func (l *listener) Accept(ctx context.Context) (transport.Conn, []byte, error) {
-	p, err := l.backlog.Accept(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	remote := fmt.Sprintf("nvl:%s/pid%d", Host(), p.pid)
-	return newConn(p.sock, p.seg, false, l.addr, remote, p.pid, p.sendByAddress, l.cfg), p.hello, nil
-}
-
-// Close stops accepting and hangs up on connections that were not
-// accepted yet. It returns once the listener's goroutines have ended.
-func (l *listener) Close() error { return l.backlog.Close() }
-
 // exchange runs the acceptor's side of a connection's handshake. One
 // that fails is dropped: whatever dialled is not an nvl dialer, or not
 // one of this version, and only the second kind is told so.
-func (l *listener) exchange(sock *net.UnixConn) (pending, error) {
-	sock.SetDeadline(time.Now().Add(l.cfg.handshakeTimeout))
+func exchange(sock *net.UnixConn, addr string, cfg *config) (pending, error) {
+	sock.SetDeadline(time.Now().Add(cfg.handshakeTimeout))
 	pid, err := peerPID(sock)
 	if err != nil {
 		return pending{}, err
@@ -112,7 +94,7 @@ func (l *listener) exchange(sock *net.UnixConn) (pending, error) {
 		seg.unmap()
 		return pending{}, err
 	}
-	return pending{sock: sock, seg: seg, pid: pid, hello: pre.hello, sendByAddress: readsAcceptor}, nil
+	return pending{sock: sock, seg: seg, pid: pid, hello: pre.hello, sendByAddress: readsAcceptor, addr: addr, cfg: cfg}, nil
 }
 
 // segmentFD takes the one descriptor a preface carries, closing any

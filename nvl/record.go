@@ -50,12 +50,8 @@ type record struct {
 
 func (r *record) encode(b *[recordLen]byte) {
 	*b = [recordLen]byte{}
-	b[0] = byte(r.header.Kind)
+	transport.EncodeHeader(b[:], r.header)
 	b[1] = r.what
-	binary.LittleEndian.PutUint32(b[4:], r.header.Tag)
-	binary.LittleEndian.PutUint64(b[8:], r.header.Comm)
-	binary.LittleEndian.PutUint64(b[16:], r.header.Seq)
-	binary.LittleEndian.PutUint64(b[24:], r.header.Sig)
 	binary.LittleEndian.PutUint32(b[32:], r.n)
 	binary.LittleEndian.PutUint64(b[40:], r.address)
 }
@@ -65,14 +61,8 @@ func (r *record) encode(b *[recordLen]byte) {
 // anything is allocated for it.
 func decodeRecord(b *[recordLen]byte, maxPayload int) (record, error) {
 	r := record{
-		what: b[1],
-		header: transport.Header{
-			Kind: transport.Kind(b[0]),
-			Tag:  binary.LittleEndian.Uint32(b[4:]),
-			Comm: binary.LittleEndian.Uint64(b[8:]),
-			Seq:  binary.LittleEndian.Uint64(b[16:]),
-			Sig:  binary.LittleEndian.Uint64(b[24:]),
-		},
+		what:    b[1],
+		header:  transport.DecodeHeader(b[:]),
 		n:       binary.LittleEndian.Uint32(b[32:]),
 		address: binary.LittleEndian.Uint64(b[40:]),
 	}

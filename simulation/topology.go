@@ -56,16 +56,14 @@ func DGXH100(nodes int) Topology {
 }
 
 // RailCluster is a rail-optimised cluster of nodes with NVLink inside and
-// 200 Gb/s NICs on a fabric oversubscribed 2:1 above the rails.
+// 200 Gb/s NICs on a fabric oversubscribed 2:1 above the rails. It keeps
+// DGXH100's NVLink latency, per-frame overhead and retransmit timeout.
 func RailCluster(nodes int) Topology {
-	return Topology{
-		Nodes:            nodes,
-		Intra:            Link{Latency: 2 * time.Microsecond, Bandwidth: 300e9},
-		NIC:              Link{Latency: 6 * time.Microsecond, Bandwidth: 25e9},
-		Oversubscription: 2,
-		Overhead:         time.Microsecond,
-		Retransmit:       time.Millisecond,
-	}
+	t := DGXH100(nodes)
+	t.Intra.Bandwidth = 300e9
+	t.NIC = Link{Latency: 6 * time.Microsecond, Bandwidth: 25e9}
+	t.Oversubscription = 2
+	return t
 }
 
 func (t Topology) validate(ranks int) error {

@@ -22,9 +22,12 @@
 // GetBuffer go back with PutBuffer; the pool is the package's only global
 // state.
 //
-// Backlog (backlog.go) is the accepting half of the socket transports'
-// listeners: an accept loop, a handshake goroutine per connection, and a
-// queue of those that passed for Accept.
+// Backlog (backlog.go) is the socket transports' Listener: an accept loop,
+// a handshake goroutine per connection, and a queue of those that passed
+// for Accept.
+//
+// EncodeHeader and DecodeHeader (wire.go) lay out a Header as the socket
+// transports' frame headers begin.
 //
 // Inbox (inbox.go) is the delivery queue connections embed to keep that
 // contract: in order, one call at a time, no lock held across a call.

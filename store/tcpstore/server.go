@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/gocomms/gocomms/internal/accept"
 )
 
 // Server serves one store over TCP to PyTorch TCPStore clients of 1.x and
@@ -14,15 +16,11 @@ import (
 // connection by its first bytes. Its keys, values and counters behave as
 // store.Memory's do.
 type Server struct {
-	ln   net.Listener // nil for a server fed connections directly (tests)
-	st   *state
-	cfg  serverConfig
-	done chan struct{} // closed by Close
-
-	mu     sync.Mutex
-	closed bool
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup // the accept loop and every connection
+	ln    net.Listener // nil for a server fed connections directly (tests)
+	st    *state
+	cfg   serverConfig
+	conns *accept.Conns  // hung up on by Close
+	wg    sync.WaitGroup // the accept loop and every connection
 }
 
 // Listen starts a server on addr, a host:port that may leave either part
@@ -36,7 +34,7 @@ func Listen(ctx context.Context, addr string, opts ...ServerOption) (*Server, er
 	}
 	s := newServer(newServerConfig(opts))
 	s.ln = ln
-	s.wg.Go(s.accept)
+	s.wg.Go(s.serve)
 	return s, nil
 }
 
@@ -44,8 +42,7 @@ func newServer(cfg serverConfig) *Server {
 	return &Server{
 		st:    newState(cfg.limits),
 		cfg:   cfg,
-		done:  make(chan struct{}),
-		conns: make(map[net.Conn]struct{}),
+		conns: accept.NewConns(cfg.limits.MaxConns),
 	}
 }
 
@@ -55,17 +52,9 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Close stops listening, closes every connection, waits for their
 // goroutines and drops the store. It returns nil when called again.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.conns.Close() {
 		return nil
 	}
-	s.closed = true
-	close(s.done)
-	for nc := range s.conns {
-		nc.Close()
-	}
-	s.mu.Unlock()
 	var err error
 	if s.ln != nil {
 		err = s.ln.Close()
@@ -78,54 +67,31 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// accept serves every connection the listener accepts until Close.
-func (s *Server) accept() {
-	var delay time.Duration
-	for {
-		nc, err := s.ln.Accept()
-		if errors.Is(err, net.ErrClosed) {
-			return
-		}
-		if err != nil {
-			// Out of descriptors and the like: back off rather than spin,
-			// as net/http does.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			s.cfg.logger.Warn("tcpstore: accept failed", "err", err, "retry_in", delay)
-			select {
-			case <-time.After(delay):
-				continue
-			case <-s.done:
-				return
-			}
-		}
-		delay = 0
-		s.wg.Go(func() { s.serveConn(nc) })
+// serve serves every connection the listener accepts until Close.
+func (s *Server) serve() {
+	failed := func(err error, retry time.Duration) {
+		s.cfg.logger.Warn("tcpstore: accept failed", "err", err, "retry_in", retry)
 	}
+	accept.Loop(s.ln, s.conns.Done(), failed, func(nc net.Conn) bool {
+		s.wg.Go(func() { s.serveConn(nc) })
+		return true
+	})
 }
 
 // serveConn serves nc until it ends, and closes it.
 func (s *Server) serveConn(nc net.Conn) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if err := s.conns.Add(nc); err != nil {
 		nc.Close()
+		if errors.Is(err, accept.ErrFull) {
+			limit := s.cfg.limits.MaxConns
+			s.cfg.logger.Warn("tcpstore: refused a connection", "remote", nc.RemoteAddr(), "err", overLimit("connections", limit+1, "MaxConns", limit))
+		}
 		return
 	}
-	if n, limit := len(s.conns), s.cfg.limits.MaxConns; n >= limit {
-		s.mu.Unlock()
-		nc.Close()
-		s.cfg.logger.Warn("tcpstore: refused a connection", "remote", nc.RemoteAddr(), "err", overLimit("connections", n+1, "MaxConns", limit))
-		return
-	}
-	s.conns[nc] = struct{}{}
-	s.mu.Unlock()
 
 	err := newServerConn(s.st, nc, s.cfg).run()
 
-	s.mu.Lock()
-	delete(s.conns, nc)
-	closing := s.closed
-	s.mu.Unlock()
+	closing := s.conns.Remove(nc)
 	switch {
 	case err == nil || closing:
 	case errors.Is(err, errLimit), errors.Is(err, errToken):

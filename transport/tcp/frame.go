@@ -28,15 +28,11 @@ const flagUnchecked = 1
 // seals them with the header's own CRC32C.
 func putHeader(b []byte, h transport.Header, n int, sum uint32, checked bool) {
 	_ = b[headerLen-1]
-	b[0] = byte(h.Kind)
+	transport.EncodeHeader(b, h)
 	b[1], b[2], b[3] = 0, 0, 0
 	if !checked {
 		b[1], sum = flagUnchecked, 0
 	}
-	binary.LittleEndian.PutUint32(b[4:], h.Tag)
-	binary.LittleEndian.PutUint64(b[8:], h.Comm)
-	binary.LittleEndian.PutUint64(b[16:], h.Seq)
-	binary.LittleEndian.PutUint64(b[24:], h.Sig)
 	binary.LittleEndian.PutUint32(b[32:], uint32(n))
 	binary.LittleEndian.PutUint32(b[36:], sum)
 	binary.LittleEndian.PutUint32(b[40:], crc32.Checksum(b[:40], castagnoli))
@@ -52,14 +48,7 @@ func parseHeader(b *[headerLen]byte) (h transport.Header, n, sum uint32, checked
 	if b[1]&^flagUnchecked|b[2]|b[3] != 0 || b[1] == flagUnchecked && sum != 0 {
 		return h, 0, 0, false, fmt.Errorf("reserved header bytes %x are not zero: %w", b[1:4], ErrProtocol)
 	}
-	h = transport.Header{
-		Kind: transport.Kind(b[0]),
-		Tag:  binary.LittleEndian.Uint32(b[4:]),
-		Comm: binary.LittleEndian.Uint64(b[8:]),
-		Seq:  binary.LittleEndian.Uint64(b[16:]),
-		Sig:  binary.LittleEndian.Uint64(b[24:]),
-	}
-	return h, binary.LittleEndian.Uint32(b[32:]), sum, b[1] == 0, nil
+	return transport.DecodeHeader(b[:]), binary.LittleEndian.Uint32(b[32:]), sum, b[1] == 0, nil
 }
 
 // A payload over firstStep bytes is read into a buffer of firstStep
