@@ -187,11 +187,7 @@ func (r *rankActor) settleLease(ctx actor.Context) {
 			r.step(ctx, event{kind: evLend})
 		}
 	case s.wantsTurn() || len(r.deferred) > 0:
-		if err := s.usable(); err != nil {
-			var ranks []int
-			if err == s.broken {
-				ranks = s.brokenRanks
-			}
+		if ranks, err := s.refusal(); err != nil {
 			l.direct.Break(err, ranks)
 		}
 		if seq, ok := l.reclaim(); ok {

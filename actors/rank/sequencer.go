@@ -269,11 +269,7 @@ func (s *sequencer) step(ev event, acts []action) []action {
 
 // submit queues req, or rejects it if the rank takes no new work.
 func (s *sequencer) submit(req *collective.Request) {
-	if err := s.usable(); err != nil {
-		var ranks []int
-		if err == s.broken {
-			ranks = s.brokenRanks
-		}
+	if ranks, err := s.refusal(); err != nil {
 		s.emit(action{kind: actReject, req: req, err: err, ranks: ranks})
 		return
 	}
@@ -397,6 +393,16 @@ func (s *sequencer) usable() error {
 		return commerr.ErrFinalized
 	}
 	return nil
+}
+
+// refusal is usable's error, with the ranks it names: the failed ones,
+// when the communicator broke.
+func (s *sequencer) refusal() ([]int, error) {
+	err := s.usable()
+	if err != nil && err == s.broken {
+		return s.brokenRanks, err
+	}
+	return nil, err
 }
 
 // runs reports whether the running operation is collective collSeq.
