@@ -408,6 +408,47 @@ func (l *freeList[T]) give(v T, keep int) {
 // the backend is Pooled, and no hook sees it.
 func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOption, r *opRecord, blocking bool) *Work {
 	cc := callOf(opts)
+	hooked, invalid := c.prepare(ctx, op, invalid, cc, blocking)
+
+	c.mu.Lock()
+	op.Seq = c.seq
+	if c.cfg.Size == 0 {
+		invalid = fmt.Errorf("%w: call Reconfigure first", ErrNotInitialized)
+	}
+	if c.finalized {
+		invalid = ErrFinalized
+	}
+	if invalid != nil {
+		c.mu.Unlock()
+		return c.reject(op, invalid, cc.internal)
+	}
+	c.seq++
+	var post []IssueHook
+	if !cc.internal {
+		post = hooks(c, &c.issueHooks)
+	}
+	w := c.workFor(op, r, blocking && !hooked && len(post) == 0)
+	if !cc.internal {
+		c.flight.track(op, w)
+		if c.metrics != nil {
+			w.metered = time.Now()
+			c.metrics.Issued()
+		}
+	}
+	c.handOver(op, w, r)
+	c.mu.Unlock()
+
+	for _, h := range post {
+		h(op, w)
+	}
+	return w
+}
+
+// prepare numbers op and sets what the call says of it, then runs the
+// pre-issue hooks and the checks, unless the communicator issues it. It
+// reports whether a hook saw op, and why op is invalid: invalid, or what
+// the call, ctx, a hook or the checks find wrong.
+func (c *Comm) prepare(ctx context.Context, op *Op, invalid error, cc call, blocking bool) (bool, error) {
 	op.ID = opIDs.Add(1)
 	op.Timeout = c.Timeout()
 	if cc.timeout > 0 {
@@ -425,9 +466,10 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 	if invalid == nil && ctx.Err() != nil {
 		invalid = context.Cause(ctx)
 	}
-	var pre []PreHook
+	hooked := false
 	if invalid == nil && !cc.internal {
-		pre = hooks(c, &c.preHooks)
+		pre := hooks(c, &c.preHooks)
+		hooked = len(pre) > 0
 		for _, h := range pre {
 			if invalid = h(op); invalid != nil {
 				break
@@ -437,51 +479,43 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 	if invalid == nil && c.checks && !cc.internal && op.Kind != 0 {
 		invalid = c.checkCall(ctx, op)
 	}
+	return hooked, invalid
+}
 
-	c.mu.Lock()
-	op.Seq = c.seq
-	if c.cfg.Size == 0 {
-		invalid = fmt.Errorf("%w: call Reconfigure first", ErrNotInitialized)
-	}
-	if c.finalized {
-		invalid = ErrFinalized
-	}
-	if invalid != nil {
-		c.mu.Unlock()
-		w := endedWork(op, c.opError(op, invalid))
-		if !cc.internal {
-			c.flight.recordRejected(op, w)
-			if c.metrics != nil {
-				c.metrics.Rejected(string(op.Name), w.err)
-			}
-		}
-		return w
-	}
-	c.seq++
-	var post []IssueHook
-	if !cc.internal {
-		post = hooks(c, &c.issueHooks)
-	}
-	var w *Work
-	if r != nil {
-		w = &r.work
-		w.op, w.comm = op, c
-		if w.pooled = blocking && c.pooled != nil && len(pre) == 0 && len(post) == 0; w.pooled {
-			r.holds.Store(2)
-			if w.wake == nil {
-				w.wake = make(chan struct{}, 1)
-			}
-		}
-	} else {
-		w = newWork(op, c)
-	}
-	if !cc.internal {
-		c.flight.track(op, w)
+// reject ends op at once with err; unless the communicator issued it, the
+// flight recorder and the metrics count it rejected.
+func (c *Comm) reject(op *Op, err error, internal bool) *Work {
+	w := endedWork(op, c.opError(op, err))
+	if !internal {
+		c.flight.recordRejected(op, w)
 		if c.metrics != nil {
-			w.metered = time.Now()
-			c.metrics.Issued()
+			c.metrics.Rejected(string(op.Name), w.err)
 		}
 	}
+	return w
+}
+
+// workFor returns op's Work: a new one without r, else r's, pooled if
+// the backend is Pooled and poolable says only the communicator and the
+// backend will hold it.
+func (c *Comm) workFor(op *Op, r *opRecord, poolable bool) *Work {
+	if r == nil {
+		return newWork(op, c)
+	}
+	w := &r.work
+	w.op, w.comm = op, c
+	if w.pooled = poolable && c.pooled != nil; w.pooled {
+		r.holds.Store(2)
+		if w.wake == nil {
+			w.wake = make(chan struct{}, 1)
+		}
+	}
+	return w
+}
+
+// handOver hands op, of Work w (and of r, if set), to the backend, w
+// issuing meanwhile.
+func (c *Comm) handOver(op *Op, w *Work, r *opRecord) {
 	w.issuing.Store(true)
 	if c.pooled != nil {
 		if c.pooled.IssueIn(op, completion{w}, r.roomFor(c.pooled)) {
@@ -493,12 +527,6 @@ func (c *Comm) issue(ctx context.Context, op *Op, invalid error, opts []CallOpti
 		w.cancel = c.backend.Issue(op, completion{w})
 	}
 	w.issuing.Store(false)
-	c.mu.Unlock()
-
-	for _, h := range post {
-		h(op, w)
-	}
-	return w
 }
 
 // callOf applies opts. The call escapes to the options, so it is made on

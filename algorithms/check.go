@@ -500,97 +500,148 @@ func (n *network) checkReference() error {
 // Input, chunk limits, dense tags, well-formed deps, and every Send matched
 // by exactly one receive of the same length.
 func checkStatic(specs []Spec, scheds []*Schedule) error {
-	p := len(specs)
-	type end struct {
-		step, length int
-	}
-	sends := map[[2]int][]end{} // (from, to)
-	recvs := map[[2]int][]end{}
+	links := linkLengths{sends: map[[2]int][]int{}, recvs: map[[2]int][]int{}}
 	for r, sc := range scheds {
-		s := specs[r]
-		if sc.Rank != r || sc.Size != p {
-			return fmt.Errorf("rank %d: schedule says rank %d of %d", r, sc.Rank, sc.Size)
+		c := rankCheck{spec: specs[r], rank: r, size: len(specs), links: links}
+		if err := c.schedule(sc); err != nil {
+			return err
 		}
-		if sc.Algorithm == "" {
-			return fmt.Errorf("rank %d: schedule has no algorithm name", r)
+	}
+	return links.matched()
+}
+
+// rankCheck checks one rank's schedule for checkStatic.
+type rankCheck struct {
+	spec       Spec
+	rank, size int
+	blocks     [3][]int // the lengths of the Input, Output and Scratch blocks
+	links      linkLengths
+}
+
+// schedule checks sc as a whole, then each of its steps.
+func (c *rankCheck) schedule(sc *Schedule) error {
+	r, s := c.rank, c.spec
+	if sc.Rank != r || sc.Size != c.size {
+		return fmt.Errorf("rank %d: schedule says rank %d of %d", r, sc.Rank, sc.Size)
+	}
+	if sc.Algorithm == "" {
+		return fmt.Errorf("rank %d: schedule has no algorithm name", r)
+	}
+	if err := sc.Fits(s.Blocks(Input), s.Blocks(Output)); err != nil {
+		return fmt.Errorf("rank %d: %w", r, err)
+	}
+	c.blocks = [3][]int{s.Blocks(Input), s.Blocks(Output), sc.Scratch}
+	if used := scratchUsed(sc); !slices.Equal(used, sc.Scratch) {
+		return fmt.Errorf("rank %d: scratch blocks %v but regions use %v", r, sc.Scratch, used)
+	}
+	for i, st := range sc.Steps {
+		if err := c.step(i, st); err != nil {
+			return fmt.Errorf("rank %d step %d (%v): %w", r, i, st, err)
 		}
-		if err := sc.Fits(s.Blocks(Input), s.Blocks(Output)); err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
-		blocks := [3][]int{s.Blocks(Input), s.Blocks(Output), sc.Scratch}
-		regionRules := func(reg Region, message bool) error {
-			bl := blocks[reg.Buf]
-			if reg.Len == 0 && !(message && s.Kind == Barrier && reg.Buf == Scratch && bl[reg.Block] == 0) {
-				return fmt.Errorf("zero-length region %v", reg)
-			}
-			if reg.Buf == Input && s.InPlace && (s.Kind != Reduce || r == s.Root) {
-				return fmt.Errorf("in-place schedule touches Input (%v)", reg)
-			}
-			return nil
-		}
-		used := make([]int, len(sc.Scratch))
-		for _, st := range sc.Steps {
-			for _, reg := range []Region{st.Src, st.Dst} {
-				if reg.Buf == Scratch && reg.Block >= 0 && int(reg.Block) < len(used) {
-					used[reg.Block] = max(used[reg.Block], reg.End())
-				}
-			}
-		}
-		if !slices.Equal(used, sc.Scratch) {
-			return fmt.Errorf("rank %d: scratch blocks %v but regions use %v", r, sc.Scratch, used)
-		}
-		for i, st := range sc.Steps {
-			fail := func(err error) error { return fmt.Errorf("rank %d step %d (%v): %w", r, i, st, err) }
-			if src, ok := st.Reads(); ok {
-				if err := regionRules(src, st.Prim == Send); err != nil {
-					return fail(err)
-				}
-			}
-			if dst, ok := st.Writes(); ok {
-				if err := regionRules(dst, st.Prim == Recv); err != nil {
-					return fail(err)
-				}
-			}
-			if !slices.IsSorted(st.Deps) || len(slices.Compact(slices.Clone(st.Deps))) != len(st.Deps) {
-				return fail(errors.New("deps not sorted and unique"))
-			}
-			if len(st.Deps) > 0 && (st.Deps[0] < 0 || int(st.Deps[len(st.Deps)-1]) >= i) {
-				return fail(errors.New("dep not an earlier step"))
-			}
-			switch st.Prim {
-			case Send:
-				sends[[2]int{r, st.Peer}] = append(sends[[2]int{r, st.Peer}], end{i, st.Src.Len})
-				if st.Tag != len(sends[[2]int{r, st.Peer}])-1 {
-					return fail(errors.New("send tags not dense in program order"))
-				}
-			case Recv, RecvReduce:
-				recvs[[2]int{st.Peer, r}] = append(recvs[[2]int{st.Peer, r}], end{i, st.Dst.Len})
-				if st.Tag != len(recvs[[2]int{st.Peer, r}])-1 {
-					return fail(errors.New("receive tags not dense in program order"))
-				}
-			}
-			local := st.Prim == Copy || st.Prim == Accumulate
-			if !local && st.Len() > s.ChunkElems() {
-				return fail(fmt.Errorf("message of %d elements exceeds the chunk of %d", st.Len(), s.ChunkElems()))
-			}
-			if !local && (st.Peer < 0 || st.Peer >= p || st.Peer == r) {
-				return fail(errors.New("bad peer"))
+	}
+	return nil
+}
+
+// scratchUsed is how much of each of sc's scratch blocks its steps'
+// regions reach.
+func scratchUsed(sc *Schedule) []int {
+	used := make([]int, len(sc.Scratch))
+	for _, st := range sc.Steps {
+		for _, reg := range []Region{st.Src, st.Dst} {
+			if reg.Buf == Scratch && reg.Block >= 0 && int(reg.Block) < len(used) {
+				used[reg.Block] = max(used[reg.Block], reg.End())
 			}
 		}
 	}
-	for link, ss := range sends {
-		rs := recvs[link]
+	return used
+}
+
+// step checks step i, st: its regions, its deps, its tag and its message.
+func (c *rankCheck) step(i int, st Step) error {
+	if src, ok := st.Reads(); ok {
+		if err := c.region(src, st.Prim == Send); err != nil {
+			return err
+		}
+	}
+	if dst, ok := st.Writes(); ok {
+		if err := c.region(dst, st.Prim == Recv); err != nil {
+			return err
+		}
+	}
+	if !slices.IsSorted(st.Deps) || len(slices.Compact(slices.Clone(st.Deps))) != len(st.Deps) {
+		return errors.New("deps not sorted and unique")
+	}
+	if len(st.Deps) > 0 && (st.Deps[0] < 0 || int(st.Deps[len(st.Deps)-1]) >= i) {
+		return errors.New("dep not an earlier step")
+	}
+	if err := c.links.add(c.rank, st); err != nil {
+		return err
+	}
+	local := st.Prim == Copy || st.Prim == Accumulate
+	if !local && st.Len() > c.spec.ChunkElems() {
+		return fmt.Errorf("message of %d elements exceeds the chunk of %d", st.Len(), c.spec.ChunkElems())
+	}
+	if !local && (st.Peer < 0 || st.Peer >= c.size || st.Peer == c.rank) {
+		return errors.New("bad peer")
+	}
+	return nil
+}
+
+// region checks a region a step reads or writes; message says the step
+// sends or receives it.
+func (c *rankCheck) region(reg Region, message bool) error {
+	s := c.spec
+	if reg.Len == 0 && !(message && s.Kind == Barrier && reg.Buf == Scratch && c.blocks[reg.Buf][reg.Block] == 0) {
+		return fmt.Errorf("zero-length region %v", reg)
+	}
+	if reg.Buf == Input && s.InPlace && (s.Kind != Reduce || c.rank == s.Root) {
+		return fmt.Errorf("in-place schedule touches Input (%v)", reg)
+	}
+	return nil
+}
+
+// linkLengths holds the lengths of the messages each link carries, by
+// (from, to), in tag order: as its sends say, and as its receives do.
+type linkLengths struct {
+	sends, recvs map[[2]int][]int
+}
+
+// add records rank r's step st, if it sends or receives, and checks that
+// its tag is the next on its link.
+func (l linkLengths) add(r int, st Step) error {
+	switch st.Prim {
+	case Send:
+		link := [2]int{r, st.Peer}
+		l.sends[link] = append(l.sends[link], st.Src.Len)
+		if st.Tag != len(l.sends[link])-1 {
+			return errors.New("send tags not dense in program order")
+		}
+	case Recv, RecvReduce:
+		link := [2]int{st.Peer, r}
+		l.recvs[link] = append(l.recvs[link], st.Dst.Len)
+		if st.Tag != len(l.recvs[link])-1 {
+			return errors.New("receive tags not dense in program order")
+		}
+	}
+	return nil
+}
+
+// matched checks that every send is received, and every receive sent, by
+// a message of the same length.
+func (l linkLengths) matched() error {
+	for link, ss := range l.sends {
+		rs := l.recvs[link]
 		if len(ss) != len(rs) {
 			return fmt.Errorf("link %d→%d: %d sends, %d receives", link[0], link[1], len(ss), len(rs))
 		}
 		for k := range ss {
-			if ss[k].length != rs[k].length {
-				return fmt.Errorf("link %d→%d tag %d: send of %d elements, receive of %d", link[0], link[1], k, ss[k].length, rs[k].length)
+			if ss[k] != rs[k] {
+				return fmt.Errorf("link %d→%d tag %d: send of %d elements, receive of %d", link[0], link[1], k, ss[k], rs[k])
 			}
 		}
 	}
-	for link, rs := range recvs {
-		if len(sends[link]) != len(rs) {
+	for link, rs := range l.recvs {
+		if len(l.sends[link]) != len(rs) {
 			return fmt.Errorf("link %d→%d: %d receives without sends", link[0], link[1], len(rs))
 		}
 	}

@@ -187,11 +187,7 @@ func (r *rankActor) settleLease(ctx actor.Context) {
 			r.step(ctx, event{kind: evLend})
 		}
 	case s.wantsTurn() || len(r.deferred) > 0:
-		if err := s.usable(); err != nil {
-			var ranks []int
-			if err == s.broken {
-				ranks = s.brokenRanks
-			}
+		if ranks, err := s.refusal(); err != nil {
 			l.direct.Break(err, ranks)
 		}
 		if seq, ok := l.reclaim(); ok {
@@ -204,35 +200,14 @@ func (r *rankActor) settleLease(ctx actor.Context) {
 func (r *rankActor) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Reclaimed:
-		// The rank may have taken its turn back already, and even lent it
-		// again: the word says whether it is free to take.
-		if r.sequencer.lent {
-			if seq, ok := r.cfg.Lease.reclaim(); ok {
-				r.step(ctx, event{kind: evReclaimed, seq: seq})
-			}
-		}
+		r.takeTurnBack(ctx)
 	case *collective.Adoption:
 		r.adopting = m
 		r.step(ctx, event{kind: evAdopt, req: m.Request(), queued: m.Queued(), seq: m.Next()})
 	case *peerLost:
-		switch left := new(link.PeerLeft); {
-		case r.sequencer.usable() != nil:
-			// settleLease fails what runs off the rank, naming why the
-			// communicator broke, as evPeerLost does on the actors.
-		case errors.As(m.err, &left):
-			r.cfg.Lease.direct.Gone(m.peer, m.err)
-		default:
-			// A lossless connection that ended lost what it carried: its
-			// peer failed, and the word spreads before what runs off the
-			// rank fails naming it (settleLease), as when a link fails.
-			r.lost(ctx, event{kind: evPeerFailed, rank: m.peer, err: m.err})
-		}
+		r.connectionLost(ctx, m)
 	case *tellFailure:
-		for _, peer := range m.peers {
-			if l := r.links.of(peer); l != nil && l.live {
-				ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, m.req, collective.ControlFailed, m.report))
-			}
-		}
+		r.reportFailure(ctx, m)
 	case *Submit:
 		r.step(ctx, event{kind: evSubmit, req: m.Req})
 	case *Agree:
@@ -246,12 +221,7 @@ func (r *rankActor) receive(ctx actor.Context) {
 	case *collective.ProbeAnswer:
 		r.probeAnswered(ctx, m)
 	case *collective.Ask:
-		if r.sequencer.aborted != nil {
-			return
-		}
-		if l, err := r.connect(ctx, m.Peer); err == nil {
-			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, m.About, collective.ControlProbe, collective.EncodeProbe(m.CollSeq)))
-		}
+		r.probePeer(ctx, m)
 	case *link.Delivered:
 		r.control(ctx, m)
 	case *link.Failed:
@@ -276,44 +246,111 @@ func (r *rankActor) receive(ctx actor.Context) {
 	case *Connected:
 		r.step(ctx, event{kind: evConnected, rank: m.Peer})
 	case closeGraceOver:
-		if r.finalize != nil {
-			for _, l := range r.links.order {
-				if l.live {
-					r.rt.Logger.Warn("link did not stop within the grace period; finalizing without it", "peer", l.peer)
-					r.links.stopped(l)
-				}
-			}
-			r.closed(ctx)
-		}
+		r.graceOver(ctx)
 	case *actor.Started:
-		r.links = links{}
-		self, root, rank := ctx.Self(), r.rt.System().Root, r.cfg.Rank
-		r.strays = &link.Strays{Report: func(peer int, h transport.Header, ours uint64, failure []byte) {
-			if report := collective.StrayReport(rank, peer, h, ours, failure); report != nil {
-				root.Send(self, &tellFailure{req: h.Seq, peers: []int{peer}, report: report})
-			}
-		}}
-		if r.cfg.Lease != nil {
-			r.cfg.Lease.bind(ctx.Self(), &r.ordinals)
-		}
+		r.started(ctx)
 	case *actor.Terminated:
-		if r.windowStopped(m.Who) {
-			return
+		r.terminated(ctx, m.Who)
+	}
+}
+
+// takeTurnBack takes the lent turn back if the lease says it is free to
+// take: the rank may have taken it back already, and even lent it again.
+func (r *rankActor) takeTurnBack(ctx actor.Context) {
+	if r.sequencer.lent {
+		if seq, ok := r.cfg.Lease.reclaim(); ok {
+			r.step(ctx, event{kind: evReclaimed, seq: seq})
 		}
-		if r.runner != nil && r.runner.Equal(m.Who) {
-			r.runner = nil
-			r.runnerStopped(ctx)
-			return
+	}
+}
+
+// connectionLost handles a connection that ended under an operation run
+// off the rank.
+func (r *rankActor) connectionLost(ctx actor.Context, m *peerLost) {
+	switch left := new(link.PeerLeft); {
+	case r.sequencer.usable() != nil:
+		// settleLease fails what runs off the rank, naming why the
+		// communicator broke, as evPeerLost does on the actors.
+	case errors.As(m.err, &left):
+		r.cfg.Lease.direct.Gone(m.peer, m.err)
+	default:
+		// A lossless connection that ended lost what it carried: its
+		// peer failed, and the word spreads before what runs off the
+		// rank fails naming it (settleLease), as when a link fails.
+		r.lost(ctx, event{kind: evPeerFailed, rank: m.peer, err: m.err})
+	}
+}
+
+// reportFailure tells the live links to m's peers that a collective that
+// ran off the rank failed.
+func (r *rankActor) reportFailure(ctx actor.Context, m *tellFailure) {
+	for _, peer := range m.peers {
+		if l := r.links.of(peer); l != nil && l.live {
+			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, m.req, collective.ControlFailed, m.report))
 		}
-		if l := r.links.ofActor(m.Who.Id); l != nil {
+	}
+}
+
+// probePeer sends the running collective's probe to the peer it asks,
+// connecting it if need be; an aborted rank asks nothing.
+func (r *rankActor) probePeer(ctx actor.Context, m *collective.Ask) {
+	if r.sequencer.aborted != nil {
+		return
+	}
+	if l, err := r.connect(ctx, m.Peer); err == nil {
+		ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, m.About, collective.ControlProbe, collective.EncodeProbe(m.CollSeq)))
+	}
+}
+
+// graceOver finalizes without the links that have not stopped within
+// linkCloseGrace.
+func (r *rankActor) graceOver(ctx actor.Context) {
+	if r.finalize == nil {
+		return
+	}
+	for _, l := range r.links.order {
+		if l.live {
+			r.rt.Logger.Warn("link did not stop within the grace period; finalizing without it", "peer", l.peer)
 			r.links.stopped(l)
-			switch {
-			case r.sequencer.closing:
-				r.closed(ctx)
-			case r.sequencer.aborted == nil:
-				// A link the supervisor gave up reconnecting.
-				r.lost(ctx, event{kind: evPeerFailed, rank: l.peer, err: fmt.Errorf("the link to rank %d gave up reconnecting: %v", l.peer, l.lost)})
-			}
+		}
+	}
+	r.closed(ctx)
+}
+
+// started readies the rank: no links yet, the strays' reports sent to
+// itself, and the lease bound to it.
+func (r *rankActor) started(ctx actor.Context) {
+	r.links = links{}
+	self, root, rank := ctx.Self(), r.rt.System().Root, r.cfg.Rank
+	r.strays = &link.Strays{Report: func(peer int, h transport.Header, ours uint64, failure []byte) {
+		if report := collective.StrayReport(rank, peer, h, ours, failure); report != nil {
+			root.Send(self, &tellFailure{req: h.Seq, peers: []int{peer}, report: report})
+		}
+	}}
+	if r.cfg.Lease != nil {
+		r.cfg.Lease.bind(ctx.Self(), &r.ordinals)
+	}
+}
+
+// terminated handles a child that stopped: a window, the collective
+// actor, or a link.
+func (r *rankActor) terminated(ctx actor.Context, who *actor.PID) {
+	if r.windowStopped(who) {
+		return
+	}
+	if r.runner != nil && r.runner.Equal(who) {
+		r.runner = nil
+		r.runnerStopped(ctx)
+		return
+	}
+	if l := r.links.ofActor(who.Id); l != nil {
+		r.links.stopped(l)
+		switch {
+		case r.sequencer.closing:
+			r.closed(ctx)
+		case r.sequencer.aborted == nil:
+			// A link the supervisor gave up reconnecting.
+			r.lost(ctx, event{kind: evPeerFailed, rank: l.peer, err: fmt.Errorf("the link to rank %d gave up reconnecting: %v", l.peer, l.lost)})
 		}
 	}
 }

@@ -218,26 +218,9 @@ func (s *sequencer) step(ev event, acts []action) []action {
 	s.out = acts
 	switch ev.kind {
 	case evSubmit:
-		if err := s.usable(); err != nil {
-			var ranks []int
-			if err == s.broken {
-				ranks = s.brokenRanks
-			}
-			s.emit(action{kind: actReject, req: ev.req, err: err, ranks: ranks})
-			break
-		}
-		s.queue.Push(ev.req)
-		s.next()
+		s.submit(ev.req)
 	case evEnded:
-		s.fault(ev.err)
-		if req := s.running; req != nil && req.Seq == ev.seq {
-			if req.P2P == nil && s.mismatched == 0 && errors.Is(ev.err, commerr.ErrInvalidArgument) {
-				s.mismatched = req.CollSeq + 1
-			}
-			s.running = nil
-			s.emit(action{kind: actRelease, req: req})
-			s.next()
-		}
+		s.ended(ev.seq, ev.err)
 	case evUnreachable:
 		s.unreachable(ev)
 	case evCancel:
@@ -259,72 +242,131 @@ func (s *sequencer) step(ev event, acts []action) []action {
 			s.left = append(s.left, ev.rank)
 		}
 	case evPeerReported:
-		if s.closing || s.aborted != nil || s.broken != nil {
-			break
-		}
-		s.breakComm(&commerr.Accusation{Accuser: ev.accuser, Err: fmt.Errorf("%w: rank %d", commerr.ErrPeerFailed, ev.rank)}, ev.rank)
-		s.emit(action{kind: actSpreadFailure, rank: ev.rank, accuser: ev.accuser, skip: ev.teller})
+		s.peerReported(ev)
 	case evRevoke:
 		s.revoke(ev.rank, ev.teller)
 	case evCollFailed:
 		s.collFailed(ev)
 	case evPeerLost:
-		if s.running == nil || s.running.Seq != ev.seq {
-			break
-		}
-		// The peer may have left because the communicator broke: that
-		// failure is the one to name.
-		err, ranks := s.broken, s.brokenRanks
-		if err == nil {
-			err, ranks = collective.LostPeerError(ev.rank, s.running, ev.err), []int{ev.rank}
-		}
-		// A peer that finalized early is a mismatch, which the ranks
-		// waiting on this one learn from it: they see no failure.
-		s.emit(action{kind: actFail, seq: ev.seq, err: err, ranks: ranks, tell: errors.Is(err, commerr.ErrInvalidArgument)})
+		s.peerLost(ev)
 	case evConnected:
-		switch {
-		case s.finalizing:
-		case s.aborted != nil:
-			// A peer that first reaches this rank after it aborted is
-			// refused, as a crashed process's would be, rather than left
-			// to wait on a connection nobody reads.
-			s.emit(action{kind: actHangUp, rank: ev.rank})
-		default:
-			s.emit(action{kind: actConnect, rank: ev.rank})
-		}
+		s.connected(ev.rank)
 	case evLend:
-		if s.running == nil && s.queue.Len() == 0 && !s.lent && s.usable() == nil && len(s.reported) == 0 {
-			s.lent = true
-			s.emit(action{kind: actLend, seq: s.collSeq})
-		}
+		s.lend()
 	case evReclaimed:
 		if s.lent {
 			s.takeTurn(ev.seq)
 			s.next()
 		}
 	case evAdopt:
-		s.takeTurn(ev.seq)
-		s.running = ev.req
-		s.queueFirst(ev.queued)
-		s.emit(action{kind: actAdopt, req: ev.req})
-		if err := s.usable(); err != nil {
-			s.emit(action{kind: actFail, seq: ev.req.Seq, err: err, ranks: s.brokenRanks})
-			s.rejectQueued(err, s.brokenRanks)
-		}
+		s.adopt(ev)
 	case evAgree:
-		// A broken or revoked communicator still agrees: that is how its
-		// survivors go on.
-		switch {
-		case s.aborted != nil:
-			s.emit(action{kind: actRefuseAgreement, agree: ev.agree, err: s.aborted})
-		case s.finalizing:
-			s.emit(action{kind: actRefuseAgreement, agree: ev.agree, err: commerr.ErrFinalized})
-		default:
-			s.emit(action{kind: actStartAgreement, agree: ev.agree})
-		}
+		s.agree(ev.agree)
 	}
 	acts, s.out = s.out, nil
 	return acts
+}
+
+// submit queues req, or rejects it if the rank takes no new work.
+func (s *sequencer) submit(req *collective.Request) {
+	if ranks, err := s.refusal(); err != nil {
+		s.emit(action{kind: actReject, req: req, err: err, ranks: ranks})
+		return
+	}
+	s.queue.Push(req)
+	s.next()
+}
+
+// ended lets go of the running operation seq, which ended with err, and
+// starts the next.
+func (s *sequencer) ended(seq uint64, err error) {
+	s.fault(err)
+	req := s.running
+	if req == nil || req.Seq != seq {
+		return
+	}
+	if req.P2P == nil && s.mismatched == 0 && errors.Is(err, commerr.ErrInvalidArgument) {
+		s.mismatched = req.CollSeq + 1
+	}
+	s.running = nil
+	s.emit(action{kind: actRelease, req: req})
+	s.next()
+}
+
+// peerReported breaks the communicator on a peer's word that another
+// failed, and passes the word on.
+func (s *sequencer) peerReported(ev event) {
+	if s.closing || s.aborted != nil || s.broken != nil {
+		return
+	}
+	s.breakComm(&commerr.Accusation{Accuser: ev.accuser, Err: fmt.Errorf("%w: rank %d", commerr.ErrPeerFailed, ev.rank)}, ev.rank)
+	s.emit(action{kind: actSpreadFailure, rank: ev.rank, accuser: ev.accuser, skip: ev.teller})
+}
+
+// peerLost fails the running operation ev.seq, whose peer ev.rank's
+// connection failed.
+func (s *sequencer) peerLost(ev event) {
+	if s.running == nil || s.running.Seq != ev.seq {
+		return
+	}
+	// The peer may have left because the communicator broke: that
+	// failure is the one to name.
+	err, ranks := s.broken, s.brokenRanks
+	if err == nil {
+		err, ranks = collective.LostPeerError(ev.rank, s.running, ev.err), []int{ev.rank}
+	}
+	// A peer that finalized early is a mismatch, which the ranks
+	// waiting on this one learn from it: they see no failure.
+	s.emit(action{kind: actFail, seq: ev.seq, err: err, ranks: ranks, tell: errors.Is(err, commerr.ErrInvalidArgument)})
+}
+
+// connected links back to peer, which opened a connection to this rank.
+func (s *sequencer) connected(peer int) {
+	switch {
+	case s.finalizing:
+	case s.aborted != nil:
+		// A peer that first reaches this rank after it aborted is
+		// refused, as a crashed process's would be, rather than left
+		// to wait on a connection nobody reads.
+		s.emit(action{kind: actHangUp, rank: peer})
+	default:
+		s.emit(action{kind: actConnect, rank: peer})
+	}
+}
+
+// lend lends the turn if the rank is idle and sound.
+func (s *sequencer) lend() {
+	if s.running == nil && s.queue.Len() == 0 && !s.lent && s.usable() == nil && len(s.reported) == 0 {
+		s.lent = true
+		s.emit(action{kind: actLend, seq: s.collSeq})
+	}
+}
+
+// adopt takes the turn back with ev.req, which ran off the rank, running
+// it here ahead of ev.queued, and fails them if the rank broke meanwhile.
+func (s *sequencer) adopt(ev event) {
+	s.takeTurn(ev.seq)
+	s.running = ev.req
+	s.queueFirst(ev.queued)
+	s.emit(action{kind: actAdopt, req: ev.req})
+	if err := s.usable(); err != nil {
+		s.emit(action{kind: actFail, seq: ev.req.Seq, err: err, ranks: s.brokenRanks})
+		s.rejectQueued(err, s.brokenRanks)
+	}
+}
+
+// agree starts agreement a, unless the rank aborted or is finalizing. A
+// broken or revoked communicator still agrees: that is how its survivors
+// go on.
+func (s *sequencer) agree(a *Agree) {
+	switch {
+	case s.aborted != nil:
+		s.emit(action{kind: actRefuseAgreement, agree: a, err: s.aborted})
+	case s.finalizing:
+		s.emit(action{kind: actRefuseAgreement, agree: a, err: commerr.ErrFinalized})
+	default:
+		s.emit(action{kind: actStartAgreement, agree: a})
+	}
 }
 
 func (s *sequencer) emit(a action) {
@@ -351,6 +393,16 @@ func (s *sequencer) usable() error {
 		return commerr.ErrFinalized
 	}
 	return nil
+}
+
+// refusal is usable's error, with the ranks it names: the failed ones,
+// when the communicator broke.
+func (s *sequencer) refusal() ([]int, error) {
+	err := s.usable()
+	if err != nil && err == s.broken {
+		return s.brokenRanks, err
+	}
+	return nil, err
 }
 
 // runs reports whether the running operation is collective collSeq.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -35,23 +36,8 @@ var (
 // nothing was wrong, 1 otherwise, 2 on a usage error.
 func rmaCommand(args []string, stdout, stderr io.Writer) int {
 	fs := commandFlags("rma", rmaUsage, stderr)
-	var job jobFlags
-	job.register(fs)
-	verify := fs.Bool("verify", false, "check windows across the ranks instead of timing them: the ring of torchcomms' WindowRmaTest and the atomics")
-	local := fs.Int("local", 0, "run N ranks in this process instead of joining a job")
-	cfg := rma.DefaultConfig()
-	op := fs.String("op", "all", "ops, comma-separated, from "+rmaOpNames()+", or all")
-	fs.Var(bytesFlag{&cfg.MinBytes}, "b", "smallest size of put and get in `bytes`; suffix K, M or G for powers of 1024")
-	fs.Var(bytesFlag{&cfg.MaxBytes}, "e", "largest size in `bytes`")
-	fs.Int64Var(&cfg.Factor, "f", cfg.Factor, "multiplication factor between sizes")
-	iters := fs.Int("n", 0, fmt.Sprintf("timed ops per size (default %d); with --verify, iterations of the ring (default %d)", cfg.Iters, rma.RingIters))
-	fs.IntVar(&cfg.Warmup, "w", cfg.Warmup, "warm-up ops per size")
-	fs.Var(bytesFlag{&cfg.Volume}, "V", "cut the timed ops to `bytes`/size where they would move more (mpi_rma.c's -V); 0: never")
-	fs.Var(bytesFlag{&cfg.Window}, "W", "window size in `bytes`, at least -e (default -e)")
-	check := fs.Int("c", 1, "check what each size moved: 1 counts wrong bytes and values after the timed ops, 0 skips it")
-	jsonOut := fs.Bool("json", false, "print one JSON object per row instead of the lines")
-	countsFlag := fs.String("counts", "", "with --verify, elements per rank's block, comma-separated (default 4,1024,1048576)")
-	adds := fs.Int("adds", 100, "with --verify, atomic increments of rank 0's counters per rank and atomic")
+	a := rmaArgs{cfg: rma.DefaultConfig()}
+	a.register(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -60,9 +46,61 @@ func rmaCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	set := flagsSet(fs)
+	errs := a.commonErrors(set, fs.Args())
+	if a.verify {
+		v, verifyErrs := a.verifier(set)
+		if errs = append(errs, verifyErrs...); len(errs) > 0 {
+			return usage(errors.Join(errs...))
+		}
+		return v.run(a.local, &a.job, stdout, stderr)
+	}
+	if errs = append(errs, a.settleBench(set)...); len(errs) > 0 {
+		return usage(errors.Join(errs...))
+	}
+	return rmaBench(a.cfg, a.local, a.jsonOut, &a.job, stdout, stderr)
+}
+
+// rmaArgs is what `commnode rma` was asked for: the job, the bench's
+// configuration, and the flags that become it, or the verifier, once
+// checked.
+type rmaArgs struct {
+	job     jobFlags
+	cfg     rma.Config
+	verify  bool
+	local   int
+	op      string
+	iters   int
+	check   int
+	jsonOut bool
+	counts  string
+	adds    int
+}
+
+func (a *rmaArgs) register(fs *flag.FlagSet) {
+	cfg := &a.cfg
+	a.job.register(fs)
+	fs.BoolVar(&a.verify, "verify", false, "check windows across the ranks instead of timing them: the ring of torchcomms' WindowRmaTest and the atomics")
+	fs.IntVar(&a.local, "local", 0, "run N ranks in this process instead of joining a job")
+	fs.StringVar(&a.op, "op", "all", "ops, comma-separated, from "+rmaOpNames()+", or all")
+	fs.Var(bytesFlag{&cfg.MinBytes}, "b", "smallest size of put and get in `bytes`; suffix K, M or G for powers of 1024")
+	fs.Var(bytesFlag{&cfg.MaxBytes}, "e", "largest size in `bytes`")
+	fs.Int64Var(&cfg.Factor, "f", cfg.Factor, "multiplication factor between sizes")
+	fs.IntVar(&a.iters, "n", 0, fmt.Sprintf("timed ops per size (default %d); with --verify, iterations of the ring (default %d)", cfg.Iters, rma.RingIters))
+	fs.IntVar(&cfg.Warmup, "w", cfg.Warmup, "warm-up ops per size")
+	fs.Var(bytesFlag{&cfg.Volume}, "V", "cut the timed ops to `bytes`/size where they would move more (mpi_rma.c's -V); 0: never")
+	fs.Var(bytesFlag{&cfg.Window}, "W", "window size in `bytes`, at least -e (default -e)")
+	fs.IntVar(&a.check, "c", 1, "check what each size moved: 1 counts wrong bytes and values after the timed ops, 0 skips it")
+	fs.BoolVar(&a.jsonOut, "json", false, "print one JSON object per row instead of the lines")
+	fs.StringVar(&a.counts, "counts", "", "with --verify, elements per rank's block, comma-separated (default 4,1024,1048576)")
+	fs.IntVar(&a.adds, "adds", 100, "with --verify, atomic increments of rank 0's counters per rank and atomic")
+}
+
+// commonErrors lists what is wrong with the flags that both modes check:
+// set names the flags given, rest is what the flags left.
+func (a *rmaArgs) commonErrors(set map[string]bool, rest []string) []error {
 	var errs []error
 	wrongMode, mode := rmaBenchFlags, "--verify"
-	if !*verify {
+	if !a.verify {
 		wrongMode, mode = rmaVerifyFlags, "the bench (without --verify)"
 	}
 	for _, name := range wrongMode {
@@ -70,61 +108,67 @@ func rmaCommand(args []string, stdout, stderr io.Writer) int {
 			errs = append(errs, fmt.Errorf("-%s does not apply to %s", name, mode))
 		}
 	}
-	if *local < 0 {
+	if a.local < 0 {
 		errs = append(errs, errors.New("-local must not be negative"))
 	}
-	if job.timeout <= 0 {
+	if a.job.timeout <= 0 {
 		errs = append(errs, errors.New("-timeout must be positive"))
 	}
-	if set["n"] && *iters < 1 {
+	if set["n"] && a.iters < 1 {
 		errs = append(errs, errors.New("-n must be at least 1"))
 	}
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	if len(rest) > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments %q", rest))
 	}
-	if *verify {
-		v := ringVerifier{counts: rma.RingCounts, iters: rma.RingIters, adds: *adds, verbose: job.verbose}
-		if set["n"] {
-			v.iters = *iters
-		}
-		if counts, err := parseCounts(*countsFlag); err != nil {
-			errs = append(errs, err)
-		} else if slices.Contains(counts, 0) {
-			errs = append(errs, errors.New("-counts: a block needs at least one element"))
-		} else if counts != nil {
-			v.counts = counts
-		}
-		if *adds < 1 {
-			errs = append(errs, errors.New("-adds must be at least 1"))
-		}
-		if len(errs) > 0 {
-			return usage(errors.Join(errs...))
-		}
-		return v.run(*local, &job, stdout, stderr)
-	}
+	return errs
+}
+
+// verifier is the check --verify asks for, and what is wrong with its
+// flags; set names the flags given.
+func (a *rmaArgs) verifier(set map[string]bool) (ringVerifier, []error) {
+	var errs []error
+	v := ringVerifier{counts: rma.RingCounts, iters: rma.RingIters, adds: a.adds, verbose: a.job.verbose}
 	if set["n"] {
-		cfg.Iters = *iters
+		v.iters = a.iters
+	}
+	if counts, err := parseCounts(a.counts); err != nil {
+		errs = append(errs, err)
+	} else if slices.Contains(counts, 0) {
+		errs = append(errs, errors.New("-counts: a block needs at least one element"))
+	} else if counts != nil {
+		v.counts = counts
+	}
+	if a.adds < 1 {
+		errs = append(errs, errors.New("-adds must be at least 1"))
+	}
+	return v, errs
+}
+
+// settleBench turns the bench's flags into a.cfg, and lists what is wrong
+// with them; set names the flags given.
+func (a *rmaArgs) settleBench(set map[string]bool) []error {
+	var errs []error
+	cfg := &a.cfg
+	if set["n"] {
+		cfg.Iters = a.iters
 	}
 	var err error
-	if cfg.Ops, err = rma.ParseOps(*op); err != nil {
+	if cfg.Ops, err = rma.ParseOps(a.op); err != nil {
 		errs = append(errs, err)
 	}
-	if *check != 0 && *check != 1 {
+	if a.check != 0 && a.check != 1 {
 		errs = append(errs, errors.New("-c must be 0 or 1"))
 	}
-	cfg.Check = *check == 1
+	cfg.Check = a.check == 1
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if *local > 0 {
-		if err := cfg.ValidateRanks(*local); err != nil {
+	if a.local > 0 {
+		if err := cfg.ValidateRanks(a.local); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 {
-		return usage(errors.Join(errs...))
-	}
-	return rmaBench(cfg, *local, *jsonOut, &job, stdout, stderr)
+	return errs
 }
 
 // rmaBench runs the bench; rank 0 prints the rows.

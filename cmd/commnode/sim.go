@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -46,6 +47,7 @@ type simFlags struct {
 	heartbeat    time.Duration
 	silence      time.Duration
 	force        bool
+	cpuProfile   string
 	chaos        chaosFlags
 }
 
@@ -54,40 +56,12 @@ type simFlags struct {
 func simCommand(args []string, stdout, stderr io.Writer) int {
 	var f simFlags
 	fs := commandFlags("sim", "usage: commnode sim [--ranks N] [--nodes N] [--op OP] [--bytes B] [--algo A] [--faults PLAN] [--seed S] [flags]", stderr)
-	fs.IntVar(&f.ranks, "ranks", 8, "simulated ranks")
-	fs.IntVar(&f.nodes, "nodes", 1, "nodes the ranks spread over evenly")
-	fs.StringVar(&f.op, "op", "all_reduce", "collective: all_reduce, reduce, broadcast, all_gather, reduce_scatter or barrier")
-	fs.StringVar(&f.bytes, "bytes", "1M", "bytes per rank, as nccl-tests counts them (K, M, G or KiB, MiB, GiB)")
-	fs.StringVar(&f.dtype, "dtype", "float32", "element type: int64, float32 or float64")
-	fs.StringVar(&f.algo, "algo", "", "schedule (default: the selector's choice)")
-	fs.StringVar(&f.topology, "topology", "dgx-h100", "network preset: dgx-h100, rail, host (nodes like this one: its GPUs, joined as NVML says), loopback or shm (this host's processes over TCP or shared memory, as fitted; --nodes ignored: one node), or FILE.json, a fit bench/calibrate.sh --fit wrote")
-	fs.StringVar(&f.data, "data", "auto", "real (carried and checked), phantom (only lengths travel) or auto (phantom above 1 GiB of buffers)")
-	fs.IntVar(&f.chunk, "chunk", 0, "largest message in bytes (0: the schedule's default)")
-	fs.IntVar(&f.root, "root", 0, "root of rooted collectives")
-	fs.IntVar(&f.iters, "iters", 1, "operations each rank runs, one after another")
-	fs.StringVar(&f.faults, "faults", "", `fault plan, e.g. "crash:rank=17,at=2ms"`)
-	fs.Uint64Var(&f.seed, "seed", 1, "seed of the run (the first, with --seeds)")
-	fs.IntVar(&f.seeds, "seeds", 0, "sweep this many seeds from --seed, in parallel, and report the failing ones")
-	fs.DurationVar(&f.jitter, "jitter", 0, "extra delay per frame, up to this much, drawn from the seed")
-	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-operation timeout, virtual time")
-	fs.DurationVar(&f.limit, "limit", 10*time.Minute, "virtual-time bound: an operation pending after it has hung")
-	fs.BoolVar(&f.survive, "survive", false, "every operation must complete: the faults are ones the engine rides out (harmless kinds, and resets shorter than the links' restart budget)")
-	fs.BoolVar(&f.protoactor, "protoactor", false, "run the actors through protoactor's dispatch, as a process does, instead of the simulator's own: the same trace, slower")
-	fs.BoolVar(&f.windows, "windows", false, "after its operations (with --iters 0, alone), every rank opens a window, puts a value into the next rank's with a signal and waits for the previous rank's, each checked")
-	fs.BoolVar(&f.agree, "agree", false, "after its operations (with --iters 0, alone), every rank runs the fault-tolerant agreement that ULFM's agree and shrink rest on")
-	fs.IntVar(&f.afterShrink, "after-shrink", 0, "with --agree, the survivors then shrink to a communicator of their own and run this many all-reduces there, each checked")
-	fs.DurationVar(&f.heartbeat, "heartbeat", 0, "ranks ask a peer they wait on for a frame after this long without one, virtual time (default 1s)")
-	fs.DurationVar(&f.silence, "silence", 0, "a peer a rank waits on that stays silent this long has failed, virtual time (default 5s; negative: never)")
-	fs.BoolVar(&f.json, "json", false, "print JSON")
-	fs.BoolVar(&f.force, "force", false, "run even where the estimate of live heap is over the memory limit")
-	fs.StringVar(&f.trace, "trace", "", "write the run's timeline to this file in Chrome trace format (open it in Perfetto)")
-	f.chaos.register(fs)
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
+	f.register(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	limit := limitSimMemory()
-	stopProfile, err := startCPUProfile(*cpuProfile)
+	stopProfile, err := startCPUProfile(f.cpuProfile)
 	if err != nil {
 		fmt.Fprintf(stderr, "commnode sim: -cpuprofile: %v\n", err)
 		return 1
@@ -116,6 +90,45 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	if !fits(cfg, 1, limit, f.force, stderr) {
 		return 2
 	}
+	return runSeed(f, cfg, op, size, stdout, stderr)
+}
+
+func (f *simFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.ranks, "ranks", 8, "simulated ranks")
+	fs.IntVar(&f.nodes, "nodes", 1, "nodes the ranks spread over evenly")
+	fs.StringVar(&f.op, "op", "all_reduce", "collective: all_reduce, reduce, broadcast, all_gather, reduce_scatter or barrier")
+	fs.StringVar(&f.bytes, "bytes", "1M", "bytes per rank, as nccl-tests counts them (K, M, G or KiB, MiB, GiB)")
+	fs.StringVar(&f.dtype, "dtype", "float32", "element type: int64, float32 or float64")
+	fs.StringVar(&f.algo, "algo", "", "schedule (default: the selector's choice)")
+	fs.StringVar(&f.topology, "topology", "dgx-h100", "network preset: dgx-h100, rail, host (nodes like this one: its GPUs, joined as NVML says), loopback or shm (this host's processes over TCP or shared memory, as fitted; --nodes ignored: one node), or FILE.json, a fit bench/calibrate.sh --fit wrote")
+	fs.StringVar(&f.data, "data", "auto", "real (carried and checked), phantom (only lengths travel) or auto (phantom above 1 GiB of buffers)")
+	fs.IntVar(&f.chunk, "chunk", 0, "largest message in bytes (0: the schedule's default)")
+	fs.IntVar(&f.root, "root", 0, "root of rooted collectives")
+	fs.IntVar(&f.iters, "iters", 1, "operations each rank runs, one after another")
+	fs.StringVar(&f.faults, "faults", "", `fault plan, e.g. "crash:rank=17,at=2ms"`)
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the run (the first, with --seeds)")
+	fs.IntVar(&f.seeds, "seeds", 0, "sweep this many seeds from --seed, in parallel, and report the failing ones")
+	fs.DurationVar(&f.jitter, "jitter", 0, "extra delay per frame, up to this much, drawn from the seed")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "per-operation timeout, virtual time")
+	fs.DurationVar(&f.limit, "limit", 10*time.Minute, "virtual-time bound: an operation pending after it has hung")
+	fs.BoolVar(&f.survive, "survive", false, "every operation must complete: the faults are ones the engine rides out (harmless kinds, and resets shorter than the links' restart budget)")
+	fs.BoolVar(&f.protoactor, "protoactor", false, "run the actors through protoactor's dispatch, as a process does, instead of the simulator's own: the same trace, slower")
+	fs.BoolVar(&f.windows, "windows", false, "after its operations (with --iters 0, alone), every rank opens a window, puts a value into the next rank's with a signal and waits for the previous rank's, each checked")
+	fs.BoolVar(&f.agree, "agree", false, "after its operations (with --iters 0, alone), every rank runs the fault-tolerant agreement that ULFM's agree and shrink rest on")
+	fs.IntVar(&f.afterShrink, "after-shrink", 0, "with --agree, the survivors then shrink to a communicator of their own and run this many all-reduces there, each checked")
+	fs.DurationVar(&f.heartbeat, "heartbeat", 0, "ranks ask a peer they wait on for a frame after this long without one, virtual time (default 1s)")
+	fs.DurationVar(&f.silence, "silence", 0, "a peer a rank waits on that stays silent this long has failed, virtual time (default 5s; negative: never)")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	fs.BoolVar(&f.force, "force", false, "run even where the estimate of live heap is over the memory limit")
+	fs.StringVar(&f.trace, "trace", "", "write the run's timeline to this file in Chrome trace format (open it in Perfetto)")
+	f.chaos.register(fs)
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file`")
+}
+
+// runSeed runs cfg, a single seed, and prints its report, saying how far
+// it has got as it goes. It returns the command's exit code: 1 if the run
+// failed, 2 if it could not run.
+func runSeed(f simFlags, cfg simulation.Config, op bench.Op, size int64, stdout, stderr io.Writer) int {
 	if f.trace != "" {
 		file, err := os.Create(f.trace)
 		if err != nil {

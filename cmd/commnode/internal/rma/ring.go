@@ -160,6 +160,53 @@ func Atomics(ctx context.Context, c *gocomms.Comm, adds int, problem func(string
 	// compare_and_swap's; summed over ranks at the end.
 	wrong := make([]int64, 2)
 
+	fetched, err := fetchAndAdds(ctx, win, adds)
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; i < adds; i++ {
+		if fetched[i] <= fetched[i-1] {
+			wrong[0]++
+			report("fetch_and_op %d, issued after %d, fetched %d after %d: not in issue order", i, i-1, fetched[i], fetched[i-1])
+		}
+	}
+	swapped, err := compareAndSwaps(ctx, win, adds)
+	if err != nil {
+		return nil, err
+	}
+
+	// Every rank's values to every rank, then the counters, read by rank
+	// 0's actor in its order with what it applied.
+	allFetched := gocomms.FromSlice(make([]int64, p*adds))
+	if err := c.AllGatherSingle(ctx, allFetched, gocomms.FromSlice(fetched)); err != nil {
+		return nil, err
+	}
+	allSwapped := gocomms.FromSlice(make([]int64, p*adds))
+	if err := c.AllGatherSingle(ctx, allSwapped, gocomms.FromSlice(swapped)); err != nil {
+		return nil, err
+	}
+	if r == 0 {
+		if err := checkCounters(ctx, win, p*adds, [2]*gocomms.Tensor{allFetched, allSwapped}, wrong, report); err != nil {
+			return nil, err
+		}
+	}
+	wrongT := gocomms.FromSlice(wrong)
+	if err := c.AllReduce(ctx, wrongT, gocomms.Sum); err != nil {
+		return nil, err
+	}
+	if err := win.Close(ctx); err != nil {
+		return nil, err
+	}
+	return []AtomicCheck{
+		{Op: FetchAndOp, Ops: p * adds, Wrong: wrong[0]},
+		{Op: CompareAndSwap, Ops: p * adds, Wrong: wrong[1]},
+	}, nil
+}
+
+// fetchAndAdds issues adds fetch-and-adds of 1 to the first counter, back
+// to back, waits for them all, and returns what each fetched, in issue
+// order.
+func fetchAndAdds(ctx context.Context, win *gocomms.Window, adds int) ([]int64, error) {
 	one := gocomms.FromSlice([]int64{1})
 	fetched := make([]int64, adds)
 	works := make([]*gocomms.Work, adds)
@@ -171,13 +218,13 @@ func Atomics(ctx context.Context, c *gocomms.Comm, adds int, problem func(string
 			return nil, fmt.Errorf("fetch_and_op %d: %w", i, err)
 		}
 	}
-	for i := 1; i < adds; i++ {
-		if fetched[i] <= fetched[i-1] {
-			wrong[0]++
-			report("fetch_and_op %d, issued after %d, fetched %d after %d: not in issue order", i, i-1, fetched[i], fetched[i-1])
-		}
-	}
+	return fetched, nil
+}
 
+// compareAndSwaps increments the second counter adds times, each with
+// compare-and-swaps from the value last seen until one succeeds, and
+// returns the values the successful ones swapped out.
+func compareAndSwaps(ctx context.Context, win *gocomms.Window, adds int) ([]int64, error) {
 	swapped := make([]int64, 0, adds)
 	value, compare, result := make([]int64, 1), make([]int64, 1), make([]int64, 1)
 	valueT, compareT, resultT := gocomms.FromSlice(value), gocomms.FromSlice(compare), gocomms.FromSlice(result)
@@ -193,50 +240,34 @@ func Atomics(ctx context.Context, c *gocomms.Comm, adds int, problem func(string
 			guess = result[0] // another rank's increment came first
 		}
 	}
+	return swapped, nil
+}
 
-	// Every rank's values to every rank, then the counters, read by rank
-	// 0's actor in its order with what it applied.
-	allFetched := gocomms.FromSlice(make([]int64, p*adds))
-	if err := c.AllGatherSingle(ctx, allFetched, gocomms.FromSlice(fetched)); err != nil {
-		return nil, err
+// checkCounters reads rank 0's counters and checks that each atomic's is
+// ops, and that the values all ranks fetched with it are every count
+// below ops, each once; it counts what is wrong in wrong, by atomic, and
+// reports it.
+func checkCounters(ctx context.Context, win *gocomms.Window, ops int, all [2]*gocomms.Tensor, wrong []int64, report func(string, ...any)) error {
+	counters := gocomms.FromSlice(make([]int64, 2))
+	if err := win.Get(ctx, counters, 0, 0); err != nil {
+		return err
 	}
-	allSwapped := gocomms.FromSlice(make([]int64, p*adds))
-	if err := c.AllGatherSingle(ctx, allSwapped, gocomms.FromSlice(swapped)); err != nil {
-		return nil, err
-	}
-	if r == 0 {
-		counters := gocomms.FromSlice(make([]int64, 2))
-		if err := win.Get(ctx, counters, 0, 0); err != nil {
-			return nil, err
+	cs, _ := gocomms.As[int64](counters)
+	for k, name := range []Op{FetchAndOp, CompareAndSwap} {
+		if cs[k] != int64(ops) {
+			wrong[k]++
+			report("%v: the counter is %d, want %d", name, cs[k], ops)
 		}
-		cs, _ := gocomms.As[int64](counters)
-		for k, all := range []*gocomms.Tensor{allFetched, allSwapped} {
-			name := []Op{FetchAndOp, CompareAndSwap}[k]
-			if cs[k] != int64(p*adds) {
+		vs, _ := gocomms.As[int64](all[k])
+		vs = slices.Clone(vs)
+		slices.Sort(vs)
+		for i, v := range vs {
+			if v != int64(i) {
 				wrong[k]++
-				report("%v: the counter is %d, want %d", name, cs[k], p*adds)
-			}
-			vs, _ := gocomms.As[int64](all)
-			vs = slices.Clone(vs)
-			slices.Sort(vs)
-			for i, v := range vs {
-				if v != int64(i) {
-					wrong[k]++
-					report("%v: the values fetched, sorted, hold %d at position %d: a count fetched twice or never", name, v, i)
-					break
-				}
+				report("%v: the values fetched, sorted, hold %d at position %d: a count fetched twice or never", name, v, i)
+				break
 			}
 		}
 	}
-	wrongT := gocomms.FromSlice(wrong)
-	if err := c.AllReduce(ctx, wrongT, gocomms.Sum); err != nil {
-		return nil, err
-	}
-	if err := win.Close(ctx); err != nil {
-		return nil, err
-	}
-	return []AtomicCheck{
-		{Op: FetchAndOp, Ops: p * adds, Wrong: wrong[0]},
-		{Op: CompareAndSwap, Ops: p * adds, Wrong: wrong[1]},
-	}, nil
+	return nil
 }
