@@ -637,12 +637,24 @@ func TestLateEntryIsReadAgain(t *testing.T) {
 
 func TestCloserReadsADecisionWrittenByAnother(t *testing.T) {
 	mem := store.NewMemory()
+	// The decision appears only once the closer, past its deadline, has
+	// looked for one and found none: it must look again.
+	looked := make(chan struct{})
+	var once sync.Once
+	lookForDecision := func(keys []string) {
+		if slices.ContainsFunc(keys, func(k string) bool { return strings.HasSuffix(k, "/members") }) {
+			once.Do(func() { close(looked) })
+		}
+	}
 	// Min 2 keeps the lone closer from deciding itself.
-	cfg := Config{Store: mem, Job: "job", Min: 2, JoinTimeout: 10 * time.Millisecond}
+	cfg := Config{Store: &hooked{Store: mem, check: lookForDecision}, Job: "job", Min: 2, JoinTimeout: 10 * time.Millisecond}
 	out := make(chan result, 1)
 	join(context.Background(), cfg, "a", 0, out)
-	waitWaiting(t, cfg, 1)
-	time.Sleep(20 * time.Millisecond) // past the closer's deadline
+	select {
+	case <-looked:
+	case <-time.After(time.Minute):
+		t.Fatal("the closer never looked for a decision past its deadline")
+	}
 	dec := encodeDecision("other", []member{{slot: 1, entry: entry{handle: "a"}}})
 	if err := mem.Set(context.Background(), "gocomms/quorum/job/0/members", dec); err != nil {
 		t.Fatal(err)
