@@ -514,29 +514,18 @@ func TestFinalizeDoesNotWaitForBusyPeers(t *testing.T) {
 type countingNetwork struct {
 	transport.Network
 	dials, frames atomic.Int64
+	// carrying counts the dialled connections that sent a frame: those
+	// chosen for a pair of ranks. Two ranks that dial each other at once
+	// both dial, and the loser may call Dial after the winner's
+	// connection has carried a whole collective, but its connection is
+	// dropped before it carries anything.
+	carrying atomic.Int64
 }
 
 func (n *countingNetwork) Dial(ctx context.Context, addr string, hello []byte) (transport.Conn, error) {
 	n.dials.Add(1)
 	c, err := n.Network.Dial(ctx, addr, hello)
-	return countingConn{c, &n.frames}, err
-}
-
-// settledDials returns the dials made once none has been made for a
-// while: two ranks that dial each other at once both dial, and the one
-// whose connection loses may call Dial after the winner's already
-// carried a whole collective.
-func (n *countingNetwork) settledDials() int64 {
-	last := n.dials.Load()
-	for range 100 {
-		time.Sleep(20 * time.Millisecond)
-		now := n.dials.Load()
-		if now == last {
-			return now
-		}
-		last = now
-	}
-	return last
+	return &countingConn{Conn: c, frames: &n.frames, carrying: &n.carrying}, err
 }
 
 func (n *countingNetwork) Listen(addr string) (transport.Listener, error) {
@@ -551,15 +540,20 @@ type countingListener struct {
 
 func (l countingListener) Accept(ctx context.Context) (transport.Conn, []byte, error) {
 	c, hello, err := l.Listener.Accept(ctx)
-	return countingConn{c, l.frames}, hello, err
+	return &countingConn{Conn: c, frames: l.frames}, hello, err
 }
 
 type countingConn struct {
 	transport.Conn
-	frames *atomic.Int64
+	frames   *atomic.Int64
+	carrying *atomic.Int64 // a dialled connection's; nil for an accepted one
+	sent     atomic.Bool
 }
 
-func (c countingConn) Send(f transport.Frame) error {
+func (c *countingConn) Send(f transport.Frame) error {
+	if c.carrying != nil && !c.sent.Swap(true) {
+		c.carrying.Add(1)
+	}
 	// The layers between the engine and the transport flag a frame in
 	// the Kind's high bits (direct, unnumbered, acknowledge now).
 	if f.Header.Kind&0x1f == transport.Collective {
@@ -584,7 +578,8 @@ func TestSplitsReuseConnections(t *testing.T) {
 		}
 		connected.Done()
 		connected.Wait()
-		dialed := nw.settledDials()
+		// Every pair's connection has carried its dialler's frame by now.
+		carrying := nw.carrying.Load()
 		half, err := c.SplitByColor(ctx, c.Rank()%2, 0)
 		if err != nil {
 			return err
@@ -596,8 +591,8 @@ func TestSplitsReuseConnections(t *testing.T) {
 		if want := int32(2 + 2*(c.Rank()%2)); x[0] != want {
 			return fmt.Errorf("rank %d: all-reduce over its half gave %d, want %d", c.Rank(), x[0], want)
 		}
-		if more := nw.dials.Load() - dialed; more != 0 {
-			return fmt.Errorf("splitting dialed %d more connections", more)
+		if more := nw.carrying.Load() - carrying; more != 0 {
+			return fmt.Errorf("the split's all-reduce went over %d more connections", more)
 		}
 		// The parent finalizes first on even ranks, last on odd ones.
 		order := []*gocomms.Comm{c, half}

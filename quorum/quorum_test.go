@@ -22,7 +22,7 @@ type hooked struct {
 	store.Store
 	calls atomic.Int64
 	set   func(key string, value []byte) error // nil passes every Set through
-	check func(keys []string)                  // nil: Check is only counted
+	check func(keys []string, found bool)      // called after each Check with its answer; nil: Check is only counted
 }
 
 func (h *hooked) Set(ctx context.Context, key string, value []byte) error {
@@ -57,10 +57,11 @@ func (h *hooked) Delete(ctx context.Context, key string) (bool, error) {
 
 func (h *hooked) Check(ctx context.Context, keys ...string) (bool, error) {
 	h.calls.Add(1)
-	if h.check != nil {
-		h.check(keys)
+	found, err := h.Store.Check(ctx, keys...)
+	if h.check != nil && err == nil {
+		h.check(keys, found)
 	}
-	return h.Store.Check(ctx, keys...)
+	return found, err
 }
 
 func (h *hooked) Wait(ctx context.Context, keys ...string) error {
@@ -604,7 +605,7 @@ func TestLateEntryIsReadAgain(t *testing.T) {
 	// then looks for the entries that are there, one Check each.
 	graceOver := make(chan struct{})
 	var once sync.Once
-	lookForEntry := func(keys []string) {
+	lookForEntry := func(keys []string, _ bool) {
 		if slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, "/h/") }) {
 			once.Do(func() { close(graceOver) })
 		}
@@ -637,12 +638,24 @@ func TestLateEntryIsReadAgain(t *testing.T) {
 
 func TestCloserReadsADecisionWrittenByAnother(t *testing.T) {
 	mem := store.NewMemory()
+	// The decision appears only once the closer, past its deadline, has
+	// looked for one and found none: it must look again.
+	looked := make(chan struct{})
+	var once sync.Once
+	lookForDecision := func(keys []string, found bool) {
+		if !found && slices.ContainsFunc(keys, func(k string) bool { return strings.HasSuffix(k, "/members") }) {
+			once.Do(func() { close(looked) })
+		}
+	}
 	// Min 2 keeps the lone closer from deciding itself.
-	cfg := Config{Store: mem, Job: "job", Min: 2, JoinTimeout: 10 * time.Millisecond}
+	cfg := Config{Store: &hooked{Store: mem, check: lookForDecision}, Job: "job", Min: 2, JoinTimeout: 10 * time.Millisecond}
 	out := make(chan result, 1)
 	join(context.Background(), cfg, "a", 0, out)
-	waitWaiting(t, cfg, 1)
-	time.Sleep(20 * time.Millisecond) // past the closer's deadline
+	select {
+	case <-looked:
+	case <-time.After(time.Minute):
+		t.Fatal("the closer never looked for a decision past its deadline")
+	}
 	dec := encodeDecision("other", []member{{slot: 1, entry: entry{handle: "a"}}})
 	if err := mem.Set(context.Background(), "gocomms/quorum/job/0/members", dec); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -513,27 +514,54 @@ func TestBenchFTEndToEnd(t *testing.T) {
 	// stopped starts a driver that runs for long, lets its workers train,
 	// signals it, and returns its exit error and its workers.
 	stopped := func(t *testing.T, sig syscall.Signal) (error, []int, string) {
+		// The driver writes the workers' step records to a pipe that the
+		// test reads: the first says they train.
+		steps := filepath.Join(t.TempDir(), "steps")
+		if err := syscall.Mkfifo(steps, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Read-write, so that the open waits for no writer and a read
+		// never sees an end.
+		fifo, err := os.OpenFile(steps, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fifo.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, exe, "bench", "--ft", "-np", "2", "--duration", "1m", "--kill-every", "0",
-			"-b", "4K", "--compute", "5ms", "--warmup", "0s", "--join-timeout", "2s")
+			"-b", "4K", "--compute", "5ms", "--warmup", "0s", "--join-timeout", "2s", "--steps", steps)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		var workers []int
-		for deadline := time.Now().Add(20 * time.Second); len(workers) < 2; time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
+		// The driver buffers the records: the first comes with a few
+		// dozen steps.
+		fifo.SetReadDeadline(time.Now().Add(20 * time.Second))
+		records := bufio.NewReader(fifo)
+		for {
+			line, err := records.ReadBytes('\n')
+			var r ftRecord
+			if err == nil {
+				err = json.Unmarshal(line, &r)
+			}
+			if err != nil {
 				cmd.Process.Kill()
 				cmd.Wait()
-				t.Fatalf("the driver started %d workers, want 2\n%s", len(workers), out.String())
+				t.Fatalf("reading the first step record: %v\n%s", err, out.String())
 			}
-			workers = childrenOf(t, cmd.Process.Pid)
+			if r.Event == "" {
+				break
+			}
 		}
-		time.Sleep(time.Second)
+		go io.Copy(io.Discard, records) // the rest, so that the driver's writes never wait; ends with fifo
+		workers := childrenOf(t, cmd.Process.Pid)
+		if len(workers) != 2 {
+			t.Errorf("the driver runs %d workers, want 2", len(workers))
+		}
 		cmd.Process.Signal(sig)
-		err := cmd.Wait()
+		err = cmd.Wait()
 		return err, workers, out.String()
 	}
 

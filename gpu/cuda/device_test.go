@@ -544,12 +544,19 @@ func TestDeviceCloseContext(t *testing.T) {
 // it while they still do: each call either works or reports ErrClosed.
 func TestDeviceConcurrent(t *testing.T) {
 	ctx := need{t}.ctx(testDevices(t)[0].PrimaryContext())
-	var wg sync.WaitGroup
+	const goroutines, before = 8, 3 // round trips each makes before the Close
+	var wg, started sync.WaitGroup
+	started.Add(goroutines)
 	stop := make(chan struct{})
 	errs := make(chan error, 16)
-	for g := range 8 {
+	for g := range goroutines {
 		wg.Go(func() {
+			ready := sync.OnceFunc(started.Done)
+			defer ready() // one that failed early holds nobody up
 			for i := 0; ; i++ {
+				if i == before {
+					ready()
+				}
 				select {
 				case <-stop:
 					return
@@ -564,7 +571,17 @@ func TestDeviceConcurrent(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	// Close once every goroutine is under way, while they go on.
+	waited := make(chan struct{})
+	go func() {
+		started.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-time.After(time.Minute):
+		t.Errorf("the goroutines did not make %d round trips each within a minute", before)
+	}
 	ok(t, ctx.Close())
 	close(stop)
 	wg.Wait()

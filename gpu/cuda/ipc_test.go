@@ -7,12 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 func TestIPCHandleMarshal(t *testing.T) {
@@ -291,6 +291,9 @@ const ipcData = 1<<16 + 8
 // which reads what the parent wrote, writes its own, and raises a flag in
 // the shared memory that the parent's stream waits for; then it records
 // the event after a second write, and the parent's stream waits for that.
+// The child says on standard output which step it reached, and the parent
+// on the child's standard input: the child runs the work that meets a
+// wait only once the parent has queued the wait.
 func TestDeviceIPCProcesses(t *testing.T) {
 	ctx := testContext(t, testDevices(t)[0])
 	m := need{t}.mem(ctx.Alloc(2*ipcData + 8))
@@ -310,6 +313,11 @@ func TestDeviceIPCProcesses(t *testing.T) {
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	ok(t, err)
+	stdin, err := cmd.StdinPipe()
+	ok(t, err)
+	// A child still waiting for the parent's word when it fails ends at
+	// once, not at its deadline.
+	defer stdin.Close()
 	ok(t, cmd.Start())
 	var log strings.Builder
 	lines := bufio.NewScanner(stdout)
@@ -326,6 +334,13 @@ func TestDeviceIPCProcesses(t *testing.T) {
 		_ = cmd.Wait()
 		t.Fatalf("the child ended before %s:\n%s%s", step, log.String(), stderr.String())
 	}
+	// tell tells the child that the parent reached step.
+	tell := func(step string) {
+		t.Helper()
+		if _, err := io.WriteString(stdin, "ipc parent: "+step+"\n"); err != nil {
+			t.Fatalf("telling the child %s: %v", step, err)
+		}
+	}
 	defer func() {
 		if t.Failed() {
 			t.Logf("child's output:\n%s%s", log.String(), stderr.String())
@@ -337,6 +352,12 @@ func TestDeviceIPCProcesses(t *testing.T) {
 	next("opened")
 	ok(t, s.WaitValue64(m, 2*ipcData, 1, WaitEQ))
 	ok(t, s.CopyDtoH(pin.Bytes(), m, ipcData))
+	// The child raises the flag only once told: until then the wait
+	// holds the copy back.
+	if done, err := s.Query(); done || err != nil {
+		t.Fatalf("Stream.Query before the flag: %v, %v; want the stream held by its wait", done, err)
+	}
+	tell("waiting for the flag")
 	ok(t, s.Synchronize())
 	if !bytes.Equal(pin.Bytes(), pattern(ipcData, 2)) {
 		t.Error("after the child's flag, its data is not in the shared memory")
@@ -344,6 +365,12 @@ func TestDeviceIPCProcesses(t *testing.T) {
 	next("recorded")
 	ok(t, s.Wait(e))
 	ok(t, s.CopyDtoH(pin.Bytes(), m, 0))
+	// A GPU may have run the child's record already, but the fake driver
+	// runs it only when the child synchronizes: a query runs the parent's
+	// stream as far as it can go meanwhile, which is not past the wait.
+	_, err = s.Query()
+	ok(t, err)
+	tell("waiting for the event")
 	ok(t, s.Synchronize())
 	if !bytes.Equal(pin.Bytes(), pattern(ipcData, 3)) {
 		t.Error("after the child's event, its second write is not in the shared memory")
@@ -383,6 +410,16 @@ func TestIPCChild(t *testing.T) {
 	ok(t, err)
 	ok(t, eh.UnmarshalBinary(b))
 
+	parent := bufio.NewReader(os.Stdin)
+	// await waits for the parent to say that it reached step.
+	await := func(step string) {
+		t.Helper()
+		line, err := parent.ReadString('\n')
+		if err != nil || line != "ipc parent: "+step+"\n" {
+			t.Fatalf("waiting for the parent's %q, read %q: %v", step, line, err)
+		}
+	}
+
 	ctx := testContext(t, testDevices(t)[0])
 	m, err := ctx.OpenIPC(h)
 	ok(t, err)
@@ -401,8 +438,7 @@ func TestIPCChild(t *testing.T) {
 	s := need{t}.stream(ctx.NewStream())
 	pin := need{t}.host(ctx.AllocHost(ipcData))
 	fmt.Println("ipc child: opened")
-	// The parent's stream is waiting for the flag by now, or soon.
-	time.Sleep(50 * time.Millisecond)
+	await("waiting for the flag")
 	copy(pin.Bytes(), pattern(ipcData, 2))
 	ok(t, s.CopyHtoD(m, ipcData, pin.Bytes()))
 	ok(t, s.WriteValue64(m, 2*ipcData, 1))
@@ -412,8 +448,8 @@ func TestIPCChild(t *testing.T) {
 	ok(t, s.CopyHtoD(m, 0, pin.Bytes()))
 	ok(t, e.Record(s))
 	fmt.Println("ipc child: recorded")
-	time.Sleep(50 * time.Millisecond)
-	ok(t, s.Synchronize())
+	await("waiting for the event")
+	ok(t, s.Synchronize()) // where the fake driver runs the write and the record
 	ok(t, e.Close())
 	ok(t, m.Close())
 	wantErr(t, "second Close of opened memory", m.Close(), ErrClosed)

@@ -88,10 +88,11 @@ func TestStalledFrameDroppedOnClose(t *testing.T) {
 	raw, c, r := rawPeer(t, l)
 	var hdr [headerLen]byte
 	putHeader(hdr[:], testHeader(0), 1<<30, 0, true)
-	if _, err := raw.Write(append(hdr[:], make([]byte, 1<<20)...)); err != nil {
+	const sent = 1 << 20
+	if _, err := raw.Write(append(hdr[:], make([]byte, sent)...)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	takeIn(t, c.(*conn), sent)
 	if got := allocated() - before; got > 32<<20 {
 		t.Errorf("%d MiB allocated for a stalled 1 GiB frame", got>>20)
 	}
@@ -108,6 +109,30 @@ func TestStalledFrameDroppedOnClose(t *testing.T) {
 	raw.SetReadDeadline(time.Now().Add(waitTimeout))
 	if _, err := io.Copy(io.Discard, raw); err != nil {
 		t.Errorf("the stalled peer's socket ended with %v, want a FIN", err)
+	}
+}
+
+// takeIn reads what has arrived on c in the calling goroutine, as a
+// poller does, until c holds n bytes of the payload it is reading.
+func takeIn(t *testing.T, c *conn, n int) {
+	t.Helper()
+	c.Polling(true) // the reader goroutine, once kicked, leaves the reading to us
+	defer c.Polling(false)
+	deadline := time.Now().Add(waitTimeout)
+	got := 0
+	for {
+		c.Poll() // or, while the reader goroutine holds rxMu, a kick
+		if c.rxMu.TryLock() {
+			got = c.fr.off
+			c.rxMu.Unlock()
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes of the payload arrived in %v, want %d", got, waitTimeout, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -139,9 +164,17 @@ func TestEarlyFramesBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Second) // for the flood to arrive, were it unbounded
+	// The reader stops taking frames in with the first that passes the
+	// window; an unbounded one would be well past the limit by the next
+	// look.
 	queued := c.(*conn).in.Queued()
-	if limit := window + size + transport.QueuedCost; queued > limit || queued < window/2 {
+	for deadline := time.Now().Add(waitTimeout); queued <= window; queued = c.(*conn).in.Queued() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes of early frames wait after %v, want the window, %d, filled", queued, waitTimeout, window)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if limit := window + size + transport.QueuedCost; queued > limit {
 		t.Errorf("%d bytes of early frames wait, want up to the window, %d", queued, limit)
 	}
 	r := newRecorder()

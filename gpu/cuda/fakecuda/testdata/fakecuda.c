@@ -593,7 +593,8 @@ static void run_until(struct fake_stream *s, uint64_t upto)
 /* run_ready runs what of s can run at once, unless another thread is
  * running s: the device makes progress between queries, and a query does
  * not wait, as a GPU's does not, so it stops at a wait for a value that
- * is not there yet. */
+ * is not there yet, or for another process's record of an interprocess
+ * event that has not run yet. */
 static void run_ready(struct fake_stream *s)
 {
 	struct fake_op *op;
@@ -601,6 +602,9 @@ static void run_ready(struct fake_stream *s)
 	while ((op = s->head) && !s->running) {
 		if (op->kind == OP_WAIT_VALUE && device_range((uintptr_t)op->addr, (size_t)op->width) == CUDA_SUCCESS &&
 		    !holds(op->addr, op->value, op->width, op->cond))
+			return;
+		if (op->kind == OP_WAIT && op->shared && !op->target &&
+		    !holds(&op->shared->reached, op->value, 8, STREAM_WAIT_VALUE_GEQ))
 			return;
 		run_head(s);
 	}
