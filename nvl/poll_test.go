@@ -40,9 +40,14 @@ func TestPolling(t *testing.T) {
 			a.Paused()
 			send(10)
 			ar.WaitFrames(t, sent)
-			// Idle long enough for the server to ask for doorbells, then
+			// Once the linger is over the server asks for doorbells; then
 			// polled and stopped (parked): the server reads what follows.
-			time.Sleep(5 * pollLinger)
+			for deadline := time.Now().Add(10 * time.Second); a.rx.ctl.asleep.Load() == 0; {
+				if time.Now().After(deadline) {
+					t.Fatal("the idle server never asked for doorbells")
+				}
+				time.Sleep(time.Millisecond)
+			}
 			a.Polling(true)
 			send(5)
 			for range 100 {
