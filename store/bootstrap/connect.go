@@ -53,7 +53,14 @@ func Connect(ctx context.Context, addr string, host bool, timeout time.Duration)
 	if srv == nil {
 		return c, nil
 	}
-	if err := c.Set(ctx, HostKey, []byte(hostMark())); err != nil {
+	// A SET has no reply: the CHECK after it, on the same connection,
+	// returns once the mark is stored, so that another job's rank 0 that
+	// finds the port taken from now on sees it.
+	err = c.Set(ctx, HostKey, []byte(hostMark()))
+	if err == nil {
+		_, err = c.Check(ctx, HostKey)
+	}
+	if err != nil {
 		return nil, errors.Join(fmt.Errorf("bootstrap: marking the store at %s: %w", addr, err), c.Close(), srv.Close())
 	}
 	return &hosted{Client: c, srv: srv}, nil
