@@ -499,6 +499,11 @@ func (c *conn) sleep() error {
 	if lingering {
 		c.sock.SetReadDeadline(earliest(base, time.Now().Add(pollLinger)))
 	}
+	if !lingering {
+		if asked := doorbellsAsked.Load(); asked != nil {
+			(*asked)(c)
+		}
+	}
 	err := c.await()
 	c.rx.ctl.asleep.Store(0)
 	if errors.Is(err, os.ErrDeadlineExceeded) && (base.IsZero() || time.Now().Before(base)) {
@@ -535,6 +540,11 @@ func (c *conn) sleep() error {
 	}
 	return c.ended("doorbell", err)
 }
+
+// doorbellsAsked, when set (by tests), hears of each server that asked
+// its peer for doorbells and is about to sleep: the state a test of the
+// linger's end waits for.
+var doorbellsAsked atomic.Pointer[func(*conn)]
 
 // bell is the doorbell: any one-byte message.
 var bell = []byte{1}

@@ -19,6 +19,18 @@ func TestPolling(t *testing.T) {
 	for _, spin := range []time.Duration{0, 50 * time.Microsecond} {
 		t.Run(fmt.Sprintf("spin=%v", spin), func(t *testing.T) {
 			d, a, _, ar := pair(t, New(WithSpin(spin)))
+			// asked hears of a's server asking for doorbells.
+			asked := make(chan struct{}, 1)
+			hook := func(c *conn) {
+				if c == a {
+					select {
+					case asked <- struct{}{}:
+					default:
+					}
+				}
+			}
+			doorbellsAsked.Store(&hook)
+			defer doorbellsAsked.Store(nil)
 			sent := 0
 			send := func(n int) {
 				t.Helper()
@@ -38,15 +50,18 @@ func TestPolling(t *testing.T) {
 			}
 			// Paused, the server lingers, then reads again.
 			a.Paused()
+			select { // an ask from before the pause
+			case <-asked:
+			default:
+			}
 			send(10)
 			ar.WaitFrames(t, sent)
 			// Once the linger is over the server asks for doorbells; then
 			// polled and stopped (parked): the server reads what follows.
-			for deadline := time.Now().Add(10 * time.Second); a.rx.ctl.asleep.Load() == 0; {
-				if time.Now().After(deadline) {
-					t.Fatal("the idle server never asked for doorbells")
-				}
-				time.Sleep(time.Millisecond)
+			select {
+			case <-asked:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the idle server never asked for doorbells")
 			}
 			a.Polling(true)
 			send(5)
