@@ -67,8 +67,10 @@ func (b *Inbox) Push(f Frame) {
 // inbox, or until abort is closed. A receiver that calls it after each
 // Push stops taking frames in while its handler is behind or not yet
 // started, so that a slow receiver slows its sender instead of queueing
-// without bound. One goroutine at a time may wait.
-func (b *Inbox) WaitRoom(limit int, abort <-chan struct{}) {
+// without bound. One goroutine at a time may wait. waiting, if not nil,
+// is called when the wait begins, for a test that waits for the bound to
+// hold the receiver.
+func (b *Inbox) WaitRoom(limit int, abort <-chan struct{}, waiting func()) {
 	b.mu.Lock()
 	if b.queued <= limit {
 		b.mu.Unlock()
@@ -77,6 +79,9 @@ func (b *Inbox) WaitRoom(limit int, abort <-chan struct{}) {
 	room := make(chan struct{})
 	b.room, b.roomAt = room, limit
 	b.mu.Unlock()
+	if waiting != nil {
+		waiting()
+	}
 	select {
 	case <-room:
 	case <-abort:

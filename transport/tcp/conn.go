@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocomms/gocomms/transport"
@@ -49,6 +50,17 @@ var (
 	_ transport.Conn    = (*conn)(nil)
 	_ transport.Drainer = (*conn)(nil)
 )
+
+// receiverHeldBack, when set (by tests), hears of each reader that stops
+// taking frames in until its handler makes room.
+var receiverHeldBack atomic.Pointer[func()]
+
+// heldBack tells receiverHeldBack, if set, that a reader waits for room.
+func heldBack() {
+	if heard := receiverHeldBack.Load(); heard != nil {
+		(*heard)()
+	}
+}
 
 // newConn starts serving sock, whose preface exchange is complete.
 func newConn(sock *net.TCPConn, cfg *config) *conn {
@@ -141,7 +153,7 @@ func (c *conn) read() {
 			break
 		}
 		c.rxMu.Unlock()
-		c.in.WaitRoom(c.window, c.stopRead)
+		c.in.WaitRoom(c.window, c.stopRead, heldBack)
 	}
 	if err == io.EOF {
 		err = c.ended("closed by the peer", nil)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gocomms/gocomms/transport"
 )
 
@@ -119,21 +121,28 @@ func takeIn(t *testing.T, c *conn, n int) {
 	c.Polling(true) // the reader goroutine, once kicked, leaves the reading to us
 	defer c.Polling(false)
 	deadline := time.Now().Add(waitTimeout)
-	got := 0
 	for {
-		c.Poll() // or, while the reader goroutine holds rxMu, a kick
-		if c.rxMu.TryLock() {
-			got = c.fr.off
-			c.rxMu.Unlock()
-		}
+		c.Poll()      // or, while the reader goroutine holds rxMu, a kick
+		c.rxMu.Lock() // the kicked reader goroutine lets go of it
+		got := c.fr.off
+		c.rxMu.Unlock()
 		if got >= n {
 			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d bytes of the payload arrived in %v, want %d", got, waitTimeout, n)
 		}
-		time.Sleep(time.Millisecond)
+		awaitReadable(c, deadline)
 	}
+}
+
+// awaitReadable blocks until c's socket has bytes to read, or until
+// deadline.
+func awaitReadable(c *conn, deadline time.Time) {
+	c.raw.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1)
+	})
 }
 
 // TestEarlyFramesBounded: frames flooding a connection whose handler has
@@ -141,6 +150,15 @@ func takeIn(t *testing.T, c *conn, n int) {
 // once started, the handler gets every frame, in order.
 func TestEarlyFramesBounded(t *testing.T) {
 	const window, frames, size = 1 << 20, 2000, 4 << 10
+	heldBack := make(chan struct{}, 1)
+	heard := func() {
+		select {
+		case heldBack <- struct{}{}:
+		default:
+		}
+	}
+	receiverHeldBack.Store(&heard)
+	defer receiverHeldBack.Store(nil)
 	nw, l := listen(t, WithReceiveWindow(window))
 	accepted := make(chan transport.Conn, 1)
 	go func() {
@@ -165,15 +183,13 @@ func TestEarlyFramesBounded(t *testing.T) {
 		}
 	}
 	// The reader stops taking frames in with the first that passes the
-	// window; an unbounded one would be well past the limit by the next
-	// look.
-	queued := c.(*conn).in.Queued()
-	for deadline := time.Now().Add(waitTimeout); queued <= window; queued = c.(*conn).in.Queued() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes of early frames wait after %v, want the window, %d, filled", queued, waitTimeout, window)
-		}
-		time.Sleep(time.Millisecond)
+	// window.
+	select {
+	case <-heldBack:
+	case <-time.After(waitTimeout):
+		t.Fatalf("%d bytes of early frames wait after %v, and the reader still takes more in", c.(*conn).in.Queued(), waitTimeout)
 	}
+	queued := c.(*conn).in.Queued()
 	if limit := window + size + transport.QueuedCost; queued > limit {
 		t.Errorf("%d bytes of early frames wait, want up to the window, %d", queued, limit)
 	}
