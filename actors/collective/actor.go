@@ -231,7 +231,7 @@ func (c *runner) offer(p int, h transport.Header, data []byte) {
 
 func (c *runner) send(p int, f transport.Frame) error {
 	if !c.req.Planes[p].TrySend(f) {
-		c.rt.System().Root.Send(c.req.Links[p], c.sends.Get(f))
+		c.req.Planes[p].Post(c.rt.System().Root, c.req.Links[p], c.sends.Get(f))
 	}
 	return nil
 }
@@ -261,8 +261,8 @@ func (c *runner) fail(ctx actor.Context, m *Fail) {
 
 // TellFailure sends a ControlFailed report about req to req's peers.
 func TellFailure(ctx actor.Context, req *Request, report []byte) {
-	for _, l := range req.Links {
-		ctx.Send(l, ControlFrame(req.CommID, req.CollSeq, ControlFailed, report))
+	for i, l := range req.Links {
+		link.SendControl(ctx, l, req.Planes[i], ControlFrame(req.CommID, req.CollSeq, ControlFailed, report))
 	}
 }
 

@@ -38,14 +38,15 @@ const (
 	ControlRevoked = 7
 )
 
-// ControlFrame returns the message that sends a control frame over a link.
-func ControlFrame(commID, collSeq uint64, tag uint32, payload []byte) *link.Send {
+// ControlFrame returns a control frame, with a copy of payload, for
+// link.SendControl.
+func ControlFrame(commID, collSeq uint64, tag uint32, payload []byte) transport.Frame {
 	p := transport.GetBuffer(len(payload))
 	copy(p, payload)
-	return &link.Send{Frame: transport.Frame{
+	return transport.Frame{
 		Header:  transport.Header{Comm: commID, Kind: transport.Control, Seq: collSeq, Tag: tag},
 		Payload: p,
-	}}
+	}
 }
 
 // FailureKind says what ended a collective at the rank that reports it

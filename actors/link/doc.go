@@ -8,11 +8,12 @@
 // The driving loop:
 //
 //	Started        -> conn.Start(handler), or after a restart conn.Resume(redialled)
-//	                  handler: direct frames -> plane; others post *Delivered, errors *connFailed
+//	                  handler: direct frames -> plane; control frames -> parent;
+//	                  others post *Delivered, errors *connFailed
 //	*Send          -> conn.Send(frame)
 //	*Route         -> forward stashed frames of that key, then later ones, up to its count
 //	*Unroute       -> forget the key before its count is reached
-//	*Delivered     -> plane | routed actor | stash | parent (control) | link frame (fin, ping)
+//	*Delivered     -> plane | routed actor | stash | link frame (fin, ping)
 //	*connFailed    -> broken: panic for the supervisor to restart it after a backoff;
 //	                  ended: parent gets *Failed; later sends are dropped
 //	Stopping       -> conn.Close()
@@ -24,6 +25,12 @@
 // the peer has not acknowledged and sends it again on the connection the
 // link redials after one breaks: the link keeps supervision (redial,
 // backoff, silence, close), the connection the bookkeeping.
+//
+// Control frames (a rank's word to its peer: failures, probes,
+// agreements) skip both link actors too: SendControl puts them on the
+// connection while nothing waits in the link's mailbox to be sent, and
+// the peer's handler hands them to its rank actor, unless its link has
+// failed. A simulation floods a failure over millions of links.
 //
 // Collective and point-to-point frames go to the link's Plane (plane.go),
 // shared with whatever runs the operation: the collective actor, or a

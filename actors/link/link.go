@@ -33,10 +33,10 @@ func KeyOf(h transport.Header) Key {
 	return Key{Kind: h.Kind, Seq: h.Seq, Tag: h.Tag &^ TagMarks}
 }
 
-// Send asks the link to send a frame; the payload's ownership moves with
-// it, or, if the frame's Sent is set, the payload is lent (see
-// transport.Frame). One taken from a SendPool goes back there once the
-// link has handed its frame on.
+// Send asks the link to send a frame (Plane.Post); the payload's
+// ownership moves with it, or, if the frame's Sent is set, the payload is
+// lent (see transport.Frame). One taken from a SendPool goes back there
+// once the link has handed its frame on.
 type Send struct {
 	Frame transport.Frame
 	pool  *SendPool
@@ -305,6 +305,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		} else {
 			l.conn.Send(m.Frame) // a refusal says the conn ended, which its handler reports
 		}
+		l.cfg.Plane.sent()
 		m.recycle()
 		l.watch(ctx)
 	case *Route:
@@ -388,7 +389,7 @@ func (l *linkActor) tick(ctx actor.Context) {
 		return
 	}
 	if n := l.cfg.Plane.heard.Load(); n != l.planeHeard {
-		l.planeHeard, l.heard = n, l.rt.Clock.Now()
+		l.planeHeard, l.heard, l.peerUp = n, l.rt.Clock.Now(), true
 	}
 	// A peer counts as joined once its link sent a frame, or once the
 	// connection to its process is made (a process that hangs before its
@@ -427,7 +428,7 @@ func (l *linkActor) connect(ctx actor.Context) {
 		return
 	}
 	l.conn = resume.New(l.cfg.Comm, l.cfg.Conn)
-	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), peer: l.cfg.Peer, pool: &l.delivered, plane: l.cfg.Plane})
+	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), parent: ctx.Parent(), peer: l.cfg.Peer, pool: &l.delivered, plane: l.cfg.Plane})
 	l.cfg.Plane.connected(l.conn)
 	l.fin()
 }
@@ -504,9 +505,6 @@ func (l *linkActor) lost(ctx actor.Context, err error) {
 func (l *linkActor) deliver(ctx actor.Context, m *Delivered) {
 	l.cfg.Plane.ordered()
 	switch m.Frame.Header.Kind {
-	case transport.Control:
-		ctx.Send(ctx.Parent(), m)
-		return
 	case transport.Collective, transport.PointToPoint:
 		l.cfg.Plane.arrive(m.Frame)
 		m.Recycle()
@@ -579,15 +577,16 @@ func (l *linkActor) stop() {
 
 // handler turns transport callbacks into messages to the link actor.
 type handler struct {
-	rt    *actors.Runtime
-	self  *actor.PID
-	peer  int
-	pool  *deliveries
-	plane *Plane
+	rt           *actors.Runtime
+	self, parent *actor.PID
+	peer         int
+	pool         *deliveries
+	plane        *Plane
 }
 
-// HandleFrame gives a direct frame to the plane, on the transport's
-// goroutine, and posts any other to the link.
+// HandleFrame gives a direct frame to the plane and a control frame to
+// the link's parent, on the transport's goroutine, and posts any other to
+// the link. Either counts as word from the peer for the link's watch.
 func (h handler) HandleFrame(f transport.Frame) {
 	if f.Header.Kind&direct != 0 {
 		f.Header.Kind &^= direct
@@ -595,11 +594,19 @@ func (h handler) HandleFrame(f transport.Frame) {
 		h.plane.arrive(f)
 		return
 	}
-	if f.Header.Kind == transport.Control && f.Header.Tag == ControlBye {
-		h.plane.saidBye(f.Header.Seq) // before the connection's end, which may overtake the link's mailbox
-	}
 	d := h.pool.get()
 	d.Peer, d.Frame = h.peer, f
+	if f.Header.Kind == transport.Control {
+		if f.Header.Tag == ControlBye {
+			h.plane.saidBye(f.Header.Seq) // before the connection's end, which may overtake the parent's mailbox
+		}
+		h.plane.heard.Add(1)
+		if !h.plane.handOn(h.rt, h.parent, d) {
+			transport.Release(f)
+			d.Recycle()
+		}
+		return
+	}
 	h.rt.System().Root.Send(h.self, d)
 }
 

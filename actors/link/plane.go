@@ -2,6 +2,7 @@ package link
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -41,11 +42,13 @@ type Plane struct {
 
 	mu sync.Mutex
 	// peer (a rank: 31 bits are plenty), watched (the link watches the
-	// peer, or has been asked to) and held (the plane is in strays'
+	// peer, or has been asked to), held (the plane is in strays'
 	// holding: written under both strays' lock and mu, read under either)
-	// share a word beside mu: a simulation holds millions of planes.
+	// and queued (frames waiting in the link's mailbox) share a word
+	// beside mu: a simulation holds millions of planes.
 	peer          int32
 	watched, held bool
+	queued        uint16
 	sink          Sink
 	seq           uint64            // the collective sink takes
 	early         []transport.Frame // collective frames no sink took yet, payloads their own
@@ -158,6 +161,78 @@ func (p *Plane) TrySend(f transport.Frame) bool {
 		return false
 	}
 	p.Send(f)
+	return true
+}
+
+// SendControl sends f, a control frame, to the peer of the link at pid:
+// around both link actors, on the plane's connection, if that carries
+// direct frames and nothing waits in the link's mailbox to be sent, and
+// through the link actor otherwise (Post), so that it overtakes nothing
+// sent before it. The peer's link hands it to its parent, the rank
+// actor, as a *Delivered. A goodbye (ControlBye) always goes through the
+// link, in order with all the rank asked of it before, as the Close that
+// follows it does.
+func SendControl(ctx actor.SenderContext, pid *actor.PID, p *Plane, f transport.Frame) {
+	if f.Header.Tag == ControlBye || !p.trySendControl(f) {
+		p.Post(ctx, pid, &Send{Frame: f})
+	}
+}
+
+// Post asks the link at pid, whose plane p is, to send m's frame, and
+// counts it as waiting there until the link has sent it: a control
+// frame sent around the link must not overtake it (SendControl). Every
+// Send a link gets comes through here.
+func (p *Plane) Post(ctx actor.SenderContext, pid *actor.PID, m *Send) {
+	p.mu.Lock()
+	if p.queued < maxQueued {
+		p.queued++
+	}
+	p.mu.Unlock()
+	ctx.Send(pid, m)
+}
+
+// maxQueued is where the count of frames waiting in the link's mailbox
+// stops: a count that reaches it stays, and the link's control frames go
+// through its mailbox from then on.
+const maxQueued = math.MaxUint16
+
+// trySendControl sends f on the plane's connection, as SendControl says,
+// and reports whether it did.
+func (p *Plane) trySendControl(f transport.Frame) bool {
+	pc := p.conn.Load()
+	if pc == nil || !pc.Lossless() {
+		return false
+	}
+	p.mu.Lock()
+	idle := p.queued == 0
+	p.mu.Unlock()
+	if idle {
+		pc.Send(f) // a refusal says the conn ended, which its handler reports
+	}
+	return idle
+}
+
+// sent says the link has handed on a frame Post counted.
+func (p *Plane) sent() {
+	p.mu.Lock()
+	if p.queued > 0 && p.queued < maxQueued {
+		p.queued--
+	}
+	p.mu.Unlock()
+}
+
+// handOn posts d, a control frame the peer sent, to the link's parent,
+// unless the link has failed: under the plane's lock, which the link
+// fails the plane under before it tells the parent (Failed), so that the
+// parent hears of no frame after the failure.
+func (p *Plane) handOn(rt *actors.Runtime, parent *actor.PID, d *Delivered) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return false
+	}
+	p.ordered()
+	rt.System().Root.Send(parent, d)
 	return true
 }
 

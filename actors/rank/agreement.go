@@ -174,7 +174,7 @@ func (r *rankActor) agreeFlush(ctx actor.Context) {
 			continue
 		}
 		if l, err := r.connect(ctx, out.m.To); err == nil {
-			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, out.a.seq, collective.ControlAgree, agree.Encode(out.m)))
+			link.SendControl(ctx, l.pid, l.plane, collective.ControlFrame(r.cfg.CommID, out.a.seq, collective.ControlAgree, agree.Encode(out.m)))
 		}
 	}
 	g.flushing = false

@@ -157,7 +157,7 @@ func (r *rankActor) answerProbes(ctx actor.Context, m *collective.Finished) {
 
 func (r *rankActor) replyProbe(ctx actor.Context, peer int, asker uint64, status collective.ProbeStatus, at uint64, waiting []int) {
 	if l := r.links.of(peer); l != nil {
-		ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, asker, collective.ControlProbeReply, collective.EncodeProbeReply(status, at, waiting)))
+		link.SendControl(ctx, l.pid, l.plane, collective.ControlFrame(r.cfg.CommID, asker, collective.ControlProbeReply, collective.EncodeProbeReply(status, at, waiting)))
 	}
 }
 

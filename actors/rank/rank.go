@@ -286,7 +286,7 @@ func (r *rankActor) connectionLost(ctx actor.Context, m *peerLost) {
 func (r *rankActor) reportFailure(ctx actor.Context, m *tellFailure) {
 	for _, peer := range m.peers {
 		if l := r.links.of(peer); l != nil && l.live {
-			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, m.req, collective.ControlFailed, m.report))
+			link.SendControl(ctx, l.pid, l.plane, collective.ControlFrame(r.cfg.CommID, m.req, collective.ControlFailed, m.report))
 		}
 	}
 }
@@ -298,7 +298,7 @@ func (r *rankActor) probePeer(ctx actor.Context, m *collective.Ask) {
 		return
 	}
 	if l, err := r.connect(ctx, m.Peer); err == nil {
-		ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, m.About, collective.ControlProbe, collective.EncodeProbe(m.CollSeq)))
+		link.SendControl(ctx, l.pid, l.plane, collective.ControlFrame(r.cfg.CommID, m.About, collective.ControlProbe, collective.EncodeProbe(m.CollSeq)))
 	}
 }
 
@@ -592,7 +592,7 @@ func (r *rankActor) opError(req *collective.Request, err error, ranks []int) err
 func (r *rankActor) tellPeers(ctx actor.Context, tag uint32, collSeq uint64, payload []byte, skip ...int) {
 	for _, l := range r.links.order {
 		if l.live && !slices.Contains(skip, l.peer) {
-			ctx.Send(l.pid, collective.ControlFrame(r.cfg.CommID, collSeq, tag, payload))
+			link.SendControl(ctx, l.pid, l.plane, collective.ControlFrame(r.cfg.CommID, collSeq, tag, payload))
 		}
 	}
 }

@@ -88,7 +88,7 @@ func (r *rankActor) needLink(ctx actor.Context, m *window.NeedLink) {
 	} else if l, err := r.connect(ctx, m.Peer); err != nil {
 		answer.Err = err
 	} else {
-		answer.PID = l.pid
+		answer.PID, answer.Plane = l.pid, l.plane
 	}
 	ctx.Send(m.From, answer)
 }

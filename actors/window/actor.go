@@ -75,9 +75,10 @@ type NeedLink struct {
 // Link is the parent's answer to NeedLink: the link actor, or why there
 // is none.
 type Link struct {
-	Peer int
-	PID  *actor.PID
-	Err  error
+	Peer  int
+	PID   *actor.PID
+	Plane *link.Plane // the link's, which counts what waits to be sent (Plane.Post)
+	Err   error
 }
 
 // Producer returns the producer of a window actor.
@@ -101,8 +102,8 @@ type windowActor struct {
 	lock locks
 
 	nextID  uint64
-	pending []pending // operations waiting for a reply, by increasing number
-	links   map[int]*actor.PID
+	pending []pending     // operations waiting for a reply, by increasing number
+	links   map[int]*Link // by peer, as the parent named them
 	// unlinked holds the frames for peers whose link the parent has not
 	// named yet, in the order they go, and the peers in the order asked.
 	unlinked map[int][]transport.Frame
@@ -128,7 +129,7 @@ func newWindow(rt *actors.Runtime, cfg Config) *windowActor {
 		tgt:      target{mem: cfg.Memory, slots: make([]uint64, cfg.Slots)},
 		lock:     newLocks(),
 		counted:  make([]uint64, cfg.Slots),
-		links:    map[int]*actor.PID{},
+		links:    map[int]*Link{},
 		unlinked: map[int][]transport.Frame{},
 		applied:  map[int]uint64{},
 		due:      map[int]int{},
@@ -239,7 +240,7 @@ func (w *windowActor) awaitReplies(ctx actor.Context, peer, delta int) {
 		w.due[peer] = after
 	}
 	if l, ok := w.links[peer]; ok && (before == 0) != (after == 0) {
-		ctx.Send(l, &link.Expect{Key: w.key(), On: after > 0})
+		ctx.Send(l.PID, &link.Expect{Key: w.key(), On: after > 0})
 	}
 }
 
@@ -277,7 +278,7 @@ func chunkOf(op *backend.WindowOp, i, n int) (r request, lo, hi int) {
 // link, in order behind what is kept already.
 func (w *windowActor) send(ctx actor.Context, peer int, f transport.Frame) {
 	if l, ok := w.links[peer]; ok {
-		ctx.Send(l, w.sends.Get(f))
+		l.Plane.Post(ctx, l.PID, w.sends.Get(f))
 		return
 	}
 	if _, ok := w.unlinked[peer]; !ok {
@@ -298,12 +299,12 @@ func (w *windowActor) linked(ctx actor.Context, m *Link) {
 		w.fail(m.Err) // the rank's: it names the rank that failed
 		return
 	}
-	w.links[m.Peer] = m.PID
+	w.links[m.Peer] = m
 	if w.due[m.Peer] > 0 {
 		ctx.Send(m.PID, &link.Expect{Key: w.key(), On: true})
 	}
 	for _, f := range frames {
-		ctx.Send(m.PID, w.sends.Get(f))
+		m.Plane.Post(ctx, m.PID, w.sends.Get(f))
 	}
 }
 
