@@ -12,7 +12,7 @@ import (
 	"github.com/gocomms/gocomms/transport"
 )
 
-// forwarder hands every user message it gets to a channel; as a parent it
+// forwarder hands the frames and markers it gets to a channel; as a parent it
 // spawns the links of the test.
 type forwarder struct {
 	out   chan any
@@ -27,7 +27,7 @@ func (f *forwarder) Receive(c actor.Context) {
 		for _, cfg := range f.links {
 			f.pids <- f.rt.SpawnChild(c, Producer(f.rt, cfg), "link")
 		}
-	case *Delivered:
+	case *Delivered, *Send, string:
 		f.out <- m
 	}
 }
@@ -68,7 +68,8 @@ func TestRouteCountsFrames(t *testing.T) {
 		rt.System().Root.Send(sender, &Send{Frame: f})
 	}
 	// A control frame after them reaches the receiver's parent once the
-	// receiver has handled them: with no route yet, it stashed them.
+	// receiver's handler has posted them to its link, ahead of the route
+	// below: with no route yet, the link stashes them.
 	rt.System().Root.Send(sender, &Send{Frame: transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Control, Tag: 99}}})
 	select {
 	case <-parent.out:
