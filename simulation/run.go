@@ -83,6 +83,10 @@ type Config struct {
 	// nothing of the run.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
+	// AtEnd, when set, is called once virtual time has stopped, before
+	// the result is made, with every rank's state still held: a heap
+	// profile written then shows what the run keeps.
+	AtEnd func()
 	// Protoactor runs the actors through protoactor's contexts, processes
 	// and registry, as a process does, instead of the simulator's own
 	// dispatch (dispatch.go): slower, the same messages to each actor.
@@ -283,6 +287,9 @@ func Run(cfg Config) (*Result, error) {
 	}
 	cfg.Faults.arm(r)
 	r.loop.Run(cfg.Faults.healed() + cfg.Limit)
+	if cfg.AtEnd != nil {
+		cfg.AtEnd()
+	}
 	if r.chrome != nil {
 		if err := r.chrome.close(); err != nil {
 			return nil, fmt.Errorf("simulation: writing the trace: %w", err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,7 @@ type simFlags struct {
 	silence      time.Duration
 	force        bool
 	cpuProfile   string
+	memProfile   string
 	chaos        chaosFlags
 }
 
@@ -77,8 +79,8 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if f.seeds > 0 {
-		if f.trace != "" {
-			fmt.Fprintln(stderr, "commnode sim: --trace records one run, not a sweep")
+		if f.trace != "" || f.memProfile != "" {
+			fmt.Fprintln(stderr, "commnode sim: --trace and --memprofile record one run, not a sweep")
 			return 2
 		}
 		if !fits(cfg, runtime.GOMAXPROCS(0), limit, f.force, stderr) {
@@ -123,6 +125,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.trace, "trace", "", "write the run's timeline to this file in Chrome trace format (open it in Perfetto)")
 	f.chaos.register(fs)
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file`")
+	fs.StringVar(&f.memProfile, "memprofile", "", "write a heap profile to `file` once virtual time stops, every rank still held (go tool pprof -sample_index=inuse_space)")
 }
 
 // runSeed runs cfg, a single seed, and prints its report, saying how far
@@ -137,6 +140,20 @@ func runSeed(f simFlags, cfg simulation.Config, op bench.Op, size int64, stdout,
 		}
 		defer file.Close()
 		cfg.Trace = file
+	}
+	if f.memProfile != "" {
+		file, err := os.Create(f.memProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "commnode sim: --memprofile: %v\n", err)
+			return 2
+		}
+		defer file.Close()
+		cfg.AtEnd = func() {
+			runtime.GC() // the profile's in-use figures are the last collection's
+			if err := pprof.WriteHeapProfile(file); err != nil {
+				fmt.Fprintf(stderr, "commnode sim: --memprofile: %v\n", err)
+			}
+		}
 	}
 	defer dumpFlightRecordsOnSignal(stderr)()
 	// A long run says how far it has got, every few seconds.

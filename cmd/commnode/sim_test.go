@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"io"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,6 +87,41 @@ func TestSimTrace(t *testing.T) {
 	}
 	if code := run([]string{"sim", "--ranks", "4", "--seeds", "2", "--trace", path}, &out, &errs); code != 2 {
 		t.Errorf("--trace with --seeds: exit %d, want 2", code)
+	}
+}
+
+// TestSimMemProfile: --memprofile writes a heap profile taken once the
+// run is over, while the ranks are still held: their links are in it.
+func TestSimMemProfile(t *testing.T) {
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 1 // every allocation: a small run's links would fall between samples
+	path := filepath.Join(t.TempDir(), "heap.pprof")
+	var out, errs bytes.Buffer
+	if code := run([]string{"sim", "--ranks", "64", "--bytes", "64K", "--memprofile", path}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errs.String())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("the profile is not gzipped: %v", err)
+	}
+	b, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A profile's string table holds its sample types and the functions
+	// of its stacks, uncompressed.
+	for _, want := range []string{"inuse_space", "actors/link.Producer"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("the heap profile has no %q", want)
+		}
+	}
+	if code := run([]string{"sim", "--ranks", "4", "--seeds", "2", "--memprofile", path}, &out, &errs); code != 2 {
+		t.Errorf("--memprofile with --seeds: exit %d, want 2", code)
 	}
 }
 
