@@ -84,7 +84,7 @@ func TestControlSkipsTheReceivingLink(t *testing.T) {
 	self, toLink := mailbox(rt)
 	parent, toParent := mailbox(rt)
 	p := NewPlane(1)
-	h := handler{rt: rt, self: self, parent: parent, peer: 1, pool: &deliveries{}, plane: p}
+	h := handler{rt: rt, self: self, parent: parent, peer: 1, plane: p}
 
 	h.HandleFrame(controlFrame(1))
 	d, ok := receive(t, toParent, "the control frame").(*Delivered)

@@ -145,36 +145,30 @@ type Close struct{}
 type Delivered struct {
 	Peer  int
 	Frame transport.Frame
-
-	pool *deliveries // the link's, which Recycle gives it back to
 }
 
-// Recycle gives the message back to its link for reuse, once its receiver
-// has read it (the payload is the receiver's, and stays so): the receiver
-// must not touch the message afterwards. A message not given back is
-// the collector's.
+// Recycle gives the message back for reuse, once its receiver has read it
+// (the payload is the receiver's, and stays so): the receiver must not
+// touch the message afterwards. A message not given back is the
+// collector's.
 func (d *Delivered) Recycle() {
-	if p := d.pool; p != nil {
-		*d = Delivered{}
-		p.put(d)
-	}
+	*d = Delivered{}
+	deliveries.Put(d)
 }
 
-// deliveries keeps a link's Delivered messages for reuse: its handler
-// takes them, on the transport's goroutine, and receivers give them back
-// on theirs.
-type deliveries struct{ free freeList[Delivered] }
+// deliveries keeps Delivered messages for reuse: the links' handlers and
+// the Forwarders take them, on the transports' goroutines, and receivers
+// give them back on theirs. One pool serves every link: a pool of each
+// link's own would keep a message or two for each of a simulation's
+// millions of links, used once.
+var deliveries = sync.Pool{New: func() any { return new(Delivered) }}
 
-func (p *deliveries) get() *Delivered {
-	d := p.free.get()
-	if d == nil {
-		d = &Delivered{}
-	}
-	d.pool = p
+// delivered returns a message that carries f from peer.
+func delivered(peer int, f transport.Frame) *Delivered {
+	d := deliveries.Get().(*Delivered)
+	d.Peer, d.Frame = peer, f
 	return d
 }
-
-func (p *deliveries) put(d *Delivered) { p.free.put(d) }
 
 // Failed tells the link's parent, and every actor a key is routed to, that
 // the connection to Peer failed. It follows every frame that arrived before
@@ -258,8 +252,7 @@ type state struct {
 	// routing is made on first use: a link whose collectives' frames go
 	// around it (Plane.TrySend) routes nothing, and a simulation holds
 	// millions of links.
-	routing   *routing
-	delivered deliveries // the messages frames come in, for reuse
+	routing *routing
 
 	// The flags, side by side: a simulation holds millions of links.
 	finished bool // the peer sent tagFin: its connection ends on purpose
@@ -428,7 +421,7 @@ func (l *linkActor) connect(ctx actor.Context) {
 		return
 	}
 	l.conn = resume.New(l.cfg.Comm, l.cfg.Conn)
-	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), parent: ctx.Parent(), peer: l.cfg.Peer, pool: &l.delivered, plane: l.cfg.Plane})
+	l.conn.Start(handler{rt: l.rt, self: ctx.Self(), parent: ctx.Parent(), peer: l.cfg.Peer, plane: l.cfg.Plane})
 	l.cfg.Plane.connected(l.conn)
 	l.fin()
 }
@@ -528,9 +521,7 @@ func (l *linkActor) route(ctx actor.Context, m *Route) {
 	// expects, so their arguments differ, which the signature of the
 	// frames handed over reports.
 	for _, f := range l.routes().add(m.Key, m.To, m.Frames) {
-		d := l.delivered.get()
-		d.Peer, d.Frame = l.cfg.Peer, f
-		ctx.Send(m.To, d)
+		ctx.Send(m.To, delivered(l.cfg.Peer, f))
 	}
 	if l.failed != nil {
 		ctx.Send(m.To, &Failed{Peer: l.cfg.Peer, Err: l.failed})
@@ -580,7 +571,6 @@ type handler struct {
 	rt           *actors.Runtime
 	self, parent *actor.PID
 	peer         int
-	pool         *deliveries
 	plane        *Plane
 }
 
@@ -594,8 +584,7 @@ func (h handler) HandleFrame(f transport.Frame) {
 		h.plane.arrive(f)
 		return
 	}
-	d := h.pool.get()
-	d.Peer, d.Frame = h.peer, f
+	d := delivered(h.peer, f)
 	if f.Header.Kind == transport.Control {
 		if f.Header.Tag == ControlBye {
 			h.plane.saidBye(f.Header.Seq) // before the connection's end, which may overtake the parent's mailbox

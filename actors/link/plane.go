@@ -495,9 +495,8 @@ func (p *Plane) unwatch() bool {
 // Forwarder is the Sink of an actor: it posts each frame as a
 // *Delivered and a failure as a *Failed to the actor's mailbox.
 type Forwarder struct {
-	rt        *actors.Runtime
-	to        *actor.PID
-	delivered deliveries
+	rt *actors.Runtime
+	to *actor.PID
 }
 
 // NewForwarder returns the Sink that posts to the actor at to.
@@ -509,9 +508,7 @@ func NewForwarder(rt *actors.Runtime, to *actor.PID) *Forwarder {
 func (s *Forwarder) To() *actor.PID { return s.to }
 
 func (s *Forwarder) Deliver(peer int, f transport.Frame) {
-	d := s.delivered.get()
-	d.Peer, d.Frame = peer, f
-	s.rt.System().Root.Send(s.to, d)
+	s.rt.System().Root.Send(s.to, delivered(peer, f))
 }
 
 func (s *Forwarder) Failed(peer int, err error) {
