@@ -40,7 +40,7 @@ func receive[T any](t *testing.T, c chan T, what string) T {
 // TestControlGoesAroundAnIdleLink: a control frame goes straight on the
 // plane's connection while nothing waits in the link's mailbox, and
 // through the link once something does, behind it, until the link says
-// it sent it all.
+// it sent it all; and through the link for good once it is to stop.
 func TestControlGoesAroundAnIdleLink(t *testing.T) {
 	rt := actors.NewRuntime(slog.New(slog.DiscardHandler))
 	defer rt.Shutdown()
@@ -72,6 +72,18 @@ func TestControlGoesAroundAnIdleLink(t *testing.T) {
 	if f := receive(t, peer, "the control frame sent once the link had sent the rest"); f.Header.Seq != 4 {
 		t.Fatalf("the peer got %+v, want control frame 4", f.Header)
 	}
+
+	// Once the link is to stop, everything goes behind the stop, for good.
+	p.Stopping()
+	for seq := uint64(5); seq <= 6; seq++ {
+		SendControl(root, link, p, controlFrame(seq))
+		m := receive(t, queued, "a control frame sent once the link was to stop")
+		if s, ok := m.(*Send); !ok || s.Frame.Header.Seq != seq {
+			t.Fatalf("the link got %#v, want a Send of control frame %d", m, seq)
+		}
+		p.sent()
+	}
+	nothingBefore(t, p, peer)
 }
 
 // TestControlSkipsTheReceivingLink: the handler hands a control frame to

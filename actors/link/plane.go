@@ -166,14 +166,12 @@ func (p *Plane) TrySend(f transport.Frame) bool {
 
 // SendControl sends f, a control frame, to the peer of the link at pid:
 // around both link actors, on the plane's connection, if that carries
-// direct frames and nothing waits in the link's mailbox to be sent, and
-// through the link actor otherwise (Post), so that it overtakes nothing
-// sent before it. The peer's link hands it to its parent, the rank
-// actor, as a *Delivered. A goodbye (ControlBye) always goes through the
-// link, in order with all the rank asked of it before, as the Close that
-// follows it does.
+// direct frames, nothing waits in the link's mailbox to be sent and the
+// link has not been asked to stop (Stopping), and through the link actor
+// otherwise (Post), so that it overtakes nothing sent before it. The
+// peer's link hands it to its parent, the rank actor, as a *Delivered.
 func SendControl(ctx actor.SenderContext, pid *actor.PID, p *Plane, f transport.Frame) {
-	if f.Header.Tag == ControlBye || !p.trySendControl(f) {
+	if !p.trySendControl(f) {
 		p.Post(ctx, pid, &Send{Frame: f})
 	}
 }
@@ -195,6 +193,16 @@ func (p *Plane) Post(ctx actor.SenderContext, pid *actor.PID, m *Send) {
 // stops: a count that reaches it stays, and the link's control frames go
 // through its mailbox from then on.
 const maxQueued = math.MaxUint16
+
+// Stopping says the link's parent is about to ask it to stop or to
+// close: from then on its control frames go through its mailbox, behind
+// that request. A rank that aborted says nothing after its links stop:
+// a goodbye sent around them would tell its peers it left on purpose.
+func (p *Plane) Stopping() {
+	p.mu.Lock()
+	p.queued = maxQueued
+	p.mu.Unlock()
+}
 
 // trySendControl sends f on the plane's connection, as SendControl says,
 // and reports whether it did.

@@ -605,8 +605,12 @@ func (r *rankActor) tellPeers(ctx actor.Context, tag uint32, collSeq uint64, pay
 // what is already in its mailbox (a poison pill, not Stop, which would
 // overtake it): the word of a failure this rank spreads before it aborts
 // still leaves, and peers blame the failed rank, not this one's leaving.
+// Control frames sent later go behind the stop (Plane.Stopping): an
+// aborted rank's goodbye is dropped with them, as its peers must not take
+// its leaving for one on purpose.
 func (r *rankActor) stopLinks(ctx actor.Context, flush bool) {
 	for _, l := range r.links.order {
+		l.plane.Stopping()
 		if flush {
 			ctx.Send(l.pid, &link.Close{})
 		} else {
