@@ -218,10 +218,6 @@ const (
 // tick is the watch's timer.
 type tick struct{}
 
-// watchPlane says a collective attached to the plane: the link watches
-// the peer while it waits.
-type watchPlane struct{}
-
 // connFailed reports that the connection broke, or the link's
 // resume.Conn ended.
 type connFailed struct{ err error }
@@ -311,8 +307,6 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		if l.ticker.Fired() {
 			l.tick(ctx)
 		}
-	case watchPlane:
-		l.watch(ctx)
 	case *Watch:
 		l.watched = m.On
 		l.watch(ctx)
@@ -329,8 +323,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 	case *connFailed:
 		l.lost(ctx, m.err)
 	case *actor.Started:
-		self, root := ctx.Self(), l.rt.System().Root
-		l.cfg.Plane.setWatch(func() { root.Send(self, watchPlane{}) })
+		l.watchPlane(ctx)
 		l.connect(ctx)
 	case *actor.Stopping:
 		l.stop()
@@ -363,6 +356,22 @@ func (l *linkActor) watch(ctx actor.Context) {
 	}
 }
 
+// watchPlane lets the plane start the watch as a collective attaches to
+// it: the plane arms the link's timer itself, on whatever goroutine
+// attaches, rather than telling the link, which would cost a message for
+// each link and collective of a simulation. The tick it arms finds the
+// link not watching, and so knows the watch began a heartbeat before.
+func (l *linkActor) watchPlane(ctx actor.Context) {
+	if l.cfg.Silence <= 0 {
+		return
+	}
+	if l.ticker == nil {
+		l.ticker = l.rt.NewTimer(ctx.Self(), tick{})
+	}
+	ticker, every := l.ticker, l.cfg.Heartbeat
+	l.cfg.Plane.setWatch(func() { ticker.Arm(every) })
+}
+
 // armTick arms the watch's next tick, on a timer that stays with the link
 // across operations and restarts.
 func (l *linkActor) armTick(ctx actor.Context) {
@@ -377,6 +386,9 @@ func (l *linkActor) armTick(ctx actor.Context) {
 // link opened the connection. The watch ends when the link no longer
 // waits.
 func (l *linkActor) tick(ctx actor.Context) {
+	if !l.watching {
+		l.heard = l.rt.Clock.Now().Add(-l.cfg.Heartbeat) // the plane armed it (watchPlane)
+	}
 	l.watching = false
 	if !l.waiting() && l.cfg.Plane.unwatch() {
 		return

@@ -54,7 +54,7 @@ type Plane struct {
 	early         []transport.Frame // collective frames no sink took yet, payloads their own
 	msgs          *messages         // point-to-point frames, made on first use
 	err           error             // the link failed for good
-	watch         func()            // asks the link to watch the peer; nil until the link starts
+	watch         func()            // starts the link's watch of the peer; nil until the link starts
 	offers        []offer           // large messages to the peer, waiting for it to clear them (rendezvous.go)
 
 	strays *Strays // nil: early frames of ended collectives are dropped unanswered
@@ -434,7 +434,7 @@ func (p *Plane) Ended(seq, sig uint64, succeeded bool, failure []byte) {
 	}
 }
 
-// setWatch sets how the plane asks its link to watch the peer.
+// setWatch sets how the plane starts its link's watch of the peer.
 func (p *Plane) setWatch(f func()) {
 	p.mu.Lock()
 	p.watch = f
