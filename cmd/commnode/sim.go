@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,16 +140,15 @@ func runSeed(f simFlags, cfg simulation.Config, op bench.Op, size int64, stdout,
 		defer file.Close()
 		cfg.Trace = file
 	}
-	if f.memProfile != "" {
-		file, err := os.Create(f.memProfile)
-		if err != nil {
-			fmt.Fprintf(stderr, "commnode sim: --memprofile: %v\n", err)
-			return 2
-		}
-		defer file.Close()
+	writeHeap, closeHeap, err := openHeapProfile(f.memProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "commnode sim: --memprofile: %v\n", err)
+		return 2
+	}
+	defer closeHeap()
+	if writeHeap != nil {
 		cfg.AtEnd = func() {
-			runtime.GC() // the profile's in-use figures are the last collection's
-			if err := pprof.WriteHeapProfile(file); err != nil {
+			if err := writeHeap(); err != nil {
 				fmt.Fprintf(stderr, "commnode sim: --memprofile: %v\n", err)
 			}
 		}
