@@ -111,11 +111,12 @@ for ((rnd = 1; rnd <= rounds; rnd++)); do
 			read -r minb maxb factor iters warmup <<<"$band"
 			logf=$raw/bench_np${p}_r${rnd}_${minb}.log
 			# `commnode` after -- names the launcher's own binary. -z: the
-			# time of one operation, as the simulator's.
+			# time of one operation, as the simulator's; median_us, the
+			# median op, as on a machine with nothing else on it.
 			GOCOMMS_TRANSPORT=$transport "$tmp/commnode" launch -n "$p" -timeout 5m -- commnode bench -z \
 				-b "$minb" -e "$maxb" -f "$factor" -n "$iters" -w "$warmup" --json >"$logf" 2>&1 ||
 				die "np=$p round $rnd: commnode bench failed; its output: $logf$([[ -n $out ]] || echo ' (pass --out to keep it)')"
-			sed -n 's/^\[rank 0\] {.*"size":\([0-9]*\),.*"time_us":\([0-9.e+-]*\),.*/\1\t\2/p' "$logf" |
+			sed -n 's/^\[rank 0\] {.*"size":\([0-9]*\),.*"median_us":\([0-9.e+-]*\),.*/\1\t\2/p' "$logf" |
 				sed "s/^/$p\t/" >>"$raw/measured.tsv"
 		done
 		log "round $rnd/$rounds, $p ranks: done at $((SECONDS - start))s"

@@ -14,7 +14,8 @@ import (
 // with the fitted values, by bench/calibrate.sh --fit (docs/calibration.md
 // has the measurements). The ranks share the host's Cores CPUs: up to
 // that many, each has one of its own; past them, a hop costs
-// share^HopExponent times as much and a port's bandwidth is divided by
+// share^HopExponent times as much, plus a wake-up of
+// WakeUS·(share−1)^HopExponent, and a port's bandwidth is divided by
 // share^BandwidthExponent, share being the ranks per CPU. The simulator
 // has no CPUs, so the sharing is folded into the link.
 type HostFit struct {
@@ -33,6 +34,13 @@ type HostFit struct {
 	BandwidthGBps     float64 `json:"bandwidth_gbps"`
 	HopExponent       float64 `json:"hop_exponent"`
 	BandwidthExponent float64 `json:"bandwidth_exponent"`
+	// WakeUS is what a hop costs, in microseconds, once a second rank
+	// shares each CPU: the peer's process waits for the CPU before it can
+	// answer. It grows with the other ranks on the CPU as the hop does.
+	// It is the step from Cores ranks to twice as many (an 8-byte
+	// all-reduce over TCP on 2 CPUs: 13 µs at 2 ranks, 190 at 4, 550 at
+	// 8), which no power of the ranks per CPU alone follows.
+	WakeUS float64 `json:"wake_us,omitempty"`
 	// RetransmitMS is how long a lost frame waits to be sent again: for
 	// TCP, Linux's floor on the retransmission timeout, which loopback's
 	// round trips never lift. Not measured: loopback loses nothing.
@@ -45,7 +53,7 @@ type HostFit struct {
 // Topology is the fit for ranks: one node, every rank on it.
 func (f HostFit) Topology(ranks int) Topology {
 	share := max(1, float64(ranks)/float64(f.Cores)) // ranks per CPU
-	hop := time.Duration(f.HopUS * math.Pow(share, f.HopExponent) * float64(time.Microsecond))
+	hop := time.Duration((f.HopUS*math.Pow(share, f.HopExponent) + f.WakeUS*math.Pow(share-1, f.HopExponent)) * float64(time.Microsecond))
 	latency := time.Duration(float64(hop) * f.LatencyShare)
 	l := Link{Latency: latency, Bandwidth: f.BandwidthGBps * 1e9 / math.Pow(share, f.BandwidthExponent)}
 	return Topology{
@@ -61,8 +69,8 @@ func (f HostFit) Topology(ranks int) Topology {
 // Validate reports what a fit lacks to make a topology.
 func (f HostFit) Validate() error {
 	if f.Cores < 1 || !(f.HopUS > 0) || !(f.BandwidthGBps > 0) || !(f.LatencyShare >= 0 && f.LatencyShare <= 1) ||
-		!(f.RetransmitMS > 0) || math.IsNaN(f.HopExponent) || math.IsNaN(f.BandwidthExponent) {
-		return fmt.Errorf("simulation: host fit %q: want cores ≥ 1, a positive hop, bandwidth and retransmission time, and a latency share in [0, 1]", f.Name)
+		!(f.RetransmitMS > 0) || math.IsNaN(f.HopExponent) || math.IsNaN(f.BandwidthExponent) || !(f.WakeUS >= 0) {
+		return fmt.Errorf("simulation: host fit %q: want cores ≥ 1, a positive hop, bandwidth and retransmission time, a wake-up of 0 or more, and a latency share in [0, 1]", f.Name)
 	}
 	return nil
 }

@@ -12,7 +12,8 @@ import (
 // TestPresetFits: the embedded fits parse and validate, and make a valid
 // one-node topology at every rank count, the same up to one rank per
 // CPU; past that, the hop and the bandwidth follow the fit's exponents of
-// the ranks each CPU carries.
+// the ranks each CPU carries, and the hop adds a wake-up that grows with
+// the other ranks on a CPU.
 func TestPresetFits(t *testing.T) {
 	for name, fit := range HostFits() {
 		if err := fit.Validate(); err != nil || fit.Name != name {
@@ -28,9 +29,9 @@ func TestPresetFits(t *testing.T) {
 			t.Errorf("%s: %+v at one rank, %+v at %d", name, fit.Topology(1), fit.Topology(fit.Cores), fit.Cores)
 		}
 		one, four := fit.Topology(fit.Cores), fit.Topology(4*fit.Cores)
-		hop := func(t Topology) float64 { return float64(t.Overhead + t.Intra.Latency) }
-		if got, want := hop(four)/hop(one), math.Pow(4, fit.HopExponent); math.Abs(got-want) > 1e-3*want {
-			t.Errorf("%s: the hop grows %.4f times from %d to %d ranks, want 4^%.3f = %.4f", name, got, fit.Cores, 4*fit.Cores, fit.HopExponent, want)
+		hop := func(t Topology) float64 { return float64(t.Overhead+t.Intra.Latency) / float64(time.Microsecond) }
+		if got, want := hop(four), fit.HopUS*math.Pow(4, fit.HopExponent)+fit.WakeUS*math.Pow(3, fit.HopExponent); math.Abs(got-want) > 1e-3*want {
+			t.Errorf("%s: a hop at %d ranks takes %.3f µs, want %.3f·4^%.3f + %.3f·3^%[5].3f = %[7].3f", name, 4*fit.Cores, got, fit.HopUS, fit.HopExponent, fit.WakeUS, want)
 		}
 		if got, want := one.Intra.Bandwidth/four.Intra.Bandwidth, math.Pow(4, fit.BandwidthExponent); math.Abs(got-want) > 1e-9*want {
 			t.Errorf("%s: the bandwidth falls %.4f times, want %.4f", name, got, want)
@@ -38,6 +39,11 @@ func TestPresetFits(t *testing.T) {
 	}
 	if _, err := parseHostFit([]byte(`{"name": "x", "cores": 0}`)); err == nil {
 		t.Error("a fit of no cores parsed")
+	}
+	bad := loopbackFit
+	bad.WakeUS = -1
+	if bad.Validate() == nil {
+		t.Error("a fit with a negative wake-up validated")
 	}
 }
 

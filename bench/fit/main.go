@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -107,15 +108,17 @@ func readPoints(path string) ([]point, error) {
 }
 
 // params are the fit's free values, each where the simplex moves it
-// evenly: logarithms of the hop and bandwidth, the logit of the latency's
-// share, the exponents as they are.
+// evenly: logarithms of the hop, bandwidth and wake-up, the logit of the
+// latency's share, the exponents as they are. A fit without a wake-up
+// starts from one as long as its hop.
 func params(f simulation.HostFit) []float64 {
 	share := min(max(f.LatencyShare, 0.01), 0.99)
-	return []float64{math.Log(f.HopUS), math.Log(f.BandwidthGBps), math.Log(share / (1 - share)), f.HopExponent, f.BandwidthExponent}
+	wake := cmp.Or(f.WakeUS, f.HopUS)
+	return []float64{math.Log(f.HopUS), math.Log(f.BandwidthGBps), math.Log(share / (1 - share)), f.HopExponent, f.BandwidthExponent, math.Log(wake)}
 }
 
 func withParams(f simulation.HostFit, x []float64) simulation.HostFit {
-	f.HopUS, f.BandwidthGBps = math.Exp(x[0]), math.Exp(x[1])
+	f.HopUS, f.BandwidthGBps, f.WakeUS = math.Exp(x[0]), math.Exp(x[1]), math.Exp(x[5])
 	f.LatencyShare = 1 / (1 + math.Exp(-x[2]))
 	f.HopExponent, f.BandwidthExponent = x[3], x[4]
 	return f

@@ -13,18 +13,22 @@ import (
 
 // Result is one row: one op at one size.
 type Result struct {
-	Op      Op      `json:"op"`
-	Ranks   int     `json:"ranks"`
-	Bytes   int64   `json:"size"`    // per rank: the larger of its send and receive buffers
-	Count   int64   `json:"count"`   // elements; one rank's block where the op splits the buffer
-	DType   string  `json:"type"`    // "none" for barrier
-	RedOp   string  `json:"redop"`   // "none" for ops that do not reduce
-	Root    int     `json:"root"`    // -1 for ops without one
-	TimeUS  float64 `json:"time_us"` // per op, the largest over ranks
-	AlgBW   float64 `json:"algbw"`   // GB/s (10^9 bytes): Bytes over time
-	BusBW   float64 `json:"busbw"`   // GB/s: AlgBW × Op.BusFactor(Ranks)
-	Checked bool    `json:"checked"`
-	Wrong   int64   `json:"wrong"` // elements, summed over ranks; 0 when not checked
+	Op     Op      `json:"op"`
+	Ranks  int     `json:"ranks"`
+	Bytes  int64   `json:"size"`    // per rank: the larger of its send and receive buffers
+	Count  int64   `json:"count"`   // elements; one rank's block where the op splits the buffer
+	DType  string  `json:"type"`    // "none" for barrier
+	RedOp  string  `json:"redop"`   // "none" for ops that do not reduce
+	Root   int     `json:"root"`    // -1 for ops without one
+	TimeUS float64 `json:"time_us"` // per op, the largest over ranks
+	// MedianUS is, with Blocking, the median time of one rank's ops, the
+	// largest over ranks: TimeUS without the ops that waited on the
+	// collector or on another process for the CPU.
+	MedianUS float64 `json:"median_us,omitempty"`
+	AlgBW    float64 `json:"algbw"` // GB/s (10^9 bytes): Bytes over time
+	BusBW    float64 `json:"busbw"` // GB/s: AlgBW × Op.BusFactor(Ranks)
+	Checked  bool    `json:"checked"`
+	Wrong    int64   `json:"wrong"` // elements, summed over ranks; 0 when not checked
 	// Algorithm is the schedule --algo asked for; empty where gocomms chose.
 	Algorithm string `json:"algo,omitempty"`
 	// EstimateUS is the schedule's time on Config.Model, with --algo all.

@@ -97,13 +97,16 @@ type bench struct {
 	elemSize    int
 	send, recv  []byte          // the largest size's buffers, viewed per size
 	works       []*gocomms.Work // the Works of one loop
-	secs        []float64       // this rank's time per op, then the max over ranks
-	wrong       []int64         // this rank's wrong elements, then the sum over ranks
-	secsT       *gocomms.Tensor
-	wrongT      *gocomms.Tensor
-	chk         *checker // with Check
-	algo        string   // the schedule of the rows being run; "" lets gocomms choose
-	dev         *device  // on a GPU: the tensors send and recv shadow
+	took        []time.Duration // with Blocking, each timed op's time
+	// secs is this rank's mean time per op and, with Blocking, the
+	// median of its ops; then the largest of each over the ranks.
+	secs   []float64
+	wrong  []int64 // this rank's wrong elements, then the sum over ranks
+	secsT  *gocomms.Tensor
+	wrongT *gocomms.Tensor
+	chk    *checker // with Check
+	algo   string   // the schedule of the rows being run; "" lets gocomms choose
+	dev    *device  // on a GPU: the tensors send and recv shadow
 }
 
 // by names the schedule of the rows being run, for an error.
@@ -118,8 +121,8 @@ func newBench(c *gocomms.Comm, cfg Config) (*bench, error) {
 	es := cfg.DType.Size()
 	b := &bench{
 		c: c, cfg: cfg, rank: c.Rank(), ranks: c.Size(), elemSize: es,
-		works: make([]*gocomms.Work, max(cfg.Iters, cfg.Warmup)),
-		secs:  make([]float64, 1), wrong: make([]int64, 1),
+		works: make([]*gocomms.Work, max(cfg.Iters, cfg.Warmup)), took: make([]time.Duration, 0, cfg.Iters),
+		secs: make([]float64, 2), wrong: make([]int64, 1),
 	}
 	b.secsT, b.wrongT = gocomms.FromSlice(b.secs), gocomms.FromSlice(b.wrong)
 	if cfg.Check {
@@ -170,7 +173,7 @@ func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	sec, err := b.time(ctx, &pl)
+	sec, median, err := b.time(ctx, &pl)
 	if err != nil {
 		return Result{}, err
 	}
@@ -194,19 +197,19 @@ func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
 			wrong += b.chk.wrong(rg)
 		}
 	}
-	b.secs[0], b.wrong[0] = sec, wrong
+	b.secs[0], b.secs[1], b.wrong[0] = sec, median, wrong
 	if err := b.allReduce(ctx, b.secsT, gocomms.Max); err != nil {
 		return Result{}, err
 	}
 	if err := b.allReduce(ctx, b.wrongT, gocomms.Sum); err != nil {
 		return Result{}, err
 	}
-	sec, wrong = b.secs[0], b.wrong[0]
+	sec, median, wrong = b.secs[0], b.secs[1], b.wrong[0]
 
 	res := Result{
 		Op: o, Ranks: p, Bytes: int64(max(sendN, recvN) * es), Count: int64(n),
 		DType: b.cfg.DType.String(), RedOp: "none", Root: -1,
-		TimeUS: sec * 1e6, Checked: checked, Wrong: wrong, Algorithm: b.algo,
+		TimeUS: sec * 1e6, MedianUS: median * 1e6, Checked: checked, Wrong: wrong, Algorithm: b.algo,
 	}
 	if o == Op(algorithms.Barrier) {
 		res.DType = "none"
@@ -232,19 +235,55 @@ func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
 }
 
 // time runs the warm-ups, then the timed ops, and returns this rank's
-// seconds per op.
-func (b *bench) time(ctx context.Context, pl *plan) (float64, error) {
+// seconds per op: the mean, and with Blocking the median of the ops,
+// each timed on its own. The median is what a quiet machine gives: one
+// op that waited on the collector or the scheduler moves the mean of a
+// hundred by as much as the op takes.
+func (b *bench) time(ctx context.Context, pl *plan) (mean, median float64, err error) {
 	if err := b.loop(ctx, pl, b.cfg.Warmup); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// Ranks start the clock together, as nccl-tests' barrier before each
 	// size; nothing synchronises them between timed ops.
 	if err := b.c.Barrier(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	start := time.Now()
-	err := b.loop(ctx, pl, b.cfg.Iters)
-	return time.Since(start).Seconds() / float64(b.cfg.Iters), err
+	if b.cfg.Blocking {
+		err = b.timeEach(ctx, pl)
+		median = medianOf(b.took).Seconds()
+	} else {
+		err = b.loop(ctx, pl, b.cfg.Iters)
+	}
+	return time.Since(start).Seconds() / float64(b.cfg.Iters), median, err
+}
+
+// timeEach runs the timed ops one by one, waiting for each, and keeps
+// each one's time in b.took.
+func (b *bench) timeEach(ctx context.Context, pl *plan) error {
+	b.took = b.took[:0]
+	for range b.cfg.Iters {
+		start := time.Now()
+		if err := pl.call(ctx); err != nil {
+			return err
+		}
+		b.took = append(b.took, time.Since(start))
+	}
+	return nil
+}
+
+// medianOf sorts ds and returns its median: the mean of the middle two
+// of an even count.
+func medianOf(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	m := len(ds) / 2
+	if len(ds)%2 == 0 {
+		return (ds[m-1] + ds[m]) / 2
+	}
+	return ds[m]
 }
 
 // loop issues n ops back to back, then waits for all of them; or, with

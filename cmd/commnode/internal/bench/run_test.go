@@ -270,3 +270,50 @@ func TestRunPassesOverUnsupported(t *testing.T) {
 		t.Errorf("table:\n%s", out.String())
 	}
 }
+
+// TestMedianOf checks the median against sorting by hand, for odd and
+// even counts, and that none is taken from no ops.
+func TestMedianOf(t *testing.T) {
+	for _, c := range []struct {
+		in   []time.Duration
+		want time.Duration
+	}{
+		{nil, 0},
+		{[]time.Duration{7}, 7},
+		{[]time.Duration{9, 1}, 5},
+		{[]time.Duration{30, 10, 20}, 20},
+		{[]time.Duration{4, 100, 1, 3}, 3}, // (3 + 4) / 2, truncated
+		{[]time.Duration{5, 5, 1000, 5, 1}, 5},
+	} {
+		if got := medianOf(slices.Clone(c.in)); got != c.want {
+			t.Errorf("medianOf(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+// TestBlockingRowsReportTheMedianOp runs blocking sweeps and expects each
+// row's median op to be positive and, being one op's time, no longer
+// than all the timed ops together; an issue-all sweep times no single op
+// and reports no median.
+func TestBlockingRowsReportTheMedianOp(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MinBytes, cfg.MaxBytes, cfg.Factor = 8, 64<<10, 8
+	cfg.Iters, cfg.Warmup = 9, 2
+	for _, blocking := range []bool{true, false} {
+		cfg.Blocking = blocking
+		for _, ranks := range []int{1, 3} {
+			rows, _ := sweep(t, ranks, cfg, nil)
+			if len(rows) != 5 { // 8 B to 32 KiB
+				t.Fatalf("blocking %v, %d ranks: %d rows, want 5", blocking, ranks, len(rows))
+			}
+			for _, r := range rows {
+				switch {
+				case !blocking && r.MedianUS != 0:
+					t.Errorf("issue-all, %d ranks: %+v has a median", ranks, r)
+				case blocking && (r.MedianUS <= 0 || r.MedianUS > r.TimeUS*float64(cfg.Iters)):
+					t.Errorf("blocking, %d ranks: median %v µs against a mean of %v µs over %d ops", ranks, r.MedianUS, r.TimeUS, cfg.Iters)
+				}
+			}
+		}
+	}
+}
