@@ -165,10 +165,17 @@ func (t *Timer) stop() bool {
 	return true
 }
 
-// timerQueue is a binary min-heap of timers by time, then arming order.
-// It is typed rather than built on container/heap, whose interface would
-// box every timer pushed.
+// timerQueue is a 4-ary min-heap of timers by time, then arming order:
+// a large simulation holds a timer for every link that watches its peer,
+// and four children a node halve the levels a pop walks, each level's
+// children side by side in memory. It is typed rather than built on
+// container/heap, whose interface would box every timer pushed. Timers
+// are ordered strictly (no two share an arming number), so any heap pops
+// them in one order.
 type timerQueue []armed
+
+// arity is the children of a node of timerQueue.
+const arity = 4
 
 func (a armed) before(b armed) bool {
 	if a.at != b.at {
@@ -179,36 +186,47 @@ func (a armed) before(b armed) bool {
 
 func (q *timerQueue) push(a armed) {
 	h := append(*q, a)
-	for i := len(h) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !h[i].before(h[parent]) {
+	i := len(h) - 1
+	for i > 0 {
+		parent := (i - 1) / arity
+		if !a.before(h[parent]) {
 			break
 		}
-		h[i], h[parent] = h[parent], h[i]
+		h[i] = h[parent]
 		i = parent
 	}
+	h[i] = a
 	*q = h
 }
 
-// pop removes the earliest timer.
+// pop removes the earliest timer: the last one moves down from the root
+// to where it is no later than its children.
 func (q *timerQueue) pop() {
 	h := *q
 	last := len(h) - 1
-	h[0] = h[last]
+	moving := h[last]
 	h[last] = armed{}
 	h = h[:last]
-	for i := 0; ; {
-		least := i
-		for _, child := range []int{2*i + 1, 2*i + 2} {
-			if child < len(h) && h[child].before(h[least]) {
-				least = child
-			}
-		}
-		if least == i {
+	i := 0
+	for {
+		first := arity*i + 1
+		if first >= len(h) {
 			break
 		}
-		h[i], h[least] = h[least], h[i]
+		least := first
+		for c := first + 1; c < min(first+arity, len(h)); c++ {
+			if h[c].before(h[least]) {
+				least = c
+			}
+		}
+		if !h[least].before(moving) {
+			break
+		}
+		h[i] = h[least]
 		i = least
+	}
+	if i < len(h) {
+		h[i] = moving
 	}
 	*q = h
 }
