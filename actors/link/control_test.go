@@ -3,6 +3,7 @@ package link
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -119,5 +120,43 @@ func TestControlSkipsTheReceivingLink(t *testing.T) {
 	rt.System().Root.Send(parent, "marker")
 	if m := receive(t, toParent, "the marker"); m != "marker" {
 		t.Fatalf("the parent got %#v after the link failed", m)
+	}
+}
+
+// TestStaleControlStaysOffTheParent: a control frame that Strays.Stale
+// calls stale is dropped on the transport's goroutine, yet counts as word
+// from the peer; one it does not call stale reaches the parent, after
+// none of the dropped ones.
+func TestStaleControlStaysOffTheParent(t *testing.T) {
+	rt := actors.NewRuntime(slog.New(slog.DiscardHandler))
+	defer rt.Shutdown()
+	self, _ := mailbox(rt)
+	parent, toParent := mailbox(rt)
+	var asked []uint64
+	strays := &Strays{Stale: func(h transport.Header, payload []byte) bool {
+		asked = append(asked, h.Seq)
+		return h.Seq%2 == 0
+	}}
+	p := strays.NewPlane(1)
+	h := handler{rt: rt, self: self, parent: parent, peer: 1, plane: p}
+
+	for seq := uint64(2); seq <= 5; seq++ {
+		h.HandleFrame(controlFrame(seq))
+	}
+	for _, want := range []uint64{3, 5} {
+		d, ok := receive(t, toParent, "a control frame not stale").(*Delivered)
+		if !ok || d.Frame.Header.Seq != want {
+			t.Fatalf("the parent got %#v, want control frame %d", d, want)
+		}
+	}
+	rt.System().Root.Send(parent, "marker")
+	if m := receive(t, toParent, "the marker"); m != "marker" {
+		t.Fatalf("the parent got %#v, a stale frame", m)
+	}
+	if n := p.heard.Load(); n != 4 {
+		t.Fatalf("the plane heard %d frames, want 4, the stale ones too", n)
+	}
+	if !slices.Equal(asked, []uint64{2, 3, 4, 5}) {
+		t.Fatalf("Stale was asked of %v, want every control frame", asked)
 	}
 }

@@ -587,8 +587,9 @@ type handler struct {
 }
 
 // HandleFrame gives a direct frame to the plane and a control frame to
-// the link's parent, on the transport's goroutine, and posts any other to
-// the link. Either counts as word from the peer for the link's watch.
+// the link's parent, unless it is stale (Strays.Stale), on the
+// transport's goroutine, and posts any other to the link. Either counts
+// as word from the peer for the link's watch.
 func (h handler) HandleFrame(f transport.Frame) {
 	if f.Header.Kind&direct != 0 {
 		f.Header.Kind &^= direct
@@ -596,19 +597,22 @@ func (h handler) HandleFrame(f transport.Frame) {
 		h.plane.arrive(f)
 		return
 	}
-	d := delivered(h.peer, f)
 	if f.Header.Kind == transport.Control {
 		if f.Header.Tag == ControlBye {
 			h.plane.saidBye(f.Header.Seq) // before the connection's end, which may overtake the parent's mailbox
 		}
 		h.plane.heard.Add(1)
-		if !h.plane.handOn(h.rt, h.parent, d) {
+		if h.plane.stale(f) {
+			transport.Release(f)
+			return
+		}
+		if d := delivered(h.peer, f); !h.plane.handOn(h.rt, h.parent, d) {
 			transport.Release(f)
 			d.Recycle()
 		}
 		return
 	}
-	h.rt.System().Root.Send(h.self, d)
+	h.rt.System().Root.Send(h.self, delivered(h.peer, f))
 }
 
 func (h handler) HandleError(err error) {

@@ -229,6 +229,12 @@ func (p *Plane) sent() {
 	p.mu.Unlock()
 }
 
+// stale reports whether the control frame f brings the rank nothing new
+// (Strays.Stale).
+func (p *Plane) stale(f transport.Frame) bool {
+	return p.strays != nil && p.strays.Stale != nil && p.strays.Stale(f.Header, f.Payload)
+}
+
 // handOn posts d, a control frame the peer sent, to the link's parent,
 // unless the link has failed: under the plane's lock, which the link
 // fails the plane under before it tells the parent (Failed), so that the

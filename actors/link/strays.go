@@ -20,8 +20,15 @@ const strayKept = 16
 // ranks that never look. Report gets the stray frame's peer and header,
 // the signature of this rank's collective, and the report of its failure
 // here (nil while it runs, or if it succeeded); it must not block.
+//
+// Stale, if set, says of a control frame that it brings the rank nothing
+// new: the word of a failure the rank has heard of and acted on. The
+// transport's goroutine drops such a frame instead of posting it to the
+// rank, which spares a failure's flood a message for every frame but the
+// first of each rank. It must not block.
 type Strays struct {
 	Report func(peer int, h transport.Header, ours uint64, failure []byte)
+	Stale  func(h transport.Header, payload []byte) bool
 
 	mu      sync.Mutex // taken before a plane's own
 	running outcome

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -145,6 +146,10 @@ type rankActor struct {
 	// million ranks that each learned of one.
 	failed []int
 	agrees *agreements
+	// settled is failed, published once the communicator broke, closes or
+	// aborted, when word of those peers changes nothing here: the
+	// transport drops it (link.Strays.Stale). Nil until then.
+	settled atomic.Pointer[[]int]
 
 	windows []openWindow
 
@@ -169,6 +174,7 @@ func newRank(rt *actors.Runtime, cfg Config) *rankActor {
 
 func (r *rankActor) Receive(ctx actor.Context) {
 	r.receive(ctx)
+	r.publishSettled()
 	r.settleLease(ctx)
 	if _, ok := ctx.Message().(*Submit); ok && r.cfg.Lease != nil {
 		r.cfg.Lease.submitted.Add(-1) // queued here, and the turn asked back
@@ -254,6 +260,36 @@ func (r *rankActor) receive(ctx actor.Context) {
 	}
 }
 
+// publishSettled publishes the failed peers whose word is stale, once
+// word of them changes nothing: a broken communicator breaks no further,
+// nor does one that closes or aborted, and a known peer's failure is
+// recorded (control, ControlPeerFailed).
+func (r *rankActor) publishSettled() {
+	s := &r.sequencer
+	if s.broken == nil && !s.closing && s.aborted == nil {
+		return
+	}
+	if p := r.settled.Load(); p == nil || len(*p) != len(r.failed) {
+		failed := slices.Clone(r.failed)
+		r.settled.Store(&failed)
+	}
+}
+
+// stale reports whether h and payload are word of a failed peer that
+// publishSettled published.
+func (r *rankActor) stale(h transport.Header, payload []byte) bool {
+	if h.Tag != collective.ControlPeerFailed {
+		return false
+	}
+	settled := r.settled.Load()
+	if settled == nil {
+		return false
+	}
+	peer, _, err := collective.DecodePeerFailed(r.cfg.Size, payload)
+	_, known := slices.BinarySearch(*settled, peer)
+	return err == nil && known
+}
+
 // takeTurnBack takes the lent turn back if the lease says it is free to
 // take: the rank may have taken it back already, and even lent it again.
 func (r *rankActor) takeTurnBack(ctx actor.Context) {
@@ -326,7 +362,7 @@ func (r *rankActor) started(ctx actor.Context) {
 		if report := collective.StrayReport(rank, peer, h, ours, failure); report != nil {
 			root.Send(self, &tellFailure{req: h.Seq, peers: []int{peer}, report: report})
 		}
-	}}
+	}, Stale: r.stale}
 	if r.cfg.Lease != nil {
 		r.cfg.Lease.bind(ctx.Self(), &r.ordinals)
 	}

@@ -62,3 +62,38 @@ func TestOperationsOutliveACrashedRunner(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleWordOfAFailure: word of a failed peer is stale to the
+// transport once the communicator broke and the rank recorded that
+// peer, and only then; other control frames, a malformed one and word of
+// a peer not yet recorded still reach the rank.
+func TestStaleWordOfAFailure(t *testing.T) {
+	r := newRank(nil, Config{Rank: 0, Size: 32})
+	word := func(peer int) (transport.Header, []byte) {
+		return transport.Header{Kind: transport.Control, Tag: collective.ControlPeerFailed}, collective.EncodePeerFailed(peer, 1)
+	}
+	stale := func(peer int) bool { return r.stale(word(peer)) }
+
+	r.failed = []int{17}
+	r.publishSettled()
+	if stale(17) {
+		t.Fatal("word of rank 17 is stale before the communicator broke: it would break it")
+	}
+	r.sequencer.broken = errors.New("rank 17 failed")
+	r.publishSettled()
+	if !stale(17) || stale(5) {
+		t.Fatalf("once broken: rank 17 stale %v (want true), rank 5 stale %v (want false)", stale(17), stale(5))
+	}
+	r.failed = []int{5, 17}
+	r.publishSettled()
+	if !stale(5) {
+		t.Fatal("word of rank 5 is news after the rank recorded it")
+	}
+	h, payload := word(5)
+	if h.Tag = collective.ControlRevoked; r.stale(h, payload) {
+		t.Fatal("a revocation is stale")
+	}
+	if h, _ := word(5); r.stale(h, []byte{5}) {
+		t.Fatal("a malformed report is stale: the rank would not log it")
+	}
+}
