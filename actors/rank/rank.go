@@ -269,7 +269,7 @@ func (r *rankActor) publishSettled() {
 	if s.broken == nil && !s.closing && s.aborted == nil {
 		return
 	}
-	if p := r.settled.Load(); p == nil || len(*p) != len(r.failed) {
+	if p := r.settled.Load(); p == nil || len(*p) != len(r.failed) { // failed only grows
 		failed := slices.Clone(r.failed)
 		r.settled.Store(&failed)
 	}
