@@ -174,7 +174,6 @@ func newRank(rt *actors.Runtime, cfg Config) *rankActor {
 
 func (r *rankActor) Receive(ctx actor.Context) {
 	r.receive(ctx)
-	r.publishSettled()
 	r.settleLease(ctx)
 	if _, ok := ctx.Message().(*Submit); ok && r.cfg.Lease != nil {
 		r.cfg.Lease.submitted.Add(-1) // queued here, and the turn asked back
@@ -263,7 +262,8 @@ func (r *rankActor) receive(ctx actor.Context) {
 // publishSettled publishes the failed peers whose word is stale, once
 // word of them changes nothing: a broken communicator breaks no further,
 // nor does one that closes or aborted, and a known peer's failure is
-// recorded (control, ControlPeerFailed).
+// recorded (control, ControlPeerFailed). Both change only in a step
+// (markFailed comes just before one), after whose end it is called.
 func (r *rankActor) publishSettled() {
 	s := &r.sequencer
 	if s.broken == nil && !s.closing && s.aborted == nil {
@@ -286,8 +286,11 @@ func (r *rankActor) stale(h transport.Header, payload []byte) bool {
 		return false
 	}
 	peer, _, err := collective.DecodePeerFailed(r.cfg.Size, payload)
+	if err != nil {
+		return false // the rank logs it
+	}
 	_, known := slices.BinarySearch(*settled, peer)
-	return err == nil && known
+	return known
 }
 
 // takeTurnBack takes the lent turn back if the lease says it is free to
@@ -393,13 +396,16 @@ func (r *rankActor) terminated(ctx actor.Context, who *actor.PID) {
 
 // step hands ev to the sequencer and performs the actions it decides, in
 // order. Performing one may step another event, whose actions are
-// appended after these and performed before the rest of these.
+// appended after these and performed before the rest of these. The
+// outermost step then publishes what the transport may drop
+// (publishSettled).
 func (r *rankActor) step(ctx actor.Context, ev event) {
 	if r.acts == nil {
 		r.acts = actionLists.Get().(*[]action)
 		defer func() {
 			actionLists.Put(r.acts)
 			r.acts = nil
+			r.publishSettled()
 		}()
 	}
 	acts := r.acts
