@@ -97,7 +97,7 @@ type bench struct {
 	elemSize    int
 	send, recv  []byte          // the largest size's buffers, viewed per size
 	works       []*gocomms.Work // the Works of one loop
-	took        []time.Duration // with Blocking, each timed op's time
+	took        []time.Duration // with Blocking, each op's time in the last loop
 	// secs is this rank's mean time per op and, with Blocking, the
 	// median of its ops; then the largest of each over the ranks.
 	secs   []float64
@@ -121,7 +121,7 @@ func newBench(c *gocomms.Comm, cfg Config) (*bench, error) {
 	es := cfg.DType.Size()
 	b := &bench{
 		c: c, cfg: cfg, rank: c.Rank(), ranks: c.Size(), elemSize: es,
-		works: make([]*gocomms.Work, max(cfg.Iters, cfg.Warmup)), took: make([]time.Duration, 0, cfg.Iters),
+		works: make([]*gocomms.Work, max(cfg.Iters, cfg.Warmup)), took: make([]time.Duration, 0, max(cfg.Iters, cfg.Warmup)),
 		secs: make([]float64, 2), wrong: make([]int64, 1),
 	}
 	b.secsT, b.wrongT = gocomms.FromSlice(b.secs), gocomms.FromSlice(b.wrong)
@@ -236,9 +236,9 @@ func (b *bench) row(ctx context.Context, o Op, size int64) (Result, error) {
 
 // time runs the warm-ups, then the timed ops, and returns this rank's
 // seconds per op: the mean, and with Blocking the median of the ops,
-// each timed on its own. The median is what a quiet machine gives: one
-// op that waited on the collector or the scheduler moves the mean of a
-// hundred by as much as the op takes.
+// each timed on its own (loop). The median is what a quiet machine
+// gives: one op that waited on the collector or the scheduler moves the
+// mean of a hundred by as much as the op takes.
 func (b *bench) time(ctx context.Context, pl *plan) (mean, median float64, err error) {
 	if err := b.loop(ctx, pl, b.cfg.Warmup); err != nil {
 		return 0, 0, err
@@ -249,27 +249,12 @@ func (b *bench) time(ctx context.Context, pl *plan) (mean, median float64, err e
 		return 0, 0, err
 	}
 	start := time.Now()
+	err = b.loop(ctx, pl, b.cfg.Iters)
+	mean = time.Since(start).Seconds() / float64(b.cfg.Iters)
 	if b.cfg.Blocking {
-		err = b.timeEach(ctx, pl)
 		median = medianOf(b.took).Seconds()
-	} else {
-		err = b.loop(ctx, pl, b.cfg.Iters)
 	}
-	return time.Since(start).Seconds() / float64(b.cfg.Iters), median, err
-}
-
-// timeEach runs the timed ops one by one, waiting for each, and keeps
-// each one's time in b.took.
-func (b *bench) timeEach(ctx context.Context, pl *plan) error {
-	b.took = b.took[:0]
-	for range b.cfg.Iters {
-		start := time.Now()
-		if err := pl.call(ctx); err != nil {
-			return err
-		}
-		b.took = append(b.took, time.Since(start))
-	}
-	return nil
+	return mean, median, err
 }
 
 // medianOf sorts ds and returns its median: the mean of the middle two
@@ -287,15 +272,19 @@ func medianOf(ds []time.Duration) time.Duration {
 }
 
 // loop issues n ops back to back, then waits for all of them; or, with
-// Blocking, waits for each before issuing the next. Ops of a
-// communicator run one at a time in issue order, so this is nccl-tests'
-// launches on one stream followed by one synchronisation.
+// Blocking, waits for each before issuing the next, keeping each one's
+// time in b.took. Ops of a communicator run one at a time in issue
+// order, so this is nccl-tests' launches on one stream followed by one
+// synchronisation.
 func (b *bench) loop(ctx context.Context, pl *plan, n int) error {
 	if b.cfg.Blocking {
+		b.took = b.took[:0]
 		for range n {
+			start := time.Now()
 			if err := pl.call(ctx); err != nil {
 				return err
 			}
+			b.took = append(b.took, time.Since(start))
 		}
 		return nil
 	}
