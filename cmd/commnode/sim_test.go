@@ -55,18 +55,30 @@ func TestSim(t *testing.T) {
 	}
 }
 
-// TestSimTrace: --trace writes the run's timeline as a Chrome trace, one
-// operation span per rank; a sweep refuses it.
-func TestSimTrace(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "trace.json")
+// simWrites runs commnode sim on ranks ranks, with flag naming a file,
+// and returns what the run wrote there; a sweep (--seeds) must refuse the
+// flag, since it records one run.
+func simWrites(t *testing.T, flag string, ranks int) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "out")
 	var out, errs bytes.Buffer
-	if code := run([]string{"sim", "--ranks", "4", "--bytes", "64K", "--trace", path}, &out, &errs); code != 0 {
+	if code := run([]string{"sim", "--ranks", strconv.Itoa(ranks), "--bytes", "64K", flag, path}, &out, &errs); code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out.String(), errs.String())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if code := run([]string{"sim", "--ranks", "4", "--seeds", "2", flag, path}, &out, &errs); code != 2 {
+		t.Errorf("%s with --seeds: exit %d, want 2", flag, code)
+	}
+	return b
+}
+
+// TestSimTrace: --trace writes the run's timeline as a Chrome trace, one
+// operation span per rank; a sweep refuses it.
+func TestSimTrace(t *testing.T) {
+	b := simWrites(t, "--trace", 4)
 	var doc struct {
 		TraceEvents []struct {
 			Cat string `json:"cat"`
@@ -85,27 +97,15 @@ func TestSimTrace(t *testing.T) {
 	if len(spans) != 4 || spans[0] != 1 || spans[3] != 1 {
 		t.Errorf("operation spans by rank: %v, want one on each of 4", spans)
 	}
-	if code := run([]string{"sim", "--ranks", "4", "--seeds", "2", "--trace", path}, &out, &errs); code != 2 {
-		t.Errorf("--trace with --seeds: exit %d, want 2", code)
-	}
 }
 
 // TestSimMemProfile: --memprofile writes a heap profile taken once the
-// run is over, while the ranks are still held: their links are in it.
+// run is over, while the ranks are still held: their links are in it; a
+// sweep refuses it.
 func TestSimMemProfile(t *testing.T) {
 	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 	runtime.MemProfileRate = 1 // every allocation: a small run's links would fall between samples
-	path := filepath.Join(t.TempDir(), "heap.pprof")
-	var out, errs bytes.Buffer
-	if code := run([]string{"sim", "--ranks", "64", "--bytes", "64K", "--memprofile", path}, &out, &errs); code != 0 {
-		t.Fatalf("exit %d: %s%s", code, out.String(), errs.String())
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
+	z, err := gzip.NewReader(bytes.NewReader(simWrites(t, "--memprofile", 64)))
 	if err != nil {
 		t.Fatalf("the profile is not gzipped: %v", err)
 	}
@@ -119,9 +119,6 @@ func TestSimMemProfile(t *testing.T) {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("the heap profile has no %q", want)
 		}
-	}
-	if code := run([]string{"sim", "--ranks", "4", "--seeds", "2", "--memprofile", path}, &out, &errs); code != 2 {
-		t.Errorf("--memprofile with --seeds: exit %d, want 2", code)
 	}
 }
 
