@@ -113,6 +113,23 @@ func WithFailureDetector(heartbeat, silence time.Duration) Option {
 	return func(o *options) { o.cfg.Heartbeat, o.cfg.Silence = heartbeat, silence }
 }
 
+// WithLinkRelease makes a rank link each of a collective's peers as the
+// collective comes to it, and release the link, and its connection,
+// once no operation uses it: a rank then holds links only to the peers
+// its running collective still exchanges frames with, not to every peer
+// it ever did. A job of many ranks, whose schedules reach log2 p peers
+// or more, trades a connection made again for each collective for that
+// memory. A released link behaves as one kept: what either rank sends
+// later goes on a new one. A rank learns of a peer's failure over the
+// links it holds, or from its peers' word: one it released learns at
+// the next link to it. Such a communicator runs collectives and
+// point-to-point operations; agreements and windows, whose peers answer
+// at any time, fail with ErrInvalidArgument. It needs a network that
+// connects a pair again after a release, as the simulator's does.
+func WithLinkRelease() Option {
+	return func(o *options) { o.cfg.ReleaseLinks = true }
+}
+
 // WithAbortProcessOnError makes a timed-out or failed operation exit the
 // process after running the abort hooks, as torchcomms does by default.
 // Without this option, TORCHCOMM_ABORT_ON_ERROR decides; unset, it is off,

@@ -49,6 +49,12 @@ type Config struct {
 	// negative Silence turns the watch off.
 	Heartbeat, Silence time.Duration
 
+	// ReleaseLinks links a collective's peers as it comes to them and
+	// releases each link once no operation uses it: a rank holds links
+	// only to the peers it still exchanges frames with, at the cost of a
+	// connection made again for each collective (WithLinkRelease).
+	ReleaseLinks bool
+
 	// Dynamic is torchcomms' dynamic regime (WithReconfigure): the
 	// communicator has no members until Reconfigure gives it some, so the
 	// factory must connect nothing and return a Reconfigurable backend.

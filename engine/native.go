@@ -98,6 +98,11 @@ func New(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
 		}
 		cfg.Network = nw
 	}
+	if _, fabric := cfg.Network.(transport.Fabric); cfg.ReleaseLinks && !fabric {
+		// A process network's stream of a communicator does not open
+		// again once closed: a released link could not be made anew.
+		return nil, commerr.Invalid("link release needs a network that connects a pair again after a release (a transport.Fabric, as the simulator's)")
+	}
 	if cfg.Dynamic {
 		return &native{cfg: cfg}, nil
 	}
@@ -124,7 +129,7 @@ func startNative(cfg *backend.Config, m *mesh) *native {
 	}
 	n.pid = rank.Spawn(rt, rank.Config{
 		Comm: cfg.Name, CommID: m.id, Rank: cfg.Rank, Size: cfg.Size, Connect: m.conn, PeerFailed: m.peerFailed,
-		Heartbeat: cfg.Heartbeat, Silence: cfg.Silence, Lease: n.lease,
+		Heartbeat: cfg.Heartbeat, Silence: cfg.Silence, Lease: n.lease, ReleaseLinks: cfg.ReleaseLinks,
 	})
 	m.watch(func(peer int) { rt.System().Root.Send(n.pid, &rank.Connected{Peer: peer}) })
 	return n

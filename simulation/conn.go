@@ -18,6 +18,7 @@ type conn struct {
 	errPending bool // err arrived before Start
 	shut       bool // this end's rank crashed: it neither sends nor receives
 	held       bool // its rank asked for it (network.connect)
+	closed     bool // its rank closed it: no fault broke it
 	other      *conn
 
 	handler transport.Handler
@@ -121,6 +122,7 @@ func (c *conn) Close() error {
 	if c.err != nil {
 		return nil
 	}
+	c.closed = true
 	c.fail(fmt.Errorf("simulation: connection rank %d -> %d closed locally: %w", c.me(), c.peer(), transport.ErrClosed))
 	c.other.resetAfterInFlight(fmt.Errorf("simulation: connection rank %d -> %d closed by peer: %w", c.peer(), c.me(), transport.ErrClosed))
 	return nil
@@ -147,6 +149,9 @@ func (c *conn) fail(err error) {
 	}
 	err = transport.Closed(err)
 	c.err = err
+	if c.other.err != nil && c.net.forgets {
+		c.net.forget(c)
+	}
 	switch {
 	case c.shut:
 		for _, f := range c.queue {

@@ -19,22 +19,27 @@ import (
 // first needs it, as transport/lazy gives real ranks theirs, and a new
 // one when it dials again after the last one broke.
 type network struct {
-	loop      *Loop
-	topo      Topology
-	faults    Plan
-	perNode   int
-	ports     []ports           // by rank
-	pairs     map[pairKey]*conn // the lower rank's end of the newest connection
-	byRank    [][]*conn         // each rank's ends, in the order made: maps do not iterate in a fixed order
-	crashed   []bool
-	resets    bool   // the faults reset connections that are dialled again
+	loop    *Loop
+	topo    Topology
+	faults  Plan
+	perNode int
+	ports   []ports           // by rank
+	pairs   map[pairKey]*conn // the lower rank's end of the newest connection
+	byRank  [][]*conn         // each rank's ends, in the order made: maps do not iterate in a fixed order
+	crashed []bool
+	resets  bool // the faults reset connections that are dialled again
+	// forgets drops a pair once both its ends ended: its ranks release
+	// links they no longer use, and the network keeps only the open ones.
+	forgets   bool
 	restarted []bool // a new process, which knows no communicator, answers for the rank
 	frames    int64
 	bytes     int64
 	redials   int64
-	comms     []*fabricComm          // the communicators joined, by index
-	byName    map[string]*fabricComm // and by name
-	onFrame   func(from, to, size int, sent, arrival time.Duration)
+	// open counts the pairs made and not forgotten, peak the most at once.
+	open, peak int64
+	comms      []*fabricComm          // the communicators joined, by index
+	byName     map[string]*fabricComm // and by name
+	onFrame    func(from, to, size int, sent, arrival time.Duration)
 }
 
 // ports is when each of a rank's ports is next free, in virtual time.
@@ -169,12 +174,16 @@ func (n *network) connect(comm, rank, peer int) (transport.Conn, error) {
 		if lo.err == nil && lo.other.err == nil {
 			return n.end(rank, lo), nil
 		}
-		n.redials++
+		if !lo.closed && !lo.other.closed {
+			n.redials++ // a fault broke it
+		}
 	}
 	lo := &conn{net: n, rank: int32(key.lo)}
 	hi := &conn{net: n, rank: int32(key.hi), other: lo}
 	lo.other = hi
 	n.pairs[key] = lo
+	n.open++
+	n.peak = max(n.peak, n.open)
 	n.byRank[key.lo] = append(n.byRank[key.lo], lo)
 	n.byRank[key.hi] = append(n.byRank[key.hi], hi)
 	end := n.end(rank, lo)
@@ -343,7 +352,30 @@ func (n *network) crash(rank int) {
 	}
 }
 
-// connected reports whether ranks a and b ever had a connection.
+// forget drops the pair c is an end of, both of whose ends ended, unless
+// a newer one took its place.
+func (n *network) forget(c *conn) {
+	lo := c
+	if c.rank > c.other.rank {
+		lo = c.other
+	}
+	for comm := range n.comms { // a conn keeps no communicator: there are one or two
+		key := pairKey{comm, lo.me(), lo.peer()}
+		if n.pairs[key] == lo {
+			delete(n.pairs, key)
+		}
+	}
+	n.open--
+	for _, e := range [2]*conn{lo, lo.other} {
+		r := e.me()
+		if i := slices.Index(n.byRank[r], e); i >= 0 {
+			n.byRank[r] = slices.Delete(n.byRank[r], i, i+1)
+		}
+	}
+}
+
+// connected reports whether ranks a and b ever had a connection (with
+// forgets, an open one).
 func (n *network) connected(a, b int) bool {
 	for comm := range len(n.comms) {
 		if n.pairs[pairKey{comm, min(a, b), max(a, b)}] != nil {

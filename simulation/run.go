@@ -87,6 +87,12 @@ type Config struct {
 	// the result is made, with every rank's state still held: a heap
 	// profile written then shows what the run keeps.
 	AtEnd func()
+	// ReleaseLinks has every rank link the peers of a collective as it
+	// comes to them and release each link once no operation uses it
+	// (gocomms.WithLinkRelease): a rank then holds a link or two where
+	// recursive doubling would keep log2 p. Its release frames are the
+	// run's too.
+	ReleaseLinks bool
 	// Protoactor runs the actors through protoactor's contexts, processes
 	// and registry, as a process does, instead of the simulator's own
 	// dispatch (dispatch.go): slower, the same messages to each actor.
@@ -146,17 +152,21 @@ func (r *run) reportProgress() {
 
 // Result is what a run did and what it broke.
 type Result struct {
-	Algorithm   string        // the schedule that ran: Config.Algorithm, or the selector's choice
-	SimTime     time.Duration // when the last operation ended
-	Hash        uint64        // the trace's fingerprint
-	Events      int64         // messages actors received
-	Frames      int64         // frames the network carried
-	Bytes       int64         // their payload bytes
-	Redials     int64         // connections made for a pair whose earlier one broke
-	Ranks       []Outcome
-	Agreement   *Agreement   // with Config.Agree
-	AfterShrink *AfterShrink // with Config.AfterShrink
-	Windows     int          // with Config.Windows: ranks whose one-sided exchange ended without error
+	Algorithm string        // the schedule that ran: Config.Algorithm, or the selector's choice
+	SimTime   time.Duration // when the last operation ended
+	Hash      uint64        // the trace's fingerprint
+	Events    int64         // messages actors received
+	Frames    int64         // frames the network carried
+	Bytes     int64         // their payload bytes
+	Redials   int64         // connections made for a pair whose earlier one broke
+	// PeakConnections is the most connections open at once: with
+	// Config.ReleaseLinks, the pairs whose links are held; without, every
+	// pair that ever talked.
+	PeakConnections int64
+	Ranks           []Outcome
+	Agreement       *Agreement   // with Config.Agree
+	AfterShrink     *AfterShrink // with Config.AfterShrink
+	Windows         int          // with Config.Windows: ranks whose one-sided exchange ended without error
 	// Violations lists every broken invariant: a wrong result, an error
 	// that names no failed rank, an operation that never ended.
 	Violations []string
@@ -189,6 +199,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("simulation: heartbeat %v must be positive and at most the silence %v", c.Heartbeat, c.Silence)
 	case c.Op == PointToPoint && c.Ranks < 2:
 		return fmt.Errorf("simulation: point-to-point needs 2 ranks or more, got %d", c.Ranks)
+	case c.ReleaseLinks && (c.Agree || c.Windows):
+		return fmt.Errorf("simulation: ranks that release their links run neither an agreement nor windows")
 	case c.Windows && (c.Agree || c.Phantom):
 		return fmt.Errorf("simulation: the one-sided phase runs neither with an agreement nor on phantom data")
 	case c.Jitter < 0:
@@ -319,6 +331,7 @@ func newRun(cfg *Config, logger *slog.Logger) *run {
 		comms: make([]*gocomms.Comm, cfg.Ranks),
 		ends:  make([][]opEnd, cfg.Ranks),
 	}
+	r.net.forgets = cfg.ReleaseLinks
 	return r
 }
 
@@ -383,9 +396,13 @@ func (r *run) commOptions() []gocomms.Option {
 	if cfg.ChunkBytes > 0 {
 		hints[gocomms.HintChunkBytes] = strconv.Itoa(cfg.ChunkBytes)
 	}
-	return []gocomms.Option{gocomms.WithSize(cfg.Ranks), gocomms.WithNetwork(r.net), gocomms.WithTimeout(cfg.Timeout),
+	opts := []gocomms.Option{gocomms.WithSize(cfg.Ranks), gocomms.WithNetwork(r.net), gocomms.WithTimeout(cfg.Timeout),
 		gocomms.WithFailureDetector(cfg.Heartbeat, cfg.Silence), gocomms.WithLocalSize(cfg.Ranks / cfg.Topology.Nodes),
 		gocomms.WithHints(hints)}
+	if cfg.ReleaseLinks {
+		opts = append(opts, gocomms.WithLinkRelease())
+	}
+	return opts
 }
 
 // submit issues rank i's iteration it through its communicator, over in
@@ -505,7 +522,7 @@ func (r *run) result() *Result {
 	res := &Result{
 		Algorithm: r.cfg.Algorithm,
 		SimTime:   r.last, Hash: r.trace.Hash(), Events: r.trace.Events(),
-		Frames: r.net.frames, Bytes: r.net.bytes, Redials: r.net.redials, Ranks: make([]Outcome, r.cfg.Ranks),
+		Frames: r.net.frames, Bytes: r.net.bytes, Redials: r.net.redials, PeakConnections: r.net.peak, Ranks: make([]Outcome, r.cfg.Ranks),
 	}
 	if res.Algorithm == "" {
 		res.Algorithm = "point_to_point"

@@ -44,12 +44,27 @@ type runner struct {
 	finished   Finished          // the parent reads it before it sends the next operation
 	probe      *probe
 	stuckOn    []int // the ranks it waited for when it timed out
+
+	// A lazy collective's (Request.Lazy) links, by peer in Request.Peers
+	// order: whether it asked for one (NeedLink) and whether it is done
+	// with the peer; and the frames waiting for their links, in order.
+	parent *actor.PID
+	lazy   []lazyPeer
+	parked []parkedFrame
+}
+
+type lazyPeer struct{ asked, done bool }
+
+// parkedFrame is a frame to the p-th peer, whose link is on its way.
+type parkedFrame struct {
+	p int
+	f transport.Frame
 }
 
 func (c *runner) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		c.sink = link.NewForwarder(c.rt, ctx.Self())
+		c.sink, c.parent = link.NewForwarder(c.rt, ctx.Self()), ctx.Parent()
 		if c.adopted != nil {
 			c.adopt(ctx, c.adopted)
 		} else {
@@ -83,6 +98,10 @@ func (c *runner) Receive(ctx actor.Context) {
 			c.finish(ctx, f)
 		}
 		m.Recycle()
+	case *Linked:
+		if m.Seq == c.req.Seq && c.req.Lazy {
+			c.linked(m)
+		}
 	case *Fail:
 		c.fail(ctx, m)
 	case *link.Failed:
@@ -109,6 +128,10 @@ func (c *runner) Receive(ctx actor.Context) {
 
 func (c *runner) start(ctx actor.Context, req *Request) {
 	c.probe, c.stuckOn = nil, nil
+	c.lazy = c.lazy[:0]
+	if req.Lazy {
+		c.lazy = resize(c.lazy, len(req.Peers()))
+	}
 	c.begin(req, c)
 	copy(c.borrow, req.Lend)
 	c.findPeers()
@@ -186,6 +209,9 @@ func (c *runner) routeFrames(on bool) {
 	}
 	for i, peer := range req.Peers() {
 		plane := req.Planes[i]
+		if plane == nil { // a lazy collective's peer not linked yet, or done with
+			continue
+		}
 		if !on {
 			plane.Detach(c.sink)
 			continue
@@ -230,10 +256,73 @@ func (c *runner) offer(p int, h transport.Header, data []byte) {
 }
 
 func (c *runner) send(p int, f transport.Frame) error {
+	if c.req.Planes[p] == nil {
+		c.park(p, f)
+		return nil
+	}
 	if !c.req.Planes[p].TrySend(f) {
 		c.req.Planes[p].Post(c.rt.System().Root, c.req.Links[p], c.sends.Get(f))
 	}
 	return nil
+}
+
+// park keeps f, to the p-th peer, until the link to it comes (Linked),
+// which it asks the rank for once.
+func (c *runner) park(p int, f transport.Frame) {
+	c.parked = append(c.parked, parkedFrame{p: p, f: f})
+	if !c.lazy[p].asked {
+		c.lazy[p].asked = true
+		c.rt.System().Root.Send(c.parent, &NeedLink{Seq: c.req.Seq, Peer: c.req.Peers()[p]})
+	}
+}
+
+// linked takes the link to a peer of the lazy collective: it attaches
+// to its plane, if the collective receives from the peer, and sends
+// the frames that waited for it.
+func (c *runner) linked(m *Linked) {
+	req := c.req
+	p, ok := req.peerIndex(m.Peer)
+	if !ok || req.Planes[p] != nil || c.lazy[p].done && !c.lazy[p].asked {
+		return
+	}
+	req.Links[p], req.Lend[p], req.Planes[p] = m.Link, m.Lend, m.Plane
+	c.borrow[p] = m.Lend
+	if !c.lazy[p].done && c.receivesFrom(m.Peer) {
+		var err error
+		c.early, err = m.Plane.Attach(req.CollSeq, c.sink, c.early[:0])
+		for _, f := range c.early {
+			c.sink.Deliver(m.Peer, f)
+		}
+		clear(c.early)
+		if err != nil {
+			c.sink.Failed(m.Peer, err)
+		}
+	}
+	c.parked = slices.DeleteFunc(c.parked, func(w parkedFrame) bool {
+		if w.p == p {
+			c.send(p, w.f)
+			return true
+		}
+		return false
+	})
+	if c.lazy[p].done {
+		c.doneWith(p)
+	}
+}
+
+// doneWith lets go of the link to the p-th peer, which the collective
+// is done with, for the rank to release: once its frames left, if they
+// still wait for it.
+func (c *runner) doneWith(p int) {
+	req := c.req
+	c.lazy[p].done = true
+	if req.Planes[p] == nil {
+		return // Linked sends what waits, then comes back here
+	}
+	req.Planes[p].Detach(c.sink)
+	req.Links[p], req.Planes[p] = nil, nil
+	c.lazy[p].asked = false
+	c.rt.System().Root.Send(c.parent, &DoneWith{Seq: req.Seq, Peer: req.Peers()[p]})
 }
 
 // sentFunc returns the Frame.Sent of a lent send of step i, which tells
@@ -262,6 +351,9 @@ func (c *runner) fail(ctx actor.Context, m *Fail) {
 // TellFailure sends a ControlFailed report about req to req's peers.
 func TellFailure(ctx actor.Context, req *Request, report []byte) {
 	for i, l := range req.Links {
+		if l == nil {
+			continue // a lazy collective's peer not linked, or done with
+		}
 		link.SendControl(ctx, l, req.Planes[i], ControlFrame(req.CommID, req.CollSeq, ControlFailed, report))
 	}
 }
@@ -280,6 +372,11 @@ func (c *runner) end(ctx actor.Context, err error, failure []byte) {
 	}
 	req.endedHere(err == nil, failure)
 	c.routeFrames(false)
+	for _, w := range c.parked {
+		transport.Release(w.f)
+	}
+	clear(c.parked)
+	c.parked = c.parked[:0]
 	c.close()
 	c.finished = Finished{Seq: req.Seq, Err: err, CollSeq: req.CollSeq, StuckOn: c.stuckOn}
 	req.End(err)

@@ -386,7 +386,7 @@ func (d *Direct) fail(e directEvent) {
 // which its peers hear of if f says to tell them, as end does.
 func (d *Direct) drop(op queuedOp, f *Fail) {
 	req := op.req
-	req.Planes = op.planes
+	req.Planes, req.Strays = op.planes, straysOf(op.planes)
 	report := d.failure(req, f)
 	req.endedHere(false, report)
 	if report != nil {
@@ -413,11 +413,19 @@ func (d *Direct) failure(req *Request, f *Fail) []byte {
 	return f.reportFor(req)
 }
 
+// straysOf returns where the rank of planes answers stray frames.
+func straysOf(planes []*link.Plane) *link.Strays {
+	if len(planes) == 0 {
+		return nil
+	}
+	return planes[0].Strays()
+}
+
 func (d *Direct) start(req *Request, done func()) {
 	if d.running.Load() != req.Seq+1 { // else Start marked it, as the first
 		d.poll(req.Seq, d.planes)
 	}
-	req.Planes = d.planes // as the rank's links give them on the actors
+	req.Planes, req.Strays = d.planes, straysOf(d.planes) // as the rank's links give them on the actors
 	d.begin(req, d)
 	d.done = done
 	for i, p := range d.planes {

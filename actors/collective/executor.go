@@ -57,7 +57,16 @@ type executor struct {
 	// point-to-point frames the operation receives from it (inbound).
 	keys     []link.Key
 	peerKeys [][]link.Key
+	// left counts, by peer in Request.Peers order, a lazy collective's
+	// steps with that peer not yet complete: at none, its outbox lets go
+	// of the peer's link (releaser).
+	left []int32
 }
+
+// releaser is the outbox of a lazy collective (Request.Lazy): told of
+// each peer the collective exchanges nothing more with, it lets go of
+// the peer's link.
+type releaser interface{ doneWith(p int) }
 
 // outbox is where an executor's frames go, and how its lent sends come
 // back: its driver.
@@ -88,7 +97,7 @@ func (e *executor) take(peer int, f transport.Frame) *Fail {
 	}
 	if read >= 0 {
 		e.reads--
-		e.ready = e.prog.Complete(read, e.ready)
+		e.complete(read)
 	}
 	return nil
 }
@@ -116,7 +125,7 @@ func (e *executor) arrive(peer int, f transport.Frame) (ended bool, fail *Fail) 
 // sent completes send step i, whose lent region the transport gave back.
 func (e *executor) sent(i int) (ended bool, fail *Fail) {
 	e.lent--
-	e.ready = e.prog.Complete(i, e.ready)
+	e.complete(i)
 	return e.run()
 }
 
@@ -172,7 +181,7 @@ func (e *executor) run() (ended bool, fail *Fail) {
 			return true, fail
 		}
 		if done {
-			e.ready = e.prog.Complete(i, e.ready)
+			e.complete(i)
 		}
 	}
 	if e.prog.Done() && len(e.unsent) == 0 {
@@ -185,6 +194,21 @@ func (e *executor) run() (ended bool, fail *Fail) {
 		e.sendTo(p, e.readDone(i))
 	}
 	return false, nil
+}
+
+// complete completes step i, readying the steps that waited for it, and
+// tells a lazy collective's outbox once no step with i's peer is left.
+func (e *executor) complete(i int) {
+	e.ready = e.prog.Complete(i, e.ready)
+	if len(e.left) == 0 {
+		return
+	}
+	if peer := e.req.Schedule.Steps[i].Peer; peer >= 0 {
+		p, _ := e.req.peerIndex(peer)
+		if e.left[p]--; e.left[p] == 0 {
+			e.out.(releaser).doneWith(p)
+		}
+	}
 }
 
 // sendTo sends f to the p-th peer, and reports whether it went. Where
@@ -288,6 +312,16 @@ func (e *executor) begin(req *Request, out outbox) {
 	e.mapped = resize(e.mapped, len(req.Schedule.Steps))
 	e.unready = e.unready[:0]
 	e.reading = resize(e.reading, len(req.Schedule.Steps))
+	e.left = e.left[:0]
+	if _, ok := out.(releaser); ok && req.Lazy && req.P2P == nil {
+		e.left = resize(e.left, len(req.Peers()))
+		for _, s := range req.Schedule.Steps {
+			if s.Peer >= 0 {
+				p, _ := req.peerIndex(s.Peer)
+				e.left[p]++
+			}
+		}
+	}
 	e.scratch = resize(e.scratch, len(req.Schedule.Scratch))
 	for i, n := range req.Schedule.Scratch {
 		if !req.Phantom {

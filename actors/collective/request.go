@@ -61,6 +61,14 @@ type Request struct {
 	// Planes holds the data plane of each of those links, where the
 	// collective's frames come.
 	Planes []*link.Plane
+	// Lazy says the rank links the collective's peers as it comes to them
+	// and releases each link once the collective is done with its peer:
+	// Links, Lend and Planes are the request's own, nil for a peer not
+	// linked (NeedLink, Linked, DoneWith).
+	Lazy bool
+	// Strays is where the rank's planes answer the frames that no step
+	// of a collective takes.
+	Strays *link.Strays
 	// Pending is where the rank finds an operation that ended with
 	// large messages still on offer, to cancel it; nil for none.
 	Pending *Pending
@@ -199,6 +207,31 @@ type Finished struct {
 	StuckOn []int
 }
 
+// NeedLink asks the rank for the link to Peer, which lazy collective
+// Seq sends to and has no link to: the rank answers with Linked.
+type NeedLink struct {
+	Seq  uint64
+	Peer int
+}
+
+// Linked gives the running lazy collective Seq the link to Peer: asked
+// for (NeedLink), or made because Peer connected.
+type Linked struct {
+	Seq   uint64
+	Peer  int
+	Link  *actor.PID
+	Lend  bool
+	Plane *link.Plane
+}
+
+// DoneWith tells the rank that lazy collective Seq exchanges no more
+// frames with Peer, and has let go of its link, which the rank may
+// release.
+type DoneWith struct {
+	Seq  uint64
+	Peer int
+}
+
 // PeerLost tells the rank that the operation Seq still waits for Peer,
 // whose connection failed with Err; the rank answers with a Fail.
 type PeerLost struct {
@@ -259,16 +292,19 @@ func (f *Fail) report(rank int) []byte {
 // startedHere and endedHere tell the rank's planes that the collective
 // started or ended here, so that a peer's frame of it that no step takes
 // is answered (link.Strays). The planes are told that it started once it
-// attached to them, and that it ended before it lets go of them.
+// attached to them, and that it ended before it lets go of them. A lazy
+// collective attaches to a plane only as it links the peer: a frame on
+// a plane it has not reached yet is no stray, and is answered, if no
+// step takes it, once the collective ended.
 func (r *Request) startedHere() {
-	if r.P2P == nil && len(r.Planes) > 0 {
-		r.Planes[0].Started(r.CollSeq, r.Sig)
+	if r.P2P == nil && r.Strays != nil && !r.Lazy {
+		r.Strays.Started(r.CollSeq, r.Sig)
 	}
 }
 
 func (r *Request) endedHere(succeeded bool, failure []byte) {
-	if r.P2P == nil && len(r.Planes) > 0 {
-		r.Planes[0].Ended(r.CollSeq, r.Sig, succeeded, failure)
+	if r.P2P == nil && r.Strays != nil {
+		r.Strays.Ended(r.CollSeq, r.Sig, succeeded, failure)
 	}
 }
 

@@ -14,6 +14,7 @@
 //	*Route         -> forward stashed frames of that key, then later ones, up to its count
 //	*Unroute       -> forget the key before its count is reached
 //	*Delivered     -> plane | routed actor | stash | link frame (fin, ping)
+//	*Release       -> tagRelease; later sends wait, for the parent to send on a new link
 //	*connFailed    -> broken: panic for the supervisor to restart it after a backoff;
 //	                  ended: parent gets *Failed; later sends are dropped
 //	Stopping       -> conn.Close()
@@ -36,6 +37,12 @@
 // shared with whatever runs the operation: the collective actor, or a
 // collective.Direct off the actors, whose frames skip the link actors
 // both ways, on the same lossless connection.
+//
+// A rank that no longer uses a link releases it (Release): each end
+// sends tagRelease after its last frame, and the link ends once both
+// have, telling its parent (Released) with what it was given meanwhile.
+// Both ends then hold nothing for the pair, and the next frame between
+// them goes on a new link and connection, as if the first had stayed.
 //
 // A link knows nothing of schedules or reductions, and never blocks.
 package link

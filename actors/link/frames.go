@@ -20,6 +20,10 @@ const (
 	// and has heard nothing for a while checks that the peer still runs.
 	tagPing
 	tagPong
+	// tagRelease says the sender's rank no longer uses the link
+	// (Release): it sends nothing more on this connection. The link ends,
+	// with no failure to anyone, once each end has sent its own.
+	tagRelease
 )
 
 var (
@@ -28,4 +32,6 @@ var (
 	// errStopped tells a collective on the plane of a stopped link that
 	// nothing more comes.
 	errStopped = fmt.Errorf("link stopped: %w", transport.ErrClosed)
+	// errReleased ends the plane of a link both ends released.
+	errReleased = fmt.Errorf("link released: %w", transport.ErrClosed)
 )

@@ -139,6 +139,28 @@ type Watch struct{ On bool }
 // instead closes it at once.
 type Close struct{}
 
+// Release says the link's parent no longer uses it: the link sends
+// tagRelease after what it was given before, and from then on sends
+// nothing, keeping what it is given for Released. It ends once the peer
+// released its end too; until then frames still arrive. A link that
+// failed or closes ignores it.
+type Release struct{}
+
+// ReleaseAsked tells the link's parent that the peer released its end
+// (Release) while this one has not: the peer sends nothing more on this
+// link, which ends once the parent releases it too.
+type ReleaseAsked struct{ Peer int }
+
+// Released tells the link's parent that both ends released the link,
+// which the parent is to stop: the pair shares no connection any more.
+// Unsent are the frames the link was given after its release went, in
+// order, for the parent to send on a new link; a link given more before
+// it stops hands them on in further Released.
+type Released struct {
+	Peer   int
+	Unsent []transport.Frame
+}
+
 // Delivered carries an inbound frame from a link to the actor its key is
 // routed to, or to the link's parent for control frames. The receiver owns
 // the payload, and may give the message back with Recycle.
@@ -260,6 +282,10 @@ type state struct {
 	closing, finSent bool
 	watched          bool // Watch asked
 	watching         bool // a tick is armed
+	// releaseSent says the link sent tagRelease (Release), releaseGot
+	// that the peer's came, released that both had and the link stops.
+	releaseSent, releaseGot, released bool
+	unsent                            []transport.Frame // given after tagRelease went
 }
 
 // routes returns the link's routing, made on first use.
@@ -289,9 +315,14 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		l.routing.expect(m.Key, m.On)
 		l.watch(ctx)
 	case *Send:
-		if l.failed != nil {
+		switch {
+		case l.failed != nil:
 			transport.Release(m.Frame)
-		} else {
+		case l.released: // the parent hands it to the next link
+			ctx.Send(ctx.Parent(), &Released{Peer: l.cfg.Peer, Unsent: []transport.Frame{m.Frame}})
+		case l.releaseSent:
+			l.unsent = append(l.unsent, m.Frame)
+		default:
 			l.conn.Send(m.Frame) // a refusal says the conn ended, which its handler reports
 		}
 		l.cfg.Plane.sent()
@@ -310,6 +341,8 @@ func (l *linkActor) Receive(ctx actor.Context) {
 	case *Watch:
 		l.watched = m.On
 		l.watch(ctx)
+	case *Release:
+		l.release(ctx)
 	case *Close:
 		l.closing = true
 		if l.failed != nil || l.finished {
@@ -483,9 +516,43 @@ func (l *linkActor) linkFrame(ctx actor.Context, h transport.Header) {
 	case tagPing:
 		l.sendLink(tagPong)
 	case tagPong: // word from the peer, which arrive noted
+	case tagRelease:
+		l.releaseGot = true
+		if l.releaseSent {
+			l.end(ctx)
+		} else {
+			ctx.Send(ctx.Parent(), &ReleaseAsked{Peer: l.cfg.Peer})
+		}
 	default:
 		l.rt.Logger.Warn("unknown link frame", "peer", l.cfg.Peer, "tag", h.Tag)
 	}
+}
+
+// release sends tagRelease, after every frame handed to the connection
+// before, and ends the link if the peer's came already. The plane sends
+// around the link no more: what is sent from now on waits here.
+func (l *linkActor) release(ctx actor.Context) {
+	if l.failed != nil || l.closing || l.releaseSent {
+		return
+	}
+	l.releaseSent = true
+	l.cfg.Plane.conn.Store(nil)
+	l.sendLink(tagRelease)
+	if l.releaseGot {
+		l.end(ctx)
+	}
+}
+
+// end closes the connection of a link both ends released, so that the
+// next one to the peer is a new one, and hands the parent what the link
+// kept, for the parent to stop it: a stop of its own could overtake the
+// Released in the parent's mailbox.
+func (l *linkActor) end(ctx actor.Context) {
+	l.released = true
+	l.conn.Close()
+	l.cfg.Plane.fail(errReleased)
+	ctx.Send(ctx.Parent(), &Released{Peer: l.cfg.Peer, Unsent: l.unsent})
+	l.unsent = nil
 }
 
 // lost handles the current connection breaking, or a redial failing: the
@@ -496,7 +563,7 @@ func (l *linkActor) linkFrame(ctx actor.Context, h transport.Header) {
 // to restart it on a new connection after a backoff, or to stop it once
 // restarts exceed its budget.
 func (l *linkActor) lost(ctx actor.Context, err error) {
-	if l.failed != nil {
+	if l.failed != nil || l.released {
 		return
 	}
 	if l.finished || errors.Is(err, transport.ErrRefused) || !l.conn.Lossless() {
@@ -566,12 +633,19 @@ func (l *linkActor) stop() {
 	if l.ticker != nil {
 		l.ticker.Stop()
 	}
-	if l.failed == nil && l.conn != nil {
+	switch {
+	case l.released:
+		return
+	case l.failed == nil && l.conn != nil:
 		if !l.finSent {
 			l.sendLink(tagFin)
 		}
 		l.conn.Close()
 	}
+	for _, f := range l.unsent {
+		transport.Release(f)
+	}
+	l.unsent = nil
 	l.routing.discard(func(Key) bool { return true })
 	if l.failed == nil {
 		l.cfg.Plane.fail(errStopped)

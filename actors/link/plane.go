@@ -426,19 +426,9 @@ func (p *Plane) takes(h transport.Header, message bool) bool {
 	return h.Seq == p.seq
 }
 
-// Started and Ended tell the Strays of p's rank, if any, that collective
-// seq, signed sig, started or ended there (Strays.Started, Strays.Ended).
-func (p *Plane) Started(seq, sig uint64) {
-	if p.strays != nil {
-		p.strays.Started(seq, sig)
-	}
-}
-
-func (p *Plane) Ended(seq, sig uint64, succeeded bool, failure []byte) {
-	if p.strays != nil {
-		p.strays.Ended(seq, sig, succeeded, failure)
-	}
-}
+// Strays returns where the plane answers stray frames: its rank's, or
+// nil.
+func (p *Plane) Strays() *Strays { return p.strays }
 
 // setWatch sets how the plane starts its link's watch of the peer.
 func (p *Plane) setWatch(f func()) {
@@ -483,6 +473,15 @@ func (p *Plane) fail(err error) {
 	if s != nil {
 		s.Failed(p.Peer(), err)
 	}
+}
+
+// Idle reports whether nothing waits on the plane: no operation
+// attached, and no frame or message kept for one.
+func (p *Plane) Idle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sink == nil && len(p.early) == 0 && len(p.offers) == 0 &&
+		(p.msgs == nil || len(p.msgs.early) == 0 && len(p.msgs.keys) == 0)
 }
 
 func (p *Plane) current() Sink {

@@ -184,6 +184,15 @@ func (l *Lease) addPlane(p *link.Plane) {
 	l.planes = slices.Insert(slices.Clip(l.planes), i, p)
 }
 
+// removePlane forgets the plane of a link being released.
+func (l *Lease) removePlane(p *link.Plane) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i := slices.Index(l.planes, p); i >= 0 {
+		l.planes = slices.Delete(slices.Clone(l.planes), i, i+1)
+	}
+}
+
 // lend lends the turn, the next collective being numbered collSeq.
 func (l *Lease) lend(collSeq uint64) { l.word.Store(collSeq<<flags | lent) }
 

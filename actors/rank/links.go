@@ -18,6 +18,13 @@ type peerLink struct {
 	plane *link.Plane
 	// lost is why the link's connection last broke, while it reconnects.
 	lost error
+
+	// With Config.ReleaseLinks: the running operation holds the link
+	// (inUse); the rank released it and waits for the peer to (releasing),
+	// or the peer released its end (asked); and, while it is being
+	// released, the running collective asked for it (needed) or the peer
+	// connected again (reconnect), which a new link serves.
+	inUse, releasing, asked, needed, reconnect bool
 }
 
 // links are a rank's links, spawned on first use. A rank of a large
@@ -78,6 +85,23 @@ func (ls *links) add(peer int, pid *actor.PID, lend bool, plane *link.Plane) *pe
 	ls.order = append(ls.order, l)
 	ls.live++
 	return l
+}
+
+// remove forgets l, released or failed while being released.
+func (ls *links) remove(l *peerLink) {
+	ls.stopped(l)
+	if i, ok := ls.search(l.peer); ok && ls.byPeer[i] == l {
+		ls.byPeer = slices.Delete(ls.byPeer, i, i+1)
+	}
+	if i := slices.Index(ls.order, l); i >= 0 {
+		ls.order = slices.Delete(ls.order, i, i+1)
+	}
+}
+
+// forgetSets drops the kept sets that hold the link to peer, which is
+// being released.
+func (ls *links) forgetSets(peer int) {
+	ls.sets = slices.DeleteFunc(ls.sets, func(s linkSet) bool { return slices.Contains(s.peers, peer) })
 }
 
 // of returns the link to peer, or nil.

@@ -45,6 +45,11 @@ type Config struct {
 	Heartbeat, Silence time.Duration
 	// Lease, if set, is where the rank lends its turn while idle.
 	Lease *Lease
+	// ReleaseLinks has a collective link its peers as it comes to them,
+	// and the rank release each link once nothing uses it (release.go):
+	// the rank then holds links only to the peers its running collective
+	// still exchanges frames with, not to every peer it ever did.
+	ReleaseLinks bool
 }
 
 // Connected tells the rank that a peer opened a connection to it, so that
@@ -159,6 +164,14 @@ type rankActor struct {
 	adopting *collective.Adoption
 	deferred []deferredProbe
 
+	// told is the word this rank spread, kept with ReleaseLinks for the
+	// links it makes later: a link made then carries what one kept would
+	// have.
+	told []toldWord
+	// held is an operation whose start waits for a link being released
+	// (holdStart).
+	held *collective.Request
+
 	finalize func() // Finalize's Done, until called
 	// stopGrace cancels the bound on the wait for the links to close.
 	stopGrace func() bool
@@ -216,6 +229,10 @@ func (r *rankActor) receive(ctx actor.Context) {
 	case *Submit:
 		r.step(ctx, event{kind: evSubmit, req: m.Req})
 	case *Agree:
+		if r.cfg.ReleaseLinks {
+			m.Done(agree.Value{}, errReleasing)
+			return
+		}
 		r.step(ctx, event{kind: evAgree, agree: m})
 	case *Revoke:
 		r.step(ctx, event{kind: evRevoke, rank: r.cfg.Rank, teller: r.cfg.Rank})
@@ -230,7 +247,18 @@ func (r *rankActor) receive(ctx actor.Context) {
 	case *link.Delivered:
 		r.control(ctx, m)
 	case *link.Failed:
+		if l := r.links.of(m.Peer); l != nil && l.releasing {
+			r.releaseFailed(ctx, l)
+		}
 		r.lost(ctx, event{kind: evPeerFailed, rank: m.Peer, err: m.Err})
+	case *collective.NeedLink:
+		r.linkAsked(ctx, m)
+	case *collective.DoneWith:
+		r.doneWith(ctx, m.Peer)
+	case *link.ReleaseAsked:
+		r.releaseAsked(ctx, m.Peer)
+	case *link.Released:
+		r.released(ctx, m)
 	case *link.Lost:
 		if l := r.links.of(m.Peer); l != nil {
 			l.lost = m.Err
@@ -243,6 +271,10 @@ func (r *rankActor) receive(ctx actor.Context) {
 		r.finalize = m.Done
 		r.step(ctx, event{kind: evFinalize})
 	case *OpenWindow:
+		if r.cfg.ReleaseLinks {
+			m.Done(nil, errReleasing)
+			return
+		}
 		r.openWindow(ctx, m)
 	case *CloseWindow:
 		r.closeWindow(ctx, m)
@@ -447,11 +479,11 @@ func (r *rankActor) perform(ctx actor.Context, a action) {
 	case actRefuseAgreement:
 		a.agree.Done(agree.Value{}, a.err)
 	case actSpreadFailure:
-		r.tellPeers(ctx, collective.ControlPeerFailed, 0, collective.EncodePeerFailed(a.rank, a.accuser), a.rank, a.skip)
+		r.spread(ctx, collective.ControlPeerFailed, collective.EncodePeerFailed(a.rank, a.accuser), a.rank, a.skip)
 	case actSpreadRevoke:
-		r.tellPeers(ctx, collective.ControlRevoked, 0, collective.EncodeRevoked(a.rank), a.skip)
+		r.spread(ctx, collective.ControlRevoked, collective.EncodeRevoked(a.rank), a.skip)
 	case actConnect:
-		r.connect(ctx, a.rank)
+		r.peerConnected(ctx, a.rank)
 	case actHangUp:
 		if conn, err := r.cfg.Connect(a.rank); err == nil {
 			conn.Close()
@@ -499,6 +531,7 @@ func (r *rankActor) finished(ctx actor.Context, m *collective.Finished) {
 	if req := r.sequencer.running; req != nil && req.Seq == m.Seq && m.Err != nil {
 		r.runner = nil // it stops after a failure
 	}
+	r.operationEnded(ctx) // before the next operation holds links
 	r.step(ctx, event{kind: evEnded, seq: m.Seq, err: m.Err})
 }
 
@@ -563,13 +596,20 @@ func (r *rankActor) connectOr(ctx actor.Context, peer int, failed event) (*peerL
 		r.cfg.Lease.addPlane(plane)
 	}
 	r.routeWindows(ctx, l)
+	r.retell(ctx, l)
 	return l, nil
 }
 
 // start numbers req's point-to-point messages and hands req to the
 // collective actor, spawning one if there is none.
 func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
-	if !r.linkUp(ctx, req) {
+	switch {
+	case r.lazy(req):
+		req.Strays = r.strays
+		r.lazyLinks(req)
+	case r.holdStart(ctx, req):
+		return
+	case !r.linkUp(ctx, req):
 		return
 	}
 	r.ordinals.number(req)
@@ -585,8 +625,10 @@ func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
 // (evUnreachable), which is let go of by then.
 func (r *rankActor) linkUp(ctx actor.Context, req *collective.Request) bool {
 	peers := req.Peers()
+	req.Strays = r.strays
 	if s := r.links.setOf(peers); s != nil {
 		req.Links, req.Lend, req.Planes = s.pids, s.lend, s.planes
+		r.holdLinks(peers)
 		return true
 	}
 	s := linkSet{peers: peers, pids: make([]*actor.PID, len(peers)), lend: make([]bool, len(peers)), planes: make([]*link.Plane, len(peers))}
@@ -599,7 +641,21 @@ func (r *rankActor) linkUp(ctx actor.Context, req *collective.Request) bool {
 	}
 	req.Links, req.Lend, req.Planes = s.pids, s.lend, s.planes
 	r.links.keepSet(s)
+	r.holdLinks(peers)
 	return true
+}
+
+// holdLinks marks the links to peers held by the operation starting,
+// which releases none of them.
+func (r *rankActor) holdLinks(peers []int) {
+	if !r.cfg.ReleaseLinks {
+		return
+	}
+	for _, peer := range peers {
+		if l := r.links.of(peer); l != nil {
+			l.inUse = true
+		}
+	}
 }
 
 // tell sends msg to the collective actor about the running operation.
@@ -633,7 +689,7 @@ func (r *rankActor) opError(req *collective.Request, err error, ranks []int) err
 // tellPeers sends a control frame to every live link but those to skip.
 func (r *rankActor) tellPeers(ctx actor.Context, tag uint32, collSeq uint64, payload []byte, skip ...int) {
 	for _, l := range r.links.order {
-		if l.live && !slices.Contains(skip, l.peer) {
+		if l.live && !l.releasing && !slices.Contains(skip, l.peer) {
 			link.SendControl(ctx, l.pid, l.plane, collective.ControlFrame(r.cfg.CommID, collSeq, tag, payload))
 		}
 	}

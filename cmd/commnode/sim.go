@@ -43,6 +43,7 @@ type simFlags struct {
 	agree        bool
 	windows      bool
 	protoactor   bool
+	releaseLinks bool
 	afterShrink  int
 	heartbeat    time.Duration
 	silence      time.Duration
@@ -115,6 +116,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.survive, "survive", false, "every operation must complete: the faults are ones the engine rides out (harmless kinds, and resets shorter than the links' restart budget)")
 	fs.BoolVar(&f.protoactor, "protoactor", false, "run the actors through protoactor's dispatch, as a process does, instead of the simulator's own: the same trace, slower")
 	fs.BoolVar(&f.windows, "windows", false, "after its operations (with --iters 0, alone), every rank opens a window, puts a value into the next rank's with a signal and waits for the previous rank's, each checked")
+	fs.BoolVar(&f.releaseLinks, "release-links", false, "every rank links a collective's peers as it comes to them and releases each link once no operation uses it (gocomms.WithLinkRelease)")
 	fs.BoolVar(&f.agree, "agree", false, "after its operations (with --iters 0, alone), every rank runs the fault-tolerant agreement that ULFM's agree and shrink rest on")
 	fs.IntVar(&f.afterShrink, "after-shrink", 0, "with --agree, the survivors then shrink to a communicator of their own and run this many all-reduces there, each checked")
 	fs.DurationVar(&f.heartbeat, "heartbeat", 0, "ranks ask a peer they wait on for a frame after this long without one, virtual time (default 1s)")
@@ -283,7 +285,7 @@ func (f *simFlags) config() (cfg simulation.Config, op bench.Op, size int64, err
 	cfg = simulation.Config{
 		Ranks: f.ranks, Topology: topo, Op: kind, Count: count, DType: dt,
 		Algorithm: f.algo, ChunkBytes: f.chunk, Root: f.root, Iterations: f.iters,
-		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit, Survive: f.survive, Agree: f.agree, Windows: f.windows, Protoactor: f.protoactor,
+		Timeout: f.timeout, Seed: f.seed, Faults: plan, Jitter: f.jitter, Limit: f.limit, Survive: f.survive, Agree: f.agree, Windows: f.windows, Protoactor: f.protoactor, ReleaseLinks: f.releaseLinks,
 		AfterShrink: f.afterShrink, Heartbeat: f.heartbeat, Silence: f.silence,
 	}
 	switch f.data {
@@ -329,6 +331,9 @@ func (f simFlags) replay(seed uint64) string {
 	if f.agree {
 		args = append(args, "--agree")
 	}
+	if f.releaseLinks {
+		args = append(args, "--release-links")
+	}
 	if f.protoactor {
 		args = append(args, "--protoactor")
 	}
@@ -365,6 +370,7 @@ type simReport struct {
 	Events      int64                   `json:"events"`
 	Frames      int64                   `json:"frames"`
 	Redials     int64                   `json:"redials"`
+	Connections int64                   `json:"peak_connections"` // the most open at once
 	Agreement   *simulation.Agreement   `json:"agreement,omitempty"`
 	AfterShrink *simulation.AfterShrink `json:"after_shrink,omitempty"`
 	Windows     int                     `json:"windows,omitempty"` // ranks whose one-sided exchange completed
@@ -391,7 +397,7 @@ func newSimReport(f simFlags, cfg simulation.Config, op bench.Op, size int64, re
 		Algorithm: res.Algorithm, Seed: cfg.Seed, Faults: cfg.Faults.String(),
 		EndedUS:  float64(res.SimTime) / float64(time.Microsecond),
 		Outcomes: outcomes(res), TraceHash: fmt.Sprintf("%016x", res.Hash),
-		Events: res.Events, Frames: res.Frames, Redials: res.Redials, Agreement: res.Agreement, AfterShrink: res.AfterShrink, Windows: res.Windows, WallS: wall.Seconds(),
+		Events: res.Events, Frames: res.Frames, Redials: res.Redials, Connections: res.PeakConnections, Agreement: res.Agreement, AfterShrink: res.AfterShrink, Windows: res.Windows, WallS: wall.Seconds(),
 		Violations: res.Violations, Replay: f.replayWith(cfg.Seed, cfg.Faults), Version: bench.Version(),
 	}
 	for _, o := range res.Ranks {
@@ -424,6 +430,7 @@ func (r *simReport) print(w io.Writer) {
 		fmt.Fprintf(w, "ranks     %s\n", o)
 	}
 	fmt.Fprintf(w, "trace     %s (%d events, %d frames)\n", r.TraceHash, r.Events, r.Frames)
+	fmt.Fprintf(w, "links     at most %d connections open at once\n", r.Connections)
 	if r.Redials > 0 {
 		fmt.Fprintf(w, "redials   %d connections made again after one broke\n", r.Redials)
 	}

@@ -1,0 +1,241 @@
+package rank
+
+import (
+	"slices"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors/collective"
+	"github.com/gocomms/gocomms/actors/link"
+	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// Links released (Config.ReleaseLinks): a collective links its peers as
+// it comes to them (collective.Request.Lazy) and lets go of each once it
+// exchanges nothing more with it (collective.DoneWith); the rank then
+// releases the link (link.Release), and the peer's rank its end as its
+// own collective lets go, or at once if nothing there uses it. A frame
+// between the two ranks after that goes on a new link: the frames the
+// old one was given after its release went (link.Released), an
+// operation that needs the peer (collective.NeedLink), or the peer's
+// new connection (Connected).
+
+// lazyLinks gives req, a collective, the links the rank has to its
+// peers and leaves the others to the collective to ask for: the slices
+// are req's own, as the collective lets go of each link.
+func (r *rankActor) lazyLinks(req *collective.Request) {
+	peers := req.Peers()
+	req.Lazy = true
+	req.Links, req.Lend, req.Planes = make([]*actor.PID, len(peers)), make([]bool, len(peers)), make([]*link.Plane, len(peers))
+	for i, peer := range peers {
+		if l := r.links.of(peer); l != nil && l.live && !l.releasing {
+			l.inUse = true
+			req.Links[i], req.Lend[i], req.Planes[i] = l.pid, l.lend, l.plane
+		}
+	}
+}
+
+// lazy reports whether req takes its links as it comes to its peers.
+func (r *rankActor) lazy(req *collective.Request) bool {
+	return r.cfg.ReleaseLinks && req.P2P == nil
+}
+
+// linkAsked links the peer the running collective asks for, unless the
+// link to it is being released: then once it is.
+func (r *rankActor) linkAsked(ctx actor.Context, m *collective.NeedLink) {
+	req := r.sequencer.running
+	if req == nil || req.Seq != m.Seq {
+		return
+	}
+	if l := r.links.of(m.Peer); l != nil && l.releasing {
+		l.needed = true
+		return
+	}
+	if l, err := r.connect(ctx, m.Peer); err == nil {
+		r.lendLink(ctx, l)
+	}
+}
+
+// lendLink gives l to the running collective, if it is lazy and has a
+// part for l's peer: it asked for it, or the peer connected first.
+func (r *rankActor) lendLink(ctx actor.Context, l *peerLink) {
+	req := r.sequencer.running
+	if req == nil || !req.Lazy || r.runner == nil || !l.live || l.releasing {
+		return
+	}
+	if _, ok := slices.BinarySearch(req.Peers(), l.peer); !ok {
+		return
+	}
+	l.inUse = true
+	ctx.Send(r.runner, &collective.Linked{Seq: req.Seq, Peer: l.peer, Link: l.pid, Lend: l.lend, Plane: l.plane})
+}
+
+// doneWith notes that the collective let go of its link to peer, and
+// releases it if nothing else uses it.
+func (r *rankActor) doneWith(ctx actor.Context, peer int) {
+	if l := r.links.of(peer); l != nil {
+		l.inUse = false
+		r.release(ctx, l)
+	}
+}
+
+// releaseAsked notes that the peer released its end of l, which this
+// end releases as soon as nothing here uses it.
+func (r *rankActor) releaseAsked(ctx actor.Context, peer int) {
+	if l := r.links.of(peer); l != nil {
+		l.asked = true
+		r.release(ctx, l)
+	}
+}
+
+// operationEnded lets go of the links the operation held, and releases
+// those whose peers released theirs.
+func (r *rankActor) operationEnded(ctx actor.Context) {
+	if !r.cfg.ReleaseLinks {
+		return
+	}
+	for _, l := range slices.Clone(r.links.order) {
+		l.inUse = false
+		if l.asked {
+			r.release(ctx, l)
+		}
+	}
+}
+
+// release releases l unless something here uses it: an operation, a
+// window, an agreement, or frames on its plane that no operation took.
+func (r *rankActor) release(ctx actor.Context, l *peerLink) {
+	if !r.cfg.ReleaseLinks || l.releasing || !l.live || l.inUse || len(r.windows) > 0 ||
+		r.agrees != nil && r.agrees.watched[l.peer] || !l.plane.Idle() {
+		return
+	}
+	l.releasing = true
+	r.links.forgetSets(l.peer)
+	if r.cfg.Lease != nil {
+		r.cfg.Lease.removePlane(l.plane)
+	}
+	ctx.Send(l.pid, &link.Release{})
+}
+
+// released forgets a link both ends released, and stops it. What it was
+// given after its release went goes on a new link, as does what waited
+// for it: the running collective's request for it, or the peer's new
+// connection. A link that was forgotten already hands on the frames it
+// was given meanwhile.
+func (r *rankActor) released(ctx actor.Context, m *link.Released) {
+	l := r.links.of(m.Peer)
+	again := len(m.Unsent) > 0
+	if l != nil && l.releasing {
+		again = again || l.needed || l.reconnect
+		r.links.remove(l)
+		ctx.Stop(l.pid)
+		r.heldStart(ctx)
+	}
+	if !again || r.sequencer.closing {
+		for _, f := range m.Unsent {
+			transport.Release(f)
+		}
+		return
+	}
+	nl, err := r.connect(ctx, m.Peer)
+	if err != nil {
+		for _, f := range m.Unsent {
+			transport.Release(f)
+		}
+		return
+	}
+	for _, f := range m.Unsent {
+		nl.plane.Post(ctx, nl.pid, &link.Send{Frame: f})
+	}
+	r.lendLink(ctx, nl)
+}
+
+// peerConnected links a peer that connected, once the link to it being
+// released is gone, and lends the link to the running collective.
+func (r *rankActor) peerConnected(ctx actor.Context, peer int) {
+	if l := r.links.of(peer); l != nil && l.releasing {
+		l.reconnect = true
+		return
+	}
+	if l, err := r.connect(ctx, peer); err == nil {
+		r.lendLink(ctx, l)
+	}
+}
+
+// releaseFailed forgets l, which failed while being released, so that
+// what waited for its release finds the peer gone.
+func (r *rankActor) releaseFailed(ctx actor.Context, l *peerLink) {
+	r.links.remove(l)
+	ctx.Stop(l.pid)
+	r.heldStart(ctx)
+	if l.needed {
+		if nl, err := r.connect(ctx, l.peer); err == nil {
+			r.lendLink(ctx, nl)
+		}
+	}
+}
+
+// holdStart reports whether req, which takes all its links at once,
+// must wait for one of them being released: it starts once that is.
+func (r *rankActor) holdStart(ctx actor.Context, req *collective.Request) bool {
+	if !r.cfg.ReleaseLinks || r.lazy(req) {
+		return false
+	}
+	held := false
+	for _, peer := range req.Peers() {
+		l := r.links.of(peer)
+		if l != nil && l.asked {
+			// The peer sends nothing more on it: a new link carries the
+			// operation.
+			r.release(ctx, l)
+		}
+		if l != nil && l.releasing {
+			held = true
+		}
+	}
+	if held {
+		r.held = req
+	}
+	return held
+}
+
+// errReleasing refuses what needs links kept: an agreement or a window,
+// whose peers answer at any time.
+var errReleasing = commerr.Invalid("not available on a communicator that releases its links (WithLinkRelease)")
+
+// heldStart starts the operation holdStart held, if it still waits.
+func (r *rankActor) heldStart(ctx actor.Context) {
+	if req := r.held; req != nil && r.sequencer.running == req {
+		r.held = nil
+		r.start(ctx, req)
+	}
+}
+
+// toldWord is a control frame the rank sent every link, and the peers it
+// skipped.
+type toldWord struct {
+	tag     uint32
+	payload []byte
+	skip    []int
+}
+
+// spread sends a control frame to every link but those to skip, and,
+// with ReleaseLinks, keeps it for the links made later (retell).
+func (r *rankActor) spread(ctx actor.Context, tag uint32, payload []byte, skip ...int) {
+	r.tellPeers(ctx, tag, 0, payload, skip...)
+	if r.cfg.ReleaseLinks {
+		r.told = append(r.told, toldWord{tag: tag, payload: payload, skip: skip})
+	}
+}
+
+// retell sends l, a new link, the word the rank spread before it: a
+// peer reached only now, which a kept link would have told, may wait
+// on a rank that failed for the word of why.
+func (r *rankActor) retell(ctx actor.Context, l *peerLink) {
+	for _, w := range r.told {
+		if !slices.Contains(w.skip, l.peer) {
+			link.SendControl(ctx, l.pid, l.plane, collective.ControlFrame(r.cfg.CommID, 0, w.tag, w.payload))
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package simulation
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gocomms/gocomms/algorithms"
+	"github.com/gocomms/gocomms/commerr"
+)
+
+// TestReleasedLinksBehaveAsKept runs every collective on ranks that
+// release their links (Config.ReleaseLinks), three times in a row, so
+// that each operation after the first makes its links anew: every
+// output must match the plain loop, as with links kept.
+func TestReleasedLinksBehaveAsKept(t *testing.T) {
+	for _, op := range ops {
+		for _, ranks := range []int{1, 2, 3, 5, 8, 13} {
+			for _, count := range []int{0, 1, ranks - 1, 1000} {
+				cfg := config(op, ranks, count, uint64(ranks*1000+count))
+				cfg.Iterations, cfg.ReleaseLinks = 3, true
+				res := mustRun(t, cfg)
+				if !res.OK() {
+					t.Errorf("%v, %d ranks, %d elements: %v", op, ranks, count, res.Violations)
+				}
+				for r, o := range res.Ranks {
+					if o.Completed != cfg.Iterations {
+						t.Errorf("%v, %d ranks, %d elements: rank %d completed %d of %d", op, ranks, count, r, o.Completed, cfg.Iterations)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestReleasedLinksEverySchedule runs each all-reduce schedule, whose
+// peers differ in number and in order, on released links.
+func TestReleasedLinksEverySchedule(t *testing.T) {
+	for _, algo := range []string{"ring", "recursive_doubling", "rabenseifner", "double_binary_tree"} {
+		for _, ranks := range []int{2, 7, 16, 33} {
+			cfg := config(algorithms.AllReduce, ranks, 4096, uint64(ranks))
+			cfg.Algorithm, cfg.Iterations, cfg.ReleaseLinks = algo, 3, true
+			cfg.Topology = DGXH100(1)
+			res := mustRun(t, cfg)
+			if !res.OK() {
+				t.Errorf("%s on %d ranks: %v", algo, ranks, res.Violations)
+			}
+			for r, o := range res.Ranks {
+				if o.Completed != cfg.Iterations {
+					t.Errorf("%s on %d ranks: rank %d completed %d of %d", algo, ranks, r, o.Completed, cfg.Iterations)
+				}
+			}
+		}
+	}
+}
+
+// TestReleasedLinksUnderACrash crashes a rank of recursive doubling on
+// released links: each survivor either completes, its data having all
+// come, or fails naming the crashed rank, none hangs, and the ranks hold
+// a fraction of the connections that links kept would.
+func TestReleasedLinksUnderACrash(t *testing.T) {
+	run := func(release bool) *Result {
+		cfg := config(algorithms.AllReduce, 1024, 1<<18, 7)
+		cfg.Topology = DGXH100(128)
+		cfg.Algorithm, cfg.Iterations, cfg.Phantom, cfg.ReleaseLinks = "recursive_doubling", 1, true, release
+		cfg.Faults = Plan{{Kind: Crash, Rank: 17, At: 20 * time.Microsecond}}
+		return mustRun(t, cfg)
+	}
+	kept, released := run(false), run(true)
+	if !released.OK() {
+		t.Fatalf("violations: %v", released.Violations)
+	}
+	failed := 0
+	for r, o := range released.Ranks {
+		switch {
+		case o.Crashed || o.Completed == 1:
+		case errors.Is(o.Err, commerr.ErrPeerFailed) && slices.Contains(ranksNamed(o.Err), 17):
+			failed++
+		default:
+			t.Errorf("rank %d: %+v", r, o)
+		}
+	}
+	if failed == 0 {
+		t.Errorf("no rank failed naming rank 17")
+	}
+	if 3*released.PeakConnections > kept.PeakConnections {
+		t.Errorf("released links held %d connections at once, kept ones %d", released.PeakConnections, kept.PeakConnections)
+	}
+	if again := run(true); again.Hash != released.Hash {
+		t.Errorf("the same seed traced %x, then %x", released.Hash, again.Hash)
+	}
+}
+
+// ranksNamed returns the ranks an operation's error names.
+func ranksNamed(err error) []int {
+	var oe *commerr.OpError
+	if errors.As(err, &oe) {
+		return oe.Ranks
+	}
+	return nil
+}
+
+// TestReleasedLinksRefuseAgreementsAndWindows: both need links kept.
+func TestReleasedLinksRefuseAgreementsAndWindows(t *testing.T) {
+	for _, cfg := range []Config{
+		{Agree: true},
+		{Windows: true, Iterations: 1},
+	} {
+		c := config(algorithms.AllReduce, 4, 10, 1)
+		c.Agree, c.Windows, c.ReleaseLinks = cfg.Agree, cfg.Windows, true
+		if _, err := Run(c); err == nil {
+			t.Errorf("agree %v, windows %v: ran", cfg.Agree, cfg.Windows)
+		}
+	}
+}
