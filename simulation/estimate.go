@@ -44,11 +44,14 @@ const sampledRanks = 16
 const largeSchedule = 1 << 16
 
 // Estimate works out the footprint of c's run from its shape, building a
-// few ranks' schedules and no rank. c must be valid (Run checks it). An
+// few ranks' schedules and no rank, once c is valid (as Run checks). An
 // agreement adds a link a rank to its coordinator and the coordinator's
 // to every rank, windows a link to each neighbour, and a shrink after the
 // agreement a second communicator, with the all-reduces' schedule.
 func (c *Config) Estimate() (Footprint, error) {
+	if err := c.validate(); err != nil {
+		return Footprint{}, err
+	}
 	f := Footprint{}
 	if !c.Phantom {
 		f.Data = c.DataBytes()
@@ -63,7 +66,7 @@ func (c *Config) Estimate() (Footprint, error) {
 		n := min(c.Ranks, sampledRanks)
 		var links, steps int
 		for i := range n {
-			s, err := algorithms.Build(d.spec(i * c.Ranks / n))
+			s, err := algorithms.Build(planned(d.spec(i * c.Ranks / n)))
 			if err != nil {
 				return Footprint{}, err
 			}
@@ -91,6 +94,16 @@ func (c *Config) Estimate() (Footprint, error) {
 		f.Links*bytesPerLink + f.Steps*bytesPerStep
 	f.Bytes = int64(perRank*float64(c.Ranks)) + f.Data
 	return f, nil
+}
+
+// planned returns the spec the engine plans the collective of s by,
+// which lays out the run's buffers: a broadcast's one buffer is no
+// operation in place to the planner.
+func planned(s algorithms.Spec) algorithms.Spec {
+	if s.Kind == algorithms.Broadcast {
+		s.InPlace = false
+	}
+	return s
 }
 
 // peers counts the ranks s exchanges frames with.

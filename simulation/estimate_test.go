@@ -1,6 +1,8 @@
 package simulation
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gocomms/gocomms/algorithms"
@@ -86,5 +88,23 @@ func TestEstimateShape(t *testing.T) {
 	}
 	if shrink.Steps == 0 || shrink.Links <= agree.Links || shrink.Bytes <= agree.Bytes {
 		t.Errorf("a shrink after the agreement: %+v, the agreement alone %+v", shrink, agree)
+	}
+}
+
+// TestEstimateEveryOp: every collective the simulator runs has an
+// estimate (a broadcast's in-place layout is no planner's spec), and one
+// it does not run is refused with its name.
+func TestEstimateEveryOp(t *testing.T) {
+	for _, op := range append(slices.Clone(ops), PointToPoint) {
+		cfg := config(op, 7, 100, 1)
+		if f, err := cfg.Estimate(); err != nil || f.Bytes <= 0 {
+			t.Errorf("%v: %+v, %v", op, f, err)
+		}
+	}
+	for _, op := range []algorithms.Kind{algorithms.Gather, algorithms.Scatter, algorithms.AllToAll} {
+		cfg := config(op, 7, 100, 1)
+		if _, err := cfg.Estimate(); err == nil || !strings.Contains(err.Error(), op.String()) {
+			t.Errorf("%v: %v", op, err)
+		}
 	}
 }

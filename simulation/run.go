@@ -199,6 +199,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("simulation: heartbeat %v must be positive and at most the silence %v", c.Heartbeat, c.Silence)
 	case c.Op == PointToPoint && c.Ranks < 2:
 		return fmt.Errorf("simulation: point-to-point needs 2 ranks or more, got %d", c.Ranks)
+	case c.Op == algorithms.Gather || c.Op == algorithms.Scatter || c.Op == algorithms.AllToAll:
+		return fmt.Errorf("simulation: %v is not simulated (have all_reduce, reduce, broadcast, all_gather, reduce_scatter, barrier and point-to-point)", c.Op)
 	case c.ReleaseLinks && (c.Agree || c.Windows):
 		return fmt.Errorf("simulation: ranks that release their links run neither an agreement nor windows")
 	case c.Windows && (c.Agree || c.Phantom):
