@@ -55,40 +55,43 @@ func TestReleasedLinksEverySchedule(t *testing.T) {
 	}
 }
 
-// TestReleasedLinksUnderACrash crashes a rank of recursive doubling on
-// released links: each survivor either completes, its data having all
-// come, or fails naming the crashed rank, none hangs, and the ranks hold
-// a fraction of the connections that links kept would.
+// TestReleasedLinksUnderACrash crashes a rank of recursive doubling and
+// of Rabenseifner on released links: each survivor either completes, its
+// data having all come, or fails naming the crashed rank, none hangs,
+// and the ranks hold a fraction of the connections that links kept
+// would, Rabenseifner's too, which meets each peer twice.
 func TestReleasedLinksUnderACrash(t *testing.T) {
-	run := func(release bool) *Result {
-		cfg := config(algorithms.AllReduce, 1024, 1<<18, 7)
-		cfg.Topology = DGXH100(128)
-		cfg.Algorithm, cfg.Iterations, cfg.Phantom, cfg.ReleaseLinks = "recursive_doubling", 1, true, release
-		cfg.Faults = Plan{{Kind: Crash, Rank: 17, At: 20 * time.Microsecond}}
-		return mustRun(t, cfg)
-	}
-	kept, released := run(false), run(true)
-	if !released.OK() {
-		t.Fatalf("violations: %v", released.Violations)
-	}
-	failed := 0
-	for r, o := range released.Ranks {
-		switch {
-		case o.Crashed || o.Completed == 1:
-		case errors.Is(o.Err, commerr.ErrPeerFailed) && slices.Contains(ranksNamed(o.Err), 17):
-			failed++
-		default:
-			t.Errorf("rank %d: %+v", r, o)
+	for _, algo := range []string{"recursive_doubling", "rabenseifner"} {
+		run := func(release bool) *Result {
+			cfg := config(algorithms.AllReduce, 1024, 1<<18, 7)
+			cfg.Topology = DGXH100(128)
+			cfg.Algorithm, cfg.Iterations, cfg.Phantom, cfg.ReleaseLinks = algo, 1, true, release
+			cfg.Faults = Plan{{Kind: Crash, Rank: 17, At: 20 * time.Microsecond}}
+			return mustRun(t, cfg)
 		}
-	}
-	if failed == 0 {
-		t.Errorf("no rank failed naming rank 17")
-	}
-	if 3*released.PeakConnections > kept.PeakConnections {
-		t.Errorf("released links held %d connections at once, kept ones %d", released.PeakConnections, kept.PeakConnections)
-	}
-	if again := run(true); again.Hash != released.Hash {
-		t.Errorf("the same seed traced %x, then %x", released.Hash, again.Hash)
+		kept, released := run(false), run(true)
+		if !released.OK() {
+			t.Fatalf("%s: violations: %v", algo, released.Violations)
+		}
+		failed := 0
+		for r, o := range released.Ranks {
+			switch {
+			case o.Crashed || o.Completed == 1:
+			case errors.Is(o.Err, commerr.ErrPeerFailed) && slices.Contains(ranksNamed(o.Err), 17):
+				failed++
+			default:
+				t.Errorf("%s: rank %d: %+v", algo, r, o)
+			}
+		}
+		if failed == 0 {
+			t.Errorf("%s: no rank failed naming rank 17", algo)
+		}
+		if 2*released.PeakConnections > kept.PeakConnections {
+			t.Errorf("%s: released links held %d connections at once, kept ones %d", algo, released.PeakConnections, kept.PeakConnections)
+		}
+		if again := run(true); again.Hash != released.Hash {
+			t.Errorf("%s: the same seed traced %x, then %x", algo, released.Hash, again.Hash)
+		}
 	}
 }
 

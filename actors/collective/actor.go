@@ -101,6 +101,13 @@ func (c *runner) Receive(ctx actor.Context) {
 	case *Linked:
 		if m.Seq == c.req.Seq && c.req.Lazy {
 			c.linked(m)
+			if ended, f := c.run(); ended { // the sends that waited were its last
+				c.finish(ctx, f)
+			}
+		}
+	case *Unlinked:
+		if p, ok := c.req.peerIndex(m.Peer); ok && m.Seq == c.req.Seq && c.req.Lazy && c.req.Planes[p] == m.Plane {
+			c.unlink(p)
 		}
 	case *Fail:
 		c.fail(ctx, m)
@@ -276,13 +283,21 @@ func (c *runner) park(p int, f transport.Frame) {
 	}
 }
 
+func (c *runner) parks() bool { return len(c.parked) > 0 }
+
 // linked takes the link to a peer of the lazy collective: it attaches
-// to its plane, if the collective receives from the peer, and sends
-// the frames that waited for it.
+// to its plane, unless it is done with the peer, and sends the frames
+// that waited for it.
 func (c *runner) linked(m *Linked) {
 	req := c.req
 	p, ok := req.peerIndex(m.Peer)
-	if !ok || req.Planes[p] != nil || c.lazy[p].done && !c.lazy[p].asked {
+	if !ok || req.Planes[p] != nil {
+		return
+	}
+	if c.lazy[p].done && !c.lazy[p].asked {
+		// Made as the peer connected, after the collective was done with
+		// it: the rank may release it.
+		c.rt.System().Root.Send(c.parent, &DoneWith{Seq: req.Seq, Peer: m.Peer})
 		return
 	}
 	req.Links[p], req.Lend[p], req.Planes[p] = m.Link, m.Lend, m.Plane
@@ -305,24 +320,30 @@ func (c *runner) linked(m *Linked) {
 		}
 		return false
 	})
+	c.lazy[p].asked = false
 	if c.lazy[p].done {
-		c.doneWith(p)
+		c.doneWith(p, true)
 	}
 }
 
 // doneWith lets go of the link to the p-th peer, which the collective
-// is done with, for the rank to release: once its frames left, if they
-// still wait for it.
-func (c *runner) doneWith(p int) {
-	req := c.req
-	c.lazy[p].done = true
-	if req.Planes[p] == nil {
+// has no use for until its next run with the peer, or ever (final), for
+// the rank to release: once its frames left, if they still wait for it.
+func (c *runner) doneWith(p int, final bool) {
+	c.lazy[p].done = c.lazy[p].done || final
+	if c.req.Planes[p] == nil {
 		return // Linked sends what waits, then comes back here
 	}
-	req.Planes[p].Detach(c.sink)
-	req.Links[p], req.Planes[p] = nil, nil
-	c.lazy[p].asked = false
-	c.rt.System().Root.Send(c.parent, &DoneWith{Seq: req.Seq, Peer: req.Peers()[p]})
+	c.unlink(p)
+	c.rt.System().Root.Send(c.parent, &DoneWith{Seq: c.req.Seq, Peer: c.req.Peers()[p]})
+}
+
+// unlink detaches from the p-th peer's plane and forgets its link: a
+// send to the peer asks for a new one, and the peer's frames come on
+// the next link the rank lends.
+func (c *runner) unlink(p int) {
+	c.req.Planes[p].Detach(c.sink)
+	c.req.Links[p], c.req.Planes[p] = nil, nil
 }
 
 // sentFunc returns the Frame.Sent of a lent send of step i, which tells

@@ -57,16 +57,22 @@ type executor struct {
 	// point-to-point frames the operation receives from it (inbound).
 	keys     []link.Key
 	peerKeys [][]link.Key
-	// left counts, by peer in Request.Peers order, a lazy collective's
-	// steps with that peer not yet complete: at none, its outbox lets go
-	// of the peer's link (releaser).
-	left []int32
+	// runs are a lazy collective's steps with each peer, by which its
+	// outbox lets go of the peer's link (releaser); lazy says it is one.
+	runs runs
+	lazy bool
 }
 
 // releaser is the outbox of a lazy collective (Request.Lazy): told of
-// each peer the collective exchanges nothing more with, it lets go of
-// the peer's link.
-type releaser interface{ doneWith(p int) }
+// the p-th peer the collective has no use for until its next run with
+// it, or ever (final), it lets go of the peer's link.
+//
+// Its sends to a peer it has no link to wait for one: the collective does
+// not end before they went (parks).
+type releaser interface {
+	doneWith(p int, final bool)
+	parks() bool
+}
 
 // outbox is where an executor's frames go, and how its lent sends come
 // back: its driver.
@@ -184,7 +190,7 @@ func (e *executor) run() (ended bool, fail *Fail) {
 			e.complete(i)
 		}
 	}
-	if e.prog.Done() && len(e.unsent) == 0 {
+	if e.prog.Done() && len(e.unsent) == 0 && !(e.lazy && e.out.(releaser).parks()) {
 		e.results()
 		return true, nil
 	}
@@ -197,17 +203,15 @@ func (e *executor) run() (ended bool, fail *Fail) {
 }
 
 // complete completes step i, readying the steps that waited for it, and
-// tells a lazy collective's outbox once no step with i's peer is left.
+// tells a lazy collective's outbox once it has no use for i's peer's
+// link for a while (runs).
 func (e *executor) complete(i int) {
 	e.ready = e.prog.Complete(i, e.ready)
-	if len(e.left) == 0 {
+	if !e.lazy {
 		return
 	}
-	if peer := e.req.Schedule.Steps[i].Peer; peer >= 0 {
-		p, _ := e.req.peerIndex(peer)
-		if e.left[p]--; e.left[p] == 0 {
-			e.out.(releaser).doneWith(p)
-		}
+	if p, final, release := e.runs.complete(i); release {
+		e.out.(releaser).doneWith(p, final)
 	}
 }
 
@@ -312,15 +316,13 @@ func (e *executor) begin(req *Request, out outbox) {
 	e.mapped = resize(e.mapped, len(req.Schedule.Steps))
 	e.unready = e.unready[:0]
 	e.reading = resize(e.reading, len(req.Schedule.Steps))
-	e.left = e.left[:0]
-	if _, ok := out.(releaser); ok && req.Lazy && req.P2P == nil {
-		e.left = resize(e.left, len(req.Peers()))
-		for _, s := range req.Schedule.Steps {
-			if s.Peer >= 0 {
-				p, _ := req.peerIndex(s.Peer)
-				e.left[p]++
-			}
-		}
+	_, releases := out.(releaser)
+	e.lazy = releases && req.Lazy && req.P2P == nil
+	if e.lazy {
+		e.runs.plan(req.Schedule, len(req.Peers()), func(peer int) int {
+			p, _ := req.peerIndex(peer)
+			return p
+		})
 	}
 	e.scratch = resize(e.scratch, len(req.Schedule.Scratch))
 	for i, n := range req.Schedule.Scratch {

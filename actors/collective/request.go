@@ -224,12 +224,21 @@ type Linked struct {
 	Plane *link.Plane
 }
 
-// DoneWith tells the rank that lazy collective Seq exchanges no more
-// frames with Peer, and has let go of its link, which the rank may
-// release.
+// DoneWith tells the rank that lazy collective Seq has let go of its
+// link to Peer, which it has no use for until its next run of steps with
+// Peer, if any: the rank may release it.
 type DoneWith struct {
 	Seq  uint64
 	Peer int
+}
+
+// Unlinked tells lazy collective Seq that the rank releases its link to
+// Peer, whose rank released its end: the collective lets go of it, and
+// takes the peer's frames from the next link the rank lends it.
+type Unlinked struct {
+	Seq   uint64
+	Peer  int
+	Plane *link.Plane // the plane of the link released
 }
 
 // PeerLost tells the rank that the operation Seq still waits for Peer,

@@ -159,6 +159,9 @@ type ReleaseAsked struct{ Peer int }
 type Released struct {
 	Peer   int
 	Unsent []transport.Frame
+	// Early are the collective frames the link's plane kept for
+	// operations that had not attached, for the next link's (Keep).
+	Early []transport.Frame
 }
 
 // Delivered carries an inbound frame from a link to the actor its key is
@@ -550,8 +553,8 @@ func (l *linkActor) release(ctx actor.Context) {
 func (l *linkActor) end(ctx actor.Context) {
 	l.released = true
 	l.conn.Close()
-	l.cfg.Plane.fail(errReleased)
-	ctx.Send(ctx.Parent(), &Released{Peer: l.cfg.Peer, Unsent: l.unsent})
+	early := l.cfg.Plane.released()
+	ctx.Send(ctx.Parent(), &Released{Peer: l.cfg.Peer, Unsent: l.unsent, Early: early})
 	l.unsent = nil
 }
 

@@ -475,13 +475,42 @@ func (p *Plane) fail(err error) {
 	}
 }
 
-// Idle reports whether nothing waits on the plane: no operation
-// attached, and no frame or message kept for one.
+// Idle reports whether no message waits on the plane: none offered,
+// kept, or waited for. The collective frames it keeps go on to the
+// plane of the link that follows (TakeEarly, Keep).
 func (p *Plane) Idle() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.sink == nil && len(p.early) == 0 && len(p.offers) == 0 &&
-		(p.msgs == nil || len(p.msgs.early) == 0 && len(p.msgs.keys) == 0)
+	return len(p.offers) == 0 && (p.msgs == nil || len(p.msgs.early) == 0 && len(p.msgs.keys) == 0)
+}
+
+// released ends the plane of a link both ends released, and returns the
+// collective frames it kept for operations that had not attached, in
+// the order they came, for the next link to the peer (Keep). A sink
+// still attached hears nothing: the rank took the link from it
+// (collective.Unlinked), and its frames come on the next.
+func (p *Plane) released() []transport.Frame {
+	p.conn.Store(nil)
+	p.mu.Lock()
+	early := p.early
+	p.early, p.sink, p.err = nil, nil, errReleased
+	held := p.held
+	p.mu.Unlock()
+	if held {
+		p.strays.release(p)
+	}
+	return early
+}
+
+// Keep keeps frames of the peer's last link's plane (Released.Early)
+// for the operations that attach later, ahead of any that came since.
+func (p *Plane) Keep(early []transport.Frame) {
+	if len(early) == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.early = append(early, p.early...)
+	p.mu.Unlock()
 }
 
 func (p *Plane) current() Sink {

@@ -81,12 +81,21 @@ func (r *rankActor) doneWith(ctx actor.Context, peer int) {
 }
 
 // releaseAsked notes that the peer released its end of l, which this
-// end releases as soon as nothing here uses it.
+// end releases as soon as nothing here uses it: at once if only the
+// running lazy collective does, which takes its frames from the next
+// link (collective.Unlinked). Kept, the link would hold back whatever
+// the peer has to send next.
 func (r *rankActor) releaseAsked(ctx actor.Context, peer int) {
-	if l := r.links.of(peer); l != nil {
-		l.asked = true
-		r.release(ctx, l)
+	l := r.links.of(peer)
+	if l == nil {
+		return
 	}
+	l.asked = true
+	if req := r.sequencer.running; l.inUse && req != nil && req.Lazy && r.runner != nil {
+		ctx.Send(r.runner, &collective.Unlinked{Seq: req.Seq, Peer: peer, Plane: l.plane})
+		l.inUse = false
+	}
+	r.release(ctx, l)
 }
 
 // operationEnded lets go of the links the operation held, and releases
@@ -104,7 +113,9 @@ func (r *rankActor) operationEnded(ctx actor.Context) {
 }
 
 // release releases l unless something here uses it: an operation, a
-// window, an agreement, or frames on its plane that no operation took.
+// window, an agreement, or messages on its plane that no operation took.
+// A collective's frames that no operation took yet go to the next link
+// (released).
 func (r *rankActor) release(ctx actor.Context, l *peerLink) {
 	if !r.cfg.ReleaseLinks || l.releasing || !l.live || l.inUse || len(r.windows) > 0 ||
 		r.agrees != nil && r.agrees.watched[l.peer] || !l.plane.Idle() {
@@ -126,25 +137,28 @@ func (r *rankActor) release(ctx actor.Context, l *peerLink) {
 func (r *rankActor) released(ctx actor.Context, m *link.Released) {
 	l := r.links.of(m.Peer)
 	again := len(m.Unsent) > 0
+	early := m.Early
 	if l != nil && l.releasing {
-		again = again || l.needed || l.reconnect
+		again = again || l.needed || l.reconnect || len(early) > 0
 		r.links.remove(l)
 		ctx.Stop(l.pid)
 		r.heldStart(ctx)
 	}
-	if !again || r.sequencer.closing {
+	var nl *peerLink
+	var err error
+	if again && !r.sequencer.closing {
+		nl, err = r.connect(ctx, m.Peer)
+	}
+	if nl == nil || err != nil {
 		for _, f := range m.Unsent {
+			transport.Release(f)
+		}
+		for _, f := range early {
 			transport.Release(f)
 		}
 		return
 	}
-	nl, err := r.connect(ctx, m.Peer)
-	if err != nil {
-		for _, f := range m.Unsent {
-			transport.Release(f)
-		}
-		return
-	}
+	nl.plane.Keep(early)
 	for _, f := range m.Unsent {
 		nl.plane.Post(ctx, nl.pid, &link.Send{Frame: f})
 	}
