@@ -107,7 +107,7 @@ func (c *runner) Receive(ctx actor.Context) {
 		}
 	case *Unlinked:
 		if p, ok := c.req.peerIndex(m.Peer); ok && m.Seq == c.req.Seq && c.req.Lazy && c.req.Planes[p] == m.Plane {
-			c.unlink(p)
+			c.unlinked(p)
 		}
 	case *Fail:
 		c.fail(ctx, m)
@@ -336,6 +336,18 @@ func (c *runner) doneWith(p int, final bool) {
 	}
 	c.unlink(p)
 	c.rt.System().Root.Send(c.parent, &DoneWith{Seq: c.req.Seq, Peer: c.req.Peers()[p]})
+}
+
+// unlinked lets go of the link to the p-th peer, which the peer's rank
+// released first while this collective still had steps with it, and
+// asks for a new one at once: with no link, it would neither watch the
+// peer it may wait for nor hear the peer's word of a failure.
+func (c *runner) unlinked(p int) {
+	c.unlink(p)
+	if !c.lazy[p].done && !c.lazy[p].asked {
+		c.lazy[p].asked = true
+		c.rt.System().Root.Send(c.parent, &NeedLink{Seq: c.req.Seq, Peer: c.req.Peers()[p]})
+	}
 }
 
 // unlink detaches from the p-th peer's plane and forgets its link: a

@@ -234,7 +234,7 @@ type DoneWith struct {
 
 // Unlinked tells lazy collective Seq that the rank releases its link to
 // Peer, whose rank released its end: the collective lets go of it, and
-// takes the peer's frames from the next link the rank lends it.
+// asks for the next one (NeedLink).
 type Unlinked struct {
 	Seq   uint64
 	Peer  int
