@@ -108,3 +108,28 @@ func TestEstimateEveryOp(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateReleasedLinks: ranks that release their links hold about
+// three at once, whatever their schedule's peers, and none more than it
+// has; the rest of the footprint stays.
+func TestEstimateReleasedLinks(t *testing.T) {
+	for _, tc := range []struct {
+		algo string
+		want float64
+	}{{"recursive_doubling", releasedLinks}, {"ring", 2}} {
+		cfg := config(algorithms.AllReduce, 100000, 1<<18, 1)
+		cfg.Topology, cfg.Algorithm, cfg.Phantom = DGXH100(12500), tc.algo, true
+		kept, err := cfg.Estimate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ReleaseLinks = true
+		released, err := cfg.Estimate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if released.Links != tc.want || released.Steps != kept.Steps || released.Bytes > kept.Bytes {
+			t.Errorf("%s: kept %+v, released %+v", tc.algo, kept, released)
+		}
+	}
+}

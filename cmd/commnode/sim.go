@@ -83,15 +83,17 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "commnode sim: --trace and --memprofile record one run, not a sweep")
 			return 2
 		}
-		if !fits(cfg, runtime.GOMAXPROCS(0), limit, f.force, stderr) {
+		if !fits(&cfg, runtime.GOMAXPROCS(0), limit, f.force, stderr) {
 			return 2
 		}
+		f.releaseLinks = cfg.ReleaseLinks
 		return sweep(f, cfg, stdout, stderr)
 	}
 	cfg.Faults = f.chaos.plan(cfg.Faults, cfg.Seed, cfg.Ranks)
-	if !fits(cfg, 1, limit, f.force, stderr) {
+	if !fits(&cfg, 1, limit, f.force, stderr) {
 		return 2
 	}
+	f.releaseLinks = cfg.ReleaseLinks
 	return runSeed(f, cfg, op, size, stdout, stderr)
 }
 
@@ -189,39 +191,59 @@ const bigRun = 1 << 30
 
 // fits estimates the peak of live heap of runs runs of cfg at once (a
 // sweep runs one per CPU) and compares it with limit, the memory limit
-// the collector keeps to. Past the limit it refuses, saying so with the
-// largest rank count of the same shape that fits, unless force runs it
-// anyway. Large runs say their estimate first.
-func fits(cfg simulation.Config, runs int, limit int64, force bool, stderr io.Writer) bool {
+// the collector keeps to. Past the limit it releases the ranks' links as
+// their schedules leave each peer (Config.ReleaseLinks), saying so, if
+// that fits; else it refuses, saying so with the largest rank count of
+// the same shape that fits, unless force runs it anyway. Large runs say
+// their estimate first.
+func fits(cfg *simulation.Config, runs int, limit int64, force bool, stderr io.Writer) bool {
 	est, err := cfg.Estimate()
 	if err != nil {
 		fmt.Fprintf(stderr, "commnode sim: estimating the run's memory: %v\n", err)
 		return false
 	}
 	gib := func(b int64) float64 { return float64(b) / (1 << 30) }
-	shape := fmt.Sprintf("%d ranks of %s, %.1f links and %.0f steps a rank", cfg.Ranks, est.Algorithm, est.Links, est.Steps)
-	if runs > 1 {
-		shape = fmt.Sprintf("%d runs at once of %s", runs, shape)
+	shape := func(est simulation.Footprint) string {
+		s := fmt.Sprintf("%d ranks of %s, %.1f links and %.0f steps a rank", cfg.Ranks, est.Algorithm, est.Links, est.Steps)
+		if runs > 1 {
+			s = fmt.Sprintf("%d runs at once of %s", runs, s)
+		}
+		return s
 	}
 	need := est.Bytes * int64(runs)
+	released, smallest := "", *cfg // the run's shape at its smallest
+	if need > limit && !force && !cfg.ReleaseLinks && !cfg.Agree && !cfg.Windows {
+		rel := *cfg
+		rel.ReleaseLinks = true
+		if r, err := rel.Estimate(); err == nil && r.Bytes < est.Bytes {
+			if r.Bytes*int64(runs) <= limit {
+				fmt.Fprintf(stderr, "links     released as the schedules leave their peers (--release-links): kept, %s would need about %.1f GiB of live heap, over the %.1f GiB limit\n",
+					shape(est), gib(need), gib(limit))
+				*cfg = rel
+				est, need = r, r.Bytes*int64(runs)
+			} else {
+				released = fmt.Sprintf(", or %.1f GiB with links released as the schedules leave their peers (--release-links)", gib(r.Bytes*int64(runs)))
+				smallest = rel
+			}
+		}
+	}
 	if need <= limit || force {
 		if need > bigRun || need > limit {
-			fmt.Fprintf(stderr, "estimate  %.1f GiB of live heap for %s; the limit is %.1f GiB\n", gib(need), shape, gib(limit))
+			fmt.Fprintf(stderr, "estimate  %.1f GiB of live heap for %s; the limit is %.1f GiB\n", gib(need), shape(est), gib(limit))
 		}
 		return true
 	}
-	most, err := cfg.MostRanks(limit / int64(runs))
+	most, err := smallest.MostRanks(limit / int64(runs))
 	if err != nil {
 		fmt.Fprintf(stderr, "commnode sim: estimating the run's memory: %v\n", err)
 		return false
 	}
-	fmt.Fprintf(stderr, "commnode sim: refused: %s need about %.1f GiB of live heap, over the %.1f GiB limit "+
+	fmt.Fprintf(stderr, "commnode sim: refused: %s need about %.1f GiB of live heap%s, over the %.1f GiB limit "+
 		"(five eighths of this machine's memory, or GOMEMLIMIT); at most %d ranks of this shape fit. "+
-		"--force runs it anyway.\n", shape, gib(need), gib(limit), most)
+		"--force runs it anyway.\n", shape(est), gib(need), released, gib(limit), most)
 	return false
 }
 
-// printProgress prints a progress line: the phase, then how far it got.
 func printProgress(w io.Writer, p simulation.Progress, ranks int) {
 	if p.Phase == simulation.Building {
 		fmt.Fprintf(w, "progress  %s: %d of %d, %.0f s\n", p.Phase, p.Built, ranks, p.Wall.Seconds())

@@ -174,14 +174,28 @@ func TestSimRefusesWhatWillNotFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var errs bytes.Buffer
-	if !fits(cfg, 1, est.Bytes, false, &errs) || errs.Len() != 0 {
+	if !fits(&cfg, 1, est.Bytes, false, &errs) || errs.Len() != 0 {
 		t.Errorf("a run of a small estimate, at its limit: refused, or said %q", errs.String())
 	}
-	limit := est.Bytes / 2
-	if fits(cfg, 1, limit, false, &errs) {
-		t.Fatal("a run estimated at twice the limit was not refused")
+	rel := cfg
+	rel.ReleaseLinks = true
+	released, err := rel.Estimate()
+	if err != nil || released.Bytes >= est.Bytes/2 {
+		t.Fatalf("links released: %+v, %v, against %+v kept", released, err, est)
 	}
-	m := regexp.MustCompile(`refused: 4096 ranks of rabenseifner, .* need about [0-9.]+ GiB of live heap, over the [0-9.]+ GiB limit .* at most (\d+) ranks of this shape fit\. --force runs it anyway`).FindStringSubmatch(errs.String())
+	// Over the limit with links kept, under it with links released: the
+	// run releases them, and says so.
+	limit := est.Bytes / 2
+	run := cfg
+	if !fits(&run, 1, limit, false, &errs) || !run.ReleaseLinks || !strings.Contains(errs.String(), "links     released as the schedules leave their peers (--release-links): kept, 4096 ranks of rabenseifner") {
+		t.Fatalf("a run that fits with links released: refused, kept its links, or said %q", errs.String())
+	}
+	errs.Reset()
+	limit = released.Bytes / 2
+	if fits(&cfg, 1, limit, false, &errs) {
+		t.Fatal("a run estimated at twice the limit, links released, was not refused")
+	}
+	m := regexp.MustCompile(`refused: 4096 ranks of rabenseifner, .* need about [0-9.]+ GiB of live heap, or [0-9.]+ GiB with links released .*, over the [0-9.]+ GiB limit .* at most (\d+) ranks of this shape fit\. --force runs it anyway`).FindStringSubmatch(errs.String())
 	if m == nil {
 		t.Fatalf("the refusal says %q", errs.String())
 	}
@@ -190,13 +204,13 @@ func TestSimRefusesWhatWillNotFit(t *testing.T) {
 		t.Errorf("at most %d ranks fit, of 4096 at 8 a node", most)
 	}
 	errs.Reset()
-	if !fits(cfg, 1, limit, true, &errs) || !strings.Contains(errs.String(), "estimate  ") {
+	if !fits(&cfg, 1, limit, true, &errs) || !strings.Contains(errs.String(), "estimate  ") {
 		t.Errorf("--force: refused, or said %q", errs.String())
 	}
 	// A sweep runs a run per CPU at once: four that each fit half the
 	// limit do not fit it together.
 	errs.Reset()
-	if fits(cfg, 4, 2*est.Bytes, false, &errs) || !strings.Contains(errs.String(), "refused: 4 runs at once of 4096 ranks") {
+	if fits(&cfg, 4, 2*released.Bytes, false, &errs) || !strings.Contains(errs.String(), "refused: 4 runs at once of 4096 ranks") {
 		t.Errorf("four runs of half the limit each: not refused, or said %q", errs.String())
 	}
 }
