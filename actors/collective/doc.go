@@ -37,5 +37,12 @@
 // queued behind it go to the rank with it. Transcripts in
 // testdata/executor replay the executor event by event.
 //
+// A lazy collective (Request.Lazy, on a rank that releases its links)
+// starts with the links its rank has and asks for the others as it comes
+// to send to them (NeedLink, Linked), parking those sends meanwhile; it
+// lets go of a peer's link after a run of steps with it (runs.go), for
+// good after the last (DoneWith), and follows the rank when the peer
+// released first (Unlinked).
+//
 // This package must not import net, and takes time only from the runtime.
 package collective

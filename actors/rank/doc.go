@@ -87,6 +87,13 @@
 // it first: a peer's failure, which it spreads, before they fail naming
 // the peer.
 //
+// With Config.ReleaseLinks the rank holds links only while something
+// uses them (release.go): its lazy collective links each peer as it
+// comes to it and lets go of it after, and the rank releases the link,
+// the peer its end, each after its last frame; what either sends later
+// goes on a new link, which also carries the word of the failures the
+// rank spread before it.
+//
 // A peer's failure breaks the communicator, as with NCCL: the running and
 // queued operations fail naming that peer, whatever peers each needs, and
 // so does every later one; the word floods the ranks that talk to each
