@@ -123,7 +123,9 @@ func New(ctx context.Context, cfg *backend.Config) (backend.Backend, error) {
 func startNative(cfg *backend.Config, m *mesh) *native {
 	rt := runtimeOf(cfg).WithLogger(cfg.Logger) // cfg.Logger names the communicator and rank
 	n := &native{cfg: cfg, commID: m.id, mesh: m, yieldAfter: yieldsAfter(cfg)}
-	if cfg.Device != tensor.Meta { // a phantom collective moves no bytes to move off the actors
+	// A phantom collective moves no bytes to move off the actors, and one
+	// off them would hold planes whose links the rank may release.
+	if cfg.Device != tensor.Meta && !cfg.ReleaseLinks {
 		n.lease = rank.NewLease(rt)
 		n.direct, n.giveBack = n.lease.Direct(), n.lease.Release
 	}

@@ -340,11 +340,12 @@ func (c *runner) doneWith(p int, final bool) {
 
 // unlinked lets go of the link to the p-th peer, which the peer's rank
 // released first while this collective still had steps with it, and
-// asks for a new one at once: with no link, it would neither watch the
-// peer it may wait for nor hear the peer's word of a failure.
+// asks for a new one at once if it waits for a frame of the peer's: with
+// no link, it would neither watch the peer nor hear its word of a
+// failure. A send to the peer links it again anyway.
 func (c *runner) unlinked(p int) {
 	c.unlink(p)
-	if !c.lazy[p].done && !c.lazy[p].asked {
+	if !c.lazy[p].done && !c.lazy[p].asked && slices.Contains(c.prog.Waiting(nil), c.req.Peers()[p]) {
 		c.lazy[p].asked = true
 		c.rt.System().Root.Send(c.parent, &NeedLink{Seq: c.req.Seq, Peer: c.req.Peers()[p]})
 	}
