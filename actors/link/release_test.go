@@ -1,0 +1,86 @@
+package link
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/gocomms/gocomms/actors"
+	"github.com/gocomms/gocomms/transport"
+)
+
+// TestReleaseEndsOnceBothEndsReleased: a link that released its end
+// sends nothing more and keeps what it is given; its peer hears that it
+// did (ReleaseAsked) and still delivers what came before; once the peer
+// releases too, both end with no failure, each handing its parent what
+// it kept: the one, the frames it was given after its release; the
+// other, the collective frames its plane kept for operations that had
+// not attached.
+func TestReleaseEndsOnceBothEndsReleased(t *testing.T) {
+	rt := actors.NewRuntime(slog.New(slog.DiscardHandler))
+	defer rt.Shutdown()
+	net := transport.NewInproc()
+	ln, err := net.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan transport.Conn, 1)
+	go func() {
+		c, _, _ := ln.Accept(context.Background())
+		accepted <- c
+	}()
+	a, err := net.Dial(context.Background(), ln.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := <-accepted
+	parent := &forwarder{out: make(chan any, 16), pids: make(chan *actor.PID, 2), rt: rt,
+		links: []Config{{Comm: 1, Peer: 1, Conn: a}, {Comm: 1, Peer: 0, Conn: b}}}
+	rt.System().Root.Spawn(rt.Props(func() actor.Actor { return parent }))
+	toB, toA := <-parent.pids, <-parent.pids // rank 0's link to rank 1, and rank 1's to rank 0
+	root := rt.System().Root
+	next := func(what string) any {
+		t.Helper()
+		select {
+		case m := <-parent.out:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s never came", what)
+			return nil
+		}
+	}
+
+	early := transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Collective, Seq: 5}, Payload: []byte{5}}
+	root.Send(toB, &Send{Frame: early})
+	root.Send(toB, &Release{})
+	if m, ok := next("rank 1's word that rank 0 released").(*ReleaseAsked); !ok || m.Peer != 0 {
+		t.Fatalf("rank 1's parent got %#v, want ReleaseAsked from rank 0", m)
+	}
+	after := transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Control, Tag: 7}}
+	root.Send(toB, &Send{Frame: after})
+	root.Send(toA, &Release{})
+	released := map[int]*Released{}
+	for range 2 {
+		switch m := next("a Released").(type) {
+		case *Released:
+			released[m.Peer] = m
+		default:
+			t.Fatalf("a parent got %#v, want Released", m)
+		}
+	}
+	if r := released[1]; r == nil || len(r.Unsent) != 1 || r.Unsent[0].Header != after.Header || len(r.Early) != 0 {
+		t.Errorf("rank 0's link handed back %+v, want the control frame sent after its release", r)
+	}
+	if r := released[0]; r == nil || len(r.Unsent) != 0 || len(r.Early) != 1 || r.Early[0].Header.Seq != 5 || r.Early[0].Payload[0] != 5 {
+		t.Errorf("rank 1's link handed back %+v, want the collective frame its plane kept", r)
+	}
+	select {
+	case m := <-parent.out:
+		t.Fatalf("after both released, a parent got %#v", m)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
