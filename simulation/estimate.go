@@ -88,7 +88,7 @@ func (c *Config) Estimate() (Footprint, error) {
 		}
 		f.Links, f.Steps = float64(links)/float64(n), float64(steps)/float64(n)
 	}
-	if c.ReleaseLinks {
+	if c.ReleaseLinks && !c.Faults.resets() { // a link that resumes is kept
 		f.Links = min(f.Links, releasedLinks)
 	}
 	comms := 1.0

@@ -453,6 +453,15 @@ func (f *Fault) validate(ranks int) error {
 
 // healed is when the last fault heals: the liveness bound counts from
 // there.
+// resets reports whether p resets connections that their ranks dial
+// again (drops, flaps, partitions and corrupt frames): the links resume
+// on new connections what the old ones lost.
+func (p Plan) resets() bool {
+	return slices.ContainsFunc(p, func(f Fault) bool {
+		return f.Kind == Drop || f.Kind == Flap || f.Kind == Partition || f.Kind == Corrupt
+	})
+}
+
 func (p Plan) healed() time.Duration {
 	var t time.Duration
 	for _, f := range p {

@@ -65,9 +65,7 @@ func newNetwork(l *Loop, topo Topology, ranks int, faults Plan, jitter time.Dura
 		crashed:   make([]bool, ranks),
 		restarted: make([]bool, ranks),
 		byName:    map[string]*fabricComm{},
-		resets: slices.ContainsFunc(faults, func(f Fault) bool {
-			return f.Kind == Drop || f.Kind == Flap || f.Kind == Partition || f.Kind == Corrupt
-		}),
+		resets:    faults.resets(),
 	}
 }
 

@@ -117,3 +117,28 @@ func TestReleasedLinksRefuseAgreementsAndWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestReleasedLinksRideOutResets: where the faults reset connections,
+// which the links resume on new ones, a link could lose its release with
+// its connection, so none is released, and every operation survives the
+// partition, the drop and the flap as with links kept.
+func TestReleasedLinksRideOutResets(t *testing.T) {
+	for _, faults := range []string{
+		"partition:ranks=0-2,at=5us,for=40us",
+		"drop:link=1-2,at=10us",
+		"flap:link=0-3,at=5us,for=30us",
+	} {
+		plan, err := ParsePlan(faults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, algo := range []string{"recursive_doubling", "rabenseifner"} {
+			cfg := config(algorithms.AllReduce, 17, 4096, 3)
+			cfg.Algorithm, cfg.Iterations, cfg.ReleaseLinks, cfg.Survive, cfg.Faults = algo, 4, true, true, plan
+			res := mustRun(t, cfg)
+			if !res.OK() {
+				t.Errorf("%s, %s: %v", algo, faults, res.Violations)
+			}
+		}
+	}
+}

@@ -25,6 +25,10 @@ type peerLink struct {
 	// released, the running collective asked for it (needed) or the peer
 	// connected again (reconnect), which a new link serves.
 	inUse, releasing, asked, needed, reconnect bool
+	// lossless says the link's connection loses nothing short of ending
+	// (transport.Lossless): only such a link is released, as one that
+	// may reset and resume could lose its release with the connection.
+	lossless bool
 }
 
 // links are a rank's links, spawned on first use. A rank of a large

@@ -592,6 +592,7 @@ func (r *rankActor) connectOr(ctx actor.Context, peer int, failed event) (*peerL
 		Heartbeat: heartbeat, Silence: silence, Plane: plane,
 	})
 	l := r.links.add(peer, r.rt.SpawnChild(ctx, producer, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend, plane)
+	l.lossless = transport.IsLossless(conn)
 	if r.cfg.Lease != nil {
 		r.cfg.Lease.addPlane(plane)
 	}

@@ -12,14 +12,15 @@ import (
 )
 
 // Links released (Config.ReleaseLinks): a collective links its peers as
-// it comes to them (collective.Request.Lazy) and lets go of each once it
-// exchanges nothing more with it (collective.DoneWith); the rank then
-// releases the link (link.Release), and the peer's rank its end as its
-// own collective lets go, or at once if nothing there uses it. A frame
-// between the two ranks after that goes on a new link: the frames the
-// old one was given after its release went (link.Released), an
-// operation that needs the peer (collective.NeedLink), or the peer's
-// new connection (Connected).
+// it comes to them (collective.Request.Lazy) and lets go of each after a
+// run of steps with it (collective.DoneWith); the rank then releases the
+// link (link.Release), and the peer's rank its end as its own collective
+// lets go, or at once if only that collective holds it
+// (collective.Unlinked). A frame between the two ranks after that goes
+// on a new link: the frames the old one was given after its release
+// went, and those its plane kept (link.Released), an operation that
+// needs the peer (collective.NeedLink), or the peer's new connection
+// (Connected).
 
 // lazyLinks gives req, a collective, the links the rank has to its
 // peers and leaves the others to the collective to ask for: the slices
@@ -29,7 +30,9 @@ func (r *rankActor) lazyLinks(req *collective.Request) {
 	req.Lazy = true
 	req.Links, req.Lend, req.Planes = make([]*actor.PID, len(peers)), make([]bool, len(peers)), make([]*link.Plane, len(peers))
 	for i, peer := range peers {
-		if l := r.links.of(peer); l != nil && l.live && !l.releasing {
+		// A link whose peer released its end brings nothing more: the
+		// collective asks for the next one.
+		if l := r.links.of(peer); l != nil && l.live && !l.releasing && !l.asked {
 			l.inUse = true
 			req.Links[i], req.Lend[i], req.Planes[i] = l.pid, l.lend, l.plane
 		}
@@ -48,7 +51,11 @@ func (r *rankActor) linkAsked(ctx actor.Context, m *collective.NeedLink) {
 	if req == nil || req.Seq != m.Seq {
 		return
 	}
-	if l := r.links.of(m.Peer); l != nil && l.releasing {
+	l := r.links.of(m.Peer)
+	if l != nil && l.asked {
+		r.release(ctx, l)
+	}
+	if l != nil && l.releasing {
 		l.needed = true
 		return
 	}
@@ -115,9 +122,9 @@ func (r *rankActor) operationEnded(ctx actor.Context) {
 // release releases l unless something here uses it: an operation, a
 // window, an agreement, or messages on its plane that no operation took.
 // A collective's frames that no operation took yet go to the next link
-// (released).
+// (released). A link whose connection may reset is kept (lossless).
 func (r *rankActor) release(ctx actor.Context, l *peerLink) {
-	if !r.cfg.ReleaseLinks || l.releasing || !l.live || l.inUse || len(r.windows) > 0 ||
+	if !r.cfg.ReleaseLinks || !l.lossless || l.releasing || !l.live || l.inUse || len(r.windows) > 0 ||
 		r.agrees != nil && r.agrees.watched[l.peer] || !l.plane.Idle() {
 		return
 	}
