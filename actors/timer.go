@@ -112,6 +112,17 @@ func (t *Timer) stopLocked() {
 	}
 }
 
+// Close stops the timer for good and lets go of what it delivers, and
+// to whom: an AlarmClock's queue keeps an arming it cannot cancel until
+// its deadline, and a simulation's stopped actors, each with its state,
+// would stay reachable from their timers until then.
+func (t *Timer) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stopLocked()
+	t.pid, t.msg = nil, nil
+}
+
 // Fired reports whether the message just received is the current
 // arming's, and disarms the timer if so: a message of an earlier arming,
 // or one that came after Stop, is stale.
@@ -134,9 +145,10 @@ func (t *Timer) Ring() {
 	t.mu.Lock()
 	send := t.armed && !t.sent && now >= t.deadline
 	t.sent = t.sent || send
+	pid, msg := t.pid, t.msg
 	t.mu.Unlock()
 	if send { // outside the lock: a dispatcher may run the actor's turn at once
-		t.deliver()
+		t.deliver(pid, msg)
 	}
 }
 
@@ -144,17 +156,21 @@ func (t *Timer) fire(gen uint64) {
 	t.mu.Lock()
 	send := t.armed && !t.sent && gen == t.gen
 	t.sent = t.sent || send
+	pid, msg := t.pid, t.msg
 	t.mu.Unlock()
 	if send {
-		t.deliver()
+		t.deliver(pid, msg)
 	}
 }
 
-// deliver sends the timer's message, or calls its function.
-func (t *Timer) deliver() {
-	if t.pid == nil {
-		t.msg.(func())()
-		return
+// deliver sends msg to pid, or calls msg, a function, where there is no
+// pid: what the timer held when it fired, which Close may have let go of
+// since.
+func (t *Timer) deliver(pid *actor.PID, msg any) {
+	switch {
+	case pid != nil:
+		t.rt.system.Root.Send(pid, msg)
+	case msg != nil:
+		msg.(func())()
 	}
-	t.rt.system.Root.Send(t.pid, t.msg)
 }

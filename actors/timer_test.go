@@ -98,3 +98,57 @@ func TestTimerOnTheWallClock(t *testing.T) {
 		t.Fatalf("arming allocates %v times", allocs)
 	}
 }
+
+// A closed timer delivers nothing, even an arming whose deadline is still
+// queued on an AlarmClock, which cannot cancel it: the simulator's loop,
+// whose actor the timer would otherwise keep until then.
+func TestTimerClosed(t *testing.T) {
+	rt := actors.NewRuntime(nil)
+	loop := &alarms{now: time.Unix(0, 0)}
+	rt.Clock = loop
+	defer rt.Shutdown()
+	pid, got := timerTarget(t, rt)
+	tm := rt.NewTimer(pid, ring{})
+	tm.Arm(time.Second)
+	tm.Close()
+	loop.advance(time.Second)
+	if loop.rang != 1 || tm.Fired() {
+		t.Fatalf("the queued arming rang %d times; fired %v", loop.rang, tm.Fired())
+	}
+	rt.System().Root.Send(pid, ring{}) // a marker: nothing came before it
+	receive(t, got)
+	select {
+	case m := <-got:
+		t.Fatalf("the closed timer delivered %v", m)
+	default:
+	}
+}
+
+// alarms is an AlarmClock that rings what it was given once advanced
+// past its deadline, and cannot cancel any.
+type alarms struct {
+	now   time.Time
+	queue []alarm
+	rang  int
+}
+
+type alarm struct {
+	at time.Time
+	a  actors.Alarm
+}
+
+func (c *alarms) Now() time.Time { return c.now }
+func (c *alarms) Alarm(d time.Duration, a actors.Alarm) {
+	c.queue = append(c.queue, alarm{c.now.Add(d), a})
+}
+func (c *alarms) AfterFunc(time.Duration, func()) func() bool { panic("alarms: no AfterFunc") }
+
+func (c *alarms) advance(d time.Duration) {
+	c.now = c.now.Add(d)
+	for _, a := range c.queue {
+		if !a.at.After(c.now) {
+			c.rang++
+			a.a.Ring()
+		}
+	}
+}

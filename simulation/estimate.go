@@ -34,13 +34,15 @@ const (
 	bytesPerStep     = 98
 )
 
-// releasedLinks is how many links a rank holds at once, on average, when
-// the ranks release them as their schedules leave each peer
-// (Config.ReleaseLinks): its current peer's, and those of peers that
-// reached it first. Measured, with a crash, as the most connections open
-// at once over the ranks, both ends counted: 3.0 and 3.1 at 16,384 ranks
-// of recursive doubling and Rabenseifner, 2.8 and 2.9 at 100,000.
-const releasedLinks = 3
+// releasedLinks is what a rank costs, in links, when the ranks release
+// theirs as their schedules leave each peer (Config.ReleaseLinks): the
+// three or so it holds at once (its current peer's, and those of peers
+// that reached it first: the most connections open at once, both ends
+// counted, came to 2.8 to 3.1 a rank), and what making and releasing
+// them keeps in flight. Fitted to the most live heap after a collection
+// with a crash: 352 and 364 MB at 16,384 ranks of recursive doubling
+// and Rabenseifner, 1,799 and 1,855 MB at 100,000.
+const releasedLinks = 6
 
 // sampledRanks is how many ranks' schedules Estimate builds: schedules
 // differ between ranks (a tree's leaves from its inner ranks), and their

@@ -416,6 +416,12 @@ func (c *runner) end(ctx actor.Context, err error, failure []byte) {
 	req.End(err)
 	ctx.Send(ctx.Parent(), &c.finished)
 	if err != nil {
+		// The timers' armings may stay queued past the actor's stop (Close).
+		for _, t := range []*actors.Timer{c.timer, c.probeTimer} {
+			if t != nil {
+				t.Close()
+			}
+		}
 		ctx.Stop(ctx.Self())
 	}
 }

