@@ -234,13 +234,20 @@ func (c *runner) routeFrames(on bool) {
 		default:
 			continue
 		}
-		for _, f := range c.early {
-			c.sink.Deliver(peer, f)
-		}
-		clear(c.early)
-		if err != nil { // after the frames the peer sent before it went
-			c.sink.Failed(peer, err)
-		}
+		c.handOn(peer, err)
+	}
+}
+
+// handOn hands the sink the frames a plane of peer held (early) and then
+// err, the link's failure, if any: after the frames the peer sent before
+// it went.
+func (c *runner) handOn(peer int, err error) {
+	for _, f := range c.early {
+		c.sink.Deliver(peer, f)
+	}
+	clear(c.early)
+	if err != nil {
+		c.sink.Failed(peer, err)
 	}
 }
 
@@ -305,13 +312,7 @@ func (c *runner) linked(m *Linked) {
 	if !c.lazy[p].done && c.receivesFrom(m.Peer) {
 		var err error
 		c.early, err = m.Plane.Attach(req.CollSeq, c.sink, c.early[:0])
-		for _, f := range c.early {
-			c.sink.Deliver(m.Peer, f)
-		}
-		clear(c.early)
-		if err != nil {
-			c.sink.Failed(m.Peer, err)
-		}
+		c.handOn(m.Peer, err)
 	}
 	c.parked = slices.DeleteFunc(c.parked, func(w parkedFrame) bool {
 		if w.p == p {

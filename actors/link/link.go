@@ -286,10 +286,14 @@ type state struct {
 	watched          bool // Watch asked
 	watching         bool // a tick is armed
 	// releaseSent says the link sent tagRelease (Release), releaseGot
-	// that the peer's came, released that both had and the link stops.
-	releaseSent, releaseGot, released bool
-	unsent                            []transport.Frame // given after tagRelease went
+	// that the peer's came: with both, the link has ended (released).
+	releaseSent, releaseGot bool
+	unsent                  []transport.Frame // given after tagRelease went
 }
+
+// released reports whether both ends released the link, which the
+// parent stops.
+func (st *state) released() bool { return st.releaseSent && st.releaseGot }
 
 // routes returns the link's routing, made on first use.
 func (st *state) routes() *routing {
@@ -321,7 +325,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		switch {
 		case l.failed != nil:
 			transport.Release(m.Frame)
-		case l.released: // the parent hands it to the next link
+		case l.released(): // the parent hands it to the next link
 			ctx.Send(ctx.Parent(), &Released{Peer: l.cfg.Peer, Unsent: []transport.Frame{m.Frame}})
 		case l.releaseSent:
 			l.unsent = append(l.unsent, m.Frame)
@@ -551,7 +555,6 @@ func (l *linkActor) release(ctx actor.Context) {
 // kept, for the parent to stop it: a stop of its own could overtake the
 // Released in the parent's mailbox.
 func (l *linkActor) end(ctx actor.Context) {
-	l.released = true
 	l.conn.Close()
 	early := l.cfg.Plane.released()
 	ctx.Send(ctx.Parent(), &Released{Peer: l.cfg.Peer, Unsent: l.unsent, Early: early})
@@ -566,7 +569,7 @@ func (l *linkActor) end(ctx actor.Context) {
 // to restart it on a new connection after a backoff, or to stop it once
 // restarts exceed its budget.
 func (l *linkActor) lost(ctx actor.Context, err error) {
-	if l.failed != nil || l.released {
+	if l.failed != nil || l.released() {
 		return
 	}
 	if l.finished || errors.Is(err, transport.ErrRefused) || !l.conn.Lossless() {
@@ -637,7 +640,7 @@ func (l *linkActor) stop() {
 		l.ticker.Close()
 	}
 	switch {
-	case l.released:
+	case l.released():
 		return
 	case l.failed == nil && l.conn != nil:
 		if !l.finSent {

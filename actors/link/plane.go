@@ -477,7 +477,7 @@ func (p *Plane) fail(err error) {
 
 // Idle reports whether no message waits on the plane: none offered,
 // kept, or waited for. The collective frames it keeps go on to the
-// plane of the link that follows (TakeEarly, Keep).
+// plane of the link that follows (Released.Early, Keep).
 func (p *Plane) Idle() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,12 +1,9 @@
 package link
 
 import (
-	"context"
 	"log/slog"
 	"testing"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/gocomms/gocomms/actors"
 	"github.com/gocomms/gocomms/transport"
@@ -22,26 +19,7 @@ import (
 func TestReleaseEndsOnceBothEndsReleased(t *testing.T) {
 	rt := actors.NewRuntime(slog.New(slog.DiscardHandler))
 	defer rt.Shutdown()
-	net := transport.NewInproc()
-	ln, err := net.Listen("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan transport.Conn, 1)
-	go func() {
-		c, _, _ := ln.Accept(context.Background())
-		accepted <- c
-	}()
-	a, err := net.Dial(context.Background(), ln.Addr(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := <-accepted
-	parent := &forwarder{out: make(chan any, 16), pids: make(chan *actor.PID, 2), rt: rt,
-		links: []Config{{Comm: 1, Peer: 1, Conn: a}, {Comm: 1, Peer: 0, Conn: b}}}
-	rt.System().Root.Spawn(rt.Props(func() actor.Actor { return parent }))
-	toB, toA := <-parent.pids, <-parent.pids // rank 0's link to rank 1, and rank 1's to rank 0
+	parent, toB, toA := linkPair(t, rt) // rank 0's link to rank 1, and rank 1's to rank 0
 	root := rt.System().Root
 	next := func(what string) any {
 		t.Helper()

@@ -32,18 +32,16 @@ func (f *forwarder) Receive(c actor.Context) {
 	}
 }
 
-// TestRouteCountsFrames checks that a route hands over as many frames as
-// it counts, stashed ones first, and no more: the rest wait for the next
-// route of their key.
-func TestRouteCountsFrames(t *testing.T) {
-	rt := actors.NewRuntime(slog.New(slog.DiscardHandler))
-	defer rt.Shutdown()
+// linkPair spawns, under one forwarder, rank 0's link to rank 1 and rank
+// 1's to rank 0, joined by an in-process connection.
+func linkPair(t *testing.T, rt *actors.Runtime) (parent *forwarder, toOne, toZero *actor.PID) {
+	t.Helper()
 	net := transport.NewInproc()
 	ln, err := net.Listen("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	accepted := make(chan transport.Conn, 1)
 	go func() {
 		c, _, _ := ln.Accept(context.Background())
@@ -54,11 +52,19 @@ func TestRouteCountsFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := <-accepted
-
-	parent := &forwarder{out: make(chan any, 16), pids: make(chan *actor.PID, 2), rt: rt,
+	parent = &forwarder{out: make(chan any, 16), pids: make(chan *actor.PID, 2), rt: rt,
 		links: []Config{{Comm: 1, Peer: 1, Conn: a}, {Comm: 1, Peer: 0, Conn: b}}}
 	rt.System().Root.Spawn(rt.Props(func() actor.Actor { return parent }))
-	sender, receiver := <-parent.pids, <-parent.pids
+	return parent, <-parent.pids, <-parent.pids
+}
+
+// TestRouteCountsFrames checks that a route hands over as many frames as
+// it counts, stashed ones first, and no more: the rest wait for the next
+// route of their key.
+func TestRouteCountsFrames(t *testing.T) {
+	rt := actors.NewRuntime(slog.New(slog.DiscardHandler))
+	defer rt.Shutdown()
+	parent, sender, receiver := linkPair(t, rt)
 	got := make(chan any, 16)
 	to := rt.System().Root.Spawn(rt.Props(func() actor.Actor { return &forwarder{out: got} }))
 

@@ -22,9 +22,9 @@ type peerLink struct {
 	// With Config.ReleaseLinks: the running operation holds the link
 	// (inUse); the rank released it and waits for the peer to (releasing),
 	// or the peer released its end (asked); and, while it is being
-	// released, the running collective asked for it (needed) or the peer
-	// connected again (reconnect), which a new link serves.
-	inUse, releasing, asked, needed, reconnect bool
+	// released, the running collective asked for the peer or the peer
+	// connected again (again), which a new link serves.
+	inUse, releasing, asked, again bool
 	// lossless says the link's connection loses nothing short of ending
 	// (transport.Lossless): only such a link is released, as one that
 	// may reset and resume could lose its release with the connection.

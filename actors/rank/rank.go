@@ -606,8 +606,7 @@ func (r *rankActor) connectOr(ctx actor.Context, peer int, failed event) (*peerL
 func (r *rankActor) start(ctx actor.Context, req *collective.Request) {
 	switch {
 	case r.lazy(req):
-		req.Strays = r.strays
-		r.lazyLinks(req)
+		r.lazyLinks(ctx, req)
 	case r.holdStart(ctx, req):
 		return
 	case !r.linkUp(ctx, req):

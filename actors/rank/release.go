@@ -25,14 +25,12 @@ import (
 // lazyLinks gives req, a collective, the links the rank has to its
 // peers and leaves the others to the collective to ask for: the slices
 // are req's own, as the collective lets go of each link.
-func (r *rankActor) lazyLinks(req *collective.Request) {
+func (r *rankActor) lazyLinks(ctx actor.Context, req *collective.Request) {
 	peers := req.Peers()
-	req.Lazy = true
+	req.Lazy, req.Strays = true, r.strays
 	req.Links, req.Lend, req.Planes = make([]*actor.PID, len(peers)), make([]bool, len(peers)), make([]*link.Plane, len(peers))
 	for i, peer := range peers {
-		// A link whose peer released its end brings nothing more: the
-		// collective asks for the next one.
-		if l := r.links.of(peer); l != nil && l.live && !l.releasing && !l.asked {
+		if l := r.links.of(peer); l != nil && l.live && r.usable(ctx, l) {
 			l.inUse = true
 			req.Links[i], req.Lend[i], req.Planes[i] = l.pid, l.lend, l.plane
 		}
@@ -51,17 +49,23 @@ func (r *rankActor) linkAsked(ctx actor.Context, m *collective.NeedLink) {
 	if req == nil || req.Seq != m.Seq {
 		return
 	}
-	l := r.links.of(m.Peer)
-	if l != nil && l.asked {
-		r.release(ctx, l)
-	}
-	if l != nil && l.releasing {
-		l.needed = true
+	if l := r.links.of(m.Peer); l != nil && !r.usable(ctx, l) {
+		l.again = true
 		return
 	}
 	if l, err := r.connect(ctx, m.Peer); err == nil {
 		r.lendLink(ctx, l)
 	}
+}
+
+// usable reports whether l can carry an operation's frames: it is not
+// being released. One whose peer released its end brings nothing more,
+// and is released first.
+func (r *rankActor) usable(ctx actor.Context, l *peerLink) bool {
+	if l.asked {
+		r.release(ctx, l)
+	}
+	return !l.releasing
 }
 
 // lendLink gives l to the running collective, if it is lazy and has a
@@ -111,7 +115,7 @@ func (r *rankActor) operationEnded(ctx actor.Context) {
 	if !r.cfg.ReleaseLinks {
 		return
 	}
-	for _, l := range slices.Clone(r.links.order) {
+	for _, l := range r.links.order {
 		l.inUse = false
 		if l.asked {
 			r.release(ctx, l)
@@ -146,7 +150,7 @@ func (r *rankActor) released(ctx actor.Context, m *link.Released) {
 	again := len(m.Unsent) > 0
 	early := m.Early
 	if l != nil && l.releasing {
-		again = again || l.needed || l.reconnect || len(early) > 0
+		again = again || l.again || len(early) > 0
 		r.links.remove(l)
 		ctx.Stop(l.pid)
 		r.heldStart(ctx)
@@ -176,7 +180,7 @@ func (r *rankActor) released(ctx actor.Context, m *link.Released) {
 // released is gone, and lends the link to the running collective.
 func (r *rankActor) peerConnected(ctx actor.Context, peer int) {
 	if l := r.links.of(peer); l != nil && l.releasing {
-		l.reconnect = true
+		l.again = true
 		return
 	}
 	if l, err := r.connect(ctx, peer); err == nil {
@@ -190,7 +194,7 @@ func (r *rankActor) releaseFailed(ctx actor.Context, l *peerLink) {
 	r.links.remove(l)
 	ctx.Stop(l.pid)
 	r.heldStart(ctx)
-	if l.needed {
+	if l.again {
 		if nl, err := r.connect(ctx, l.peer); err == nil {
 			r.lendLink(ctx, nl)
 		}
@@ -205,13 +209,7 @@ func (r *rankActor) holdStart(ctx actor.Context, req *collective.Request) bool {
 	}
 	held := false
 	for _, peer := range req.Peers() {
-		l := r.links.of(peer)
-		if l != nil && l.asked {
-			// The peer sends nothing more on it: a new link carries the
-			// operation.
-			r.release(ctx, l)
-		}
-		if l != nil && l.releasing {
+		if l := r.links.of(peer); l != nil && !r.usable(ctx, l) {
 			held = true
 		}
 	}
