@@ -78,9 +78,38 @@ func (c *conn) Send(f transport.Frame) error {
 	if c.net.onFrame != nil {
 		c.net.onFrame(c.me(), c.peer(), len(f.Payload), c.net.loop.Elapsed(), at)
 	}
-	other := c.other
-	c.net.loop.At(at, func() { other.arrive(f, t.corrupt) })
+	c.net.loop.arm(armed{at: at, do: c.net.arrival(c.other, f, t.corrupt)})
 	return nil
+}
+
+// arrival is a frame on its way to an end, armed on the loop: one of the
+// network's, reused, where a closure for each frame would leave the
+// collector one for every frame of the run.
+type arrival struct {
+	to      *conn
+	f       transport.Frame
+	corrupt bool
+}
+
+// arrival returns an arrival of f at to, reusing one that has rung.
+func (n *network) arrival(to *conn, f transport.Frame, corrupt bool) *arrival {
+	var a *arrival
+	if k := len(n.arrivals); k > 0 {
+		a, n.arrivals = n.arrivals[k-1], n.arrivals[:k-1]
+	} else {
+		a = new(arrival)
+	}
+	*a = arrival{to: to, f: f, corrupt: corrupt}
+	return a
+}
+
+// Ring hands the frame over, the arrival back to its network first: the
+// handler may send, and so arm another.
+func (a *arrival) Ring() {
+	to, f, corrupt := a.to, a.f, a.corrupt
+	*a = arrival{}
+	to.net.arrivals = append(to.net.arrivals, a)
+	to.arrive(f, corrupt)
 }
 
 // arrive hands f to the handler. A corrupt frame fails the connection

@@ -40,6 +40,7 @@ type network struct {
 	comms      []*fabricComm          // the communicators joined, by index
 	byName     map[string]*fabricComm // and by name
 	onFrame    func(from, to, size int, sent, arrival time.Duration)
+	arrivals   []*arrival // rung, for frames to come (conn.Send)
 }
 
 // ports is when each of a rank's ports is next free, in virtual time.

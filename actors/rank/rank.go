@@ -591,7 +591,7 @@ func (r *rankActor) connectOr(ctx actor.Context, peer int, failed event) (*peerL
 		Dial:      r.cfg.Connect,
 		Heartbeat: heartbeat, Silence: silence, Plane: plane,
 	})
-	l := r.links.add(peer, r.rt.SpawnChild(ctx, producer, fmt.Sprintf("%s%d-", linkPrefix, peer)), lend, plane)
+	l := r.links.add(peer, r.rt.SpawnChild(ctx, producer, linkPrefix+strconv.Itoa(peer)+"-"), lend, plane)
 	l.lossless = transport.IsLossless(conn)
 	if r.cfg.Lease != nil {
 		r.cfg.Lease.addPlane(plane)
