@@ -2,12 +2,15 @@ package simulation
 
 import (
 	"errors"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/gocomms/gocomms"
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
+	"github.com/gocomms/gocomms/tensor"
 )
 
 // TestReleasedLinksBehaveAsKept runs every collective on ranks that
@@ -140,5 +143,66 @@ func TestReleasedLinksRideOutResets(t *testing.T) {
 				t.Errorf("%s, %s: %v", algo, faults, res.Violations)
 			}
 		}
+	}
+}
+
+// TestHeldSendHearsOfAFailure: a send issued as its rank releases the
+// link to its peer waits for the release before it starts. A failure the
+// rank learns of meanwhile must fail it, as it fails a running one, and
+// not be lost with the operation that was not running yet: rank 0 sends
+// to rank 1 right after an all-reduce of three ranks that let go of rank
+// 1, while rank 2 crashes at each time over the first 20 µs. Rank 0's
+// send and rank 1's receive end alike, both done or both failed naming
+// rank 2, and a send that failed before it started proves the wait.
+func TestHeldSendHearsOfAFailure(t *testing.T) {
+	failedHeld := 0
+	for at := time.Duration(0); at <= 20*time.Microsecond; at += 500 * time.Nanosecond {
+		cfg := config(algorithms.AllReduce, 3, 64, 1)
+		cfg.ReleaseLinks = true
+		cfg.Faults = Plan{{Kind: Crash, Rank: 2, At: at}}
+		r := newRun(&cfg, slog.New(slog.DiscardHandler))
+		opts := r.commOptions()
+		for i := range cfg.Ranks {
+			if err := r.join(i, slices.Clip(opts)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var p2p [2]*gocomms.Work
+		sendStarted := false
+		for i := range cfg.Ranks {
+			x, _ := tensor.New(tensor.Int64, 64)
+			r.comms[i].AllReduceAsync(x, gocomms.Sum)
+			y, _ := tensor.New(tensor.Int64, 16)
+			switch i {
+			case 0:
+				p2p[0] = r.comms[0].SendAsync(y, 1)
+				p2p[0].OnStart(func(*gocomms.Work) { sendStarted = true })
+			case 1:
+				p2p[1] = r.comms[1].RecvAsync(y, 0)
+			}
+		}
+		cfg.Faults.arm(r)
+		r.loop.Run(cfg.Limit)
+		r.rt.System().Shutdown()
+		for i, w := range p2p {
+			select {
+			case <-w.Done():
+			default:
+				t.Fatalf("crash at %v: rank %d's point-to-point operation never ended", at, i)
+			}
+			if err := w.Err(); err != nil && !(errors.Is(err, commerr.ErrPeerFailed) && slices.Contains(ranksNamed(err), 2)) {
+				t.Fatalf("crash at %v: rank %d: %v, not a failure naming rank 2", at, i, err)
+			}
+		}
+		send, recv := p2p[0].Err(), p2p[1].Err()
+		if (send == nil) != (recv == nil) {
+			t.Errorf("crash at %v: rank 0's send ended with %v, rank 1's receive with %v", at, send, recv)
+		}
+		if send != nil && !sendStarted {
+			failedHeld++
+		}
+	}
+	if failedHeld == 0 {
+		t.Error("no send failed while it waited for its link: the test no longer reaches that wait")
 	}
 }

@@ -464,6 +464,10 @@ func (r *rankActor) perform(ctx actor.Context, a action) {
 			r.step(ctx, event{kind: evEnded, seq: a.req.Seq})
 		}
 	case actFail:
+		if req := r.held; req != nil && r.sequencer.running == req {
+			r.failHeld(ctx, req, a.err, a.ranks)
+			break
+		}
 		r.tell(ctx, &collective.Fail{Err: a.err, Ranks: a.ranks, Tell: a.tell, Canceled: a.canceled, Forward: a.forward})
 	case actReject:
 		a.req.End(r.opError(a.req, a.err, a.ranks))

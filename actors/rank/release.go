@@ -231,6 +231,21 @@ func (r *rankActor) heldStart(ctx actor.Context) {
 	}
 }
 
+// failHeld fails req, which holdStart held: it never reached the
+// collective actor, which would drop word of an operation it does not
+// run, and the operation would start after the failure as if none had
+// come. Held operations are point-to-point, whose peers hear nothing of
+// their failure: it ends here, its messages numbered as had it started,
+// so that the next ones pair as they would then.
+func (r *rankActor) failHeld(ctx actor.Context, req *collective.Request, err error, ranks []int) {
+	r.held = nil
+	r.ordinals.number(req)
+	err = r.opError(req, err, ranks)
+	req.End(err)
+	r.operationEnded(ctx)
+	r.step(ctx, event{kind: evEnded, seq: req.Seq, err: err})
+}
+
 // toldWord is a control frame the rank sent every link, and the peers it
 // skipped.
 type toldWord struct {
