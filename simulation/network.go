@@ -41,6 +41,10 @@ type network struct {
 	byName     map[string]*fabricComm // and by name
 	onFrame    func(from, to, size int, sent, arrival time.Duration)
 	arrivals   []*arrival // rung, for frames to come (conn.Send)
+	// talked is every rank that each rank a fault on its links names
+	// ever had a connection with (connected): with forgets, pairs keeps
+	// only the open ones.
+	talked map[int]map[int]bool
 }
 
 // ports is when each of a rank's ports is next free, in virtual time.
@@ -55,7 +59,7 @@ func newNetwork(l *Loop, topo Topology, ranks int, faults Plan, jitter time.Dura
 	if jitter > 0 {
 		faults = append(slices.Clip(faults), Fault{Kind: Jitter, For: math.MaxInt64, By: jitter})
 	}
-	return &network{
+	n := &network{
 		loop:      l,
 		topo:      topo,
 		faults:    faults,
@@ -68,6 +72,15 @@ func newNetwork(l *Loop, topo Topology, ranks int, faults Plan, jitter time.Dura
 		byName:    map[string]*fabricComm{},
 		resets:    faults.resets(),
 	}
+	for _, f := range faults {
+		if shapes[f.Kind].scope == linkScope && len(f.Ranks) == 1 {
+			if n.talked == nil {
+				n.talked = map[int]map[int]bool{}
+			}
+			n.talked[f.Ranks[0]] = map[int]bool{}
+		}
+	}
+	return n
 }
 
 // The errors peers see when a fault breaks their connection.
@@ -181,6 +194,12 @@ func (n *network) connect(comm, rank, peer int) (transport.Conn, error) {
 	hi := &conn{net: n, rank: int32(key.hi), other: lo}
 	lo.other = hi
 	n.pairs[key] = lo
+	if t := n.talked[rank]; t != nil {
+		t[peer] = true
+	}
+	if t := n.talked[peer]; t != nil {
+		t[rank] = true
+	}
 	n.open++
 	n.peak = max(n.peak, n.open)
 	n.byRank[key.lo] = append(n.byRank[key.lo], lo)
@@ -373,9 +392,13 @@ func (n *network) forget(c *conn) {
 	}
 }
 
-// connected reports whether ranks a and b ever had a connection (with
-// forgets, an open one).
+// connected reports whether ranks a and b ever had a connection: the
+// engine blames a broken one on the peer across it. With forgets, only
+// ranks a fault on its links names are known to have had one closed.
 func (n *network) connected(a, b int) bool {
+	if t := n.talked[a]; t != nil {
+		return t[b]
+	}
 	for comm := range len(n.comms) {
 		if n.pairs[pairKey{comm, min(a, b), max(a, b)}] != nil {
 			return true
