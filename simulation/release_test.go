@@ -11,6 +11,7 @@ import (
 	"github.com/gocomms/gocomms/algorithms"
 	"github.com/gocomms/gocomms/commerr"
 	"github.com/gocomms/gocomms/tensor"
+	"pgregory.net/rapid"
 )
 
 // TestReleasedLinksBehaveAsKept runs every collective on ranks that
@@ -160,13 +161,7 @@ func TestHeldSendHearsOfAFailure(t *testing.T) {
 		cfg := config(algorithms.AllReduce, 3, 64, 1)
 		cfg.ReleaseLinks = true
 		cfg.Faults = Plan{{Kind: Crash, Rank: 2, At: at}}
-		r := newRun(&cfg, slog.New(slog.DiscardHandler))
-		opts := r.commOptions()
-		for i := range cfg.Ranks {
-			if err := r.join(i, slices.Clip(opts)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		r := joined(t, &cfg)
 		var p2p [2]*gocomms.Work
 		sendStarted := false
 		for i := range cfg.Ranks {
@@ -205,4 +200,99 @@ func TestHeldSendHearsOfAFailure(t *testing.T) {
 	if failedHeld == 0 {
 		t.Error("no send failed while it waited for its link: the test no longer reaches that wait")
 	}
+}
+
+// joined builds cfg's run and every rank's communicator, for a test to
+// issue its own operations on before it arms the faults and runs the
+// loop.
+func joined(t interface{ Fatal(...any) }, cfg *Config) *run {
+	r := newRun(cfg, slog.New(slog.DiscardHandler))
+	opts := r.commOptions()
+	for i := range cfg.Ranks {
+		if err := r.join(i, slices.Clip(opts)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+// TestReleasedLinksMixOperations is the property of a communicator that
+// releases its links, or, as a reference, keeps them, over operations of
+// both kinds.
+// Random small jobs run rounds of all-reduces, which on released links
+// link each peer as they come to it and let go of it, and of ring
+// shifts, batches of a send and a receive that take their links at once,
+// with a rank crashed at a random time or none. Every operation of every survivor ends; one that completes has
+// the plain loop's result; one that fails names the crashed rank; and
+// without a crash every one completes.
+func TestReleasedLinksMixOperations(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		nodes := rapid.IntRange(1, 2).Draw(t, "nodes")
+		ranks := nodes * rapid.IntRange(2, 5).Draw(t, "ranksPerNode")
+		shifts := rapid.SliceOfN(rapid.Bool(), 1, 6).Draw(t, "shifts") // per round: a ring shift, or an all-reduce
+		count := rapid.SampledFrom([]int{1, 7, 1000, 40_000}).Draw(t, "count")
+		crashed := rapid.IntRange(-1, ranks-1).Draw(t, "crashed") // -1: none
+		cfg := config(algorithms.AllReduce, ranks, count, rapid.Uint64().Draw(t, "seed"))
+		cfg.ReleaseLinks = rapid.Bool().Draw(t, "release")
+		cfg.Topology = DGXH100(nodes)
+		cfg.Algorithm = rapid.SampledFrom([]string{"ring", "recursive_doubling", "rabenseifner", "double_binary_tree"}).Draw(t, "algorithm")
+		if crashed >= 0 {
+			at := time.Duration(rapid.IntRange(0, 100).Draw(t, "atUs")) * time.Microsecond
+			cfg.Faults = Plan{{Kind: Crash, Rank: crashed, At: at}}
+		}
+		// value is rank i's element j in round k.
+		value := func(i, k, j int) int64 { return int64(i*100_000 + k*10_000 + j) }
+		r := joined(t, &cfg)
+		works := make([][]*gocomms.Work, ranks)
+		results := make([][]*tensor.Tensor, ranks)
+		for i := range ranks {
+			for k, shift := range shifts {
+				x, _ := tensor.New(tensor.Int64, count)
+				for j := range count {
+					x.SetInt64(j, value(i, k, j))
+				}
+				w, result := (*gocomms.Work)(nil), x
+				if shift {
+					result, _ = tensor.New(tensor.Int64, count)
+					w = r.comms[i].NewBatch().Send(x, (i+1)%ranks).Recv(result, (i+ranks-1)%ranks).IssueAsync()
+				} else {
+					w = r.comms[i].AllReduceAsync(x, gocomms.Sum)
+				}
+				works[i], results[i] = append(works[i], w), append(results[i], result)
+			}
+		}
+		cfg.Faults.arm(r)
+		r.loop.Run(cfg.Limit)
+		r.rt.System().Shutdown()
+		for i := range ranks {
+			if i == crashed {
+				continue
+			}
+			for k, w := range works[i] {
+				select {
+				case <-w.Done():
+				default:
+					t.Fatalf("rank %d, round %d: never ended", i, k)
+				}
+				if err := w.Err(); err != nil {
+					if crashed < 0 || !errors.Is(err, commerr.ErrPeerFailed) || !slices.Contains(ranksNamed(err), crashed) {
+						t.Fatalf("rank %d, round %d: %v", i, k, err)
+					}
+					continue
+				}
+				for j := range count {
+					want := value((i+ranks-1)%ranks, k, j)
+					if !shifts[k] {
+						want = 0
+						for p := range ranks {
+							want += value(p, k, j)
+						}
+					}
+					if got := results[i][k].Int64At(j); got != want {
+						t.Fatalf("rank %d, round %d (shift %v), element %d: %d, want %d", i, k, shifts[k], j, got, want)
+					}
+				}
+			}
+		}
+	})
 }

@@ -303,8 +303,9 @@ func (c *runner) linked(m *Linked) {
 	}
 	if c.lazy[p].done && !c.lazy[p].asked {
 		// Made as the peer connected, after the collective was done with
-		// it: the rank may release it.
-		c.rt.System().Root.Send(c.parent, &DoneWith{Seq: req.Seq, Peer: m.Peer})
+		// it: for the peer's next operation, which may hold it to the end
+		// and wait there for this rank's next. Released now, it would
+		// hold this rank's next operation back until the peer's ended.
 		return
 	}
 	req.Links[p], req.Lend[p], req.Planes[p] = m.Link, m.Lend, m.Plane
