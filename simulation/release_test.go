@@ -218,47 +218,42 @@ func joined(t interface{ Fatal(...any) }, cfg *Config) *run {
 
 // TestReleasedLinksMixOperations is the property of a communicator that
 // releases its links, or, as a reference, keeps them, over operations of
-// both kinds.
-// Random small jobs run rounds of all-reduces, which on released links
-// link each peer as they come to it and let go of it, and of ring
-// shifts, batches of a send and a receive that take their links at once,
-// with a rank crashed at a random time or none. Every operation of every survivor ends; one that completes has
-// the plain loop's result; one that fails names the crashed rank; and
-// without a crash every one completes.
+// every kind in turn. Random small jobs run rounds of collectives, which
+// on released links link each peer as they come to it and let go of it,
+// and of point-to-point messages, which take their links at once (a ring
+// shift in one batch, or a send and a receive each on its own), with a
+// rank crashed at a random time or none. Every operation of every
+// survivor ends; one that completes has the plain loop's result; one
+// that fails names the crashed rank; and without a crash every one
+// completes.
 func TestReleasedLinksMixOperations(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nodes := rapid.IntRange(1, 2).Draw(t, "nodes")
 		ranks := nodes * rapid.IntRange(2, 5).Draw(t, "ranksPerNode")
-		shifts := rapid.SliceOfN(rapid.Bool(), 1, 6).Draw(t, "shifts") // per round: a ring shift, or an all-reduce
+		var rounds []mixedRound
+		for _, i := range rapid.SliceOfN(rapid.IntRange(0, len(mixedRounds)-1), 1, 6).Draw(t, "rounds") {
+			rounds = append(rounds, mixedRounds[i])
+		}
 		count := rapid.SampledFrom([]int{1, 7, 1000, 40_000}).Draw(t, "count")
 		crashed := rapid.IntRange(-1, ranks-1).Draw(t, "crashed") // -1: none
 		cfg := config(algorithms.AllReduce, ranks, count, rapid.Uint64().Draw(t, "seed"))
 		cfg.ReleaseLinks = rapid.Bool().Draw(t, "release")
 		cfg.Topology = DGXH100(nodes)
-		cfg.Algorithm = rapid.SampledFrom([]string{"ring", "recursive_doubling", "rabenseifner", "double_binary_tree"}).Draw(t, "algorithm")
+		if !slices.ContainsFunc(rounds, func(r mixedRound) bool { return r.name == "broadcast" || r.name == "all-gather" }) {
+			// An all-reduce's schedule names none of the others'.
+			cfg.Algorithm = rapid.SampledFrom([]string{"", "ring", "recursive_doubling", "rabenseifner", "double_binary_tree"}).Draw(t, "algorithm")
+		}
 		if crashed >= 0 {
 			at := time.Duration(rapid.IntRange(0, 100).Draw(t, "atUs")) * time.Microsecond
 			cfg.Faults = Plan{{Kind: Crash, Rank: crashed, At: at}}
 		}
-		// value is rank i's element j in round k.
-		value := func(i, k, j int) int64 { return int64(i*100_000 + k*10_000 + j) }
 		r := joined(t, &cfg)
 		works := make([][]*gocomms.Work, ranks)
 		results := make([][]*tensor.Tensor, ranks)
 		for i := range ranks {
-			for k, shift := range shifts {
-				x, _ := tensor.New(tensor.Int64, count)
-				for j := range count {
-					x.SetInt64(j, value(i, k, j))
-				}
-				w, result := (*gocomms.Work)(nil), x
-				if shift {
-					result, _ = tensor.New(tensor.Int64, count)
-					w = r.comms[i].NewBatch().Send(x, (i+1)%ranks).Recv(result, (i+ranks-1)%ranks).IssueAsync()
-				} else {
-					w = r.comms[i].AllReduceAsync(x, gocomms.Sum)
-				}
-				works[i], results[i] = append(works[i], w), append(results[i], result)
+			for k, round := range rounds {
+				ws, result := round.issue(r.comms[i], k, count)
+				works[i], results[i] = append(works[i], ws...), append(results[i], result)
 			}
 		}
 		cfg.Faults.arm(r)
@@ -268,31 +263,121 @@ func TestReleasedLinksMixOperations(t *testing.T) {
 			if i == crashed {
 				continue
 			}
-			for k, w := range works[i] {
+			for _, w := range works[i] {
 				select {
 				case <-w.Done():
 				default:
-					t.Fatalf("rank %d, round %d: never ended", i, k)
+					t.Fatalf("rank %d: %v never ended", i, w)
 				}
-				if err := w.Err(); err != nil {
-					if crashed < 0 || !errors.Is(err, commerr.ErrPeerFailed) || !slices.Contains(ranksNamed(err), crashed) {
-						t.Fatalf("rank %d, round %d: %v", i, k, err)
-					}
+				if err := w.Err(); err != nil && (crashed < 0 || !errors.Is(err, commerr.ErrPeerFailed) || !slices.Contains(ranksNamed(err), crashed)) {
+					t.Fatalf("rank %d: %v", i, err)
+				}
+			}
+			for k, round := range rounds {
+				if failed(works[i], k, rounds) {
 					continue
 				}
-				for j := range count {
-					want := value((i+ranks-1)%ranks, k, j)
-					if !shifts[k] {
-						want = 0
-						for p := range ranks {
-							want += value(p, k, j)
-						}
-					}
-					if got := results[i][k].Int64At(j); got != want {
-						t.Fatalf("rank %d, round %d (shift %v), element %d: %d, want %d", i, k, shifts[k], j, got, want)
+				for j := range results[i][k].Numel() {
+					if got, want := results[i][k].Int64At(j), round.want(i, ranks, k, count, j); got != want {
+						t.Fatalf("rank %d, round %d (%s), element %d: %d, want %d", i, k, round.name, j, got, want)
 					}
 				}
 			}
 		}
 	})
+}
+
+// mixedValue is rank i's element j in round k.
+func mixedValue(i, k, j int) int64 { return int64(i*100_000 + k*10_000 + j) }
+
+// mixedRound is an operation TestReleasedLinksMixOperations runs: issue
+// starts a rank's part in round k, with its Works and the tensor that
+// holds its result, whose element j want gives.
+type mixedRound struct {
+	name  string
+	works int // Works a rank's part has
+	issue func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor)
+	want  func(i, ranks, k, count, j int) int64
+}
+
+// mixedInput is rank c's tensor of round k.
+func mixedInput(c *gocomms.Comm, k, count int) *tensor.Tensor {
+	x, _ := tensor.New(tensor.Int64, count)
+	for j := range count {
+		x.SetInt64(j, mixedValue(c.Rank(), k, j))
+	}
+	return x
+}
+
+var mixedRounds = []mixedRound{
+	{name: "all-reduce", works: 1,
+		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
+			x := mixedInput(c, k, count)
+			return []*gocomms.Work{c.AllReduceAsync(x, gocomms.Sum)}, x
+		},
+		want: func(_, ranks, k, _, j int) int64 {
+			sum := int64(0)
+			for p := range ranks {
+				sum += mixedValue(p, k, j)
+			}
+			return sum
+		}},
+	{name: "broadcast", works: 1,
+		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
+			x := mixedInput(c, k, count)
+			return []*gocomms.Work{c.BroadcastAsync(x, k%c.Size())}, x
+		},
+		want: func(_, ranks, k, _, j int) int64 { return mixedValue(k%ranks, k, j) }},
+	{name: "all-gather", works: 1,
+		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
+			out, _ := tensor.New(tensor.Int64, c.Size()*count)
+			blocks := make([]*tensor.Tensor, c.Size())
+			for p := range blocks {
+				blocks[p], _ = out.Narrow(p*count, count)
+			}
+			return []*gocomms.Work{c.AllGatherAsync(blocks, mixedInput(c, k, count))}, out
+		},
+		want: func(_, _, k, count, j int) int64 { return mixedValue(j/count, k, j%count) }},
+	{name: "batched ring shift", works: 1,
+		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
+			i, n := c.Rank(), c.Size()
+			y, _ := tensor.New(tensor.Int64, count)
+			return []*gocomms.Work{c.NewBatch().Send(mixedInput(c, k, count), (i+1)%n).Recv(y, (i+n-1)%n).IssueAsync()}, y
+		},
+		want: func(i, ranks, k, _, j int) int64 { return mixedValue((i+ranks-1)%ranks, k, j) }},
+	{name: "ring shift", works: 2,
+		// Even ranks send first and odd ones receive first, so that a
+		// send that waits for its receiver waits for no send.
+		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
+			i, n := c.Rank(), c.Size()
+			x, y := mixedInput(c, k, count), must(tensor.New(tensor.Int64, count))
+			if i%2 == 0 {
+				s := c.SendAsync(x, (i+1)%n)
+				return []*gocomms.Work{s, c.RecvAsync(y, (i+n-1)%n)}, y
+			}
+			rv := c.RecvAsync(y, (i+n-1)%n)
+			return []*gocomms.Work{rv, c.SendAsync(x, (i+1)%n)}, y
+		},
+		want: func(i, ranks, k, _, j int) int64 { return mixedValue((i+ranks-1)%ranks, k, j) }},
+}
+
+// failed reports whether any of round k's Works of a rank failed.
+func failed(works []*gocomms.Work, k int, rounds []mixedRound) bool {
+	first := 0
+	for _, r := range rounds[:k] {
+		first += r.works
+	}
+	for _, w := range works[first : first+rounds[k].works] {
+		if w.Err() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
