@@ -285,11 +285,11 @@ func TestReleasedLinksMixOperations(t *testing.T) {
 	})
 }
 
-// mixedFaults are the faults TestReleasedLinksMixOperations draws: those
-// that neither reset connections, after which links are kept rather than
-// released, nor restart a rank, whose new process these operations do
-// not reissue.
-var mixedFaults = []FaultKind{Crash, Pause, Slow, Delay, Jitter, Duplicate, Loss, Skew, OneWay, Clog}
+// mixedFaults are the faults TestReleasedLinksMixOperations draws: all
+// but a restart, whose new process these operations do not reissue.
+// Those that reset connections keep the links they touch from being
+// released.
+var mixedFaults = []FaultKind{Crash, Pause, Slow, Delay, Jitter, Duplicate, Loss, Skew, OneWay, Clog, Drop, Flap, Partition, Corrupt}
 
 // mixedValue is rank i's element j in round k.
 func mixedValue(i, k, j int) int64 { return int64(i*100_000 + k*10_000 + j) }
