@@ -222,7 +222,8 @@ func joined(t interface{ Fatal(...any) }, cfg *Config) *run {
 // on released links link each peer as they come to it and let go of it,
 // and of point-to-point messages, which take their links at once (a ring
 // shift in one batch, or a send and a receive each on its own), under a
-// random plan of up to three faults (mixedFaults). Every operation of
+// random plan of up to three faults (mixedFaults), the actors run by the
+// simulator's dispatch or by protoactor's contexts. Every operation of
 // every rank not crashed ends; one that completes has the plain loop's
 // result; one that fails does so for a fault that explains it, as the
 // simulator judges its own runs.
@@ -237,6 +238,7 @@ func TestReleasedLinksMixOperations(t *testing.T) {
 		count := rapid.SampledFrom([]int{1, 7, 1000, 40_000}).Draw(t, "count")
 		cfg := config(algorithms.AllReduce, ranks, count, rapid.Uint64().Draw(t, "seed"))
 		cfg.ReleaseLinks = rapid.Bool().Draw(t, "release")
+		cfg.Protoactor = rapid.Bool().Draw(t, "protoactor")
 		cfg.Topology = DGXH100(nodes)
 		if !slices.ContainsFunc(rounds, func(r mixedRound) bool { return !r.p2p && r.name != "all-reduce" }) {
 			// An all-reduce's schedule names none of the other collectives'.
