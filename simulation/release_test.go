@@ -226,7 +226,7 @@ func joined(t interface{ Fatal(...any) }, cfg *Config) *run {
 // simulator's dispatch or by protoactor's contexts. Every operation of
 // every rank not crashed ends; one that completes has the plain loop's
 // result; one that fails does so for a fault that explains it, as the
-// simulator judges its own runs.
+// simulator judges its own runs; and the same run again traces alike.
 func TestReleasedLinksMixOperations(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nodes := rapid.IntRange(1, 2).Draw(t, "nodes")
@@ -246,18 +246,25 @@ func TestReleasedLinksMixOperations(t *testing.T) {
 		}
 		within := time.Duration(rapid.IntRange(10, 200).Draw(t, "withinUs")) * time.Microsecond
 		cfg.Faults = RandomPlan(rapid.Uint64().Draw(t, "planSeed"), ranks, rapid.IntRange(0, 3).Draw(t, "faults"), within, mixedFaults)
-		r := joined(t, &cfg)
-		works := make([][]*gocomms.Work, ranks)
-		results := make([][]*tensor.Tensor, ranks)
-		for i := range ranks {
-			for k, round := range rounds {
-				ws, result := round.issue(r.comms[i], k, count)
-				works[i], results[i] = append(works[i], ws...), append(results[i], result)
+		play := func() (*run, [][]*gocomms.Work, [][]*tensor.Tensor) {
+			r := joined(t, &cfg)
+			works := make([][]*gocomms.Work, ranks)
+			results := make([][]*tensor.Tensor, ranks)
+			for i := range ranks {
+				for k, round := range rounds {
+					ws, result := round.issue(r.comms[i], k, count)
+					works[i], results[i] = append(works[i], ws...), append(results[i], result)
+				}
 			}
+			cfg.Faults.arm(r)
+			r.loop.Run(cfg.Limit)
+			r.rt.System().Shutdown()
+			return r, works, results
 		}
-		cfg.Faults.arm(r)
-		r.loop.Run(cfg.Limit)
-		r.rt.System().Shutdown()
+		r, works, results := play()
+		if again, _, _ := play(); again.trace.Hash() != r.trace.Hash() {
+			t.Fatalf("the same seed traced %x, then %x", r.trace.Hash(), again.trace.Hash())
+		}
 		for i := range ranks {
 			if r.net.crashed[i] {
 				continue // a crashed rank's operations may end any way
