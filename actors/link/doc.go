@@ -15,6 +15,7 @@
 //	*Unroute       -> forget the key before its count is reached
 //	*Delivered     -> plane | routed actor | stash | link frame (fin, ping)
 //	*Release       -> tagRelease; later sends wait, for the parent to send on a new link
+//	*Decline       -> tagDecline: the peer's end, which released, takes the link back
 //	*connFailed    -> broken: panic for the supervisor to restart it after a backoff;
 //	                  ended: parent gets *Failed; later sends are dropped
 //	Stopping       -> conn.Close()
@@ -42,7 +43,11 @@
 // sends tagRelease after its last frame, and the link ends once both
 // have, telling its parent (Released) with what it was given meanwhile.
 // Both ends then hold nothing for the pair, and the next frame between
-// them goes on a new link and connection, as if the first had stayed.
+// them goes on a new link and connection, as if the first had stayed. A
+// parent whose operation holds its end to the end declines (Decline),
+// and the end that released takes the link back (Declined): otherwise
+// that operation could wait for the released end's next one, which would
+// wait for the release.
 //
 // A link knows nothing of schedules or reductions, and never blocks.
 package link

@@ -24,6 +24,9 @@ const (
 	// (Release): it sends nothing more on this connection. The link ends,
 	// with no failure to anyone, once each end has sent its own.
 	tagRelease
+	// tagDecline answers a tagRelease the sender's rank will not match
+	// (Decline): the link goes on, and the released end takes it back.
+	tagDecline
 )
 
 var (

@@ -148,8 +148,19 @@ type Release struct{}
 
 // ReleaseAsked tells the link's parent that the peer released its end
 // (Release) while this one has not: the peer sends nothing more on this
-// link, which ends once the parent releases it too.
+// link, which ends once the parent releases it too, or goes on if the
+// parent declines (Decline).
 type ReleaseAsked struct{ Peer int }
+
+// Decline answers a ReleaseAsked the parent will not match: an operation
+// here holds the link to its end. The link sends tagDecline, and the
+// peer's end, which released, takes the link back (Declined). A link
+// that released too, or was not asked, ignores it.
+type Decline struct{}
+
+// Declined tells the link's parent that the peer declined its release:
+// the link carries frames again, those given since the release first.
+type Declined struct{ Peer int }
 
 // Released tells the link's parent that both ends released the link,
 // which the parent is to stop: the pair shares no connection any more.
@@ -350,6 +361,11 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		l.watch(ctx)
 	case *Release:
 		l.release(ctx)
+	case *Decline:
+		if l.failed == nil && l.releaseGot && !l.releaseSent {
+			l.releaseGot = false
+			l.sendLink(tagDecline)
+		}
 	case *Close:
 		l.closing = true
 		if l.failed != nil || l.finished {
@@ -530,6 +546,10 @@ func (l *linkActor) linkFrame(ctx actor.Context, h transport.Header) {
 		} else {
 			ctx.Send(ctx.Parent(), &ReleaseAsked{Peer: l.cfg.Peer})
 		}
+	case tagDecline:
+		if l.releaseSent && !l.releaseGot {
+			l.takeBack(ctx)
+		}
 	default:
 		l.rt.Logger.Warn("unknown link frame", "peer", l.cfg.Peer, "tag", h.Tag)
 	}
@@ -548,6 +568,18 @@ func (l *linkActor) release(ctx actor.Context) {
 	if l.releaseGot {
 		l.end(ctx)
 	}
+}
+
+// takeBack undoes the release the peer declined: the plane sends around
+// the link again, and what the link was given since goes first.
+func (l *linkActor) takeBack(ctx actor.Context) {
+	l.releaseSent = false
+	l.cfg.Plane.connected(l.conn)
+	for _, f := range l.unsent {
+		l.conn.Send(f)
+	}
+	l.unsent = nil
+	ctx.Send(ctx.Parent(), &Declined{Peer: l.cfg.Peer})
 }
 
 // end closes the connection of a link both ends released, so that the

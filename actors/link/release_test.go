@@ -2,6 +2,7 @@ package link
 
 import (
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,5 +61,74 @@ func TestReleaseEndsOnceBothEndsReleased(t *testing.T) {
 	case m := <-parent.out:
 		t.Fatalf("after both released, a parent got %#v", m)
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestDeclinedReleaseTakesTheLinkBack: a parent that will not release
+// its end when its peer did (an operation holds it) declines, and the
+// end that released takes the link back (Declined), sending first what
+// it was given since its release, in order; the link then carries frames
+// both ways, and a later release by both ends ends it, with nothing left.
+func TestDeclinedReleaseTakesTheLinkBack(t *testing.T) {
+	rt := actors.NewRuntime(slog.New(slog.DiscardHandler))
+	defer rt.Shutdown()
+	parent, toB, toA := linkPair(t, rt) // rank 0's link to rank 1, and rank 1's to rank 0
+	root := rt.System().Root
+	next := func(what string) any {
+		t.Helper()
+		select {
+		case m := <-parent.out:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s never came", what)
+			return nil
+		}
+	}
+	control := func(tag uint32) transport.Frame {
+		return transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Control, Tag: tag}}
+	}
+	delivered := func(what string, from int, tag uint32) {
+		t.Helper()
+		if m, ok := next(what).(*Delivered); !ok || m.Peer != from || m.Frame.Header.Tag != tag {
+			t.Fatalf("a parent got %#v, want %s: rank %d's control frame %d", m, what, from, tag)
+		}
+	}
+
+	root.Send(toB, &Release{})
+	if m, ok := next("rank 1's word that rank 0 released").(*ReleaseAsked); !ok || m.Peer != 0 {
+		t.Fatalf("rank 1's parent got %#v, want ReleaseAsked from rank 0", m)
+	}
+	root.Send(toB, &Send{Frame: control(7)}) // kept: rank 0's end released
+	root.Send(toB, &Send{Frame: control(8)})
+	root.Send(toA, &Decline{})
+	// Rank 0's parent hears of the decline, and rank 1's gets the frames
+	// in order; the two parents' mailboxes are one here, which orders
+	// neither before the other.
+	declined, tags := false, []uint32(nil)
+	for range 3 {
+		switch m := next("the decline and the frames kept").(type) {
+		case *Declined:
+			declined = m.Peer == 1
+		case *Delivered:
+			if m.Peer == 0 {
+				tags = append(tags, m.Frame.Header.Tag)
+			}
+		}
+	}
+	if !declined || !slices.Equal(tags, []uint32{7, 8}) {
+		t.Fatalf("declined by rank 1 %v, rank 1 got control frames %v; want true, [7 8]", declined, tags)
+	}
+	root.Send(toA, &Send{Frame: control(9)})
+	delivered("a frame the other way", 1, 9)
+
+	root.Send(toB, &Release{})
+	if m, ok := next("rank 1's word that rank 0 released again").(*ReleaseAsked); !ok || m.Peer != 0 {
+		t.Fatalf("rank 1's parent got %#v, want ReleaseAsked from rank 0", m)
+	}
+	root.Send(toA, &Release{})
+	for range 2 {
+		if m, ok := next("a Released").(*Released); !ok || len(m.Unsent) != 0 || len(m.Early) != 0 {
+			t.Fatalf("a parent got %#v, want Released with nothing kept", m)
+		}
 	}
 }

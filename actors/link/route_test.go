@@ -27,7 +27,7 @@ func (f *forwarder) Receive(c actor.Context) {
 		for _, cfg := range f.links {
 			f.pids <- f.rt.SpawnChild(c, Producer(f.rt, cfg), "link")
 		}
-	case *Delivered, *Send, string, *ReleaseAsked, *Released, *Failed:
+	case *Delivered, *Send, string, *ReleaseAsked, *Released, *Declined, *Failed:
 		f.out <- m
 	}
 }

@@ -257,6 +257,8 @@ func (r *rankActor) receive(ctx actor.Context) {
 		r.doneWith(ctx, m.Peer)
 	case *link.ReleaseAsked:
 		r.releaseAsked(ctx, m.Peer)
+	case *link.Declined:
+		r.declined(ctx, m.Peer)
 	case *link.Released:
 		r.released(ctx, m)
 	case *link.Lost:

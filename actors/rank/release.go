@@ -91,11 +91,14 @@ func (r *rankActor) doneWith(ctx actor.Context, peer int) {
 	}
 }
 
-// releaseAsked notes that the peer released its end of l, which this
-// end releases as soon as nothing here uses it: at once if only the
-// running lazy collective does, which takes its frames from the next
-// link (collective.Unlinked). Kept, the link would hold back whatever
-// the peer has to send next.
+// releaseAsked releases this end of the link to peer, whose end the peer
+// released, at once if nothing here uses it, or if only the running lazy
+// collective does, which takes its frames from the next link
+// (collective.Unlinked). Anything else that uses it (an operation that
+// took its links at once, frames on its plane for one to come) holds it
+// to its end, and may wait there for the peer's next operation, which
+// waits for the release: this end declines it (link.Decline), and the
+// peer takes the link back.
 func (r *rankActor) releaseAsked(ctx actor.Context, peer int) {
 	l := r.links.of(peer)
 	if l == nil {
@@ -107,6 +110,25 @@ func (r *rankActor) releaseAsked(ctx actor.Context, peer int) {
 		l.inUse = false
 	}
 	r.release(ctx, l)
+	if l.live && !l.releasing {
+		l.asked = false
+		ctx.Send(l.pid, &link.Decline{})
+	}
+}
+
+// declined takes back the link to peer, whose release the peer declined:
+// what waited for the release takes it now.
+func (r *rankActor) declined(ctx actor.Context, peer int) {
+	l := r.links.of(peer)
+	if l == nil || !l.releasing {
+		return
+	}
+	l.releasing = false
+	r.heldStart(ctx)
+	if l.again {
+		l.again = false
+		r.lendLink(ctx, l)
+	}
 }
 
 // operationEnded lets go of the links the operation held, and releases
