@@ -316,3 +316,28 @@ func TestHungRankIsNamedByTimeouts(t *testing.T) {
 		cfg.Silence = -1
 	})
 }
+
+// TestEveryWaitingLinkWatches: a collective that attaches to a link's
+// plane before the link actor started still has the link watch the peer
+// it waits for. Over seeds, which order what happens at the same virtual
+// time, and rank counts, with one rank frozen from the start: every
+// other rank that does not complete names the frozen rank as failed
+// once it has been silent for the links' Silence, and none waits out its
+// timeout.
+func TestEveryWaitingLinkWatches(t *testing.T) {
+	for seed := range uint64(100) {
+		ranks := 2 + int(seed)%7
+		cfg := config(algorithms.AllReduce, ranks, 1, seed)
+		cfg.Iterations, cfg.Timeout = 1, time.Minute
+		cfg.Faults = Plan{{Kind: Pause, Rank: int(seed) % ranks, At: 0, For: time.Hour}}
+		res := mustRun(t, cfg)
+		for r, o := range res.Ranks {
+			if r == cfg.Faults[0].Rank || o.Err == nil {
+				continue
+			}
+			if !errors.Is(o.Err, commerr.ErrPeerFailed) || !slices.Contains(ranksNamed(o.Err), cfg.Faults[0].Rank) {
+				t.Errorf("seed %d, %d ranks, rank %d frozen: rank %d: %v, want a failure naming it", seed, ranks, cfg.Faults[0].Rank, r, o.Err)
+			}
+		}
+	}
+}

@@ -425,7 +425,9 @@ func (l *linkActor) watchPlane(ctx actor.Context) {
 		l.ticker = l.rt.NewTimer(ctx.Self(), tick{})
 	}
 	ticker, every := l.ticker, l.cfg.Heartbeat
-	l.cfg.Plane.setWatch(func() { ticker.Arm(every) })
+	if l.cfg.Plane.setWatch(func() { ticker.Arm(every) }) {
+		ticker.Arm(every) // a collective attached before the link started
+	}
 }
 
 // armTick arms the watch's next tick, on a timer that stays with the link

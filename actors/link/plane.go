@@ -431,10 +431,13 @@ func (p *Plane) takes(h transport.Header, message bool) bool {
 func (p *Plane) Strays() *Strays { return p.strays }
 
 // setWatch sets how the plane starts its link's watch of the peer.
-func (p *Plane) setWatch(f func()) {
+func (p *Plane) setWatch(f func()) (ask bool) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.watch = f
-	p.mu.Unlock()
+	ask = p.sink != nil && !p.watched
+	p.watched = p.watched || ask
+	return ask
 }
 
 // connected makes c the connection direct frames go on.
