@@ -268,9 +268,8 @@ func TestReleasedLinksMixOperations(t *testing.T) {
 			return r, works, results
 		}
 		// An abort explains the aborted rank's ErrAborted, and its peers'
-		// failures that name it: at once where they had a link to it,
-		// which it closes, and at their timeout where, links released,
-		// they waited for a peer they had none to (no link watches it).
+		// failures that name it: the links it closes, or refuses, or
+		// that find it silent.
 		abortExplains := func(i int, err error) bool {
 			switch {
 			case aborts < 0:
