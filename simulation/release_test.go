@@ -161,7 +161,7 @@ func TestHeldSendHearsOfAFailure(t *testing.T) {
 		cfg := config(algorithms.AllReduce, 3, 64, 1)
 		cfg.ReleaseLinks = true
 		cfg.Faults = Plan{{Kind: Crash, Rank: 2, At: at}}
-		r := joined(t, &cfg)
+		r := joined(t, &cfg, nil)
 		var p2p [2]*gocomms.Work
 		sendStarted := false
 		for i := range cfg.Ranks {
@@ -202,14 +202,14 @@ func TestHeldSendHearsOfAFailure(t *testing.T) {
 	}
 }
 
-// joined builds cfg's run and every rank's communicator, for a test to
-// issue its own operations on before it arms the faults and runs the
-// loop.
-func joined(t interface{ Fatal(...any) }, cfg *Config) *run {
+// joined builds cfg's run and every rank's communicator, rank i's with
+// more[i] besides the run's options, for a test to issue its own
+// operations on before it arms the faults and runs the loop.
+func joined(t interface{ Fatal(...any) }, cfg *Config, more map[int][]gocomms.Option) *run {
 	r := newRun(cfg, slog.New(slog.DiscardHandler))
 	opts := r.commOptions()
 	for i := range cfg.Ranks {
-		if err := r.join(i, slices.Clip(opts)); err != nil {
+		if err := r.join(i, append(slices.Clip(opts), more[i]...)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -221,13 +221,15 @@ func joined(t interface{ Fatal(...any) }, cfg *Config) *run {
 // every kind in turn. Random small jobs run rounds of collectives, which
 // on released links link each peer as they come to it and let go of it,
 // and of point-to-point messages, which take their links at once (a ring
-// shift in one batch, or a send and a receive each on its own), under a
-// random plan of up to three faults (mixedFaults) and an abort of one
-// rank at a random time, or none, the actors run by the
-// simulator's dispatch or by protoactor's contexts. Every operation of
-// every rank not crashed ends; one that completes has the plain loop's
-// result; one that fails does so for a fault that explains it, as the
-// simulator judges its own runs; and the same run again traces alike.
+// shift in one batch, or a send and a receive each on its own), the
+// actors run by the simulator's dispatch or by protoactor's contexts.
+// They run under a random plan of up to three faults (mixedFaults), an
+// abort of one rank at a random time or none, and one rank's operations
+// timing out within 50 µs or none. Every operation of every rank not
+// crashed ends; one that completes has the plain loop's result; one that
+// fails does so for a fault, the abort or the early timeouts that
+// explain it, as the simulator judges its own runs; and the same run
+// played again traces alike.
 func TestReleasedLinksMixOperations(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nodes := rapid.IntRange(1, 2).Draw(t, "nodes")
@@ -249,8 +251,10 @@ func TestReleasedLinksMixOperations(t *testing.T) {
 		cfg.Faults = RandomPlan(rapid.Uint64().Draw(t, "planSeed"), ranks, rapid.IntRange(0, 3).Draw(t, "faults"), within, mixedFaults)
 		aborts := rapid.IntRange(-1, ranks-1).Draw(t, "aborts") // -1: none
 		abortAt := time.Duration(rapid.IntRange(0, 200).Draw(t, "abortAtUs")) * time.Microsecond
+		hasty := rapid.IntRange(-1, ranks-1).Draw(t, "hasty") // -1: none
+		hurry := time.Duration(rapid.IntRange(1, 50).Draw(t, "hurryUs")) * time.Microsecond
 		play := func() (*run, [][]*gocomms.Work, [][]*tensor.Tensor) {
-			r := joined(t, &cfg)
+			r := joined(t, &cfg, map[int][]gocomms.Option{hasty: {gocomms.WithTimeout(hurry)}})
 			works := make([][]*gocomms.Work, ranks)
 			results := make([][]*tensor.Tensor, ranks)
 			for i := range ranks {
@@ -279,6 +283,14 @@ func TestReleasedLinksMixOperations(t *testing.T) {
 			}
 			return errors.Is(err, commerr.ErrPeerFailed) && slices.Contains(ranksNamed(err), aborts)
 		}
+		// A rank whose operations time out early explains timeouts: its
+		// own, and those of the ranks that wait for it, or for the ranks
+		// it holds up, each naming the rank it waited for; and failures
+		// that name it.
+		hastyExplains := func(err error) bool {
+			return hasty >= 0 && (errors.Is(err, commerr.ErrTimeout) ||
+				errors.Is(err, commerr.ErrPeerFailed) && slices.Contains(ranksNamed(err), hasty))
+		}
 		r, works, results := play()
 		if again, _, _ := play(); again.trace.Hash() != r.trace.Hash() {
 			t.Fatalf("the same seed traced %x, then %x", r.trace.Hash(), again.trace.Hash())
@@ -295,6 +307,9 @@ func TestReleasedLinksMixOperations(t *testing.T) {
 				default:
 				}
 				if e.ended && e.err != nil && abortExplains(i, e.err) {
+					continue
+				}
+				if e.ended && e.err != nil && hastyExplains(e.err) {
 					continue
 				}
 				if v := r.judge(i, "operation", k, e, sameRank); v != "" {
