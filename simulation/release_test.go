@@ -253,6 +253,9 @@ func TestReleasedLinksMixOperations(t *testing.T) {
 		abortAt := time.Duration(rapid.IntRange(0, 200).Draw(t, "abortAtUs")) * time.Microsecond
 		hasty := rapid.IntRange(-1, ranks-1).Draw(t, "hasty") // -1: none
 		hurry := time.Duration(rapid.IntRange(1, 50).Draw(t, "hurryUs")) * time.Microsecond
+		// A rank that gives up on each operation holds up its peers for
+		// their whole timeout, operation after operation.
+		cfg.Limit = time.Duration(2*len(rounds)+1) * cfg.Timeout
 		play := func() (*run, [][]*gocomms.Work, [][]*tensor.Tensor) {
 			r := joined(t, &cfg, map[int][]gocomms.Option{hasty: {gocomms.WithTimeout(hurry)}})
 			works := make([][]*gocomms.Work, ranks)
