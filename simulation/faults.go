@@ -451,8 +451,6 @@ func (f *Fault) validate(ranks int) error {
 	return nil
 }
 
-// healed is when the last fault heals: the liveness bound counts from
-// there.
 // resets reports whether p resets connections that their ranks dial
 // again (drops, flaps, partitions and corrupt frames): the links resume
 // on new connections what the old ones lost.
@@ -462,6 +460,8 @@ func (p Plan) resets() bool {
 	})
 }
 
+// healed is when the last fault heals: the liveness bound counts from
+// there.
 func (p Plan) healed() time.Duration {
 	var t time.Duration
 	for _, f := range p {

@@ -256,14 +256,15 @@ func TestReleasedLinksMixOperations(t *testing.T) {
 		// A rank that gives up on each operation holds up its peers for
 		// their whole timeout, operation after operation.
 		cfg.Limit = time.Duration(2*len(rounds)+1) * cfg.Timeout
-		play := func() (*run, [][]*gocomms.Work, [][]*tensor.Tensor) {
+		// works and results are by rank, then by round.
+		play := func() (*run, [][][]*gocomms.Work, [][]*tensor.Tensor) {
 			r := joined(t, &cfg, map[int][]gocomms.Option{hasty: {gocomms.WithTimeout(hurry)}})
-			works := make([][]*gocomms.Work, ranks)
+			works := make([][][]*gocomms.Work, ranks)
 			results := make([][]*tensor.Tensor, ranks)
 			for i := range ranks {
 				for k, round := range rounds {
 					ws, result := round.issue(r.comms[i], k, count)
-					works[i], results[i] = append(works[i], ws...), append(results[i], result)
+					works[i], results[i] = append(works[i], ws), append(results[i], result)
 				}
 			}
 			cfg.Faults.arm(r)
@@ -302,25 +303,24 @@ func TestReleasedLinksMixOperations(t *testing.T) {
 			if r.net.crashed[i] {
 				continue // a crashed rank's operations may end any way
 			}
-			for k, w := range works[i] {
-				e := opEnd{err: w.Err()}
-				select {
-				case <-w.Done():
-					e.ended = true
-				default:
-				}
-				if e.ended && e.err != nil && abortExplains(i, e.err) {
-					continue
-				}
-				if e.ended && e.err != nil && hastyExplains(e.err) {
-					continue
-				}
-				if v := r.judge(i, "operation", k, e, sameRank); v != "" {
-					t.Fatal(v)
-				}
-			}
 			for k, round := range rounds {
-				if results[i][k] == nil || failed(works[i], k, rounds) {
+				failed := false
+				for _, w := range works[i][k] {
+					e := opEnd{err: w.Err()}
+					select {
+					case <-w.Done():
+						e.ended = true
+					default:
+					}
+					failed = failed || e.err != nil
+					if e.ended && e.err != nil && (abortExplains(i, e.err) || hastyExplains(e.err)) {
+						continue
+					}
+					if v := r.judge(i, round.name, k, e, sameRank); v != "" {
+						t.Fatal(v)
+					}
+				}
+				if results[i][k] == nil || failed {
 					continue // nothing to check, or it failed
 				}
 				for j := range results[i][k].Numel() {
@@ -348,7 +348,6 @@ func mixedValue(i, k, j int) int64 { return int64(i*100_000 + k*10_000 + j) }
 type mixedRound struct {
 	name  string
 	p2p   bool // point-to-point messages: no collective schedule
-	works int  // Works a rank's part has
 	issue func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor)
 	want  func(i, ranks, k, count, j int) int64
 }
@@ -363,32 +362,32 @@ func mixedInput(c *gocomms.Comm, k, count int) *tensor.Tensor {
 }
 
 var mixedRounds = []mixedRound{
-	{name: "all-reduce", works: 1,
+	{name: "all-reduce",
 		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
 			x := mixedInput(c, k, count)
 			return []*gocomms.Work{c.AllReduceAsync(x, gocomms.Sum)}, x
 		},
 		want: func(_, ranks, k, _, j int) int64 { return mixedSum(ranks, k, j) }},
-	{name: "broadcast", works: 1,
+	{name: "broadcast",
 		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
 			x := mixedInput(c, k, count)
 			return []*gocomms.Work{c.BroadcastAsync(x, k%c.Size())}, x
 		},
 		want: func(_, ranks, k, _, j int) int64 { return mixedValue(k%ranks, k, j) }},
-	{name: "all-gather", works: 1,
+	{name: "all-gather",
 		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
 			out, blocks := mixedBlocks(c, k, count, c.Size(), false)
 			return []*gocomms.Work{c.AllGatherAsync(blocks, mixedInput(c, k, count))}, out
 		},
 		want: func(_, _, k, count, j int) int64 { return mixedValue(j/count, k, j%count) }},
-	{name: "batched ring shift", p2p: true, works: 1,
+	{name: "batched ring shift", p2p: true,
 		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
 			i, n := c.Rank(), c.Size()
 			y, _ := tensor.New(tensor.Int64, count)
 			return []*gocomms.Work{c.NewBatch().Send(mixedInput(c, k, count), (i+1)%n).Recv(y, (i+n-1)%n).IssueAsync()}, y
 		},
 		want: func(i, ranks, k, _, j int) int64 { return mixedValue((i+ranks-1)%ranks, k, j) }},
-	{name: "ring shift", p2p: true, works: 2,
+	{name: "ring shift", p2p: true,
 		// Even ranks send first and odd ones receive first, so that a
 		// send that waits for its receiver waits for no send.
 		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
@@ -402,7 +401,7 @@ var mixedRounds = []mixedRound{
 			return []*gocomms.Work{rv, c.SendAsync(x, (i+1)%n)}, y
 		},
 		want: func(i, ranks, k, _, j int) int64 { return mixedValue((i+ranks-1)%ranks, k, j) }},
-	{name: "reduce", works: 1,
+	{name: "reduce",
 		// Only the root's result is the reduction's.
 		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
 			x, root := mixedInput(c, k, count), k%c.Size()
@@ -413,25 +412,25 @@ var mixedRounds = []mixedRound{
 			return []*gocomms.Work{w}, x
 		},
 		want: func(_, ranks, k, _, j int) int64 { return mixedSum(ranks, k, j) }},
-	{name: "reduce-scatter", works: 1,
+	{name: "reduce-scatter",
 		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
 			_, in := mixedBlocks(c, k, count, c.Size(), true)
 			out := must(tensor.New(tensor.Int64, count))
 			return []*gocomms.Work{c.ReduceScatterAsync(out, in, gocomms.Sum)}, out
 		},
 		want: func(i, ranks, k, count, j int) int64 { return mixedSum(ranks, k, i*count+j) }},
-	{name: "all-to-all", works: 1,
+	{name: "all-to-all",
 		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
 			_, in := mixedBlocks(c, k, count, c.Size(), true)
 			out, blocks := mixedBlocks(c, k, count, c.Size(), false)
 			return []*gocomms.Work{c.AllToAllAsync(blocks, in)}, out
 		},
 		want: func(i, _, k, count, j int) int64 { return mixedValue(j/count, k, i*count+j%count) }},
-	{name: "barrier", works: 1,
+	{name: "barrier",
 		issue: func(c *gocomms.Comm, _, _ int) ([]*gocomms.Work, *tensor.Tensor) {
 			return []*gocomms.Work{c.BarrierAsync()}, nil
 		}},
-	{name: "gather", works: 1,
+	{name: "gather",
 		// Only the root's outputs are the gathered blocks.
 		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
 			out, blocks := mixedBlocks(c, k, count, c.Size(), false)
@@ -443,7 +442,7 @@ var mixedRounds = []mixedRound{
 			return []*gocomms.Work{w}, out
 		},
 		want: func(_, _, k, count, j int) int64 { return mixedValue(j/count, k, j%count) }},
-	{name: "scatter", works: 1,
+	{name: "scatter",
 		issue: func(c *gocomms.Comm, k, count int) ([]*gocomms.Work, *tensor.Tensor) {
 			_, in := mixedBlocks(c, k, count, c.Size(), true)
 			out := must(tensor.New(tensor.Int64, count))
@@ -476,20 +475,6 @@ func mixedSum(ranks, k, j int) int64 {
 		sum += mixedValue(p, k, j)
 	}
 	return sum
-}
-
-// failed reports whether any of round k's Works of a rank failed.
-func failed(works []*gocomms.Work, k int, rounds []mixedRound) bool {
-	first := 0
-	for _, r := range rounds[:k] {
-		first += r.works
-	}
-	for _, w := range works[first : first+rounds[k].works] {
-		if w.Err() != nil {
-			return true
-		}
-	}
-	return false
 }
 
 func must[T any](v T, err error) T {

@@ -284,6 +284,11 @@ func (c *runner) send(p int, f transport.Frame) error {
 // which it asks the rank for once.
 func (c *runner) park(p int, f transport.Frame) {
 	c.parked = append(c.parked, parkedFrame{p: p, f: f})
+	c.askLink(p)
+}
+
+// askLink asks the rank for the link to the p-th peer, unless it did.
+func (c *runner) askLink(p int) {
 	if !c.lazy[p].asked {
 		c.lazy[p].asked = true
 		c.rt.System().Root.Send(c.parent, &NeedLink{Seq: c.req.Seq, Peer: c.req.Peers()[p]})
@@ -347,9 +352,8 @@ func (c *runner) doneWith(p int, final bool) {
 // failure. A send to the peer links it again anyway.
 func (c *runner) unlinked(p int) {
 	c.unlink(p)
-	if !c.lazy[p].done && !c.lazy[p].asked && slices.Contains(c.prog.Waiting(nil), c.req.Peers()[p]) {
-		c.lazy[p].asked = true
-		c.rt.System().Root.Send(c.parent, &NeedLink{Seq: c.req.Seq, Peer: c.req.Peers()[p]})
+	if !c.lazy[p].done && slices.Contains(c.prog.Waiting(nil), c.req.Peers()[p]) {
+		c.askLink(p)
 	}
 }
 

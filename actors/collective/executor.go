@@ -58,9 +58,9 @@ type executor struct {
 	keys     []link.Key
 	peerKeys [][]link.Key
 	// runs are a lazy collective's steps with each peer, by which its
-	// outbox lets go of the peer's link (releaser); lazy says it is one.
+	// outbox, rel, lets go of the peer's link; rel is nil for any other.
 	runs runs
-	lazy bool
+	rel  releaser
 }
 
 // releaser is the outbox of a lazy collective (Request.Lazy): told of
@@ -190,7 +190,7 @@ func (e *executor) run() (ended bool, fail *Fail) {
 			e.complete(i)
 		}
 	}
-	if e.prog.Done() && len(e.unsent) == 0 && !(e.lazy && e.out.(releaser).parks()) {
+	if e.prog.Done() && len(e.unsent) == 0 && !(e.rel != nil && e.rel.parks()) {
 		e.results()
 		return true, nil
 	}
@@ -207,11 +207,11 @@ func (e *executor) run() (ended bool, fail *Fail) {
 // link for a while (runs).
 func (e *executor) complete(i int) {
 	e.ready = e.prog.Complete(i, e.ready)
-	if !e.lazy {
+	if e.rel == nil {
 		return
 	}
 	if p, final, release := e.runs.complete(i); release {
-		e.out.(releaser).doneWith(p, final)
+		e.rel.doneWith(p, final)
 	}
 }
 
@@ -316,9 +316,9 @@ func (e *executor) begin(req *Request, out outbox) {
 	e.mapped = resize(e.mapped, len(req.Schedule.Steps))
 	e.unready = e.unready[:0]
 	e.reading = resize(e.reading, len(req.Schedule.Steps))
-	_, releases := out.(releaser)
-	e.lazy = releases && req.Lazy && req.P2P == nil
-	if e.lazy {
+	e.rel = nil
+	if rel, ok := out.(releaser); ok && req.Lazy && req.P2P == nil {
+		e.rel = rel
 		e.runs.plan(req.Schedule, len(req.Peers()), func(peer int) int {
 			p, _ := req.peerIndex(peer)
 			return p

@@ -357,9 +357,18 @@ const noCollective = ^uint64(0)
 func (p *Plane) hold(s Sink, seq uint64) (ask bool) {
 	p.sink, p.seq = s, seq
 	p.attached.Add(1)
-	ask = !p.watched && p.watch != nil
-	p.watched = p.watched || ask
-	return ask
+	return p.askWatch()
+}
+
+// askWatch reports whether the link is to be asked to watch the peer:
+// a sink waits on the plane, the link has started (watch), and no watch
+// was asked for yet; it notes that one is. Called with p.mu held.
+func (p *Plane) askWatch() bool {
+	if p.watched || p.watch == nil || p.sink == nil {
+		return false
+	}
+	p.watched = true
+	return true
 }
 
 // Detach ends s's hold on the plane: frames that come later wait for the
@@ -430,14 +439,14 @@ func (p *Plane) takes(h transport.Header, message bool) bool {
 // nil.
 func (p *Plane) Strays() *Strays { return p.strays }
 
-// setWatch sets how the plane starts its link's watch of the peer.
+// setWatch sets how the plane starts its link's watch of the peer, and
+// reports whether to start it now: a collective attached before the link
+// started, when the plane had no watch to ask for.
 func (p *Plane) setWatch(f func()) (ask bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.watch = f
-	ask = p.sink != nil && !p.watched
-	p.watched = p.watched || ask
-	return ask
+	return p.askWatch()
 }
 
 // connected makes c the connection direct frames go on.

@@ -22,16 +22,7 @@ func TestReleaseEndsOnceBothEndsReleased(t *testing.T) {
 	defer rt.Shutdown()
 	parent, toB, toA := linkPair(t, rt) // rank 0's link to rank 1, and rank 1's to rank 0
 	root := rt.System().Root
-	next := func(what string) any {
-		t.Helper()
-		select {
-		case m := <-parent.out:
-			return m
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s never came", what)
-			return nil
-		}
-	}
+	next := parent.next(t)
 
 	early := transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Collective, Seq: 5}, Payload: []byte{5}}
 	root.Send(toB, &Send{Frame: early})
@@ -74,16 +65,7 @@ func TestDeclinedReleaseTakesTheLinkBack(t *testing.T) {
 	defer rt.Shutdown()
 	parent, toB, toA := linkPair(t, rt) // rank 0's link to rank 1, and rank 1's to rank 0
 	root := rt.System().Root
-	next := func(what string) any {
-		t.Helper()
-		select {
-		case m := <-parent.out:
-			return m
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s never came", what)
-			return nil
-		}
-	}
+	next := parent.next(t)
 	control := func(tag uint32) transport.Frame {
 		return transport.Frame{Header: transport.Header{Comm: 1, Kind: transport.Control, Tag: tag}}
 	}
@@ -129,6 +111,21 @@ func TestDeclinedReleaseTakesTheLinkBack(t *testing.T) {
 	for range 2 {
 		if m, ok := next("a Released").(*Released); !ok || len(m.Unsent) != 0 || len(m.Early) != 0 {
 			t.Fatalf("a parent got %#v, want Released with nothing kept", m)
+		}
+	}
+}
+
+// next returns what takes the forwarder's next message, failing t if none
+// comes within ten seconds: what says which message t waits for.
+func (f *forwarder) next(t *testing.T) func(what string) any {
+	return func(what string) any {
+		t.Helper()
+		select {
+		case m := <-f.out:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s never came", what)
+			return nil
 		}
 	}
 }

@@ -53,9 +53,23 @@ func (r *rankActor) linkAsked(ctx actor.Context, m *collective.NeedLink) {
 		l.again = true
 		return
 	}
-	if l, err := r.connect(ctx, m.Peer); err == nil {
+	r.relink(ctx, m.Peer)
+}
+
+// relink links peer, with the link the rank has or a new one, and lends
+// it to the running collective.
+func (r *rankActor) relink(ctx actor.Context, peer int) {
+	if l, err := r.connect(ctx, peer); err == nil {
 		r.lendLink(ctx, l)
 	}
+}
+
+// dropLink forgets l, which both ends released or which failed while
+// being released, stops it, and starts what waited for its release.
+func (r *rankActor) dropLink(ctx actor.Context, l *peerLink) {
+	r.links.remove(l)
+	ctx.Stop(l.pid)
+	r.heldStart(ctx)
 }
 
 // usable reports whether l can carry an operation's frames: it is not
@@ -173,9 +187,7 @@ func (r *rankActor) released(ctx actor.Context, m *link.Released) {
 	early := m.Early
 	if l != nil && l.releasing {
 		again = again || l.again || len(early) > 0
-		r.links.remove(l)
-		ctx.Stop(l.pid)
-		r.heldStart(ctx)
+		r.dropLink(ctx, l)
 	}
 	var nl *peerLink
 	var err error
@@ -205,21 +217,15 @@ func (r *rankActor) peerConnected(ctx actor.Context, peer int) {
 		l.again = true
 		return
 	}
-	if l, err := r.connect(ctx, peer); err == nil {
-		r.lendLink(ctx, l)
-	}
+	r.relink(ctx, peer)
 }
 
 // releaseFailed forgets l, which failed while being released, so that
 // what waited for its release finds the peer gone.
 func (r *rankActor) releaseFailed(ctx actor.Context, l *peerLink) {
-	r.links.remove(l)
-	ctx.Stop(l.pid)
-	r.heldStart(ctx)
+	r.dropLink(ctx, l)
 	if l.again {
-		if nl, err := r.connect(ctx, l.peer); err == nil {
-			r.lendLink(ctx, nl)
-		}
+		r.relink(ctx, l.peer)
 	}
 }
 
@@ -247,8 +253,9 @@ var errReleasing = commerr.Invalid("not available on a communicator that release
 
 // heldStart starts the operation holdStart held, if it still waits.
 func (r *rankActor) heldStart(ctx actor.Context) {
-	if req := r.held; req != nil && r.sequencer.running == req {
-		r.held = nil
+	req := r.held
+	r.held = nil
+	if req != nil && r.sequencer.running == req {
 		r.start(ctx, req)
 	}
 }
