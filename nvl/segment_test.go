@@ -1,0 +1,49 @@
+//go:build linux
+
+package nvl
+
+import (
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestRingsMappedWritable: once a segment is mapped, on the side that
+// made it and on the side that opened it, writing every page of its
+// rings faults none of them: the first records pay no page faults.
+func TestRingsMappedWritable(t *testing.T) {
+	l := layout{ringSize: 1 << 20, slots: 2, slotSize: MinSlot}
+	made, fd, err := createSegment(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	defer made.unmap()
+	opened, err := openSegment(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opened.unmap()
+	runtime.LockOSThread() // the faults are counted for this thread
+	defer runtime.UnlockOSThread()
+	for name, s := range map[string]*segment{"made": made, "opened": opened} {
+		before := minorFaults(t)
+		for _, r := range []ring{s.ring0, s.ring1} {
+			for at := 0; at < len(r.data); at += unix.Getpagesize() {
+				r.data[at]++
+			}
+		}
+		if n := minorFaults(t) - before; n > 2 {
+			t.Errorf("%s: writing the %d pages of the rings faulted %d times", name, 2*l.ringSize/unix.Getpagesize(), n)
+		}
+	}
+}
+
+func minorFaults(t *testing.T) int64 {
+	var u unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &u); err != nil {
+		t.Fatal(err)
+	}
+	return u.Minflt
+}
