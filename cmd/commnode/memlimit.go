@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"runtime/debug"
+	"strings"
 )
 
 // limitSimMemory gives the collector a soft limit of five eighths of the
@@ -24,4 +26,34 @@ func limitSimMemory() int64 {
 		}
 	}
 	return debug.SetMemoryLimit(-1)
+}
+
+// hugePagesHint is what sim says of a large run where the kernel backs
+// the heap with small pages: transparent huge pages left to madvise (as
+// on many distributions) give the Go heap none, since the runtime asks
+// for none, and a heap of gigabytes then faults in 4 KiB at a time and
+// misses the TLB. On a 2-core virtual machine, 100,000 ranks took 40.2
+// and 41.8 s with madvise and 32.8 and 33.1 s with always (0.92 M page
+// faults against 26 K). Asking for huge pages from inside the process
+// comes too late: the runtime touches what it maps at once.
+func hugePagesHint(mode string) string {
+	if mode == "" || mode == "always" {
+		return ""
+	}
+	return fmt.Sprintf("pages     transparent huge pages are %q, so the heap faults in 4 KiB pages: "+
+		"`always` in %s ran 100,000 ranks a fifth faster on a 2-core machine\n", mode, thpSetting)
+}
+
+// thpSetting is where Linux keeps its transparent huge pages mode.
+const thpSetting = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+// thpMode returns the mode a read of thpSetting selects, in brackets
+// ("always [madvise] never"), or "".
+func thpMode(setting string) string {
+	_, after, ok := strings.Cut(setting, "[")
+	mode, _, closed := strings.Cut(after, "]")
+	if !ok || !closed {
+		return ""
+	}
+	return mode
 }

@@ -1,6 +1,9 @@
 package main
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // physicalMemory returns the machine's memory in bytes, 0 if unknown.
 func physicalMemory() uint64 {
@@ -9,4 +12,14 @@ func physicalMemory() uint64 {
 		return 0
 	}
 	return uint64(info.Totalram) * uint64(info.Unit)
+}
+
+// hugePages returns the kernel's transparent huge pages mode, "" if
+// unknown.
+func hugePages() string {
+	b, err := os.ReadFile(thpSetting)
+	if err != nil {
+		return ""
+	}
+	return thpMode(string(b))
 }

@@ -230,6 +230,7 @@ func fits(cfg *simulation.Config, runs int, limit int64, force bool, stderr io.W
 	if need <= limit || force {
 		if need > bigRun || need > limit {
 			fmt.Fprintf(stderr, "estimate  %.1f GiB of live heap for %s; the limit is %.1f GiB\n", gib(need), shape(est), gib(limit))
+			fmt.Fprint(stderr, hugePagesHint(hugePages()))
 		}
 		return true
 	}

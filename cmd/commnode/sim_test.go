@@ -215,6 +215,29 @@ func TestSimRefusesWhatWillNotFit(t *testing.T) {
 	}
 }
 
+// TestHugePagesHint: a large run hears how to have its heap in huge
+// pages where the kernel's mode gives it none, and nothing where it does
+// or the mode is unknown.
+func TestHugePagesHint(t *testing.T) {
+	for setting, mode := range map[string]string{
+		"always [madvise] never\n": "madvise",
+		"[always] madvise never\n": "always",
+		"always madvise [never]":    "never",
+		"always madvise never":      "",
+		"[always":                   "",
+		"":                          "",
+	} {
+		if got := thpMode(setting); got != mode {
+			t.Errorf("thpMode(%q) = %q, want %q", setting, got, mode)
+		}
+		hint := hugePagesHint(mode)
+		if want := mode == "madvise" || mode == "never"; want != (hint != "") ||
+			want && !strings.Contains(hint, `"`+mode+`"`) || want && !strings.Contains(hint, "`always` in "+thpSetting) {
+			t.Errorf("mode %q: the hint is %q", mode, hint)
+		}
+	}
+}
+
 // TestSimTopologyFile: --topology FILE.json runs on a fit that
 // bench/calibrate.sh --fit wrote, the same as the preset it copies, and
 // a file that is no fit is a usage error.
