@@ -222,10 +222,10 @@ func TestHugePagesHint(t *testing.T) {
 	for setting, mode := range map[string]string{
 		"always [madvise] never\n": "madvise",
 		"[always] madvise never\n": "always",
-		"always madvise [never]":    "never",
-		"always madvise never":      "",
-		"[always":                   "",
-		"":                          "",
+		"always madvise [never]":   "never",
+		"always madvise never":     "",
+		"[always":                  "",
+		"":                         "",
 	} {
 		if got := thpMode(setting); got != mode {
 			t.Errorf("thpMode(%q) = %q, want %q", setting, got, mode)
