@@ -13,6 +13,9 @@ import (
 // made it and on the side that opened it, writing every page of its
 // rings faults none of them: the first records pay no page faults.
 func TestRingsMappedWritable(t *testing.T) {
+	if !populatesWritable(t) {
+		t.Skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14): the rings fault as they fill")
+	}
 	l := layout{ringSize: 1 << 20, slots: 2, slotSize: MinSlot}
 	made, fd, err := createSegment(l)
 	if err != nil {
@@ -34,10 +37,24 @@ func TestRingsMappedWritable(t *testing.T) {
 				r.data[at]++
 			}
 		}
-		if n := minorFaults(t) - before; n > 2 {
-			t.Errorf("%s: writing the %d pages of the rings faulted %d times", name, 2*l.ringSize/unix.Getpagesize(), n)
+		// A ring left to fault takes one a page, or one for every 16
+		// where the kernel maps the pages around a fault; the runtime's
+		// own work on this thread takes a few now and then.
+		pages := 2 * l.ringSize / unix.Getpagesize()
+		if n := minorFaults(t) - before; n > int64(pages/64) {
+			t.Errorf("%s: writing the %d pages of the rings faulted %d times", name, pages, n)
 		}
 	}
+}
+
+// populatesWritable reports whether the kernel takes MADV_POPULATE_WRITE.
+func populatesWritable(t *testing.T) bool {
+	page, err := unix.Mmap(-1, 0, unix.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(page)
+	return unix.Madvise(page, unix.MADV_POPULATE_WRITE) == nil
 }
 
 func minorFaults(t *testing.T) int64 {
